@@ -1,0 +1,1 @@
+"""A Python bookie wire-compatible with Apache BookKeeper."""

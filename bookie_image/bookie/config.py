@@ -1,0 +1,312 @@
+"""The one bookie configuration model.
+
+Every key is spelt as in Apache BookKeeper's ``bk_server.conf`` (the alias) and exposed to Python code in
+snake_case. The server validates its ``--conf`` file with this model, the operator validates a
+BookieCluster's config overrides with it, and ``docs/configuration.md`` is generated from it, so a key
+exists, has a default and a range in exactly one place.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+
+class ConfigError(ValueError):
+    """A configuration that must stop start-up; the message names the keys and the allowed values."""
+
+
+def _alias(name: str) -> str:
+    # BookKeeper keys are camelCase, with a few historical exceptions listed in _ALIASES.
+    return _ALIASES.get(name, to_camel(name))
+
+
+_ALIASES = {
+    "journal_max_group_wait_msec": "journalMaxGroupWaitMSec",
+    "journal_max_size_mb": "journalMaxSizeMB",
+    "journal_pre_alloc_size_mb": "journalPreAllocSizeMB",
+    "journal_page_cache_flush_interval_msec": "journalPageCacheFlushIntervalMSec",
+    "db_storage_write_cache_max_size_mb": "dbStorage_writeCacheMaxSizeMb",
+    "db_storage_read_ahead_cache_max_size_mb": "dbStorage_readAheadCacheMaxSizeMb",
+    "db_storage_read_ahead_cache_batch_size": "dbStorage_readAheadCacheBatchSize",
+    "db_storage_read_ahead_cache_batch_bytes_size": "dbStorage_readAheadCacheBatchBytesSize",
+    "db_storage_max_throttle_time_ms": "dbStorage_maxThrottleTimeMs",
+    "zk_servers": "zkServers",
+    "zk_ledgers_root_path": "zkLedgersRootPath",
+    "zk_timeout": "zkTimeout",
+    "http_server_enabled": "httpServerEnabled",
+    "http_server_port": "httpServerPort",
+    "http_server_host": "httpServerHost",
+    "is_throttle_by_bytes": "isThrottleByBytes",
+    "is_force_gc_allow_when_no_space": "isForceGCAllowWhenNoSpace",
+    "verify_metadata_on_gc": "verifyMetadataOnGC",
+    "use_target_entry_log_size_for_gc": "useTargetEntryLogSizeForGc",
+    "gc_entry_log_metadata_cache_enabled": "gcEntryLogMetadataCacheEnabled",
+}
+
+
+class BookieConfig(BaseModel):
+    """Bookie server configuration (BookKeeper key names as aliases)."""
+
+    model_config = ConfigDict(
+        alias_generator=_alias, populate_by_name=True, extra="forbid", validate_assignment=True
+    )
+
+    # --- identity and network
+    bookie_port: int = Field(3181, ge=0, le=65535, description="Port of the bookie protocol (v2 and v3).")
+    bookie_id: str | None = Field(None, description="Bookie id; default <advertisedAddress>:<bookiePort>.")
+    advertised_address: str | None = Field(None, description="Address published in ZooKeeper.")
+    listening_interface_address: str = Field(
+        "0.0.0.0", alias="listeningAddress", description="Address the bookie protocol listens on."
+    )
+    allow_loopback: bool = Field(True, description="Allow a loopback address as bookie id.")
+    netty_max_frame_size_bytes: int = Field(
+        5 * 1024 * 1024, gt=1024, description="Largest accepted frame; larger frames close the connection."
+    )
+
+    # --- metadata service
+    metadata_service_uri: str | None = Field(
+        None, description="zk+hierarchical://host:port[;host:port]/ledgers (takes precedence over zkServers)."
+    )
+    zk_servers: str = Field("127.0.0.1:2181", description="ZooKeeper connect string (legacy key).")
+    zk_ledgers_root_path: str = Field("/ledgers", description="Root of BookKeeper's metadata in ZooKeeper.")
+    zk_timeout: int = Field(10000, gt=0, description="ZooKeeper session timeout, ms.")
+
+    # --- directories
+    journal_directories: list[Path] = Field(
+        default_factory=lambda: [Path("/tmp/bk-txn")], description="Journal directories (comma separated)."
+    )
+    ledger_directories: list[Path] = Field(
+        default_factory=lambda: [Path("/tmp/bk-data")], description="Ledger directories (comma separated)."
+    )
+    index_directories: list[Path] | None = Field(
+        None, description="Directories for the RocksDB indexes; default: the ledger directories."
+    )
+
+    # --- journal
+    journal_max_group_wait_msec: float = Field(2, ge=0, description="Group-commit latency cap, ms.")
+    journal_buffered_writes_threshold: int = Field(
+        512 * 1024, gt=0, description="Flush the journal after this many buffered bytes."
+    )
+    journal_buffered_entries_threshold: int = Field(0, ge=0, description="Flush after N entries (0 off).")
+    journal_flush_when_queue_empty: bool = Field(False, description="Flush as soon as the queue is empty.")
+    journal_sync_data: bool = Field(True, description="fdatasync the journal before acknowledging adds.")
+    journal_max_size_mb: int = Field(2048, gt=0, description="Roll the journal file after this size.")
+    journal_pre_alloc_size_mb: int = Field(16, gt=0, description="Journal preallocation chunk, MB.")
+    journal_alignment_size: int = Field(512, gt=0, description="Journal write alignment, bytes.")
+    journal_max_backups: int = Field(5, ge=0, description="Old journal files kept after a checkpoint.")
+    journal_format_version_to_write: int = Field(6, ge=5, le=6, description="Journal format version.")
+    journal_queue_size: int = Field(10000, gt=0, description="Bounded journal queue length.")
+
+    # --- entry logs, caches, checkpoints
+    log_size_limit: int = Field(
+        1024 * 1024 * 1024, gt=1024 * 64, le=2**31 - 1, description="Roll an entry log at this size, bytes."
+    )
+    flush_interval: int = Field(10000, gt=0, description="Checkpoint interval, ms.")
+    flush_entrylog_bytes: int = Field(0, ge=0, description="Flush the entry log every N bytes (0 off).")
+    db_storage_write_cache_max_size_mb: int = Field(64, gt=0, description="Write cache size (both halves).")
+    db_storage_read_ahead_cache_max_size_mb: int = Field(64, ge=0, description="Read cache size.")
+    db_storage_read_ahead_cache_batch_size: int = Field(100, gt=0, description="Read-ahead entries.")
+    db_storage_read_ahead_cache_batch_bytes_size: int = Field(
+        -1, ge=-1, description="Read-ahead byte limit (-1 off)."
+    )
+    db_storage_max_throttle_time_ms: int = Field(
+        10000, ge=0, description="Wait for a full write cache before ETOOMANYREQUESTS, ms."
+    )
+
+    # --- backpressure
+    max_adds_in_progress_limit: int = Field(0, ge=0, description="Adds in progress per bookie (0 off).")
+    max_reads_in_progress_limit: int = Field(0, ge=0, description="Reads in progress per bookie (0 off).")
+    max_pending_add_requests_per_thread: int = Field(
+        10000, ge=0, description="Queued adds before ETOOMANYREQUESTS (0 off)."
+    )
+    max_pending_read_requests_per_thread: int = Field(
+        10000, ge=0, description="Queued reads before ETOOMANYREQUESTS (0 off)."
+    )
+    num_add_worker_threads: int = Field(1, ge=0, description="Add worker threads (ordered by ledger).")
+    num_read_worker_threads: int = Field(8, ge=0, description="Read worker threads.")
+
+    # --- disk checks and state
+    disk_usage_threshold: float = Field(0.95, gt=0, lt=1, description="Used fraction that makes a dir full.")
+    disk_usage_warn_threshold: float = Field(0.90, gt=0, lt=1, description="Used fraction that warns.")
+    disk_usage_lwm_threshold: float | None = Field(
+        None, gt=0, lt=1, description="Used fraction below which a full bookie is writable again."
+    )
+    disk_check_interval: int = Field(10000, gt=0, description="Disk check interval, ms.")
+    read_only_mode_enabled: bool = Field(True, description="Go read-only (not shut down) when disks fill.")
+    force_read_only_bookie: bool = Field(False, description="Start and stay read-only.")
+    persist_bookie_status_enabled: bool = Field(False, description="Persist the state in BOOKIE_STATUS.")
+    read_only_mode_on_any_disk_full_enabled: bool = Field(
+        True, description="Any single full dir makes the bookie read-only."
+    )
+
+    # --- HTTP admin API
+    http_server_enabled: bool = Field(True, description="Serve the admin REST API.")
+    http_server_port: int = Field(8080, ge=0, le=65535, description="Admin REST API port.")
+    http_server_host: str = Field("0.0.0.0", description="Admin REST API listen address.")
+
+    # --- garbage collection (issue 3 builds on these)
+    gc_wait_time: int = Field(600000, gt=0, description="Delay between GC runs, ms.")
+    gc_overreplicated_ledger_wait_time: int = Field(86400000, description="Over-replicated scan period, ms.")
+    gc_metadata_op_rate_limit: int = Field(1000, gt=0, description="ZooKeeper ops per second during GC.")
+    verify_metadata_on_gc: bool = Field(False, description="Re-read metadata before deleting a ledger.")
+    minor_compaction_threshold: float = Field(0.2, description="Compact logs whose usage is below this.")
+    minor_compaction_interval: int = Field(3600, description="Minor compaction interval, s.")
+    minor_compaction_max_time_millis: int = Field(-1, description="Time budget per minor run, ms.")
+    major_compaction_threshold: float = Field(0.8, description="Compact logs whose usage is below this.")
+    major_compaction_interval: int = Field(86400, description="Major compaction interval, s.")
+    major_compaction_max_time_millis: int = Field(-1, description="Time budget per major run, ms.")
+    compaction_rate_by_entries: int = Field(1000, gt=0, description="Compaction throttle, entries/s.")
+    compaction_rate_by_bytes: int = Field(1000000, gt=0, description="Compaction throttle, bytes/s.")
+    is_throttle_by_bytes: bool = Field(False, description="Throttle compaction by bytes, not entries.")
+    compaction_max_outstanding_requests: int = Field(100000, gt=0, description="Entries per index flush.")
+    use_transactional_compaction: bool = Field(True, description="Compact through .compacting files.")
+    force_allow_compaction: bool = Field(True, description="Allow forced compaction when disabled.")
+    is_force_gc_allow_when_no_space: bool = Field(True, description="Forced GC runs on a full disk.")
+    use_target_entry_log_size_for_gc: bool = Field(False, description="Usage against logSizeLimit.")
+
+    @field_validator("journal_directories", "ledger_directories", "index_directories", mode="before")
+    @classmethod
+    def _split_dirs(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [Path(p.strip()) for p in value.split(",") if p.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _check_relations(self) -> BookieConfig:
+        lwm = self.disk_usage_lwm_threshold
+        if lwm is not None and lwm > self.disk_usage_threshold:
+            raise ValueError(
+                "diskUsageLwmThreshold must be <= diskUsageThreshold "
+                f"(got {lwm} > {self.disk_usage_threshold})"
+            )
+        if self.disk_usage_warn_threshold > self.disk_usage_threshold:
+            raise ValueError(
+                "diskUsageWarnThreshold must be <= diskUsageThreshold "
+                f"(got {self.disk_usage_warn_threshold} > {self.disk_usage_threshold})"
+            )
+        self._check_compaction()
+        return self
+
+    def _check_compaction(self) -> None:
+        for key, value in (
+            ("minorCompactionThreshold", self.minor_compaction_threshold),
+            ("majorCompactionThreshold", self.major_compaction_threshold),
+        ):
+            if not 0 <= value <= 1:
+                raise ValueError(f"{key} must be between 0 and 1 (got {value})")
+        minor_on = self.minor_compaction_interval > 0 and self.minor_compaction_threshold > 0
+        major_on = self.major_compaction_interval > 0 and self.major_compaction_threshold > 0
+        if minor_on and major_on:
+            if self.minor_compaction_threshold >= self.major_compaction_threshold:
+                raise ValueError(
+                    "minorCompactionThreshold must be < majorCompactionThreshold "
+                    f"(got {self.minor_compaction_threshold} >= {self.major_compaction_threshold})"
+                )
+            if self.minor_compaction_interval >= self.major_compaction_interval:
+                raise ValueError(
+                    "minorCompactionInterval must be < majorCompactionInterval "
+                    f"(got {self.minor_compaction_interval} >= {self.major_compaction_interval})"
+                )
+        gc_wait_s = self.gc_wait_time / 1000
+        for key, interval, enabled in (
+            ("minorCompactionInterval", self.minor_compaction_interval, minor_on),
+            ("majorCompactionInterval", self.major_compaction_interval, major_on),
+        ):
+            if enabled and interval < gc_wait_s:
+                raise ValueError(f"{key} ({interval} s) must be >= gcWaitTime ({gc_wait_s:g} s)")
+
+    # --- derived values
+    @property
+    def effective_lwm_threshold(self) -> float:
+        return self.disk_usage_lwm_threshold or self.disk_usage_threshold
+
+    @property
+    def effective_index_directories(self) -> list[Path]:
+        return self.index_directories or self.ledger_directories
+
+    @property
+    def zk_connect(self) -> str:
+        """ZooKeeper connect string, from metadataServiceUri when set."""
+        return parse_metadata_service_uri(self.metadata_service_uri)[0] if self.metadata_service_uri \
+            else self.zk_servers
+
+    @property
+    def ledgers_root(self) -> str:
+        return parse_metadata_service_uri(self.metadata_service_uri)[1] if self.metadata_service_uri \
+            else self.zk_ledgers_root_path
+
+    @property
+    def effective_bookie_id(self) -> str:
+        if self.bookie_id:
+            return self.bookie_id
+        return f"{self.advertised_address or '127.0.0.1'}:{self.bookie_port}"
+
+    # --- loading
+    @classmethod
+    def from_properties(cls, text: str, source: str = "<config>") -> BookieConfig:
+        """Parse a Java-properties style ``key=value`` file (``#`` comments)."""
+        values: dict[str, str] = {}
+        for lineno, raw in enumerate(text.splitlines(), 1):
+            line = raw.strip()
+            if not line or line.startswith(("#", "!")):
+                continue
+            sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+            if sep < 0:
+                raise ConfigError(f"{source}:{lineno}: expected key=value, got {raw!r}")
+            values[line[:sep].strip()] = line[sep + 1:].strip()
+        return cls.from_mapping(values, source)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> BookieConfig:
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read configuration file {path}: {exc.strerror}") from exc
+        return cls.from_properties(text, str(path))
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any], source: str = "<config>") -> BookieConfig:
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ConfigError(describe_validation_error(exc, source)) from None
+
+    def to_properties(self) -> str:
+        """Render as a ``bk_server.conf``-style file (only keys that differ from defaults)."""
+        lines = []
+        for key, value in self.model_dump(by_alias=True, exclude_defaults=True).items():
+            if isinstance(value, list):
+                value = ",".join(str(v) for v in value)
+            elif isinstance(value, bool):
+                value = str(value).lower()
+            lines.append(f"{key}={value}")
+        return "\n".join(lines) + "\n"
+
+
+def describe_validation_error(exc: ValidationError, source: str) -> str:
+    """One line per problem, naming the BookKeeper key and what is allowed."""
+    problems = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(configuration)"
+        if err["type"] == "extra_forbidden":
+            problems.append(f"{key}: unknown configuration key")
+        else:
+            problems.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
+    return f"invalid bookie configuration in {source}:\n  " + "\n  ".join(problems)
+
+
+def parse_metadata_service_uri(uri: str) -> tuple[str, str]:
+    """``zk+hierarchical://h1:2181;h2:2181/ledgers`` -> (``h1:2181,h2:2181``, ``/ledgers``)."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep or not scheme.startswith("zk"):
+        raise ConfigError(f"metadataServiceUri: expected zk+hierarchical://hosts/path, got {uri!r}")
+    hosts, slash, path = rest.partition("/")
+    return hosts.replace(";", ","), "/" + path if slash else "/ledgers"
+
+
+LedgerManagerType = Literal["hierarchical", "flat", "longhierarchical"]
