@@ -1,0 +1,566 @@
+"""Frames <-> neutral messages, for both protocol versions.
+
+Server side: ``decode_request(frame)`` (frame = payload without the 4-byte length) and
+``encode_response(request, response)`` (complete frame with its length prefix).
+Client side: ``encode_request(request)`` and ``decode_response(frame)``.
+
+Version detection per frame, as BookKeeper's ``RequestDecoder``: parse as a v3 protobuf ``Request`` first and
+fall back to v2 when that fails. A v2 frame starts with its version byte (0, 1 or 2), which is never a valid
+protobuf tag (field number 0), so those frames skip the protobuf attempt - the hot v2 add/read path costs
+one ``struct`` unpack. ``decode_request`` raises ``MalformedFrame`` and nothing else.
+
+v2 requests whose version byte is above 2 are decoded (with ``wire.protocol_version`` set) so that the
+processor can answer EBADVERSION as BookKeeper does.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf.message import Message
+
+from bookie.protocol import codes as c
+from bookie.protocol import messages as m
+from bookie.protocol.codes import OperationType as Op
+from bookie.protocol.codes import StatusCode
+from bookie.protocol.codes import V2Flag as F
+from bookie.protocol.codes import V2OpCode as V2
+from bookie.protocol.proto import BookkeeperProtocol_pb2 as _pb
+
+pb: Any = _pb  # generated module: attributes are created at import time, invisible to mypy
+
+
+class MalformedFrame(Exception):
+    """A frame that is neither a valid v3 nor a valid v2 message; the connection must be closed."""
+
+
+_INT = struct.Struct(">i")
+_ADD_IDS = struct.Struct(">qq")  # ledgerId, entryId at the start of an entry
+_READ_REQ = struct.Struct(">iqq")  # header, ledgerId, entryId
+_BATCH_REQ = struct.Struct(">iqqqiq")  # header, ledgerId, startEntryId, requestId, maxCount, maxSize
+_RESP = struct.Struct(">iiiqq")  # frame length, header, rc, ledgerId, entryId
+_BATCH_RESP = struct.Struct(">iiiqqq")  # frame length, header, rc, ledgerId, startEntryId, requestId
+_RESP_BODY = struct.Struct(">iqq")  # rc, ledgerId, entryId (after the header, client side)
+_BATCH_RESP_BODY = struct.Struct(">iqqq")
+
+V2_RESPONSE_SIZE = 24  # header + rc + ledgerId + entryId: every v2 add response and read error response
+ENTRY_HEADER_SIZE = 32
+_MK = c.MASTER_KEY_LENGTH
+
+
+# ---------------------------------------------------------------- v2 header
+
+
+def v2_header(version: int, opcode: int, flags: int) -> int:
+    """BookKeeper's ``PacketHeader.toInt`` (a version-0 header is just the opcode)."""
+    if version == 0:
+        return opcode
+    return _INT.unpack(bytes((version & 0xFF, opcode & 0xFF, (flags >> 8) & 0xFF, flags & 0xFF)))[0]
+
+
+def split_v2_header(header: int) -> tuple[int, int, int]:
+    """(version byte, opcode, flags) of a v2 packet header."""
+    version = (header >> 24) & 0xFF
+    if version == 0:
+        return 0, header & 0xFF, 0
+    return version, (header >> 16) & 0xFF, header & 0xFFFF
+
+
+# ---------------------------------------------------------------- server: decode requests
+
+
+def decode_request(frame: bytes | memoryview) -> m.Request:
+    """Decode one request frame (without its length prefix). Raises ``MalformedFrame`` only."""
+    try:
+        if len(frame) == 0:
+            raise MalformedFrame("empty frame")
+        if frame[0] > 2:
+            request = _try_v3_request(frame)
+            if request is not None:
+                return request
+        return _decode_v2_request(frame)
+    except MalformedFrame:
+        raise
+    except Exception as exc:  # a defect in a branch below must still close only this connection
+        raise MalformedFrame(f"undecodable frame: {exc!r}") from exc
+
+
+def _try_v3_request(frame: bytes | memoryview) -> m.Request | None:
+    msg = pb.Request()
+    try:
+        msg.ParseFromString(frame)
+    except Exception:
+        return None
+    if not msg.IsInitialized():
+        return None
+    return _from_v3_request(msg)
+
+
+def _from_v3_request(msg: Any) -> m.Request:
+    h = msg.header
+    wire = m.Wire(3, h.txnId, h.version, h.priority > 0)
+    op = h.operation
+    field, build = _V3_REQUEST_FIELDS.get(op, (None, None))
+    if field is None or build is None:
+        return m.UnsupportedRequest(wire, op, f"operation {_op_name(op)} is not served")
+    if not msg.HasField(field):
+        return m.UnsupportedRequest(wire, op, f"{_op_name(op)} without {field}")
+    return build(wire, getattr(msg, field))
+
+
+def _op_name(op: int) -> str:
+    try:
+        return Op(op).name
+    except ValueError:
+        return str(op)
+
+
+def _v3_add(wire: m.Wire, r: Any) -> m.Request:
+    if len(r.body) < ENTRY_HEADER_SIZE:
+        return m.UnsupportedRequest(wire, Op.ADD_ENTRY, "entry shorter than its 32-byte header")
+    return m.AddRequest(wire, r.ledgerId, r.entryId, r.masterKey, r.body,
+                        recovery=r.flag == pb.AddRequest.RECOVERY_ADD, write_flags=r.writeFlags)
+
+
+def _v3_read(wire: m.Wire, r: Any) -> m.Request:
+    has_flag = r.HasField("flag")
+    return m.ReadRequest(
+        wire, r.ledgerId, r.entryId,
+        fence=has_flag and r.flag == pb.ReadRequest.FENCE_LEDGER,
+        master_key=r.masterKey if r.HasField("masterKey") else None,
+        previous_lac=r.previousLAC if r.HasField("previousLAC") else None,
+        timeout_ms=r.timeOut if r.HasField("timeOut") else None,
+        piggyback=has_flag and r.flag == pb.ReadRequest.ENTRY_PIGGYBACK,
+    )
+
+
+_V3_REQUEST_FIELDS: dict[int, tuple[str, Callable[[m.Wire, Any], m.Request]]] = {
+    Op.ADD_ENTRY: ("addRequest", _v3_add),
+    Op.READ_ENTRY: ("readRequest", _v3_read),
+    Op.READ_LAC: ("readLacRequest", lambda w, r: m.ReadLacRequest(w, r.ledgerId)),
+    Op.WRITE_LAC: (
+        "writeLacRequest", lambda w, r: m.WriteLacRequest(w, r.ledgerId, r.lac, r.masterKey, r.body)),
+    Op.FORCE_LEDGER: ("forceLedgerRequest", lambda w, r: m.ForceLedgerRequest(w, r.ledgerId)),
+    Op.GET_BOOKIE_INFO: ("getBookieInfoRequest", lambda w, r: m.GetBookieInfoRequest(w, r.requested)),
+    Op.GET_LIST_OF_ENTRIES_OF_LEDGER: (
+        "getListOfEntriesOfLedgerRequest", lambda w, r: m.GetListOfEntriesOfLedgerRequest(w, r.ledgerId)),
+    Op.AUTH: ("authRequest", lambda w, r: m.AuthRequest(w, r.authPluginName, r.payload)),
+    Op.START_TLS: ("startTLSRequest", lambda w, r: m.StartTLSRequest(w)),
+}
+
+
+def _decode_v2_request(frame: bytes | memoryview) -> m.Request:
+    n = len(frame)
+    if n < 4:
+        raise MalformedFrame(f"v2 frame of {n} bytes has no packet header")
+    version, opcode, flags = split_v2_header(_INT.unpack_from(frame, 0)[0])
+    wire = m.Wire(2, 0, version, bool(flags & F.HIGH_PRIORITY))
+    # BookKeeper reads the version as a signed byte: versions >= 128 never carry a fencing master key.
+    key_allowed = 2 <= version < 128
+    if opcode == V2.ADDENTRY:
+        return _v2_add(frame, wire, flags)
+    if opcode == V2.READENTRY:
+        return _v2_read(frame, wire, flags, key_allowed)
+    if opcode == V2.BATCH_READ_ENTRY:
+        return _v2_batch_read(frame, wire, flags, key_allowed)
+    if opcode == V2.AUTH:
+        return _v2_auth(frame, wire)
+    raise MalformedFrame(f"v2 opcode {opcode} is not served (version byte {version})")
+
+
+def _v2_add(frame: bytes | memoryview, wire: m.Wire, flags: int) -> m.AddRequest:
+    if len(frame) < 4 + _MK + ENTRY_HEADER_SIZE:
+        raise MalformedFrame(f"v2 add of {len(frame)} bytes: shorter than master key + entry header")
+    view = frame if isinstance(frame, memoryview) else memoryview(frame)
+    ledger_id, entry_id = _ADD_IDS.unpack_from(frame, 4 + _MK)
+    return m.AddRequest(wire, ledger_id, entry_id, bytes(view[4:4 + _MK]), view[4 + _MK:],
+                        recovery=bool(flags & F.RECOVERY_ADD))
+
+
+def _v2_read(frame: bytes | memoryview, wire: m.Wire, flags: int, key_allowed: bool) -> m.ReadRequest:
+    fence = bool(flags & F.DO_FENCING)
+    expected = _READ_REQ.size + (_MK if fence and key_allowed else 0)
+    if len(frame) < expected:
+        raise MalformedFrame(f"v2 read of {len(frame)} bytes, expected {expected}")
+    _, ledger_id, entry_id = _READ_REQ.unpack_from(frame, 0)
+    key = bytes(frame[_READ_REQ.size:expected]) if expected > _READ_REQ.size else None
+    return m.ReadRequest(wire, ledger_id, entry_id, fence=fence, master_key=key)
+
+
+def _v2_batch_read(frame: bytes | memoryview, wire: m.Wire, flags: int,
+                   key_allowed: bool) -> m.BatchReadRequest:
+    fence = bool(flags & F.DO_FENCING)
+    expected = _BATCH_REQ.size + (_MK if fence and key_allowed else 0)
+    if len(frame) < expected:
+        raise MalformedFrame(f"v2 batch read of {len(frame)} bytes, expected {expected}")
+    _, ledger_id, start, request_id, max_count, max_size = _BATCH_REQ.unpack_from(frame, 0)
+    key = bytes(frame[_BATCH_REQ.size:expected]) if expected > _BATCH_REQ.size else None
+    return m.BatchReadRequest(wire, ledger_id, start, request_id, max_count, max_size,
+                              fence=fence, master_key=key)
+
+
+def _v2_auth(frame: bytes | memoryview, wire: m.Wire) -> m.AuthRequest:
+    auth = _parse_auth(frame[4:])
+    return m.AuthRequest(wire, auth.authPluginName, auth.payload)
+
+
+def _parse_auth(data: bytes | memoryview) -> Any:
+    auth = pb.AuthMessage()
+    try:
+        auth.ParseFromString(data)
+    except Exception as exc:
+        raise MalformedFrame(f"bad AuthMessage: {exc}") from exc
+    if not auth.IsInitialized():
+        raise MalformedFrame("AuthMessage without plugin name or payload")
+    return auth
+
+
+# ---------------------------------------------------------------- server: encode responses
+
+
+def encode_response(request: m.Request, response: m.Response) -> bytes:
+    """The complete frame (with length prefix) answering ``request`` in the protocol it came in."""
+    if request.wire.version == 2:
+        return _encode_v2_response(request, response)
+    return _frame(_v3_response(request, response))
+
+
+def _encode_v2_response(request: m.Request, response: m.Response) -> bytes:
+    version = request.wire.protocol_version
+    rc = c.status_to_v2(response.status)
+    match request:
+        case m.AddRequest():
+            ledger_id, entry_id = _ids(response, request.ledger_id, request.entry_id)
+            return _RESP.pack(V2_RESPONSE_SIZE, v2_header(version, V2.ADDENTRY, 0), rc, ledger_id, entry_id)
+        case m.ReadRequest():
+            return _v2_read_response(version, rc, request, response)
+        case m.BatchReadRequest():
+            return _v2_batch_response(version, rc, request, response)
+        case m.AuthRequest():
+            return _v2_auth_response(response)
+    raise ValueError(f"{type(request).__name__} has no v2 encoding")
+
+
+def _ids(response: m.Response, ledger_id: int, entry_id: int) -> tuple[int, int]:
+    return getattr(response, "ledger_id", ledger_id), getattr(response, "entry_id", entry_id)
+
+
+def _v2_read_response(version: int, rc: int, request: m.ReadRequest, response: m.Response) -> bytes:
+    ledger_id, entry_id = _ids(response, request.ledger_id, request.entry_id)
+    body = response.body if isinstance(response, m.ReadResponse) and rc == 0 else None
+    header = v2_header(version, V2.READENTRY, 0)
+    if body is None:
+        return _RESP.pack(V2_RESPONSE_SIZE, header, rc, ledger_id, entry_id)
+    return _RESP.pack(V2_RESPONSE_SIZE + len(body), header, rc, ledger_id, entry_id) + body
+
+
+def _v2_batch_response(version: int, rc: int, request: m.BatchReadRequest, response: m.Response) -> bytes:
+    entries = response.entries if isinstance(response, m.BatchReadResponse) and rc == 0 else ()
+    ledger_id = getattr(response, "ledger_id", request.ledger_id)
+    start = getattr(response, "start_entry_id", request.start_entry_id)
+    request_id = getattr(response, "request_id", request.request_id)
+    size = _BATCH_RESP.size - 4 + sum(4 + len(e) for e in entries)
+    parts: list[bytes | memoryview] = [
+        _BATCH_RESP.pack(size, v2_header(version, V2.BATCH_READ_ENTRY, 0), rc, ledger_id, start, request_id)]
+    for entry in entries:
+        parts.append(_INT.pack(len(entry)))
+        parts.append(entry)
+    return b"".join(parts)
+
+
+def _v2_auth_response(response: m.Response) -> bytes:
+    auth = pb.AuthMessage(authPluginName=getattr(response, "plugin_name", ""),
+                          payload=bytes(getattr(response, "payload", b"")))
+    # BookKeeper answers v2 AUTH with CURRENT_PROTOCOL_VERSION whatever the request said.
+    payload = _INT.pack(v2_header(c.V2_CURRENT_PROTOCOL_VERSION, V2.AUTH, 0)) + auth.SerializeToString()
+    return _INT.pack(len(payload)) + payload
+
+
+def _frame(msg: Message) -> bytes:
+    payload = msg.SerializeToString()
+    return _INT.pack(len(payload)) + payload
+
+
+_REQUEST_OPS: dict[type, Op] = {
+    m.AddRequest: Op.ADD_ENTRY,
+    m.ReadRequest: Op.READ_ENTRY,
+    m.BatchReadRequest: Op.BATCH_READ_ENTRY,
+    m.ReadLacRequest: Op.READ_LAC,
+    m.WriteLacRequest: Op.WRITE_LAC,
+    m.ForceLedgerRequest: Op.FORCE_LEDGER,
+    m.GetBookieInfoRequest: Op.GET_BOOKIE_INFO,
+    m.GetListOfEntriesOfLedgerRequest: Op.GET_LIST_OF_ENTRIES_OF_LEDGER,
+    m.AuthRequest: Op.AUTH,
+    m.StartTLSRequest: Op.START_TLS,
+}
+
+
+def _operation(request: m.Request) -> int:
+    if isinstance(request, m.UnsupportedRequest):
+        return request.operation
+    return _REQUEST_OPS[type(request)]
+
+
+def _v3_response(request: m.Request, response: m.Response) -> Message:
+    out = pb.Response(status=int(response.status))
+    out.header.version = pb.VERSION_THREE
+    op = _operation(request)
+    if op in pb.OperationType.values():
+        out.header.operation = op
+    else:
+        out.header.operation = pb.READ_ENTRY  # unknown op: the status (EBADREQ) is what matters
+    out.header.txnId = request.wire.txn_id
+    _fill_v3_response(out, response)
+    return out
+
+
+def _opt_bytes(value: bytes | memoryview | None) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+def _fill_v3_response(out: Any, r: m.Response) -> None:
+    status = int(r.status)
+    match r:
+        case m.AddResponse():
+            out.addResponse.CopyFrom(pb.AddResponse(status=status, ledgerId=r.ledger_id, entryId=r.entry_id))
+        case m.ReadResponse():
+            out.readResponse.CopyFrom(pb.ReadResponse(
+                status=status, ledgerId=r.ledger_id, entryId=r.entry_id, body=_opt_bytes(r.body),
+                maxLAC=r.max_lac, lacUpdateTimestamp=r.lac_update_timestamp))
+        case m.ReadLacResponse():
+            out.readLacResponse.CopyFrom(pb.ReadLacResponse(
+                status=status, ledgerId=r.ledger_id, lacBody=_opt_bytes(r.lac_body),
+                lastEntryBody=_opt_bytes(r.last_entry_body)))
+        case m.WriteLacResponse():
+            out.writeLacResponse.CopyFrom(pb.WriteLacResponse(status=status, ledgerId=r.ledger_id))
+        case m.ForceLedgerResponse():
+            out.forceLedgerResponse.CopyFrom(pb.ForceLedgerResponse(status=status, ledgerId=r.ledger_id))
+        case m.GetBookieInfoResponse():
+            out.getBookieInfoResponse.CopyFrom(pb.GetBookieInfoResponse(
+                status=status, totalDiskCapacity=r.total_disk_capacity, freeDiskSpace=r.free_disk_space))
+        case m.GetListOfEntriesOfLedgerResponse():
+            out.getListOfEntriesOfLedgerResponse.CopyFrom(pb.GetListOfEntriesOfLedgerResponse(
+                status=status, ledgerId=r.ledger_id, availabilityOfEntriesOfLedger=r.availability))
+        case m.AuthResponse():
+            out.authResponse.CopyFrom(pb.AuthMessage(authPluginName=r.plugin_name, payload=bytes(r.payload)))
+        case m.StartTLSResponse():
+            out.startTLSResponse.SetInParent()
+        case m.BatchReadResponse() | m.ErrorResponse():
+            pass  # status only (batch read is not served over v3)
+
+
+# ---------------------------------------------------------------- client: encode requests
+
+
+def encode_request(request: m.Request) -> bytes:
+    """The complete frame (with length prefix) of a client request, in ``request.wire.version``."""
+    if request.wire.version == 2:
+        return _encode_v2_request(request)
+    return _frame(_v3_request(request))
+
+
+def _v2_flags(wire: m.Wire, *, fence: bool = False, recovery: bool = False) -> int:
+    flags = F.NONE
+    if fence:
+        flags |= F.DO_FENCING
+    if recovery:
+        flags |= F.RECOVERY_ADD
+    if wire.high_priority:
+        flags |= F.HIGH_PRIORITY
+    return int(flags)
+
+
+def _master_key(key: bytes | None) -> bytes:
+    if key is None or len(key) != _MK:
+        raise ValueError(f"v2 master key must be {_MK} bytes")
+    return key
+
+
+def _encode_v2_request(r: m.Request) -> bytes:
+    v = r.wire.protocol_version
+    match r:
+        case m.AddRequest():
+            header = v2_header(v, V2.ADDENTRY, _v2_flags(r.wire, recovery=r.recovery))
+            prefix = _INT.pack(4 + _MK + len(r.body)) + _INT.pack(header) + _master_key(r.master_key)
+            return prefix + r.body
+        case m.ReadRequest():
+            header = v2_header(v, V2.READENTRY, _v2_flags(r.wire, fence=r.fence))
+            key = _master_key(r.master_key) if r.fence and v >= 2 else b""
+            body = _READ_REQ.pack(header, r.ledger_id, r.entry_id)
+            return _INT.pack(len(body) + len(key)) + body + key
+        case m.BatchReadRequest():
+            header = v2_header(v, V2.BATCH_READ_ENTRY, _v2_flags(r.wire, fence=r.fence))
+            key = _master_key(r.master_key) if r.fence and v >= 2 else b""
+            body = _BATCH_REQ.pack(header, r.ledger_id, r.start_entry_id, r.request_id, r.max_count,
+                                   r.max_size)
+            return _INT.pack(len(body) + len(key)) + body + key
+        case m.AuthRequest():
+            auth = pb.AuthMessage(authPluginName=r.plugin_name, payload=r.payload).SerializeToString()
+            return _INT.pack(4 + len(auth)) + _INT.pack(v2_header(v, V2.AUTH, 0)) + auth
+    raise ValueError(f"{type(r).__name__} is v3 only")
+
+
+def _v3_request(r: m.Request) -> Message:
+    out = pb.Request()
+    out.header.version = pb.VERSION_THREE
+    out.header.operation = _operation(r)
+    out.header.txnId = r.wire.txn_id
+    if r.wire.high_priority:
+        out.header.priority = c.HIGH_PRIORITY_VALUE
+    _fill_v3_request(out, r)
+    return out
+
+
+def _fill_v3_request(out: Any, r: m.Request) -> None:
+    match r:
+        case m.AddRequest():
+            add = out.addRequest
+            add.ledgerId, add.entryId = r.ledger_id, r.entry_id
+            add.masterKey, add.body = r.master_key, bytes(r.body)
+            if r.recovery:
+                add.flag = pb.AddRequest.RECOVERY_ADD
+            if r.write_flags:
+                add.writeFlags = r.write_flags
+        case m.ReadRequest():
+            _fill_v3_read(out.readRequest, r)
+        case m.ReadLacRequest():
+            out.readLacRequest.ledgerId = r.ledger_id
+        case m.WriteLacRequest():
+            w = out.writeLacRequest
+            w.ledgerId, w.lac, w.masterKey, w.body = r.ledger_id, r.lac, r.master_key, bytes(r.body)
+        case m.ForceLedgerRequest():
+            out.forceLedgerRequest.ledgerId = r.ledger_id
+        case m.GetBookieInfoRequest():
+            out.getBookieInfoRequest.requested = r.requested
+        case m.GetListOfEntriesOfLedgerRequest():
+            out.getListOfEntriesOfLedgerRequest.ledgerId = r.ledger_id
+        case m.AuthRequest():
+            out.authRequest.authPluginName, out.authRequest.payload = r.plugin_name, r.payload
+        case m.StartTLSRequest():
+            out.startTLSRequest.SetInParent()
+        case _:
+            raise ValueError(f"{type(r).__name__} has no v3 encoding")
+
+
+def _fill_v3_read(rr: Any, r: m.ReadRequest) -> None:
+    rr.ledgerId, rr.entryId = r.ledger_id, r.entry_id
+    if r.fence:
+        rr.flag = pb.ReadRequest.FENCE_LEDGER
+    elif r.piggyback:
+        rr.flag = pb.ReadRequest.ENTRY_PIGGYBACK
+    if r.master_key is not None:
+        rr.masterKey = r.master_key
+    if r.previous_lac is not None:
+        rr.previousLAC = r.previous_lac
+    if r.timeout_ms is not None:
+        rr.timeOut = r.timeout_ms
+
+
+# ---------------------------------------------------------------- client: decode responses
+
+
+def decode_response(frame: bytes | memoryview, version: int | None = None) -> m.Response:
+    """Decode one response frame (without length prefix); ``version`` None = detect as for requests."""
+    try:
+        if len(frame) == 0:
+            raise MalformedFrame("empty frame")
+        if version is None:
+            version = 2 if frame[0] <= 2 else 3
+        return _decode_v2_response(frame) if version == 2 else _decode_v3_response(frame)
+    except MalformedFrame:
+        raise
+    except Exception as exc:
+        raise MalformedFrame(f"undecodable response: {exc!r}") from exc
+
+
+def _decode_v2_response(frame: bytes | memoryview) -> m.Response:
+    if len(frame) < 4:
+        raise MalformedFrame("v2 response without header")
+    version, opcode, _ = split_v2_header(_INT.unpack_from(frame, 0)[0])
+    wire = m.Wire(2, 0, version)
+    if opcode == V2.AUTH:
+        auth = _parse_auth(frame[4:])
+        return m.AuthResponse(wire, StatusCode.EOK, auth.authPluginName, auth.payload)
+    if opcode == V2.BATCH_READ_ENTRY:
+        return _decode_v2_batch_response(frame, wire)
+    if opcode not in (V2.ADDENTRY, V2.READENTRY) or len(frame) < V2_RESPONSE_SIZE:
+        raise MalformedFrame(f"v2 response opcode {opcode} of {len(frame)} bytes")
+    rc, ledger_id, entry_id = _RESP_BODY.unpack_from(frame, 4)
+    status = c.v2_to_status(rc)
+    if opcode == V2.ADDENTRY:
+        return m.AddResponse(wire, status, ledger_id, entry_id)
+    view = frame if isinstance(frame, memoryview) else memoryview(frame)
+    body = view[V2_RESPONSE_SIZE:] if len(frame) > V2_RESPONSE_SIZE else None
+    return m.ReadResponse(wire, status, ledger_id, entry_id, body=body)
+
+
+def _decode_v2_batch_response(frame: bytes | memoryview, wire: m.Wire) -> m.BatchReadResponse:
+    if len(frame) < 4 + _BATCH_RESP_BODY.size:
+        raise MalformedFrame("short v2 batch read response")
+    rc, ledger_id, start, request_id = _BATCH_RESP_BODY.unpack_from(frame, 4)
+    view = frame if isinstance(frame, memoryview) else memoryview(frame)
+    entries: list[memoryview] = []
+    pos = 4 + _BATCH_RESP_BODY.size
+    while pos < len(frame):
+        if pos + 4 > len(frame):
+            raise MalformedFrame("truncated entry length in batch read response")
+        (size,) = _INT.unpack_from(frame, pos)
+        if size < 0 or pos + 4 + size > len(frame):
+            raise MalformedFrame("truncated entry in batch read response")
+        entries.append(view[pos + 4:pos + 4 + size])
+        pos += 4 + size
+    return m.BatchReadResponse(wire, c.v2_to_status(rc), ledger_id, start, request_id, tuple(entries))
+
+
+def _opt(msg: Any, field: str) -> Any:
+    return getattr(msg, field) if msg.HasField(field) else None
+
+
+def _decode_v3_response(frame: bytes | memoryview) -> m.Response:
+    msg = pb.Response()
+    try:
+        msg.ParseFromString(frame)
+    except Exception as exc:
+        raise MalformedFrame(f"bad v3 response: {exc}") from exc
+    if not msg.IsInitialized():
+        raise MalformedFrame(f"v3 response missing {msg.FindInitializationErrors()}")
+    h = msg.header
+    wire = m.Wire(3, h.txnId, h.version, h.priority > 0)
+    status = StatusCode(msg.status)
+    return _v3_sub_response(msg, wire, status, h.operation)
+
+
+def _v3_sub_response(msg: Any, wire: m.Wire, status: StatusCode, op: int) -> m.Response:
+    if msg.HasField("addResponse"):
+        a = msg.addResponse
+        return m.AddResponse(wire, StatusCode(a.status), a.ledgerId, a.entryId)
+    if msg.HasField("readResponse"):
+        r = msg.readResponse
+        return m.ReadResponse(wire, StatusCode(r.status), r.ledgerId, r.entryId, body=_opt(r, "body"),
+                              max_lac=_opt(r, "maxLAC"), lac_update_timestamp=_opt(r, "lacUpdateTimestamp"))
+    if msg.HasField("readLacResponse"):
+        rl = msg.readLacResponse
+        return m.ReadLacResponse(wire, StatusCode(rl.status), rl.ledgerId, lac_body=_opt(rl, "lacBody"),
+                                 last_entry_body=_opt(rl, "lastEntryBody"))
+    if msg.HasField("writeLacResponse"):
+        wl = msg.writeLacResponse
+        return m.WriteLacResponse(wire, StatusCode(wl.status), wl.ledgerId)
+    if msg.HasField("forceLedgerResponse"):
+        f = msg.forceLedgerResponse
+        return m.ForceLedgerResponse(wire, StatusCode(f.status), f.ledgerId)
+    if msg.HasField("getBookieInfoResponse"):
+        b = msg.getBookieInfoResponse
+        return m.GetBookieInfoResponse(wire, StatusCode(b.status),
+                                       total_disk_capacity=_opt(b, "totalDiskCapacity"),
+                                       free_disk_space=_opt(b, "freeDiskSpace"))
+    if msg.HasField("getListOfEntriesOfLedgerResponse"):
+        g = msg.getListOfEntriesOfLedgerResponse
+        return m.GetListOfEntriesOfLedgerResponse(wire, StatusCode(g.status), g.ledgerId,
+                                                  availability=_opt(g, "availabilityOfEntriesOfLedger"))
+    if msg.HasField("authResponse"):
+        return m.AuthResponse(wire, status, msg.authResponse.authPluginName, msg.authResponse.payload)
+    if msg.HasField("startTLSResponse"):
+        return m.StartTLSResponse(wire, status)
+    return m.ErrorResponse(wire, status, op)
