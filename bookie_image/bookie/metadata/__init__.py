@@ -1,0 +1,1 @@
+"""BookKeeper's ZooKeeper metadata: layout, ledger metadata format, cookies, registration (kazoo)."""
