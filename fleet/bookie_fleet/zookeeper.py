@@ -1,0 +1,213 @@
+"""A real ZooKeeper server (``ZooKeeperServerMain`` from the BookKeeper classpath) as a child process.
+
+Used by the tests and by the playground. The JVM runs in its own process group so ``stop()`` takes down
+everything it started. ``stop()``/``start()`` keep the port and the data directory, so a test can take
+ZooKeeper away mid-operation and bring the same ensemble back; ``pause()``/``resume()`` freeze the server
+(SIGSTOP/SIGCONT) to simulate a hung ZooKeeper whose connections stay open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+LIB_ENV = "BOOKIE_FLEET_BK_LIB"
+MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+_JVM_OPTS = ("-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+             "-Dzookeeper.admin.enableServer=false", "-Djava.net.preferIPv4Stack=true")
+
+
+# ZooKeeper's *provided* dependencies that ZooKeeperServerMain needs at run time (metrics, snapshot
+# compression). Maven does not copy provided dependencies into BookKeeper's classpath.
+PROVIDED_JARS = (
+    ("io/dropwizard/metrics/metrics-core", "metrics-core", "io.dropwizard.metrics:metrics-core:4.1.12.1"),
+    ("org/xerial/snappy/snappy-java", "snappy-java", "org.xerial.snappy:snappy-java:1.1.10.5"),
+)
+
+
+def provided_classpath(lib_dir: Path) -> list[str]:
+    """Jars of ``PROVIDED_JARS`` missing from ``lib_dir``, taken from the local Maven repository."""
+    extra = []
+    for group_path, artifact, coordinates in PROVIDED_JARS:
+        if any(lib_dir.glob(f"{artifact}-*.jar")):
+            continue
+        repo = Path.home() / ".m2/repository" / group_path
+        jars = sorted(repo.glob(f"*/{artifact}-*.jar"))
+        if not jars:
+            raise ZooKeeperError(f"{artifact} jar not found in {lib_dir} nor {repo}: run "
+                                 f"`mvn dependency:get -Dartifact={coordinates} -Dtransitive=false`")
+        extra.append(str(jars[-1]))
+    return extra
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 1.0) -> str:
+    """Send a ZooKeeper four-letter command and return the answer ('' if it cannot be asked)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(word.encode())
+            chunks = []
+            while chunk := s.recv(4096):
+                chunks.append(chunk)
+            return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class ZooKeeperError(RuntimeError):
+    """The server did not start (the message carries the end of its log)."""
+
+
+class ZooKeeperServer:
+    """``ZooKeeperServer(data_dir, port=0, host='127.0.0.1')``; ``port=0`` picks a free port once."""
+
+    def __init__(self, data_dir: str | Path, port: int = 0, host: str = "127.0.0.1", *,
+                 tick_time_ms: int = 500, force_sync: bool = False, lib_dir: str | Path | None = None,
+                 java: str | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.host = host
+        self.port = port or _free_port(host)
+        self.tick_time_ms = tick_time_ms
+        self.force_sync = force_sync
+        lib = lib_dir or os.environ.get(LIB_ENV)
+        if not lib or not Path(lib).is_dir():
+            raise ZooKeeperError(f"${LIB_ENV} must name the directory of the ZooKeeper jars (got {lib!r})")
+        self.lib_dir = Path(lib)
+        self.java = java or shutil.which("java") or "java"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._paused = False
+
+    @property
+    def connect_string(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def config_path(self) -> Path:
+        return self.data_dir / "zoo.cfg"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "zookeeper.log"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def write_config(self) -> None:
+        (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
+        lines = {
+            "tickTime": self.tick_time_ms,
+            "initLimit": 10,
+            "syncLimit": 5,
+            "dataDir": self.data_dir / "data",
+            "clientPort": self.port,
+            "clientPortAddress": self.host,
+            "maxClientCnxns": 0,
+            "admin.enableServer": "false",
+            "4lw.commands.whitelist": "ruok,stat,srvr,mntr,cons",
+            "forceSync": "yes" if self.force_sync else "no",
+            # Sessions of up to 20 ticks: the tests use short zkTimeouts to see expiry quickly.
+            "minSessionTimeout": 2 * self.tick_time_ms,
+            "maxSessionTimeout": 60 * self.tick_time_ms,
+        }
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+
+    def start(self, timeout: float = 60.0) -> ZooKeeperServer:
+        """Launch the JVM and wait until it serves requests."""
+        if self.running:
+            return self
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.write_config()
+        classpath = os.pathsep.join([f"{self.lib_dir}/*", *provided_classpath(self.lib_dir)])
+        cmd = [self.java, *_JVM_OPTS, "-cp", classpath, MAIN_CLASS, str(self.config_path)]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        self._paused = False
+        self._wait_ready(timeout)
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.running:
+                raise ZooKeeperError(f"ZooKeeper exited with {self.proc and self.proc.returncode}:\n"
+                                     f"{self.log_tail()}")
+            # ``ruok`` answers imok even when the server thread died; ``srvr`` only answers when serving.
+            if four_letter_word(self.host, self.port, "srvr").startswith("Zookeeper version"):
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise ZooKeeperError(
+            f"ZooKeeper not ready on {self.connect_string} after {timeout}s:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 3.0) -> None:
+        """Kill the whole process group and wait; the port and data directory are kept for ``start()``."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            if self._paused:
+                os.killpg(proc.pid, signal.SIGCONT)
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        self._paused = False
+        self._wait_port_free()
+
+    def _wait_port_free(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                try:
+                    s.bind((self.host, self.port))
+                    return
+                except OSError:
+                    time.sleep(0.05)
+
+    def restart(self, down_for: float = 0.0) -> None:
+        """Stop, optionally stay down for ``down_for`` seconds, start again on the same port and data."""
+        self.stop()
+        if down_for > 0:
+            time.sleep(down_for)
+        self.start()
+
+    def pause(self) -> None:
+        """Freeze the server (SIGSTOP): clients stay connected but get no answers."""
+        if self.proc is not None and not self._paused:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+            self._paused = True
+
+    def resume(self) -> None:
+        if self.proc is not None and self._paused:
+            os.killpg(self.proc.pid, signal.SIGCONT)
+            self._paused = False
+
+    def __enter__(self) -> ZooKeeperServer:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
