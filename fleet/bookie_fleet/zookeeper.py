@@ -181,6 +181,8 @@ class ZooKeeperServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with socket.socket() as s:
+                # As the JVM does: connections in TIME_WAIT must not count as "port in use".
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 try:
                     s.bind((self.host, self.port))
                     return
