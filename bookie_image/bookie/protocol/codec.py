@@ -121,7 +121,8 @@ def _v3_add(wire: m.Wire, r: Any) -> m.Request:
     if len(r.body) < ENTRY_HEADER_SIZE:
         return m.UnsupportedRequest(wire, Op.ADD_ENTRY, "entry shorter than its 32-byte header")
     return m.AddRequest(wire, r.ledgerId, r.entryId, r.masterKey, r.body,
-                        recovery=r.flag == pb.AddRequest.RECOVERY_ADD, write_flags=r.writeFlags)
+                        recovery=r.HasField("flag") and r.flag == pb.AddRequest.RECOVERY_ADD,
+                        write_flags=r.writeFlags)
 
 
 def _v3_read(wire: m.Wire, r: Any) -> m.Request:
