@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 from bookie.protocol import codec
 from bookie.protocol import messages as m
 from bookie.protocol.codes import OperationType, StatusCode
-from bookie.protocol.proto import BookkeeperProtocol_pb2 as pb
+from bookie.protocol.proto import BookkeeperProtocol_pb2 as _pb
+
+pb: Any = _pb
 
 KEY = b"k" * 20
 ENTRY = struct.pack(">qqqq", 5, 7, 6, 100) + b"\x00" * 8 + b"payload"
