@@ -45,6 +45,13 @@ _BATCH_RESP = struct.Struct(">iiiqqq")  # frame length, header, rc, ledgerId, st
 _RESP_BODY = struct.Struct(">iqq")  # rc, ledgerId, entryId (after the header, client side)
 _BATCH_RESP_BODY = struct.Struct(">iqqq")
 
+# Plain ints for the hot path: IntEnum/IntFlag attribute access and arithmetic cost microseconds.
+_OP_ADD, _OP_READ, _OP_AUTH = int(V2.ADDENTRY), int(V2.READENTRY), int(V2.AUTH)
+_OP_BATCH_READ = int(V2.BATCH_READ_ENTRY)
+_FLAG_FENCE, _FLAG_RECOVERY, _FLAG_HIGH = int(F.DO_FENCING), int(F.RECOVERY_ADD), int(F.HIGH_PRIORITY)
+# v2 wires are immutable and few: share them instead of building one per request.
+_V2_WIRES = {(v, hp): m.Wire(2, 0, v, hp) for v in range(256) for hp in (False, True)}
+
 V2_RESPONSE_SIZE = 24  # header + rc + ledgerId + entryId: every v2 add response and read error response
 ENTRY_HEADER_SIZE = 32
 _MK = c.MASTER_KEY_LENGTH
@@ -57,7 +64,8 @@ def v2_header(version: int, opcode: int, flags: int) -> int:
     """BookKeeper's ``PacketHeader.toInt`` (a version-0 header is just the opcode)."""
     if version == 0:
         return opcode
-    return _INT.unpack(bytes((version & 0xFF, opcode & 0xFF, (flags >> 8) & 0xFF, flags & 0xFF)))[0]
+    header = ((version & 0xFF) << 24) | ((opcode & 0xFF) << 16) | (flags & 0xFFFF)
+    return header - (1 << 32) if header & 0x80000000 else header  # as a signed int32
 
 
 def split_v2_header(header: int) -> tuple[int, int, int]:
@@ -157,16 +165,16 @@ def _decode_v2_request(frame: bytes | memoryview) -> m.Request:
     if n < 4:
         raise MalformedFrame(f"v2 frame of {n} bytes has no packet header")
     version, opcode, flags = split_v2_header(_INT.unpack_from(frame, 0)[0])
-    wire = m.Wire(2, 0, version, bool(flags & F.HIGH_PRIORITY))
+    wire = _V2_WIRES[version, bool(flags & _FLAG_HIGH)]
     # BookKeeper reads the version as a signed byte: versions >= 128 never carry a fencing master key.
     key_allowed = 2 <= version < 128
-    if opcode == V2.ADDENTRY:
+    if opcode == _OP_ADD:
         return _v2_add(frame, wire, flags)
-    if opcode == V2.READENTRY:
+    if opcode == _OP_READ:
         return _v2_read(frame, wire, flags, key_allowed)
-    if opcode == V2.BATCH_READ_ENTRY:
+    if opcode == _OP_BATCH_READ:
         return _v2_batch_read(frame, wire, flags, key_allowed)
-    if opcode == V2.AUTH:
+    if opcode == _OP_AUTH:
         return _v2_auth(frame, wire)
     raise MalformedFrame(f"v2 opcode {opcode} is not served (version byte {version})")
 
@@ -177,11 +185,11 @@ def _v2_add(frame: bytes | memoryview, wire: m.Wire, flags: int) -> m.AddRequest
     view = frame if isinstance(frame, memoryview) else memoryview(frame)
     ledger_id, entry_id = _ADD_IDS.unpack_from(frame, 4 + _MK)
     return m.AddRequest(wire, ledger_id, entry_id, bytes(view[4:4 + _MK]), view[4 + _MK:],
-                        recovery=bool(flags & F.RECOVERY_ADD))
+                        recovery=bool(flags & _FLAG_RECOVERY))
 
 
 def _v2_read(frame: bytes | memoryview, wire: m.Wire, flags: int, key_allowed: bool) -> m.ReadRequest:
-    fence = bool(flags & F.DO_FENCING)
+    fence = bool(flags & _FLAG_FENCE)
     expected = _READ_REQ.size + (_MK if fence and key_allowed else 0)
     if len(frame) < expected:
         raise MalformedFrame(f"v2 read of {len(frame)} bytes, expected {expected}")
@@ -192,7 +200,7 @@ def _v2_read(frame: bytes | memoryview, wire: m.Wire, flags: int, key_allowed: b
 
 def _v2_batch_read(frame: bytes | memoryview, wire: m.Wire, flags: int,
                    key_allowed: bool) -> m.BatchReadRequest:
-    fence = bool(flags & F.DO_FENCING)
+    fence = bool(flags & _FLAG_FENCE)
     expected = _BATCH_REQ.size + (_MK if fence and key_allowed else 0)
     if len(frame) < expected:
         raise MalformedFrame(f"v2 batch read of {len(frame)} bytes, expected {expected}")
@@ -234,7 +242,7 @@ def _encode_v2_response(request: m.Request, response: m.Response) -> bytes:
     match request:
         case m.AddRequest():
             ledger_id, entry_id = _ids(response, request.ledger_id, request.entry_id)
-            return _RESP.pack(V2_RESPONSE_SIZE, v2_header(version, V2.ADDENTRY, 0), rc, ledger_id, entry_id)
+            return _RESP.pack(V2_RESPONSE_SIZE, v2_header(version, _OP_ADD, 0), rc, ledger_id, entry_id)
         case m.ReadRequest():
             return _v2_read_response(version, rc, request, response)
         case m.BatchReadRequest():
@@ -251,7 +259,7 @@ def _ids(response: m.Response, ledger_id: int, entry_id: int) -> tuple[int, int]
 def _v2_read_response(version: int, rc: int, request: m.ReadRequest, response: m.Response) -> bytes:
     ledger_id, entry_id = _ids(response, request.ledger_id, request.entry_id)
     body = response.body if isinstance(response, m.ReadResponse) and rc == 0 else None
-    header = v2_header(version, V2.READENTRY, 0)
+    header = v2_header(version, _OP_READ, 0)
     if body is None:
         return _RESP.pack(V2_RESPONSE_SIZE, header, rc, ledger_id, entry_id)
     return _RESP.pack(V2_RESPONSE_SIZE + len(body), header, rc, ledger_id, entry_id) + body
@@ -363,14 +371,8 @@ def encode_request(request: m.Request) -> bytes:
 
 
 def _v2_flags(wire: m.Wire, *, fence: bool = False, recovery: bool = False) -> int:
-    flags = F.NONE
-    if fence:
-        flags |= F.DO_FENCING
-    if recovery:
-        flags |= F.RECOVERY_ADD
-    if wire.high_priority:
-        flags |= F.HIGH_PRIORITY
-    return int(flags)
+    return ((_FLAG_FENCE if fence else 0) | (_FLAG_RECOVERY if recovery else 0)
+            | (_FLAG_HIGH if wire.high_priority else 0))
 
 
 def _master_key(key: bytes | None) -> bytes:
@@ -383,11 +385,11 @@ def _encode_v2_request(r: m.Request) -> bytes:
     v = r.wire.protocol_version
     match r:
         case m.AddRequest():
-            header = v2_header(v, V2.ADDENTRY, _v2_flags(r.wire, recovery=r.recovery))
+            header = v2_header(v, _OP_ADD, _v2_flags(r.wire, recovery=r.recovery))
             prefix = _INT.pack(4 + _MK + len(r.body)) + _INT.pack(header) + _master_key(r.master_key)
             return prefix + r.body
         case m.ReadRequest():
-            header = v2_header(v, V2.READENTRY, _v2_flags(r.wire, fence=r.fence))
+            header = v2_header(v, _OP_READ, _v2_flags(r.wire, fence=r.fence))
             key = _master_key(r.master_key) if r.fence and v >= 2 else b""
             body = _READ_REQ.pack(header, r.ledger_id, r.entry_id)
             return _INT.pack(len(body) + len(key)) + body + key
@@ -480,17 +482,17 @@ def _decode_v2_response(frame: bytes | memoryview) -> m.Response:
     if len(frame) < 4:
         raise MalformedFrame("v2 response without header")
     version, opcode, _ = split_v2_header(_INT.unpack_from(frame, 0)[0])
-    wire = m.Wire(2, 0, version)
-    if opcode == V2.AUTH:
+    wire = _V2_WIRES[version, False]
+    if opcode == _OP_AUTH:
         auth = _parse_auth(frame[4:])
         return m.AuthResponse(wire, StatusCode.EOK, auth.authPluginName, auth.payload)
-    if opcode == V2.BATCH_READ_ENTRY:
+    if opcode == _OP_BATCH_READ:
         return _decode_v2_batch_response(frame, wire)
-    if opcode not in (V2.ADDENTRY, V2.READENTRY) or len(frame) < V2_RESPONSE_SIZE:
+    if opcode not in (_OP_ADD, _OP_READ) or len(frame) < V2_RESPONSE_SIZE:
         raise MalformedFrame(f"v2 response opcode {opcode} of {len(frame)} bytes")
     rc, ledger_id, entry_id = _RESP_BODY.unpack_from(frame, 4)
     status = c.v2_to_status(rc)
-    if opcode == V2.ADDENTRY:
+    if opcode == _OP_ADD:
         return m.AddResponse(wire, status, ledger_id, entry_id)
     view = frame if isinstance(frame, memoryview) else memoryview(frame)
     body = view[V2_RESPONSE_SIZE:] if len(frame) > V2_RESPONSE_SIZE else None
