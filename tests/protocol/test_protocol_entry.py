@@ -7,8 +7,8 @@ import hmac
 import struct
 import zlib
 
+import bookie.protocol.entry as e
 import pytest
-from bookie.protocol import entry as e
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import struct
 
-from bookie.protocol import codec
-from bookie.protocol import messages as m
+import bookie.protocol.codec as codec
+import bookie.protocol.messages as m
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

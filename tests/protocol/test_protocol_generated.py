@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bookie.protocol.proto import regenerate
+import bookie.protocol.proto.regenerate as regenerate
 
 
 def test_generated_modules_are_current() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import struct
 
+import bookie.protocol.codec as codec
+import bookie.protocol.messages as m
 import pytest
-from bookie.protocol import codec
-from bookie.protocol import messages as m
 from bookie.protocol.codes import StatusCode
 
 KEY = bytes(range(20))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+import bookie.protocol.codec as codec
+import bookie.protocol.messages as m
+import bookie.protocol.proto.BookkeeperProtocol_pb2 as _pb
 import pytest
-from bookie.protocol import codec
-from bookie.protocol import messages as m
 from bookie.protocol.codes import OperationType, StatusCode
-from bookie.protocol.proto import BookkeeperProtocol_pb2 as _pb
 
 pb: Any = _pb
 
