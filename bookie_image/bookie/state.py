@@ -97,6 +97,11 @@ class StateManager:
     def read_only(self) -> bool:
         return self.status.read_only
 
+    @property
+    def available_for_high_priority_writes(self) -> bool:
+        """Recovery writes go on while read-only, unless the bookie is read-only because a disk is full."""
+        return self.status.reason is not ReadOnlyReason.DISK_FULL
+
     async def start(self) -> None:
         """Register for the first time, read-only if forced."""
         async with self._lock:

@@ -66,12 +66,11 @@ class LogHeader:
         return LogHeader(version, offset, count)
 
 
-def ledgers_map_slot() -> tuple[int, int]:
-    """Where the (offset, count) pair sits in the header, for the pwrite that finalizes a log."""
-    return 8, 12
+MAP_LOCATION_OFFSET = 8  # header bytes 8..19: int64 ledgers-map offset, int32 ledgers count
 
 
 def encode_map_location(offset: int, count: int) -> bytes:
+    """The 12 bytes written at ``MAP_LOCATION_OFFSET`` when a log is finalized."""
     return struct.pack(">qi", offset, count)
 
 

@@ -1,0 +1,255 @@
+"""Entry logs of one ledger directory: the active log that checkpoints append to, and reads by location.
+
+Entries of many ledgers are interleaved in one log (sorted by ledger within each checkpoint). When a log
+reaches ``logSizeLimit`` it is finalized: its ledgers map (bytes per ledger) is appended and located in the
+header, so garbage collection can learn what the log holds without scanning it. Every method here blocks on
+the disk; the engine calls them from worker threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from bookie.storage import entrylog_format as ef
+from bookie.storage.errors import CorruptDataError
+
+log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct(">i")
+_IDS = struct.Struct(">qq")
+WRITE_BUFFER_BYTES = 1024 * 1024
+MAX_OPEN_READERS = 64
+
+
+@dataclass(slots=True)
+class LogMetadata:
+    """What one entry log holds: bytes per ledger, as GC needs it."""
+
+    log_id: int
+    ledgers: dict[int, int]
+    total_bytes: int
+    from_scan: bool = False
+    corrupt_at: int | None = None
+
+    @property
+    def live_bytes(self) -> int:
+        return sum(self.ledgers.values())
+
+
+class EntryLogger:
+    """``<ledgerDir>/current/<hex>.log`` files: appends to the active log, reads anywhere."""
+
+    def __init__(self, current_dir: Path, log_size_limit: int) -> None:
+        self.current_dir = current_dir
+        self.log_size_limit = log_size_limit
+        self.current_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._readers: OrderedDict[int, int] = OrderedDict()
+        self._readers_lock = threading.Lock()
+        self._fd = -1
+        self.active_log_id = -1
+        self._position = 0
+        self._buffer = bytearray()
+        self._buffer_at = 0
+        self._ledgers: dict[int, int] = {}
+
+    # --- files
+    def log_ids(self) -> list[int]:
+        ids = (ef.parse_log_file_name(p.name) for p in self.current_dir.iterdir())
+        return sorted(i for i in ids if i is not None)
+
+    def path_of(self, log_id: int) -> Path:
+        return self.current_dir / ef.log_file_name(log_id)
+
+    def _last_id(self) -> int:
+        known = self.log_ids()
+        try:
+            recorded = int((self.current_dir / "lastId").read_text().strip(), 16)
+        except (FileNotFoundError, ValueError):
+            recorded = -1
+        return max([recorded, *known])
+
+    # --- writing (checkpoint thread)
+    def _open_new_log(self) -> None:
+        log_id = self._last_id() + 1
+        path = self.path_of(log_id)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        os.pwrite(fd, ef.LogHeader().encode(), 0)
+        (self.current_dir / "lastId").write_text(f"{log_id:x}\n")
+        self._fd, self.active_log_id = fd, log_id
+        self._position = self._buffer_at = ef.HEADER_SIZE
+        self._ledgers = {}
+
+    def append(self, ledger_id: int, entry_id: int, body: bytes) -> int:
+        """Append one entry to the active log; returns its location. Durable only after ``flush``."""
+        with self._lock:
+            record_size = ef.RECORD_SIZE_PREFIX + len(body)
+            if self._fd < 0:
+                self._open_new_log()
+            elif self._position + record_size > self.log_size_limit and self._position > ef.HEADER_SIZE:
+                self._finalize_active()
+                self._open_new_log()
+            location = ef.make_location(self.active_log_id, self._position + ef.RECORD_SIZE_PREFIX)
+            self._buffer += _SIZE.pack(len(body))
+            self._buffer += body
+            self._position += record_size
+            self._ledgers[ledger_id] = self._ledgers.get(ledger_id, 0) + record_size
+            if len(self._buffer) >= WRITE_BUFFER_BYTES:
+                self._write_buffer()
+            return location
+
+    def _write_buffer(self) -> None:
+        if self._buffer:
+            os.pwrite(self._fd, self._buffer, self._buffer_at)
+            self._buffer_at += len(self._buffer)
+            self._buffer.clear()
+
+    def flush(self) -> None:
+        """Write buffered entries and fsync the active log."""
+        with self._lock:
+            if self._fd >= 0:
+                self._write_buffer()
+                os.fdatasync(self._fd)
+
+    def _finalize_active(self) -> None:
+        """Append the ledgers map, point the header at it, fsync, close."""
+        self._write_buffer()
+        map_offset = self._position
+        data = ef.encode_ledgers_map(self._ledgers)
+        os.pwrite(self._fd, data, map_offset)
+        os.pwrite(self._fd, ef.encode_map_location(map_offset, len(self._ledgers)), ef.MAP_LOCATION_OFFSET)
+        os.fsync(self._fd)
+        os.close(self._fd)
+        log.info("entry log %x finalized: %d ledgers, %d bytes", self.active_log_id, len(self._ledgers),
+                 map_offset)
+        self._fd, self.active_log_id = -1, -1
+
+    def roll(self) -> None:
+        """Finalize the active log now (shutdown, or compaction wants a fresh log)."""
+        with self._lock:
+            if self._fd >= 0:
+                if self._position > ef.HEADER_SIZE:
+                    self._finalize_active()
+                else:
+                    os.close(self._fd)
+                    self.path_of(self.active_log_id).unlink(missing_ok=True)
+                    self._fd, self.active_log_id = -1, -1
+
+    def active_ledgers(self) -> dict[int, int]:
+        with self._lock:
+            return dict(self._ledgers)
+
+    # --- reading (reader threads)
+    def _reader(self, log_id: int) -> int:
+        with self._readers_lock:
+            fd = self._readers.get(log_id)
+            if fd is not None:
+                self._readers.move_to_end(log_id)
+                return fd
+            try:
+                fd = os.open(self.path_of(log_id), os.O_RDONLY)
+            except FileNotFoundError:
+                raise CorruptDataError(f"entry log {log_id:x}.log is missing") from None
+            self._readers[log_id] = fd
+            while len(self._readers) > MAX_OPEN_READERS:
+                _, old = self._readers.popitem(last=False)
+                os.close(old)
+            return fd
+
+    def forget_reader(self, log_id: int) -> None:
+        with self._readers_lock:
+            fd = self._readers.pop(log_id, None)
+            if fd is not None:
+                os.close(fd)
+
+    def read(self, ledger_id: int, entry_id: int, location: int) -> bytes:
+        log_id, pos = ef.split_location(location)
+        fd = self._reader(log_id)
+        prefix = os.pread(fd, 4, pos - ef.RECORD_SIZE_PREFIX)
+        if len(prefix) < 4:
+            raise CorruptDataError(f"entry log {log_id:x}.log ends before offset {pos}")
+        (size,) = _SIZE.unpack(prefix)
+        body = os.pread(fd, size, pos) if size > 0 else b""
+        if size < _IDS.size or len(body) != size or _IDS.unpack_from(body) != (ledger_id, entry_id):
+            raise CorruptDataError(
+                f"entry log {log_id:x}.log at {pos}: expected ledger {ledger_id} entry {entry_id}")
+        return body
+
+    def read_ahead(self, ledger_id: int, location: int, max_entries: int,
+                   max_bytes: int) -> Iterator[tuple[int, bytes]]:
+        """Entries of ``ledger_id`` stored right after ``location`` in the same log (sequential reads)."""
+        log_id, pos = ef.split_location(location)
+        fd = self._reader(log_id)
+        prefix = os.pread(fd, 4, pos - 4)
+        (size,) = _SIZE.unpack(prefix)
+        chunk = os.pread(fd, max(0, max_bytes), pos + size)
+        offset = 0
+        for _ in range(max_entries):
+            if offset + 4 + _IDS.size > len(chunk):
+                return
+            (size,) = _SIZE.unpack_from(chunk, offset)
+            if size < _IDS.size or offset + 4 + size > len(chunk):
+                return
+            lid, eid = _IDS.unpack_from(chunk, offset + 4)
+            if lid != ledger_id:
+                return
+            yield eid, bytes(chunk[offset + 4:offset + 4 + size])
+            offset += 4 + size
+
+    # --- metadata for GC
+    def metadata(self, log_id: int) -> LogMetadata:
+        """The ledgers map of a finalized log, else a full scan (crashed or old logs)."""
+        path = self.path_of(log_id)
+        with open(path, "rb") as f:
+            head = f.read(ef.HEADER_SIZE)
+            total = os.fstat(f.fileno()).st_size
+            try:
+                header = ef.LogHeader.decode(head)
+            except ef.CorruptRecord:
+                header = ef.LogHeader(ef.HEADER_V0)
+            if header.has_ledgers_map and header.ledgers_map_offset < total:
+                f.seek(0)
+                try:
+                    mapping = ef.decode_ledgers_map(f.read(), header)
+                    return LogMetadata(log_id, mapping, header.ledgers_map_offset)
+                except ef.CorruptRecord as exc:
+                    log.warning("entry log %x: bad ledgers map (%s); scanning", log_id, exc)
+            f.seek(0)
+            data = f.read()
+        return scan_metadata(log_id, data)
+
+    def delete_log(self, log_id: int) -> int:
+        """Remove a log file; returns the bytes freed."""
+        if log_id == self.active_log_id:
+            raise ValueError(f"entry log {log_id:x} is the active log")
+        self.forget_reader(log_id)
+        path = self.path_of(log_id)
+        size = path.stat().st_size
+        path.unlink()
+        return size
+
+    def close(self) -> None:
+        self.roll()
+        with self._readers_lock:
+            for fd in self._readers.values():
+                os.close(fd)
+            self._readers.clear()
+
+
+def scan_metadata(log_id: int, data: bytes) -> LogMetadata:
+    ledgers: dict[int, int] = {}
+    corrupt_at = None
+    try:
+        for record in ef.iter_records(data):
+            ledgers[record.ledger_id] = ledgers.get(record.ledger_id, 0) + record.size + ef.RECORD_SIZE_PREFIX
+    except ef.CorruptRecord as exc:
+        corrupt_at = exc.offset
+        log.warning("entry log %x: scan stopped at %s", log_id, exc)
+    return LogMetadata(log_id, ledgers, len(data), from_scan=True, corrupt_at=corrupt_at)

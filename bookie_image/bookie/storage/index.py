@@ -1,0 +1,198 @@
+"""The RocksDB indexes of one ledger directory, in DbLedgerStorage's key layout.
+
+``ledgers``: int64 ledger id -> ``LedgerData`` (exists, fenced, masterKey, explicitLac, limbo; protobuf).
+``locations``: (int64 ledger id, int64 entry id) -> int64 location ``(logId << 32) | offset``.
+Calls block on RocksDB: the engine makes them from its worker threads, never from the event loop.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rocksdict import Options, Rdict, WriteBatch
+
+_LEDGER_KEY = struct.Struct(">q")
+_LOCATION_KEY = struct.Struct(">qq")
+_LOCATION = struct.Struct(">q")
+MAX_ENTRY_ID = 2**63 - 1
+STORAGE_FLAGS_KEY = -0xEEFD  # special ledgers key holding storage-state flags, skipped when listing
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerData:
+    """What a bookie remembers about a ledger besides its entries."""
+
+    master_key: bytes = b""
+    fenced: bool = False
+    explicit_lac: bytes | None = None
+    limbo: bool = False
+    exists: bool = True
+
+    def encode(self) -> bytes:
+        """proto2 ``LedgerData`` (DbLedgerStorageDataFormats.proto), hand-encoded: five small fields."""
+        out = bytearray((0x08, int(self.exists), 0x10, int(self.fenced), 0x1A))
+        out += _varint(len(self.master_key)) + self.master_key
+        if self.explicit_lac is not None:
+            out += b"\x22" + _varint(len(self.explicit_lac)) + self.explicit_lac
+        if self.limbo:
+            out += b"\x28\x01"
+        return bytes(out)
+
+    @staticmethod
+    def decode(data: bytes) -> LedgerData:
+        fields: dict[int, int | bytes] = {}
+        pos = 0
+        while pos < len(data):
+            tag, pos = _read_varint(data, pos)
+            number, wire_type = tag >> 3, tag & 7
+            if wire_type == 0:
+                value, pos = _read_varint(data, pos)
+                fields[number] = value
+            elif wire_type == 2:
+                length, pos = _read_varint(data, pos)
+                fields[number] = data[pos:pos + length]
+                pos += length
+            else:
+                raise ValueError(f"LedgerData: unsupported wire type {wire_type}")
+        lac = fields.get(4)
+        return LedgerData(master_key=bytes(fields.get(3, b"")),
+                          fenced=bool(fields.get(2, 0)),
+                          explicit_lac=bytes(lac) if isinstance(lac, bytes) else None,
+                          limbo=bool(fields.get(5, 0)), exists=bool(fields.get(1, 1)))
+
+    def with_changes(self, **changes: object) -> LedgerData:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("LedgerData: truncated varint")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _open(path: Path) -> Rdict:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    return Rdict(str(path), opts)
+
+
+class LedgerIndex:
+    """``<indexDir>/current/ledgers``: ledger id -> LedgerData."""
+
+    def __init__(self, current_dir: Path) -> None:
+        self.db = _open(current_dir / "ledgers")
+
+    def load_all(self) -> dict[int, LedgerData]:
+        result: dict[int, LedgerData] = {}
+        it = self.db.iter()
+        it.seek_to_first()
+        while it.valid():
+            (ledger_id,) = _LEDGER_KEY.unpack(it.key())
+            if ledger_id != STORAGE_FLAGS_KEY:
+                result[ledger_id] = LedgerData.decode(it.value())
+            it.next()
+        return result
+
+    def put(self, ledger_id: int, data: LedgerData) -> None:
+        self.db.put(_LEDGER_KEY.pack(ledger_id), data.encode())
+
+    def delete(self, ledger_id: int) -> None:
+        self.db.delete(_LEDGER_KEY.pack(ledger_id))
+
+    def sync(self) -> None:
+        self.db.flush_wal(True)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class LocationIndex:
+    """``<indexDir>/current/locations``: (ledger id, entry id) -> location."""
+
+    def __init__(self, current_dir: Path) -> None:
+        self.db = _open(current_dir / "locations")
+        self._lock = threading.Lock()  # one writer at a time: checkpoint vs compaction vs deletes
+
+    def get(self, ledger_id: int, entry_id: int) -> int | None:
+        raw = self.db.get(_LOCATION_KEY.pack(ledger_id, entry_id))
+        if raw is None:
+            return None
+        (location,) = _LOCATION.unpack(raw)
+        return location or None
+
+    def put_many(self, items: Iterable[tuple[int, int, int]]) -> None:
+        batch = WriteBatch(raw_mode=True)
+        for ledger_id, entry_id, location in items:
+            batch.put(_LOCATION_KEY.pack(ledger_id, entry_id), _LOCATION.pack(location))
+        with self._lock:
+            self.db.write(batch)
+
+    def replace_if_unchanged(self, moves: Iterable[tuple[int, int, int, int]]) -> int:
+        """Compaction: point entries at their new location only where they still point at the old one.
+
+        ``moves`` are (ledger, entry, old location, new location); returns how many were updated. An entry
+        rewritten or deleted meanwhile keeps its newer state.
+        """
+        batch = WriteBatch(raw_mode=True)
+        updated = 0
+        with self._lock:
+            for ledger_id, entry_id, old, new in moves:
+                if self.get(ledger_id, entry_id) == old:
+                    batch.put(_LOCATION_KEY.pack(ledger_id, entry_id), _LOCATION.pack(new))
+                    updated += 1
+            self.db.write(batch)
+        return updated
+
+    def last_entry(self, ledger_id: int) -> int | None:
+        it = self.db.iter()
+        it.seek_for_prev(_LOCATION_KEY.pack(ledger_id, MAX_ENTRY_ID))
+        if not it.valid():
+            return None
+        found_ledger, entry_id = _LOCATION_KEY.unpack(it.key())
+        return entry_id if found_ledger == ledger_id else None
+
+    def entries(self, ledger_id: int) -> Iterator[tuple[int, int]]:
+        """(entry id, location) of a ledger in entry order."""
+        it = self.db.iter()
+        it.seek(_LOCATION_KEY.pack(ledger_id, 0))
+        while it.valid():
+            found_ledger, entry_id = _LOCATION_KEY.unpack(it.key())
+            if found_ledger != ledger_id:
+                return
+            yield entry_id, _LOCATION.unpack(it.value())[0]
+            it.next()
+
+    def delete_ledger(self, ledger_id: int) -> None:
+        with self._lock:
+            self.db.delete_range(_LOCATION_KEY.pack(ledger_id, 0), _LOCATION_KEY.pack(ledger_id, MAX_ENTRY_ID))
+            self.db.delete(_LOCATION_KEY.pack(ledger_id, MAX_ENTRY_ID))
+
+    def sync(self) -> None:
+        self.db.flush_wal(True)
+
+    def close(self) -> None:
+        self.db.close()

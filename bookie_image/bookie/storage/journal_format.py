@@ -1,0 +1,154 @@
+"""BookKeeper's journal file format, pure: header, records, padding and the meta records.
+
+A journal is a 512-byte header (``"BKLG"``, format version) then records ``int32 len | payload``; before each
+group flush a padding record (``int32 0xFFFFFF00 | int32 padLen | zeros``) aligns the data. The payload
+starts with ledger id and entry id; negative entry ids mark meta records (master key, fence, explicit LAC).
+A zero length is the preallocated tail: the end of the journal.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+MAGIC = b"BKLG"
+HEADER_SIZE = 512
+FORMAT_V5 = 5
+FORMAT_V6 = 6  # adds explicit LAC records
+PADDING_MASK = -0x100  # 0xFFFFFF00 read as a signed int32
+META_LEDGER_KEY = -0x1000
+META_FENCE = -0x2000
+META_FORCE_LEDGER = -0x4000
+META_EXPLICIT_LAC = -0x8000
+
+_INT32 = struct.Struct(">i")
+_IDS = struct.Struct(">qq")
+_HEAD = struct.Struct(">4si")
+
+Buffer = bytes | bytearray | memoryview
+
+
+class CorruptJournal(ValueError):
+    def __init__(self, offset: int, reason: str) -> None:
+        super().__init__(f"journal corrupt at offset {offset}: {reason}")
+        self.offset = offset
+
+
+def encode_header(version: int = FORMAT_V6) -> bytes:
+    head = _HEAD.pack(MAGIC, version)
+    return head + bytes(HEADER_SIZE - len(head))
+
+
+def decode_header(buf: Buffer) -> int:
+    """The format version; raises ``CorruptJournal`` for anything but a V5/V6 header."""
+    if len(buf) < _HEAD.size:
+        raise CorruptJournal(0, "file shorter than a journal header")
+    magic, version = _HEAD.unpack_from(buf, 0)
+    if magic != MAGIC or not FORMAT_V5 <= version <= FORMAT_V6:
+        raise CorruptJournal(0, f"not a V5/V6 journal header (magic {bytes(magic)!r}, version {version})")
+    return int(version)
+
+
+def frame(payload: Buffer) -> bytes:
+    return _INT32.pack(len(payload)) + bytes(payload)
+
+
+def padding(position: int, alignment: int) -> bytes:
+    """The padding record that brings ``position`` to a multiple of ``alignment`` (none when aligned)."""
+    if alignment <= 0 or position % alignment == 0:
+        return b""
+    gap = alignment - position % alignment
+    while gap < 8:  # the padding record itself needs 8 bytes
+        gap += alignment
+    return _INT32.pack(PADDING_MASK) + _INT32.pack(gap - 8) + bytes(gap - 8)
+
+
+def master_key_payload(ledger_id: int, master_key: bytes) -> bytes:
+    return _IDS.pack(ledger_id, META_LEDGER_KEY) + _INT32.pack(len(master_key)) + master_key
+
+
+def fence_payload(ledger_id: int) -> bytes:
+    return _IDS.pack(ledger_id, META_FENCE)
+
+
+def explicit_lac_payload(ledger_id: int, lac_body: bytes) -> bytes:
+    return _IDS.pack(ledger_id, META_EXPLICIT_LAC) + _INT32.pack(len(lac_body)) + lac_body
+
+
+class Kind(Enum):
+    ENTRY = "entry"
+    MASTER_KEY = "master-key"
+    FENCE = "fence"
+    EXPLICIT_LAC = "explicit-lac"
+    UNKNOWN = "unknown-meta"
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRecord:
+    offset: int        # of the length prefix
+    end: int           # offset just after the record
+    kind: Kind
+    ledger_id: int
+    entry_id: int
+    data: bytes        # entry bytes, master key or LAC body; empty for a fence
+
+
+def parse_payload(offset: int, end: int, payload: Buffer) -> JournalRecord:
+    if len(payload) < _IDS.size:
+        raise CorruptJournal(offset, f"record of {len(payload)} bytes is shorter than its ids")
+    ledger_id, entry_id = _IDS.unpack_from(payload, 0)
+    if entry_id >= 0:
+        return JournalRecord(offset, end, Kind.ENTRY, ledger_id, entry_id, bytes(payload))
+    if entry_id in (META_LEDGER_KEY, META_EXPLICIT_LAC):
+        (n,) = _INT32.unpack_from(payload, _IDS.size)
+        data = bytes(payload[_IDS.size + 4:_IDS.size + 4 + n])
+        kind = Kind.MASTER_KEY if entry_id == META_LEDGER_KEY else Kind.EXPLICIT_LAC
+        return JournalRecord(offset, end, kind, ledger_id, entry_id, data)
+    if entry_id == META_FENCE:
+        return JournalRecord(offset, end, Kind.FENCE, ledger_id, entry_id, b"")
+    return JournalRecord(offset, end, Kind.UNKNOWN, ledger_id, entry_id, b"")
+
+
+def iter_journal(buf: Buffer, start: int = HEADER_SIZE) -> Iterator[JournalRecord]:
+    """Records from ``start`` until the preallocated zeros or a torn tail (a record cut by a crash).
+
+    A torn tail ends the scan quietly: its add was never acknowledged. A negative length that is not
+    padding is corruption and raises.
+    """
+    view = memoryview(buf)
+    pos = start
+    while pos + 4 <= len(view):
+        (length,) = _INT32.unpack_from(view, pos)
+        if length == 0:
+            return
+        if length == PADDING_MASK:
+            if pos + 8 > len(view):
+                return
+            (pad,) = _INT32.unpack_from(view, pos + 4)
+            if pad < 0:
+                raise CorruptJournal(pos, f"negative padding length {pad}")
+            pos += 8 + pad
+            continue
+        if length < 0:
+            raise CorruptJournal(pos, f"negative record length {length}")
+        end = pos + 4 + length
+        if end > len(view):
+            return  # torn write at the tail
+        yield parse_payload(pos, end, view[pos + 4:end])
+        pos = end
+
+
+def journal_file_name(log_id: int) -> str:
+    return f"{log_id:x}.txn"
+
+
+def parse_journal_file_name(name: str) -> int | None:
+    stem, _, ext = name.partition(".")
+    if ext != "txn":
+        return None
+    try:
+        return int(stem, 16)
+    except ValueError:
+        return None
