@@ -1,0 +1,7 @@
+"""The Python ledger client of BookKeeper (issue 4): ``BookKeeper``, ``LedgerHandle``, ``SyncBookKeeper``."""
+
+from bookie.client.bookkeeper import BookKeeper
+from bookie.client.config import ClientConfig
+from bookie.client.ledger import LedgerEntry, LedgerHandle
+
+__all__ = ["BookKeeper", "ClientConfig", "LedgerEntry", "LedgerHandle"]

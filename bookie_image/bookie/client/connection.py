@@ -1,0 +1,366 @@
+"""Connections to bookies: asyncio protocol, request/response matching, timeouts, per-bookie pool.
+
+Requests are built and parsed by ``bookie.protocol.codec`` (the same codec the bookie uses). A v3 connection
+matches responses by ``txnId``; a v2 connection by (operation, ledger id, entry id), oldest request first, as
+BookKeeper's ``PerChannelBookieClient`` does. Frames written during one loop iteration are sent with one
+``write`` (cheap pipelining), and requests made before the TCP connection is up are queued and sent once it is.
+
+Everything here runs on the event loop and never blocks: a send returns a future at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TypeVar
+
+from bookie.client.config import ClientConfig
+from bookie.client.errors import BookieTimeout, BookieUnavailable, ProtocolNotSupported
+from bookie.protocol import messages as m
+from bookie.protocol.codec import MalformedFrame, decode_response, encode_request
+from bookie.protocol.framing import FrameReader, FrameTooLarge
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R", bound=m.Response)
+_ADD, _READ = 1, 2  # v2 matching keys (opcode)
+
+
+def bookie_address(bookie_id: str) -> tuple[str, int]:
+    """``host:port`` of a bookie id (BookKeeper falls back to this when no service info is published)."""
+    host, _, port = bookie_id.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"bookie id {bookie_id!r} is not host:port")
+    return host, int(port)
+
+
+class _Pending:
+    __slots__ = ("future", "key", "timer", "txn")
+
+    def __init__(self, future: asyncio.Future[m.Response], txn: int,
+                 key: tuple[int, int, int] | None) -> None:
+        self.future = future
+        self.txn = txn
+        self.key = key
+        self.timer: asyncio.TimerHandle | None = None
+
+
+def _v2_key(request: m.Request) -> tuple[int, int, int]:
+    if isinstance(request, m.AddRequest):
+        return (_ADD, request.ledger_id, request.entry_id)
+    if isinstance(request, m.ReadRequest):
+        return (_READ, request.ledger_id, request.entry_id)
+    raise ProtocolNotSupported(f"{type(request).__name__} needs the v3 protocol")
+
+
+def _v2_response_key(response: m.Response) -> tuple[int, int, int] | None:
+    if isinstance(response, m.AddResponse):
+        return (_ADD, response.ledger_id, response.entry_id)
+    if isinstance(response, m.ReadResponse):
+        return (_READ, response.ledger_id, response.entry_id)
+    return None
+
+
+class BookieConnection(asyncio.Protocol):
+    """One TCP connection to one bookie, speaking v3 (``version=3``) or v2."""
+
+    def __init__(self, bookie_id: str, version: int, max_frame_size: int) -> None:
+        self.bookie_id = bookie_id
+        self.version = version
+        self._loop = asyncio.get_running_loop()
+        self._reader = FrameReader(max_frame_size)
+        self._transport: asyncio.Transport | None = None
+        self._by_txn: dict[int, _Pending] = {}
+        self._by_key: dict[tuple[int, int, int], deque[_Pending]] = {}
+        self._next_txn = 1
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self.closed = False
+        self.failure: BaseException | None = None
+
+    # ------------------------------------------------------------ asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.closed:
+            transport.abort()
+            return
+        self._schedule_flush()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self._reader.feed(data)
+        except FrameTooLarge as exc:
+            self._fail(BookieUnavailable(f"bookie {self.bookie_id} sent a bad frame: {exc}",
+                                         bookie=self.bookie_id))
+            return
+        for frame in frames:
+            try:
+                response = decode_response(frame)
+            except MalformedFrame as exc:
+                self._fail(BookieUnavailable(f"bookie {self.bookie_id} sent an undecodable response: {exc}",
+                                             bookie=self.bookie_id))
+                return
+            self._dispatch(response)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        reason = f": {exc}" if exc else ""
+        self._fail(BookieUnavailable(f"connection to bookie {self.bookie_id} lost{reason}",
+                                     bookie=self.bookie_id))
+
+    # ------------------------------------------------------------ requests
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._by_txn) + sum(len(q) for q in self._by_key.values())
+
+    def send(self, make: Callable[[m.Wire], m.Request], timeout: float, *,
+             high_priority: bool = False) -> asyncio.Future[m.Response]:
+        """Encode ``make(wire)`` and send it; the future gets the response or a ``BookieError``."""
+        future: asyncio.Future[m.Response] = self._loop.create_future()
+        if self.closed:
+            future.set_exception(self.failure or BookieUnavailable(
+                f"connection to bookie {self.bookie_id} is closed", bookie=self.bookie_id))
+            return future
+        if self.version == 3:
+            txn = self._next_txn
+            self._next_txn += 1
+            request = make(m.Wire.v3(txn, high_priority))
+            pending = _Pending(future, txn, None)
+            self._by_txn[txn] = pending
+        else:
+            request = make(m.Wire.v2(high_priority))
+            key = _v2_key(request)
+            pending = _Pending(future, 0, key)
+            queue = self._by_key.get(key)
+            if queue is None:
+                queue = self._by_key[key] = deque()
+            queue.append(pending)
+        self._out.append(encode_request(request))
+        pending.timer = self._loop.call_later(timeout, self._expire, pending, timeout)
+        self._schedule_flush()
+        return future
+
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled and self._transport is not None:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._out and self._transport is not None and not self.closed:
+            data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
+            self._out = []
+            self._transport.write(data)
+
+    def _dispatch(self, response: m.Response) -> None:
+        if response.wire.version == 3:
+            pending = self._by_txn.pop(response.wire.txn_id, None)
+        else:
+            key = _v2_response_key(response)
+            queue = self._by_key.get(key) if key is not None else None
+            pending = queue.popleft() if queue else None
+            if queue is not None and not queue and key is not None:
+                del self._by_key[key]
+        if pending is None:
+            return  # answer to a request that already timed out
+        if pending.timer is not None:
+            pending.timer.cancel()
+        if not pending.future.done():
+            pending.future.set_result(response)
+
+    def _forget(self, pending: _Pending) -> None:
+        if pending.key is None:
+            self._by_txn.pop(pending.txn, None)
+            return
+        queue = self._by_key.get(pending.key)
+        if queue is not None:
+            with contextlib.suppress(ValueError):
+                queue.remove(pending)
+            if not queue:
+                del self._by_key[pending.key]
+
+    def _expire(self, pending: _Pending, timeout: float) -> None:
+        self._forget(pending)
+        if not pending.future.done():
+            pending.future.set_exception(BookieTimeout(
+                f"bookie {self.bookie_id} did not answer within {timeout:g}s", bookie=self.bookie_id))
+
+    def _fail(self, exc: BaseException) -> None:
+        """Close the connection and fail every pending request with ``exc``."""
+        if not self.closed:
+            self.closed = True
+            self.failure = exc
+        if self._transport is not None:
+            self._transport.abort()
+        pendings = list(self._by_txn.values()) + [p for q in self._by_key.values() for p in q]
+        self._by_txn.clear()
+        self._by_key.clear()
+        self._out = []
+        for pending in pendings:
+            if pending.timer is not None:
+                pending.timer.cancel()
+            if not pending.future.done():
+                pending.future.set_exception(exc)
+
+    def close(self) -> None:
+        self._fail(BookieUnavailable(f"connection to bookie {self.bookie_id} closed by the client",
+                                     bookie=self.bookie_id))
+
+
+class BookieHealth:
+    """Error counts per bookie; a bookie with too many recent errors is quarantined for a while."""
+
+    def __init__(self, threshold: int, window_s: float, quarantine_s: float) -> None:
+        self.threshold = threshold
+        self.window_s = window_s
+        self.quarantine_s = quarantine_s
+        self._errors: dict[str, deque[float]] = {}
+        self._quarantined: dict[str, float] = {}
+
+    def record_error(self, bookie_id: str) -> None:
+        now = time.monotonic()
+        errors = self._errors.setdefault(bookie_id, deque())
+        errors.append(now)
+        while errors and errors[0] < now - self.window_s:
+            errors.popleft()
+        if len(errors) >= self.threshold and bookie_id not in self._quarantined:
+            log.warning("quarantining bookie %s for %.0fs after %d errors in %.0fs", bookie_id,
+                        self.quarantine_s, len(errors), self.window_s)
+            self._quarantined[bookie_id] = now + self.quarantine_s
+            errors.clear()
+
+    def quarantined(self) -> set[str]:
+        now = time.monotonic()
+        for bookie_id, until in list(self._quarantined.items()):
+            if until <= now:
+                del self._quarantined[bookie_id]
+        return set(self._quarantined)
+
+    def is_quarantined(self, bookie_id: str) -> bool:
+        return bookie_id in self.quarantined()
+
+
+class BookieClient:
+    """Connection pool: ``connections_per_bookie`` connections per bookie, opened on first use.
+
+    ``channel`` (usually the ledger id) picks the connection, so one ledger's requests to one bookie are
+    always sent, and answered, in order.
+    """
+
+    def __init__(self, config: ClientConfig) -> None:
+        self.config = config
+        self.version = 2 if config.use_v2_protocol else 3
+        self.health = BookieHealth(config.bookie_error_threshold, config.bookie_error_window_s,
+                                   config.bookie_quarantine_s)
+        self._conns: dict[tuple[str, int], BookieConnection] = {}
+        self._connecting: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def connection(self, bookie_id: str, channel: int = 0) -> BookieConnection:
+        index = channel % max(1, self.config.connections_per_bookie)
+        conn = self._conns.get((bookie_id, index))
+        if conn is None or conn.closed:
+            conn = self._open(bookie_id, index)
+        return conn
+
+    def _open(self, bookie_id: str, index: int) -> BookieConnection:
+        conn = BookieConnection(bookie_id, self.version, self.config.max_frame_size)
+        self._conns[(bookie_id, index)] = conn
+        if self._closed:
+            conn.close()
+            return conn
+        task = asyncio.get_running_loop().create_task(self._connect(conn))
+        self._connecting.add(task)
+        task.add_done_callback(self._connecting.discard)
+        return conn
+
+    async def _connect(self, conn: BookieConnection) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            host, port = bookie_address(conn.bookie_id)
+            await asyncio.wait_for(loop.create_connection(lambda: conn, host, port),
+                                   self.config.connect_timeout_s)
+        except (OSError, TimeoutError, ValueError) as exc:
+            conn._fail(BookieUnavailable(f"cannot connect to bookie {conn.bookie_id}: {exc!r}",
+                                         bookie=conn.bookie_id))
+
+    def send(self, bookie_id: str, channel: int, make: Callable[[m.Wire], m.Request], timeout: float, *,
+             high_priority: bool = False) -> asyncio.Future[m.Response]:
+        return self.connection(bookie_id, channel).send(make, timeout, high_priority=high_priority)
+
+    # ------------------------------------------------------------ typed helpers
+
+    def add_entry(self, bookie_id: str, ledger_id: int, entry_id: int, master_key: bytes, body: bytes, *,
+                  recovery: bool = False, timeout: float | None = None) -> asyncio.Future[m.Response]:
+        return self.send(
+            bookie_id, ledger_id,
+            lambda w: m.AddRequest(w, ledger_id, entry_id, master_key, body, recovery=recovery),
+            timeout or self.config.add_timeout_s, high_priority=recovery)
+
+    def read_entry(self, bookie_id: str, ledger_id: int, entry_id: int, *, fence: bool = False,
+                   master_key: bytes | None = None, previous_lac: int | None = None,
+                   long_poll_timeout_ms: int | None = None, piggyback: bool = False,
+                   timeout: float | None = None) -> asyncio.Future[m.Response]:
+        if previous_lac is not None and self.version == 2:
+            raise ProtocolNotSupported("long-poll reads need the v3 protocol")
+        return self.send(
+            bookie_id, ledger_id,
+            lambda w: m.ReadRequest(w, ledger_id, entry_id, fence=fence, master_key=master_key,
+                                    previous_lac=previous_lac, timeout_ms=long_poll_timeout_ms,
+                                    piggyback=piggyback),
+            timeout or self.config.read_timeout_s, high_priority=fence)
+
+    def read_lac(self, bookie_id: str, ledger_id: int) -> asyncio.Future[m.Response]:
+        self._need_v3("explicit LAC")
+        return self.send(bookie_id, ledger_id, lambda w: m.ReadLacRequest(w, ledger_id),
+                         self.config.read_timeout_s)
+
+    def write_lac(self, bookie_id: str, ledger_id: int, lac: int, master_key: bytes,
+                  body: bytes) -> asyncio.Future[m.Response]:
+        self._need_v3("explicit LAC")
+        return self.send(bookie_id, ledger_id, lambda w: m.WriteLacRequest(w, ledger_id, lac, master_key, body),
+                         self.config.add_timeout_s)
+
+    def force_ledger(self, bookie_id: str, ledger_id: int) -> asyncio.Future[m.Response]:
+        self._need_v3("force ledger")
+        return self.send(bookie_id, ledger_id, lambda w: m.ForceLedgerRequest(w, ledger_id),
+                         self.config.add_timeout_s)
+
+    def get_bookie_info(self, bookie_id: str, requested: int = 3) -> asyncio.Future[m.Response]:
+        self._need_v3("bookie info")
+        return self.send(bookie_id, 0, lambda w: m.GetBookieInfoRequest(w, requested), self.config.read_timeout_s)
+
+    def list_entries(self, bookie_id: str, ledger_id: int) -> asyncio.Future[m.Response]:
+        self._need_v3("list of entries")
+        return self.send(bookie_id, ledger_id, lambda w: m.GetListOfEntriesOfLedgerRequest(w, ledger_id),
+                         self.config.read_timeout_s)
+
+    def _need_v3(self, what: str) -> None:
+        if self.version == 2:
+            raise ProtocolNotSupported(f"{what} needs the v3 protocol (client configured for v2)")
+
+    def close_bookie(self, bookie_id: str) -> None:
+        """Drop the connections to one bookie (pending requests fail)."""
+        for key in [k for k in self._conns if k[0] == bookie_id]:
+            self._conns.pop(key).close()
+
+    async def close(self) -> None:
+        self._closed = True
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+        for task in list(self._connecting):
+            task.cancel()
+        if self._connecting:
+            await asyncio.gather(*self._connecting, return_exceptions=True)
