@@ -66,6 +66,11 @@ def _v2_response_key(response: m.Response) -> tuple[int, int, int] | None:
     return None
 
 
+def _retrieve(future: asyncio.Future[m.Response]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class BookieConnection(asyncio.Protocol):
     """One TCP connection to one bookie, speaking v3 (``version=3``) or v2."""
 
@@ -128,6 +133,7 @@ class BookieConnection(asyncio.Protocol):
              high_priority: bool = False) -> asyncio.Future[m.Response]:
         """Encode ``make(wire)`` and send it; the future gets the response or a ``BookieError``."""
         future: asyncio.Future[m.Response] = self._loop.create_future()
+        future.add_done_callback(_retrieve)  # abandoned speculative/stale requests must not warn
         if self.closed:
             future.set_exception(self.failure or BookieUnavailable(
                 f"connection to bookie {self.bookie_id} is closed", bookie=self.bookie_id))

@@ -225,9 +225,7 @@ class LedgerHandle:
         if isinstance(err, e.LedgerFencedError | e.UnauthorizedAccess):
             self._fatal(err)
             return
-        log.info("ledger %d: add of entry %d failed on bookie %s: %s", self.ledger_id, op.entry_id, bookie, err)
-        self.client.health.record_error(bookie)
-        self._bookie_failed(index, bookie)
+        self._bookie_failed(index, bookie, op.entry_id, err)
 
     def _retry(self, op: _PendingAdd, index: int, bookie: str) -> None:
         if op.future.done() or op.sent_to.get(index) != bookie or self._error is not None:
@@ -267,9 +265,11 @@ class LedgerHandle:
 
     # ------------------------------------------------------------ ensemble change
 
-    def _bookie_failed(self, index: int, bookie: str) -> None:
+    def _bookie_failed(self, index: int, bookie: str, entry_id: int, err: BaseException) -> None:
         if self.ensemble[index] != bookie or index in self._failed:
             return
+        log.info("ledger %d: add of entry %d failed on bookie %s: %s", self.ledger_id, entry_id, bookie, err)
+        self.client.health.record_error(bookie)
         self._failed[index] = bookie
         self.client.close_bookie(bookie)
         if self._change_task is None or self._change_task.done():

@@ -1,0 +1,158 @@
+"""pytest fixtures: real Apache BookKeeper bookies (and, once available, our own) in a real cluster.
+
+``java_cluster``: 4 Java bookies for the whole session, on their own ledgers root (tests must not kill them).
+``cluster_factory``: private clusters for tests that kill, pause or restart bookies; all stopped after the
+test. ``kind`` is ``"java"`` (``org.apache.bookkeeper.server.Main``) or ``"python"`` (``bookie serve``).
+Nothing is left running: every process is stopped in a ``finally``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+from bookie.client import ClientConfig
+from bookie.metadata.store import MetadataStore
+from bookie_fleet.java_bookies import JavaBookie, plan_java_bookies
+from bookie_fleet.java_bookies import start_all as start_java
+from bookie_fleet.zookeeper import ZooKeeperServer
+
+
+class BookieProcess(Protocol):
+    """What the tests use of a bookie process (``JavaBookie`` or ``LocalBookie``)."""
+
+    @property
+    def bookie_id(self) -> str: ...
+    def start(self, wait: bool = True, timeout: float = 60) -> Any: ...
+    def stop(self, timeout: float = 20) -> None: ...
+    def kill(self) -> None: ...
+
+
+async def init_cluster(zk_connect: str, ledgers_root: str) -> None:
+    async with MetadataStore(zk_connect, ledgers_root) as store:
+        await store.init_cluster()
+
+
+@dataclass
+class BookieCluster:
+    zk_connect: str
+    ledgers_root: str
+    bookies: list[Any] = field(default_factory=list)
+    kind: str = "java"
+
+    def client_config(self, **overrides: Any) -> ClientConfig:
+        values: dict[str, Any] = {"zk_servers": self.zk_connect, "ledgers_root": self.ledgers_root,
+                                  "zk_session_timeout_ms": 6000, "add_timeout_s": 5.0, "read_timeout_s": 5.0}
+        values.update(overrides)
+        return ClientConfig(**values)
+
+    def by_id(self, bookie_id: str) -> Any:
+        return next(b for b in self.bookies if b.bookie_id == bookie_id)
+
+    @property
+    def bookie_ids(self) -> list[str]:
+        return [b.bookie_id for b in self.bookies]
+
+    def stop(self) -> None:
+        for b in self.bookies:
+            try:
+                b.stop()
+            except Exception:  # stop the others whatever happens
+                b.kill()
+
+
+def python_bookies_available() -> bool:
+    """Our bookie server and its test launcher have landed (tests/support/bookies.py is their fixture)."""
+    if not (Path(__file__).parent / "bookies.py").exists():
+        return False
+    try:
+        importlib.import_module("bookie.server")
+        importlib.import_module("bookie_fleet.local_bookies")
+    except ImportError:
+        return False
+    return True
+
+
+def start_cluster(kind: str, count: int, base: Path, zk: ZooKeeperServer, first_host: int,
+                  **overrides: Any) -> BookieCluster:
+    root = f"/{kind}-{uuid.uuid4().hex[:8]}/ledgers"
+    with ThreadPoolExecutor(1) as pool:  # its own loop, whether or not the caller runs one
+        pool.submit(asyncio.run, init_cluster(zk.connect_string, root)).result()
+    cluster = BookieCluster(zk.connect_string, root, kind=kind)
+    if kind == "java":
+        cluster.bookies = list(plan_java_bookies(count, base, zk.connect_string, root, first_host=first_host,
+                                                 **overrides))
+        try:
+            start_java(cluster.bookies)
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+    if not python_bookies_available():
+        pytest.skip("the Python bookie server (bookie.server) is not available yet")
+    from bookie_fleet.local_bookies import plan_bookies
+
+    values = {"journalSyncData": False, "zkTimeout": 6000, **overrides}
+    cluster.bookies = list(plan_bookies(count, base, zk.connect_string, root, first_host=first_host, **values))
+    try:
+        for b in cluster.bookies:
+            b.start(wait=False)
+        for b in cluster.bookies:
+            b.wait_ready()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def java_cluster(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BookieCluster]:
+    cluster = start_cluster("java", 4, tmp_path_factory.mktemp("java-cluster"), zookeeper, first_host=51)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def python_cluster(zookeeper: ZooKeeperServer,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[BookieCluster]:
+    cluster = start_cluster("python", 4, tmp_path_factory.mktemp("python-cluster"), zookeeper, first_host=61)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+_next_host = iter(range(100, 250, 6))
+
+
+@pytest.fixture
+def cluster_factory(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Callable[..., BookieCluster]]:
+    """``make(kind, count, **conf)``: a private cluster (own ledgers root, own bookies) for fault tests.
+
+    It blocks while the bookies start: from an async test call ``await asyncio.to_thread(make, ...)``.
+    """
+    clusters: list[BookieCluster] = []
+
+    def make(kind: str = "java", count: int = 3, **overrides: Any) -> BookieCluster:
+        base = tmp_path / f"cluster{len(clusters)}"
+        cluster = start_cluster(kind, count, base, zookeeper, first_host=next(_next_host), **overrides)
+        clusters.append(cluster)
+        return cluster
+
+    try:
+        yield make
+    finally:
+        for cluster in clusters:
+            cluster.stop()
+
+
+__all__ = ["BookieCluster", "BookieProcess", "JavaBookie", "cluster_factory", "java_cluster", "python_cluster"]
