@@ -1,0 +1,117 @@
+"""The ``bookie`` command: run a bookie, and inspect its files at 3 a.m.
+
+    bookie serve --conf bookie.conf
+    bookie journal dump FILE.txn [--limit N]
+    bookie entrylog dump FILE.log [--limit N] [--map-only]
+    bookie ledger locations --conf bookie.conf LEDGER_ID
+    bookie check --conf bookie.conf
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bookie.config import BookieConfig, ConfigError
+
+
+def _print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from bookie.server import run_bookie
+
+    conf = BookieConfig.from_file(args.conf)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return run_bookie(conf)
+
+
+def cmd_journal_dump(args: argparse.Namespace) -> int:
+    from bookie.storage import inspect
+
+    for n, record in enumerate(inspect.dump_journal(Path(args.file))):
+        if args.limit is not None and n >= args.limit:
+            break
+        _print_json(record)
+    return 0
+
+
+def cmd_entrylog_dump(args: argparse.Namespace) -> int:
+    from bookie.storage import inspect
+
+    dump = inspect.dump_entry_log(Path(args.file), include_records=not args.map_only, limit=args.limit)
+    _print_json(dump)
+    return 0
+
+
+def cmd_ledger_locations(args: argparse.Namespace) -> int:
+    from bookie.storage import inspect
+
+    conf = BookieConfig.from_file(args.conf)
+    _print_json(inspect.ledger_locations(conf, args.ledger_id))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from bookie.storage import inspect
+
+    conf = BookieConfig.from_file(args.conf)
+    report = inspect.check_directories(conf)
+    _print_json(report)
+    return 0 if not report.get("problems") else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bookie", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run a bookie")
+    serve.add_argument("--conf", required=True, help="bk_server.conf-style file")
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(func=cmd_serve)
+
+    journal = sub.add_parser("journal", help="journal files").add_subparsers(dest="action", required=True)
+    jdump = journal.add_parser("dump", help="print the records of a journal file")
+    jdump.add_argument("file")
+    jdump.add_argument("--limit", type=int)
+    jdump.set_defaults(func=cmd_journal_dump)
+
+    entrylog = sub.add_parser("entrylog", help="entry log files").add_subparsers(dest="action", required=True)
+    edump = entrylog.add_parser("dump", help="print an entry log's header, records and ledgers map")
+    edump.add_argument("file")
+    edump.add_argument("--limit", type=int)
+    edump.add_argument("--map-only", action="store_true", help="header and ledgers map only")
+    edump.set_defaults(func=cmd_entrylog_dump)
+
+    ledger = sub.add_parser("ledger", help="local ledger data").add_subparsers(dest="action", required=True)
+    loc = ledger.add_parser("locations", help="entry locations of a ledger in this bookie's index")
+    loc.add_argument("--conf", required=True)
+    loc.add_argument("ledger_id", type=int)
+    loc.set_defaults(func=cmd_ledger_locations)
+
+    check = sub.add_parser("check", help="check a bookie's directories for consistency")
+    check.add_argument("--conf", required=True)
+    check.set_defaults(func=cmd_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        print(f"bookie: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

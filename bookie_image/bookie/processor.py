@@ -1,0 +1,251 @@
+"""Request semantics of the bookie protocol: what each operation does and which status it answers.
+
+Protocol-neutral: it receives decoded requests (``bookie.protocol.messages``) and returns responses; the
+listener encodes them back in the version they came in. Storage errors are mapped to BookKeeper's status
+codes here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from bookie.config import BookieConfig
+from bookie.protocol import messages as m
+from bookie.protocol.codes import StatusCode
+from bookie.state import StateManager
+from bookie.storage import errors as se
+from bookie.storage.engine import StorageEngine
+
+log = logging.getLogger(__name__)
+
+AUTH_DISABLED_PLUGIN = "AuthDisabledPlugin"
+
+# Storage exceptions -> BookKeeper status codes (order matters: most specific first).
+_ERROR_STATUS: tuple[tuple[type[Exception], StatusCode], ...] = (
+    (se.NoLedgerError, StatusCode.ENOLEDGER),
+    (se.NoEntryError, StatusCode.ENOENTRY),
+    (se.FencedError, StatusCode.EFENCED),
+    (se.MasterKeyMismatchError, StatusCode.EUA),
+    (se.StorageThrottledError, StatusCode.ETOOMANYREQUESTS),
+    (se.StorageIOError, StatusCode.EIO),
+    (OSError, StatusCode.EIO),
+)
+
+
+def status_of(exc: BaseException) -> StatusCode:
+    for kind, status in _ERROR_STATUS:
+        if isinstance(exc, kind):
+            return status
+    return StatusCode.EBADREQ
+
+
+class InFlight:
+    """Counts requests of one kind in progress; knows when to refuse (pending limit) or pause reading."""
+
+    def __init__(self, pending_limit: int, in_progress_limit: int) -> None:
+        self.pending_limit = pending_limit
+        self.in_progress_limit = in_progress_limit
+        self.count = 0
+        self._released = asyncio.Event()
+
+    def over_pending_limit(self) -> bool:
+        return 0 < self.pending_limit <= self.count
+
+    def must_pause(self) -> bool:
+        return 0 < self.in_progress_limit <= self.count
+
+    def enter(self) -> None:
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+        self._released.set()
+        self._released.clear()
+
+    async def wait_below_limit(self) -> None:
+        while self.must_pause():
+            await self._released.wait()
+
+
+class RequestProcessor:
+    """Executes requests against the storage engine under the bookie's state and backpressure rules."""
+
+    def __init__(self, conf: BookieConfig, engine: StorageEngine, state: StateManager,
+                 disk_space: Callable[[], tuple[int, int]]) -> None:
+        self.conf = conf
+        self.engine = engine
+        self.state = state
+        self.disk_space = disk_space
+        self.adds = InFlight(conf.max_pending_add_requests_per_thread, conf.max_adds_in_progress_limit)
+        self.reads = InFlight(conf.max_pending_read_requests_per_thread, conf.max_reads_in_progress_limit)
+        self._handlers: dict[type, Callable[[m.Request], Awaitable[m.Response]]] = {
+            m.AddRequest: self._add,  # type: ignore[dict-item]
+            m.ReadRequest: self._read,  # type: ignore[dict-item]
+            m.ReadLacRequest: self._read_lac,  # type: ignore[dict-item]
+            m.WriteLacRequest: self._write_lac,  # type: ignore[dict-item]
+            m.ForceLedgerRequest: self._force_ledger,  # type: ignore[dict-item]
+            m.GetBookieInfoRequest: self._bookie_info,  # type: ignore[dict-item]
+            m.GetListOfEntriesOfLedgerRequest: self._list_entries,  # type: ignore[dict-item]
+            m.AuthRequest: self._auth,  # type: ignore[dict-item]
+            m.StartTLSRequest: self._start_tls,  # type: ignore[dict-item]
+            m.BatchReadRequest: self._batch_read,  # type: ignore[dict-item]
+        }
+
+    def counter_for(self, request: m.Request) -> InFlight | None:
+        if isinstance(request, m.AddRequest):
+            return self.adds
+        if isinstance(request, (m.ReadRequest, m.BatchReadRequest)):
+            return self.reads
+        return None
+
+    async def process(self, request: m.Request) -> m.Response:
+        if request.wire.version == 3 and request.wire.protocol_version != 3:
+            return m.error_response(request, StatusCode.EBADVERSION)
+        handler = self._handlers.get(type(request))
+        if handler is None:
+            return m.error_response(request, StatusCode.EBADREQ)
+        counter = self.counter_for(request)
+        if counter is None:
+            return await self._guarded(handler, request)
+        if counter.over_pending_limit():
+            return m.error_response(request, StatusCode.ETOOMANYREQUESTS)
+        counter.enter()
+        try:
+            return await self._guarded(handler, request)
+        finally:
+            counter.leave()
+
+    async def _guarded(self, handler: Callable[[m.Request], Awaitable[m.Response]],
+                       request: m.Request) -> m.Response:
+        try:
+            return await handler(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            status = status_of(exc)
+            if status in (StatusCode.EIO, StatusCode.EBADREQ):
+                log.warning("%s failed with %s: %r", type(request).__name__, status.name, exc)
+            return m.error_response(request, status)
+
+    # --- adds
+    def _refuse_write(self, high_priority: bool) -> bool:
+        """Read-only bookies refuse writes, except high-priority (recovery) ones while disks allow."""
+        return self.state.read_only and not (high_priority and self.state.available_for_high_priority_writes)
+
+    async def _add(self, r: m.AddRequest) -> m.Response:
+        if self._refuse_write(r.wire.high_priority or r.recovery):
+            return m.AddResponse(r.wire, StatusCode.EREADONLY, r.ledger_id, r.entry_id)
+        await self.engine.add_entry(r.body, r.master_key, recovery=r.recovery)
+        return m.AddResponse(r.wire, StatusCode.EOK, r.ledger_id, r.entry_id)
+
+    async def _write_lac(self, r: m.WriteLacRequest) -> m.Response:
+        if self._refuse_write(False):
+            return m.WriteLacResponse(r.wire, StatusCode.EREADONLY, r.ledger_id)
+        await self.engine.write_explicit_lac(r.ledger_id, r.lac, r.master_key, r.body)
+        return m.WriteLacResponse(r.wire, StatusCode.EOK, r.ledger_id)
+
+    async def _force_ledger(self, r: m.ForceLedgerRequest) -> m.Response:
+        await self.engine.force_ledger(r.ledger_id)
+        return m.ForceLedgerResponse(r.wire, StatusCode.EOK, r.ledger_id)
+
+    # --- reads
+    async def _read(self, r: m.ReadRequest) -> m.Response:
+        if r.fence:
+            return await self._fencing_read(r)
+        if r.previous_lac is not None and r.timeout_ms is not None:
+            return await self._long_poll_read(r)
+        body = await self.engine.read_entry(r.ledger_id, r.entry_id)
+        lac = self.engine.last_add_confirmed(r.ledger_id)
+        return m.ReadResponse(r.wire, StatusCode.EOK, r.ledger_id, r.entry_id, body=body, max_lac=lac)
+
+    async def _fencing_read(self, r: m.ReadRequest) -> m.Response:
+        if not r.master_key:
+            return m.ReadResponse(r.wire, StatusCode.EUA, r.ledger_id, r.entry_id)
+        fenced = self.engine.fence(r.ledger_id, r.master_key)
+        try:
+            body = await self.engine.read_entry(r.ledger_id, r.entry_id)
+        except (se.NoEntryError, se.NoLedgerError) as exc:
+            # Answer at once, as BookKeeper does; the fence record still becomes durable in the background.
+            fenced.add_done_callback(_log_fence_failure)
+            return m.ReadResponse(r.wire, status_of(exc), r.ledger_id, r.entry_id)
+        await fenced
+        return m.ReadResponse(r.wire, StatusCode.EOK, r.ledger_id, r.entry_id, body=body,
+                              max_lac=self.engine.last_add_confirmed(r.ledger_id))
+
+    async def _long_poll_read(self, r: m.ReadRequest) -> m.Response:
+        previous = r.previous_lac if r.previous_lac is not None else -1
+        if r.piggyback and r.entry_id != -1:
+            return m.ReadResponse(r.wire, StatusCode.EBADREQ, r.ledger_id, r.entry_id)
+        lac = await self.engine.wait_for_lac(r.ledger_id, previous, (r.timeout_ms or 0) / 1000)
+        if lac <= previous:
+            return m.ReadResponse(r.wire, StatusCode.EOK, r.ledger_id, r.entry_id, max_lac=lac)
+        if not r.piggyback:
+            body = await self.engine.read_entry(r.ledger_id, r.entry_id)
+            return m.ReadResponse(r.wire, StatusCode.EOK, r.ledger_id, r.entry_id, body=body, max_lac=lac)
+        wanted = previous + 1
+        try:
+            body = await self.engine.read_entry(r.ledger_id, wanted)
+        except se.NoEntryError:
+            return m.ReadResponse(r.wire, StatusCode.EOK, r.ledger_id, wanted, max_lac=lac)
+        return m.ReadResponse(r.wire, StatusCode.EOK, r.ledger_id, wanted, body=body, max_lac=lac,
+                              lac_update_timestamp=self.engine.lac_update_timestamp(r.ledger_id))
+
+    async def _batch_read(self, r: m.BatchReadRequest) -> m.Response:
+        if r.fence:
+            if not r.master_key:
+                return m.BatchReadResponse(r.wire, StatusCode.EUA, r.ledger_id, r.start_entry_id, r.request_id)
+            await self.engine.fence(r.ledger_id, r.master_key)
+        budget = min(r.max_size if r.max_size > 0 else m.MAX_BATCH_READ_SIZE, m.MAX_BATCH_READ_SIZE)
+        budget -= m.BATCH_READ_RESPONSE_OVERHEAD
+        entries: list[bytes] = []
+        entry_id = r.start_entry_id
+        while r.max_count <= 0 or len(entries) < r.max_count:
+            try:
+                body = await self.engine.read_entry(r.ledger_id, entry_id)
+            except (se.NoEntryError, se.NoLedgerError):
+                if not entries:
+                    raise
+                break
+            budget -= len(body) + 4
+            if budget < 0 and entries:
+                break
+            entries.append(body)
+            entry_id += 1
+        return m.BatchReadResponse(r.wire, StatusCode.EOK, r.ledger_id, r.start_entry_id, r.request_id,
+                                   entries=tuple(entries))
+
+    async def _read_lac(self, r: m.ReadLacRequest) -> m.Response:
+        explicit = await self.engine.read_explicit_lac(r.ledger_id)
+        try:
+            last = await self.engine.read_entry(r.ledger_id, -1)
+        except (se.NoEntryError, se.NoLedgerError):
+            last = None
+        if explicit is None and last is None:
+            return m.ReadLacResponse(r.wire, StatusCode.ENOENTRY, r.ledger_id)
+        return m.ReadLacResponse(r.wire, StatusCode.EOK, r.ledger_id, lac_body=explicit, last_entry_body=last)
+
+    async def _list_entries(self, r: m.GetListOfEntriesOfLedgerRequest) -> m.Response:
+        entry_ids = await self.engine.list_entries(r.ledger_id)
+        from bookie.protocol.entry import encode_availability
+
+        return m.GetListOfEntriesOfLedgerResponse(r.wire, StatusCode.EOK, r.ledger_id,
+                                                  availability=encode_availability(entry_ids))
+
+    # --- misc
+    async def _bookie_info(self, r: m.GetBookieInfoRequest) -> m.Response:
+        free, total = self.disk_space()
+        return m.GetBookieInfoResponse(r.wire, StatusCode.EOK, total_disk_capacity=total,
+                                       free_disk_space=free)
+
+    async def _auth(self, r: m.AuthRequest) -> m.Response:
+        return m.AuthResponse(r.wire, StatusCode.EOK, plugin_name=AUTH_DISABLED_PLUGIN, payload=b"")
+
+    async def _start_tls(self, r: m.StartTLSRequest) -> m.Response:
+        return m.error_response(r, StatusCode.EBADREQ)  # TLS is not configured on this bookie
+
+
+def _log_fence_failure(fut: asyncio.Future[None]) -> None:
+    if not fut.cancelled() and fut.exception() is not None:
+        log.error("fence record failed to become durable: %r", fut.exception())

@@ -1,0 +1,315 @@
+"""The bookie process: storage engine + TCP listener + admin REST API + registration in ZooKeeper.
+
+Start order follows BookKeeper: metadata (connect, layout) -> cookies -> storage (journal replay) ->
+listener -> HTTP -> registration (writable or read-only). Stop is the reverse, so a bookie is unregistered
+before it stops answering. ``run_bookie`` is the ``bookie serve`` entry point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from typing import Any
+
+import uvloop
+from aiohttp import web
+
+from bookie import cookies, disks
+from bookie.config import BookieConfig
+from bookie.http.api import build_app
+from bookie.listener import BookieConnection
+from bookie.metadata.ledger_metadata import LedgerMetadata
+from bookie.metadata.store import LayoutMismatch, MetadataError, MetadataStore, NoNode
+from bookie.metrics import registry_for, render
+from bookie.processor import RequestProcessor
+from bookie.protocol.entry import digest_manager
+from bookie.state import DiskThresholds, DiskUsage, StateManager
+from bookie.storage.engine import StorageEngine
+from bookie.storage.errors import NoEntryError, NoLedgerError
+
+log = logging.getLogger(__name__)
+
+
+class StartupError(Exception):
+    """The bookie cannot start; the message says why and what to do."""
+
+
+class BookieServer:
+    """One bookie. Implements ``bookie.http.api.AdminBackend`` for the REST API."""
+
+    def __init__(self, conf: BookieConfig) -> None:
+        self.conf = conf
+        self.bookie_id = conf.effective_bookie_id
+        self.metadata = MetadataStore.from_config(conf, on_session_expired=self._on_session_expired)
+        self.engine = StorageEngine(conf)
+        thresholds = DiskThresholds(conf.disk_usage_threshold, conf.disk_usage_warn_threshold,
+                                    conf.effective_lwm_threshold, conf.read_only_mode_on_any_disk_full_enabled)
+        self.state = StateManager(thresholds, self._register, forced_read_only=conf.force_read_only_bookie,
+                                  read_only_enabled=conf.read_only_mode_enabled)
+        self.processor = RequestProcessor(conf, self.engine, self.state, self.disk_space)
+        self.gc: Any = None
+        self.autorecovery: Any = None
+        self.connections: set[BookieConnection] = set()
+        self.usages: list[DiskUsage] = []
+        self._tcp: asyncio.Server | None = None
+        self._http: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._ready = False
+        self._started_at = time.time()
+        self._metrics = registry_for(self.metrics_snapshot)
+        self.stopped = asyncio.Event()
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        await self._connect_metadata()
+        try:
+            await cookies.check_and_write(self.conf, self.metadata)
+        except cookies.CookieCheckFailed as exc:
+            raise StartupError(f"cookie check failed: {exc}") from None
+        await self.engine.start()
+        await self._refresh_disks()
+        loop = asyncio.get_running_loop()
+        self._tcp = await loop.create_server(
+            lambda: BookieConnection(self.processor, self.conf.netty_max_frame_size_bytes, self.connections),
+            self.conf.listening_interface_address, self.conf.bookie_port, reuse_address=True)
+        if self.conf.http_server_enabled:
+            self._http = web.AppRunner(build_app(self), access_log=None)
+            await self._http.setup()
+            await web.TCPSite(self._http, self.conf.http_server_host, self.conf.http_server_port).start()
+        if self.gc is not None and hasattr(self.gc, "start"):
+            await self.gc.start()
+        await self.state.start()
+        await self.state.apply_disk_usage(self.usages)
+        self._tasks.append(asyncio.create_task(self._disk_monitor(), name="disk-monitor"))
+        self._ready = True
+        log.info("bookie %s ready (protocol port %d, http port %d)", self.bookie_id, self.conf.bookie_port,
+                 self.conf.http_server_port)
+
+    async def _connect_metadata(self) -> None:
+        try:
+            await self.metadata.connect()
+            try:
+                await self.metadata.check_layout()
+            except LayoutMismatch as exc:
+                if "missing" not in str(exc):
+                    raise
+                log.info("initialising BookKeeper metadata under %s", self.conf.ledgers_root)
+                await self.metadata.init_cluster()
+        except MetadataError as exc:
+            raise StartupError(f"metadata service {self.conf.zk_connect}{self.conf.ledgers_root}: {exc}") from None
+
+    async def stop(self) -> None:
+        """Unregister, stop accepting, finish in-flight requests, checkpoint, close."""
+        if self.stopped.is_set():
+            return
+        self._ready = False
+        self.state.mark_shutting_down()
+        for task in self._tasks:
+            task.cancel()
+        with contextlib.suppress(MetadataError):
+            await self.metadata.unregister_bookie(self.bookie_id, self.state.read_only)
+        if self.gc is not None and hasattr(self.gc, "stop"):
+            await self.gc.stop()
+        if self._tcp is not None:
+            self._tcp.close()
+        for conn in list(self.connections):
+            conn.close()
+        if self._http is not None:
+            await self._http.cleanup()
+        await self.engine.close()
+        await self.metadata.close()
+        self.stopped.set()
+        log.info("bookie %s stopped", self.bookie_id)
+
+    async def _register(self, read_only: bool) -> None:
+        await self.metadata.register_bookie(self.bookie_id, read_only)
+
+    async def _on_session_expired(self) -> None:
+        log.warning("ZooKeeper session replaced: registering %s again", self.bookie_id)
+        await self.state.reregister()
+
+    async def _disk_monitor(self) -> None:
+        while True:
+            await asyncio.sleep(self.conf.disk_check_interval / 1000)
+            try:
+                await self._refresh_disks()
+                await self.state.apply_disk_usage(self.usages)
+            except Exception:
+                log.exception("disk check failed")
+
+    async def _refresh_disks(self) -> None:
+        self.usages = await asyncio.to_thread(disks.measure, self.conf.ledger_directories)
+
+    async def check_disks_now(self) -> None:
+        """One disk check outside the schedule (used after GC frees space)."""
+        await self._refresh_disks()
+        await self.state.apply_disk_usage(self.usages)
+
+    # ------------------------------------------------------------------ AdminBackend
+    def server_config(self) -> dict[str, Any]:
+        return {k: _jsonable(v) for k, v in self.conf.model_dump(by_alias=True).items()}
+
+    def update_server_config(self, values: dict[str, Any]) -> None:
+        fields = {f.alias or name: name for name, f in BookieConfig.model_fields.items()}
+        unknown = [k for k in values if k not in fields and k not in BookieConfig.model_fields]
+        if unknown:
+            raise ValueError(f"unknown configuration keys: {', '.join(sorted(unknown))}")
+        merged = {**self.conf.model_dump(by_alias=True), **values}
+        BookieConfig.model_validate(merged)  # all or nothing: validate before touching the live config
+        for key, value in values.items():
+            setattr(self.conf, fields.get(key, key), value)
+
+    def state_json(self) -> dict[str, Any]:
+        st = self.state.status
+        return {"running": st.running, "readOnly": st.read_only, "shuttingDown": st.shutting_down,
+                "availableForHighPriorityWrites": self.state.available_for_high_priority_writes,
+                "readOnlyReason": st.reason.value, "fullDirs": list(st.full_dirs), "warnDirs": list(st.warn_dirs)}
+
+    def is_ready(self) -> bool:
+        return self._ready and self.metadata.connected
+
+    async def set_read_only(self, read_only: bool) -> None:
+        await self.state.set_manual(read_only)
+
+    def disk_space(self) -> tuple[int, int]:
+        return disks.totals(self.usages)
+
+    async def sanity_check(self) -> bool:
+        """Write, read back and forget one entry in a private ledger id (never in metadata)."""
+        if self.state.read_only:
+            return True
+        from bookie.protocol.entry import DigestType, package_entry
+
+        ledger_id = -(int(time.time() * 1000) % 2**40) - 1  # negative: no client can ever use it
+        body = package_entry(digest_manager(DigestType.CRC32C), ledger_id, 0, -1, 1, b"x")
+        try:
+            await self.engine.add_entry(body, b"sanity")
+            ok = await self.engine.read_entry(ledger_id, 0) == body
+        finally:
+            await self.engine.delete_ledger(ledger_id)
+        return ok
+
+    def last_log_mark(self) -> tuple[int, int]:
+        mark = self.engine.last_checkpoint
+        return (mark.log_id, mark.offset) if mark else (0, 0)
+
+    def list_disk_files(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {"journal": [], "entrylog": [], "index": []}
+        for journal in self.engine.journals:
+            out["journal"] += [str(journal.current_dir / f"{i:x}.txn") for i in journal.journal_ids()]
+        for d in self.engine.dirs:
+            out["entrylog"] += [str(d.entry_logger.path_of(i)) for i in d.entry_logger.log_ids()]
+            out["index"] += [str(d.ledger_index.db.path()), str(d.locations.db.path())]
+        return out
+
+    def metrics_text(self) -> tuple[bytes, str]:
+        return render(self._metrics)
+
+    def metrics_snapshot(self) -> dict[str, Any]:
+        counters = {k: float(v) for k, v in self.engine.stats.items()}
+        gauges = {"ledgers": float(len(self.engine.ledgers)), "read_only": float(self.state.read_only),
+                  "adds_in_progress": float(self.processor.adds.count),
+                  "reads_in_progress": float(self.processor.reads.count),
+                  "connections": float(len(self.connections)),
+                  "write_cache_bytes": float(sum(d.write_cache.size for d in self.engine.dirs)),
+                  "read_cache_bytes": float(sum(d.read_cache.size for d in self.engine.dirs))}
+        if self.gc is not None and hasattr(self.gc, "metrics"):
+            gc_counters, gc_gauges = self.gc.metrics()
+            counters.update(gc_counters)
+            gauges.update(gc_gauges)
+        return {"counters": counters, "gauges": gauges,
+                "ledger_dirs": {u.path: u.used_fraction for u in self.usages}}
+
+    async def cluster_info(self) -> dict[str, Any]:
+        writable = await self.metadata.list_bookies(False)
+        read_only = await self.metadata.list_bookies(True)
+        under = await self.metadata.list_underreplicated()
+        return {"auditorElected": False, "auditorId": "", "clusterUnderReplicated": bool(under),
+                "ledgerReplicationEnabled": True, "totalBookiesCount": len(writable) + len(read_only),
+                "writableBookiesCount": len(writable), "readonlyBookiesCount": len(read_only),
+                "unavailableBookiesCount": 0}
+
+    async def list_bookies(self, read_only: bool) -> list[str]:
+        return await self.metadata.list_bookies(read_only)
+
+    async def bookie_disk_info(self) -> dict[str, tuple[int, int]]:
+        return {self.bookie_id: self.disk_space()}
+
+    async def list_ledgers(self) -> list[int]:
+        return await self.metadata.all_ledger_ids()
+
+    async def ledger_metadata(self, ledger_id: int) -> dict[str, Any] | None:
+        try:
+            md = (await self.metadata.read_ledger_metadata(ledger_id)).value
+        except NoNode:
+            return None
+        return metadata_json(md)
+
+    async def read_ledger(self, ledger_id: int, first: int, last: int) -> dict[str, str]:
+        """Entries of the ledger stored on this bookie, payload only (digest stripped)."""
+        md = (await self.metadata.read_ledger_metadata(ledger_id)).value
+        skip = 32 + (len(digest_manager(md.digest_type).compute((b"",))) if md.digest_type else 0)
+        end = last if last >= 0 else (md.last_entry_id if md.closed else self.engine.last_add_confirmed(ledger_id))
+        out: dict[str, str] = {}
+        for entry_id in range(first, end + 1):
+            try:
+                body = await self.engine.read_entry(ledger_id, entry_id)
+            except (NoEntryError, NoLedgerError):
+                continue
+            out[str(entry_id)] = body[skip:].decode(errors="replace")
+        return out
+
+    async def delete_ledger(self, ledger_id: int) -> None:
+        await self.metadata.delete_ledger_metadata(ledger_id)
+
+
+def metadata_json(md: LedgerMetadata) -> dict[str, Any]:
+    """Ledger metadata in the shape of BookKeeper's REST answers."""
+    return {
+        "metadataFormatVersion": md.format_version, "ensembleSize": md.ensemble_size,
+        "writeQuorumSize": md.write_quorum_size, "ackQuorumSize": md.ack_quorum_size,
+        "lastEntryId": md.last_entry_id, "length": md.length, "state": md.state.name,
+        "digestType": md.digest_type.name if md.digest_type else None, "ctime": md.ctime,
+        "closed": md.closed, "allEnsembles": {str(k): list(v) for k, v in md.ensembles.items()},
+        "customMetadata": {k: v.decode(errors="replace") for k, v in md.custom_metadata.items()},
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+async def serve(conf: BookieConfig) -> int:
+    server = BookieServer(conf)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await server.start()
+    except StartupError as exc:
+        log.error("bookie %s cannot start: %s", server.bookie_id, exc)
+        await _close_quietly(server)
+        return 1
+    await stop.wait()
+    log.info("signal received: stopping bookie %s", server.bookie_id)
+    await server.stop()
+    return 0
+
+
+async def _close_quietly(server: BookieServer) -> None:
+    with contextlib.suppress(Exception):
+        await server.engine.close()
+    with contextlib.suppress(Exception):
+        await server.metadata.close()
+
+
+def run_bookie(conf: BookieConfig) -> int:
+    return uvloop.run(serve(conf))

@@ -1,0 +1,11 @@
+"""Fixtures shared by every test folder: real ZooKeeper and real bookie processes (tests/support/)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# `pytest` (unlike `python -m pytest`) does not put the repository on sys.path; tests.support lives there.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+pytest_plugins = ["tests.support.zookeeper", "tests.support.bookies"]

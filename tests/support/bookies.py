@@ -1,0 +1,86 @@
+"""pytest fixtures around real bookie processes (``bookie serve``), each on its own 127.0.0.x address.
+
+``bookies``: three bookies on a session-wide ledgers root, started once per session. Tests that only write
+and read share them; they must not stop them.
+``bookie_factory``: private bookies for tests that kill, restart, fill or reconfigure them; each test gets
+its own ledgers root and every bookie it made is stopped afterwards.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bookie_fleet.local_bookies import LocalBookie, plan_bookies, stop_all
+from bookie_fleet.zookeeper import ZooKeeperServer
+
+# Private bookies take addresses from 127.0.0.100 up so they never collide with the shared ones.
+_next_host = itertools.count(100)
+
+
+@dataclass
+class BookieSet:
+    bookies: list[LocalBookie]
+    zk_connect: str
+    ledgers_root: str
+
+    @property
+    def ids(self) -> list[str]:
+        return [b.bookie_id for b in self.bookies]
+
+    def __getitem__(self, i: int) -> LocalBookie:
+        return self.bookies[i]
+
+    def __len__(self) -> int:
+        return len(self.bookies)
+
+
+# Fast checkpoints and small logs so tests exercise entry logs, not just the write cache.
+TEST_OVERRIDES: dict[str, Any] = {"flushInterval": 1000, "diskCheckInterval": 500, "zkTimeout": 6000}
+
+
+@pytest.fixture(scope="session")
+def bookies(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BookieSet]:
+    root = f"/shared-{uuid.uuid4().hex[:8]}/ledgers"
+    planned = plan_bookies(3, tmp_path_factory.mktemp("bookies"), zookeeper.connect_string, root,
+                           first_host=11, **TEST_OVERRIDES)
+    try:
+        for b in planned:
+            b.start(wait=False)
+        for b in planned:
+            b.wait_ready(90)
+        yield BookieSet(planned, zookeeper.connect_string, root)
+    finally:
+        stop_all(planned)
+
+
+BookieFactory = Callable[..., BookieSet]
+
+
+@pytest.fixture
+def bookie_factory(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[BookieFactory]:
+    """``make(count, start=True, **conf overrides)`` -> BookieSet on a fresh ledgers root."""
+    made: list[LocalBookie] = []
+    root = f"/t-{uuid.uuid4().hex[:8]}/ledgers"
+
+    def make(count: int = 1, *, start: bool = True, data_dir: Path | None = None, **overrides: Any) -> BookieSet:
+        base = data_dir or tmp_path / f"set{len(made)}"
+        planned = [plan_bookies(1, base / f"b{i}", zookeeper.connect_string, root, first_host=next(_next_host),
+                                **{**TEST_OVERRIDES, **overrides})[0] for i in range(count)]
+        made.extend(planned)
+        if start:
+            for b in planned:
+                b.start(wait=False)
+            for b in planned:
+                b.wait_ready(90)
+        return BookieSet(planned, zookeeper.connect_string, root)
+
+    try:
+        yield make
+    finally:
+        stop_all(made)
