@@ -40,6 +40,9 @@ key="$( { echo "$kube_version $helm_version $go_have $kube_ldflags $helm_ldflags
 dir="$cache/kube-$key"
 bin="$dir/bin"
 
+mkdir -p "$cache"
+exec 8>"$cache/.kube-build.lock"   # one build at a time (another bootstrap may run this concurrently)
+flock 8
 if [ ! -f "$dir/.complete" ]; then
   log "building etcd, kube-apiserver, kube-controller-manager, kubectl $kube_version and helm $helm_version into $bin"
   log "(a cold build takes tens of minutes on 2 cores; later runs reuse it)"

@@ -1,0 +1,68 @@
+"""``bookie-fleet cluster up|down|status``: the local Kubernetes cluster (see docs/local-kubernetes.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from localkube.binaries import MissingBinaryError
+from localkube.cluster import ClusterError, LocalCluster, default_state_dir
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bookie-fleet cluster", description=__doc__)
+    parser.add_argument("--state-dir", type=Path, default=None,
+                        help=f"cluster files (default: {default_state_dir()})")
+    sub = parser.add_subparsers(dest="action", required=True)
+    up = sub.add_parser("up", help="start etcd, kube-apiserver, kube-controller-manager and the pod runner")
+    up.add_argument("--timeout", type=float, default=180.0)
+    up.add_argument("--node-name", default="localkube")
+    up.add_argument("--service-account", default="bookie-fleet/bookie-operator", metavar="NAMESPACE/NAME",
+                    help="also write a kubeconfig for this ServiceAccount (empty: none)")
+    up.add_argument("--service-account-role", default="", metavar="CLUSTERROLE",
+                    help="bind the ServiceAccount to this ClusterRole (default: no binding; RBAC is the chart's)")
+    down = sub.add_parser("down", help="stop everything the cluster started (pods included)")
+    down.add_argument("--purge", action="store_true", help="also delete the cluster's files (etcd data, volumes)")
+    sub.add_parser("status", help="state of each component, with log paths")
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+
+    cluster = LocalCluster(args.state_dir, node_name=getattr(args, "node_name", "localkube"))
+    try:
+        if args.action == "up":
+            cluster.up(timeout=args.timeout)
+            status = cluster.status()
+            print(f"cluster ready at {status.server}"
+                  + (f" in {cluster.ready_seconds:.1f}s" if cluster.ready_seconds is not None else " (already up)"))
+            print(f"  export KUBECONFIG={cluster.admin_kubeconfig}")
+            if args.service_account:
+                namespace, _, name = args.service_account.partition("/")
+                if not name:
+                    parser.error("--service-account must be NAMESPACE/NAME")
+                path = cluster.service_account_kubeconfig(namespace, name,
+                                                          cluster_role=args.service_account_role or None)
+                print(f"  service account {namespace}/{name}: KUBECONFIG={path}")
+            print(f"  logs: {cluster.logs_dir}")
+            return 0
+        if args.action == "down":
+            cluster.down(purge=args.purge)
+            print("cluster stopped" + (" and its files deleted" if args.purge else ""))
+            return 0
+        status = cluster.status()
+        if not any(c.pid for c in status.components):
+            print(f"no cluster running (state: {status.state_dir})")
+            return 3
+        print(f"server {status.server}: {'ready' if status.apiserver_ready else 'NOT ready'}")
+        for c in status.components:
+            print(f"  {c.name:<24} {'running' if c.running else 'DOWN':<8} pid {c.pid}  log {c.log}")
+            if not c.running:
+                print("    " + c.detail.replace("\n", "\n    "))
+        return 0 if status.healthy else 1
+    except (ClusterError, MissingBinaryError) as exc:
+        print(f"bookie-fleet cluster {args.action}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

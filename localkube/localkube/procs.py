@@ -1,0 +1,108 @@
+"""Child processes in their own process groups: start detached, check, stop the whole group."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+
+def start_detached(argv: list[str], log: Path, *, cwd: Path | None = None,
+                   env: dict[str, str] | None = None) -> int:
+    """Start ``argv`` in a new session (its pid is its process group id), output appended to ``log``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        out.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(argv)}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                cwd=cwd, env=env, start_new_session=True)
+    return proc.pid
+
+
+def reap(pid: int) -> None:
+    """Collect ``pid`` if it is our exited child (no zombie left behind)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def alive(pid: int, expect: str | None = None) -> bool:
+    """Whether ``pid`` runs (not a zombie) and, if ``expect`` is given, its command line contains it."""
+    reap(pid)
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+        return False
+    if expect is None:
+        return True
+    try:
+        return expect.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # killpg(0) succeeds for zombies too: look for a live member.
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def stop_group(pgid: int, grace: float = 10.0, sig: int = signal.SIGTERM) -> None:
+    """Signal the process group, wait up to ``grace`` seconds, then SIGKILL what is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        reap(pgid)
+        if not group_alive(pgid):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and group_alive(pgid):
+        reap(pgid)
+        time.sleep(0.05)
+    reap(pgid)
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def pick_port(preferred: int = 0, host: str = "127.0.0.1", avoid: set[int] | None = None) -> int:
+    """``preferred`` if it is free (and not in ``avoid``), else a free ephemeral port."""
+    avoid = avoid or set()
+    if preferred and preferred not in avoid and port_free(preferred, host):
+        return preferred
+    while True:
+        with socket.socket() as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in avoid:
+            return port

@@ -1,0 +1,5 @@
+import sys
+
+from localkube.runner.node import main
+
+sys.exit(main())

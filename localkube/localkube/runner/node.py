@@ -1,0 +1,321 @@
+"""The node loop: registers the Node, binds pending pods to it (scheduler), provisions PersistentVolumes
+for claims of the ``localkube.io/local-path`` StorageClass, and keeps one PodWorker per pod of the node.
+
+``python -m localkube.runner --kubeconfig K --state-dir D --node-name N --apiserver-port P``
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import os
+import platform
+import shutil
+import signal
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from localkube.kapi import ApiError, KubeAPI
+from localkube.runner.state import RunnerState, kill_leftover_pods
+from localkube.runner.worker import PodWorker, now_rfc3339
+
+Obj = dict[str, Any]
+log = logging.getLogger("localkube.runner")
+PROVISIONER = "localkube.io/local-path"
+KUBE_VERSION = os.environ.get("BOOKIE_FLEET_KUBE_VERSION", "v1.34.4")
+
+
+class Runner:
+    def __init__(self, api: KubeAPI, state: RunnerState, node_name: str, apiserver_port: int) -> None:
+        self.api = api
+        self.state = state
+        self.node_name = node_name
+        self.apiserver_port = apiserver_port
+        self.workers: dict[str, PodWorker] = {}
+        self._workers_lock = threading.Lock()
+        self.wake = threading.Event()
+        self.stopping = threading.Event()
+        mem_kib = 0
+        try:
+            for line in Path("/proc/meminfo").read_text().splitlines():
+                if line.startswith("MemTotal:"):
+                    mem_kib = int(line.split()[1])
+        except OSError:
+            pass
+        self.capacity = {"cpu": str(os.cpu_count() or 1), "memory": f"{mem_kib}Ki", "pods": "110",
+                         "ephemeral-storage": f"{shutil.disk_usage(state.root).total // 1024}Ki"}
+
+    # ------------------------------------------------------------------------------------- node
+    def node_status(self) -> Obj:
+        now = now_rfc3339()
+
+        def cond(kind: str, status: str, reason: str, message: str) -> Obj:
+            return {"type": kind, "status": status, "reason": reason, "message": message,
+                    "lastHeartbeatTime": now, "lastTransitionTime": self._started_at}
+
+        return {
+            "capacity": self.capacity, "allocatable": self.capacity,
+            "conditions": [
+                cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "localkube runner"),
+                cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "localkube runner"),
+                cond("PIDPressure", "False", "KubeletHasSufficientPID", "localkube runner"),
+                cond("Ready", "True", "KubeletReady", "localkube pod runner is posting ready status"),
+            ],
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                          {"type": "Hostname", "address": self.node_name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+            "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": platform.release(),
+                         "osImage": "localkube (processes, no containers)", "containerRuntimeVersion":
+                         "localkube://1", "kubeletVersion": KUBE_VERSION, "kubeProxyVersion": "",
+                         "operatingSystem": "linux", "architecture": {"x86_64": "amd64", "aarch64": "arm64"}.get(
+                             platform.machine(), platform.machine())},
+        }
+
+    def register_node(self) -> None:
+        self._started_at = now_rfc3339()
+        path = f"/api/v1/nodes/{self.node_name}"
+        labels = {"kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux",
+                  "kubernetes.io/arch": self.node_status()["nodeInfo"]["architecture"],
+                  "node-role.kubernetes.io/control-plane": "", "localkube.io/node": "true"}
+        if self.api.get(path) is None:
+            self.api.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                              "metadata": {"name": self.node_name, "labels": labels}})
+        # TaintNodesByCondition gives a new Node the not-ready taint; the node lifecycle controller (not run
+        # here) would lift it once the Node is Ready, so the runner does.
+        self.api.merge_patch(path, {"metadata": {"labels": labels}, "spec": {"taints": None}})
+        self.api.merge_patch(f"{path}/status", {"status": self.node_status()})
+        self._renew_lease()
+
+    def _renew_lease(self) -> None:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{self.node_name}"
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        spec = {"holderIdentity": self.node_name, "leaseDurationSeconds": 40, "renewTime": now}
+        try:
+            if self.api.get(path) is None:
+                self.api.create("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                                {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                 "metadata": {"name": self.node_name}, "spec": spec})
+            else:
+                self.api.merge_patch(path, {"spec": spec})
+        except ApiError as exc:
+            log.warning("lease renewal failed: %s", exc)
+
+    def heartbeat_loop(self) -> None:
+        while not self.stopping.wait(10):
+            try:
+                self.api.merge_patch(f"/api/v1/nodes/{self.node_name}/status", {"status": self.node_status()})
+                self._renew_lease()
+            except (ApiError, OSError) as exc:
+                log.warning("node heartbeat failed: %s", exc)
+
+    # ------------------------------------------------------------------------------------ events
+    def emit_event(self, obj: Obj, kind: str, reason: str, message: str, component: str = "kubelet") -> None:
+        meta = obj["metadata"]
+        namespace = meta.get("namespace") or "default"
+        now = dt.datetime.now(dt.UTC)
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "involvedObject": {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", "Pod"),
+                               "namespace": meta.get("namespace"), "name": meta["name"], "uid": meta.get("uid")},
+            "reason": reason, "message": message, "type": kind,
+            "source": {"component": component, "host": self.node_name},
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+            "reportingComponent": component, "reportingInstance": self.node_name,
+        }
+        try:
+            self.api.create(f"/api/v1/namespaces/{namespace}/events", event)
+        except (ApiError, OSError) as exc:
+            log.debug("event not recorded: %s", exc)
+        log.info("event %s %s %s/%s: %s", kind, reason, namespace, meta["name"], message)
+
+    # --------------------------------------------------------------------------------- scheduler
+    def schedule(self, pod: Obj) -> None:
+        meta, spec = pod["metadata"], pod["spec"]
+        node_labels = {"kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux",
+                       "localkube.io/node": "true"}
+        selector = spec.get("nodeSelector") or {}
+        mismatch = {k: v for k, v in selector.items() if node_labels.get(k) != v
+                    and not (k == "kubernetes.io/arch")}
+        if mismatch:
+            self.emit_event(pod, "Warning", "FailedScheduling",
+                            f"0/1 nodes are available: 1 node(s) didn't match Pod's node selector {mismatch}.",
+                            component="default-scheduler")
+            return
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"], "uid": meta["uid"]},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": self.node_name}}
+        try:
+            self.api.create(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/binding", binding)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                log.warning("binding %s/%s failed: %s", meta["namespace"], meta["name"], exc)
+            return
+        self.emit_event(pod, "Normal", "Scheduled",
+                        f"Successfully assigned {meta['namespace']}/{meta['name']} to {self.node_name}",
+                        component="default-scheduler")
+
+    # ------------------------------------------------------------------------------- provisioner
+    def provision(self) -> None:
+        classes = {sc["metadata"]["name"]: sc for sc in
+                   self.api.request("GET", "/apis/storage.k8s.io/v1/storageclasses").get("items", [])}
+        pvs = self.api.request("GET", "/api/v1/persistentvolumes").get("items", [])
+        claimed = {pv["spec"].get("claimRef", {}).get("uid") for pv in pvs}
+        for pvc in self.api.request("GET", "/api/v1/persistentvolumeclaims").get("items", []):
+            meta, spec = pvc["metadata"], pvc["spec"]
+            sc = classes.get(spec.get("storageClassName") or "")
+            if (sc is None or sc.get("provisioner") != PROVISIONER or spec.get("volumeName")
+                    or pvc.get("status", {}).get("phase") != "Pending" or meta["uid"] in claimed
+                    or meta.get("deletionTimestamp")):
+                continue
+            name = f"pvc-{meta['uid']}"
+            directory = self.state.volumes / name
+            directory.mkdir(parents=True, exist_ok=True)
+            pv = {
+                "apiVersion": "v1", "kind": "PersistentVolume",
+                "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER},
+                             "labels": {"localkube.io/claim-namespace": meta["namespace"]}},
+                "spec": {
+                    "capacity": {"storage": spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")},
+                    "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": sc.get("reclaimPolicy", "Delete"),
+                    "storageClassName": sc["metadata"]["name"],
+                    "volumeMode": spec.get("volumeMode", "Filesystem"),
+                    "hostPath": {"path": str(directory), "type": "DirectoryOrCreate"},
+                    "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": meta["namespace"],
+                                 "name": meta["name"], "uid": meta["uid"]},
+                },
+            }
+            try:
+                self.api.create("/api/v1/persistentvolumes", pv)
+            except ApiError as exc:
+                if exc.status != 409:
+                    log.warning("provisioning %s failed: %s", name, exc)
+                continue
+            pvc.setdefault("kind", "PersistentVolumeClaim")
+            self.emit_event(pvc, "Normal", "ProvisioningSucceeded",
+                            f"Successfully provisioned volume {name} at {directory}", component=PROVISIONER)
+        for pv in pvs:
+            meta, spec = pv["metadata"], pv["spec"]
+            if (meta.get("annotations", {}).get("pv.kubernetes.io/provisioned-by") == PROVISIONER
+                    and pv.get("status", {}).get("phase") == "Released"
+                    and spec.get("persistentVolumeReclaimPolicy") == "Delete" and not meta.get("deletionTimestamp")):
+                path = Path(spec.get("hostPath", {}).get("path", ""))
+                if path.is_relative_to(self.state.volumes):
+                    shutil.rmtree(path, ignore_errors=True)
+                with_retry = self.api.delete(f"/api/v1/persistentvolumes/{meta['name']}")
+                log.info("deleted released volume %s (%s)", meta["name"], "ok" if with_retry else "gone")
+
+    # ------------------------------------------------------------------------------------- pods
+    def sync_pods(self) -> None:
+        pods = self.api.request("GET", "/api/v1/pods").get("items", [])
+        seen = set()
+        for pod in pods:
+            meta, spec = pod["metadata"], pod["spec"]
+            node = spec.get("nodeName")
+            if not node:
+                if (spec.get("schedulerName", "default-scheduler") == "default-scheduler"
+                        and not meta.get("deletionTimestamp")):
+                    self.schedule(pod)
+                continue
+            if node != self.node_name:
+                continue
+            seen.add(meta["uid"])
+            with self._workers_lock:
+                worker = self.workers.get(meta["uid"])
+                if worker is None:
+                    if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+                        if meta.get("deletionTimestamp"):
+                            self.api.delete(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                                            {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
+                        continue
+                    if self.stopping.is_set():
+                        continue
+                    worker = PodWorker(self, pod)
+                    self.workers[meta["uid"]] = worker
+                    worker.start()
+                else:
+                    worker.update(pod)
+        with self._workers_lock:
+            for uid, worker in list(self.workers.items()):
+                if uid not in seen:
+                    worker.gone()
+
+    def worker_done(self, uid: str) -> None:
+        with self._workers_lock:
+            self.workers.pop(uid, None)
+        self.wake.set()
+
+    # ------------------------------------------------------------------------------------- loops
+    def watch_loop(self, path: str) -> None:
+        """Wake the main loop on any change of ``path``'s objects."""
+        while not self.stopping.is_set():
+            try:
+                rv = self.api.request("GET", path, params={"limit": 1})["metadata"]["resourceVersion"]
+                for _event in self.api.watch(path, rv, timeout_seconds=50):
+                    self.wake.set()
+                    if self.stopping.is_set():
+                        return
+            except Exception as exc:  # the API server restarting, a dropped connection: retry
+                log.debug("watch %s: %s", path, exc)
+                self.stopping.wait(1)
+
+    def run(self) -> None:
+        self.register_node()
+        for target, args in ((self.heartbeat_loop, ()), (self.watch_loop, ("/api/v1/pods",)),
+                             (self.watch_loop, ("/api/v1/persistentvolumeclaims",)),
+                             (self.watch_loop, ("/api/v1/persistentvolumes",))):
+            threading.Thread(target=target, args=args, daemon=True).start()
+        log.info("node %s registered; runner state in %s", self.node_name, self.state.root)
+        while not self.stopping.is_set():
+            try:
+                self.provision()
+                self.sync_pods()
+            except Exception:
+                log.exception("sync failed")
+            self.wake.wait(2.0)
+            self.wake.clear()
+        self.shutdown()
+
+    def shutdown(self, grace: float = 5.0) -> None:
+        with self._workers_lock:
+            workers = list(self.workers.values())
+        for worker in workers:
+            worker.shutdown(grace)
+        for worker in workers:
+            worker.join(grace + 10)
+        kill_leftover_pods(self.state.root)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m localkube.runner", description=__doc__)
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--state-dir", required=True, type=Path)
+    parser.add_argument("--node-name", default="localkube")
+    parser.add_argument("--apiserver-port", type=int, required=True)
+    parser.add_argument("--ca-file", default=None, help="unused; kept for the launcher's command line")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(threadName)s %(message)s")
+    state = RunnerState(args.state_dir)
+    leftovers = kill_leftover_pods(state.root)
+    if leftovers:
+        log.warning("killed %d container process groups left by a previous runner", len(leftovers))
+    runner = Runner(KubeAPI.from_kubeconfig(args.kubeconfig, user_agent="localkube-runner"), state,
+                    args.node_name, args.apiserver_port)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("signal %d: stopping pods and exiting", signum)
+        runner.stopping.set()
+        runner.wake.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    runner.run()
+    log.info("runner stopped")
+    return 0

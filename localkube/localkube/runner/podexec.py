@@ -1,0 +1,72 @@
+"""Container launcher, run by the pod runner in place of a container runtime (standard library only).
+
+``python -I -S podexec.py SPEC.json``: dies with its parent (PR_SET_PDEATHSIG), enters a new mount
+namespace, bind-mounts the pod's volumes at the container's paths (read-only where asked), changes to the
+working directory and execs the container's command with exactly the environment of the spec.
+"""
+
+import ctypes
+import json
+import os
+import signal
+import sys
+
+CLONE_NEWNS = 0x00020000
+MS_RDONLY = 1
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+PR_SET_PDEATHSIG = 1
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def bind(source: str, target: str, readonly: bool) -> None:
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if not os.path.exists(target):
+            open(target, "a").close()
+    check(libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"bind {source} {target}")
+    if readonly:
+        check(libc.mount(None, target.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC, None),
+              f"read-only {target}")
+
+
+def main() -> int:
+    with open(sys.argv[1]) as f:
+        spec = json.load(f)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:  # the runner died before prctl
+        return 1
+    mounts = spec.get("mounts", [])
+    if mounts:
+        check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+        check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+        for m in mounts:
+            bind(m["source"], m["target"], m.get("readonly", False))
+    cwd = spec.get("cwd") or "/"
+    try:
+        os.makedirs(cwd, exist_ok=True)
+        os.chdir(cwd)
+    except OSError as exc:
+        print(f"localkube: working directory {spec.get('cwd')}: {exc}", file=sys.stderr)
+        return 127
+    argv = spec["argv"]
+    try:
+        os.execve(argv[0], argv, spec["env"])
+    except OSError as exc:
+        print(f"localkube: cannot run {argv[0]}: {exc}", file=sys.stderr)
+    return 127
+
+
+if __name__ == "__main__":
+    sys.exit(main())

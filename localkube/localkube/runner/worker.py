@@ -1,0 +1,562 @@
+"""One pod on this node: volumes, containers as processes, probes, restarts, status, graceful deletion.
+
+Each pod gets a ``PodWorker`` thread. The node loop hands it the newest pod object (``update``) or tells it
+the pod is gone (``gone``); the worker owns everything else and writes the pod's status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localkube import procs
+from localkube.kapi import ApiError
+from localkube.runner import images
+from localkube.runner.envvars import EnvError, container_env
+from localkube.runner.probes import ProbeState, run_probe
+from localkube.runner.volumes import VolumeError, VolumeManager, VolumeNotReady, container_mounts
+
+if TYPE_CHECKING:
+    from localkube.runner.node import Runner
+
+Obj = dict[str, Any]
+log = logging.getLogger("localkube.runner")
+PODEXEC = str(Path(__file__).with_name("podexec.py"))
+BACKOFF_BASE, BACKOFF_MAX, BACKOFF_RESET = 2.0, 60.0, 60.0
+PASSTHROUGH_ENV = ("BOOKIE_FLEET_BK_LIB", "JAVA_HOME", "BOOKIE_FLEET_CACHE")
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class ContainerRun:
+    spec: Obj
+    init: bool
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    started_mono: float = 0.0
+    started_at: str = ""
+    restart_count: int = 0
+    crashes: int = 0
+    state: Obj = field(default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}})
+    last_state: Obj = field(default_factory=dict)
+    ready: bool = False
+    started: bool = False
+    done: bool = False            # terminated and will not restart
+    backoff_until: float = 0.0
+    readiness: ProbeState | None = None
+    liveness: ProbeState | None = None
+    startup: ProbeState | None = None
+    mounts: list[Obj] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    image: str = ""
+    cwd: str = "/"
+
+    @property
+    def name(self) -> str:
+        return str(self.spec["name"])
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def sidecar(self) -> bool:
+        return self.init and self.spec.get("restartPolicy") == "Always"
+
+    def status(self) -> Obj:
+        status: Obj = {"name": self.name, "state": self.state, "lastState": self.last_state, "ready": self.ready,
+                       "restartCount": self.restart_count, "image": self.spec.get("image", ""),
+                       "imageID": f"localkube://{self.spec.get('image', '')}", "started": self.started}
+        if self.proc is not None:
+            status["containerID"] = f"localkube://{self.proc.pid}"
+        return status
+
+
+class PodWorker(threading.Thread):
+    def __init__(self, runner: Runner, pod: Obj) -> None:
+        meta = pod["metadata"]
+        super().__init__(name=f"pod-{meta['namespace']}/{meta['name']}", daemon=True)
+        self.runner = runner
+        self.api = runner.api
+        self.uid: str = meta["uid"]
+        self.namespace: str = meta["namespace"]
+        self.pod_name: str = meta["name"]
+        self._pod = pod
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._gone = False
+        self._shutdown_grace: float | None = None
+        self.pod_dir = runner.state.pods / self.uid
+        self.log_dir = runner.state.root / "logs" / f"{self.namespace}_{self.pod_name}_{self.uid}"
+        self.pod_ip = ""
+        self.start_time = ""
+        self.containers: list[ContainerRun] = []
+        self.init_containers: list[ContainerRun] = []
+        self.volumes: VolumeManager | None = None
+        self._published: Obj | None = None
+        self._transitions: dict[str, tuple[str, str]] = {}
+        self._events_sent: set[str] = set()
+        self._pending_reason: tuple[str, str] | None = None
+        self._created_dirs: list[str] = []
+
+    # ----------------------------------------------------------------------------- from the node loop
+    def update(self, pod: Obj) -> None:
+        with self._lock:
+            self._pod = pod
+        self._wake.set()
+
+    def gone(self) -> None:
+        self._gone = True
+        self._wake.set()
+
+    def shutdown(self, grace: float) -> None:
+        """The runner stops: stop containers (without deleting the pod) and end."""
+        self._shutdown_grace = grace
+        self._wake.set()
+
+    @property
+    def pod(self) -> Obj:
+        with self._lock:
+            return self._pod
+
+    @property
+    def restart_policy(self) -> str:
+        return str(self.pod["spec"].get("restartPolicy", "Always"))
+
+    def _sleep(self, seconds: float) -> None:
+        self._wake.wait(seconds)
+        self._wake.clear()
+
+    def _should_stop(self) -> bool:
+        return self._gone or self._shutdown_grace is not None or bool(
+            self.pod["metadata"].get("deletionTimestamp"))
+
+    # --------------------------------------------------------------------------------------- main
+    def run(self) -> None:
+        try:
+            self.pod_ip = self.runner.state.allocate_ip(self.uid)
+            self.start_time = self.pod.get("status", {}).get("startTime") or now_rfc3339()
+            self.pod_dir.mkdir(parents=True, exist_ok=True)
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            spec = self.pod["spec"]
+            self.init_containers = [ContainerRun(c, True, self.log_dir / f"{c['name']}.log")
+                                    for c in spec.get("initContainers", [])]
+            self.containers = [ContainerRun(c, False, self.log_dir / f"{c['name']}.log")
+                               for c in spec.get("containers", [])]
+            if self._setup():
+                self._supervise()
+        except Exception:
+            log.exception("pod %s/%s: worker failed", self.namespace, self.pod_name)
+            self.event("Warning", "Failed", "localkube runner error, see the runner log")
+        finally:
+            self._finish()
+
+    def _finish(self) -> None:
+        deleting = bool(self.pod["metadata"].get("deletionTimestamp")) and not self._gone
+        if self._shutdown_grace is not None:
+            grace = self._shutdown_grace
+        elif deleting:
+            grace = float(self.pod["metadata"].get("deletionGracePeriodSeconds",
+                                                   self.pod["spec"].get("terminationGracePeriodSeconds", 30)))
+        else:
+            grace = 2.0
+        self._kill_all(grace, run_pre_stop=deleting)
+        if self._shutdown_grace is not None:
+            return   # the pod stays; a restarted runner takes it over
+        if deleting:
+            with contextlib.suppress(ApiError):
+                self.api.delete(f"/api/v1/namespaces/{self.namespace}/pods/{self.pod_name}",
+                                {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                                 "preconditions": {"uid": self.uid}})
+        self.runner.state.release_ip(self.uid)
+        shutil.rmtree(self.pod_dir, ignore_errors=True)
+        for d in reversed(self._created_dirs):   # mount points this pod created on the host, if now empty
+            with contextlib.suppress(OSError):
+                Path(d).rmdir()
+        self.runner.worker_done(self.uid)
+
+    # ------------------------------------------------------------------------------------- setup
+    def _pending(self, reason: str, message: str, event_reason: str, event_type: str = "Warning") -> None:
+        self._pending_reason = (reason, message)
+        for c in [*self.init_containers, *self.containers]:
+            if not c.started:
+                c.state = {"waiting": {"reason": reason, "message": message}}
+        self.event(event_type, event_reason, message, once=f"{event_reason}:{message}")
+        self.publish()
+
+    def _setup(self) -> bool:
+        """Images, volumes, environment: True when containers can start, False if the pod is going away."""
+        while not self._should_stop():
+            missing = [c for c in [*self.init_containers, *self.containers]
+                       if images.lookup(c.spec.get("image", "")) is None]
+            if missing:
+                c = missing[0]
+                self._pending("ErrImagePull",
+                              f'localkube has no command for image "{c.spec.get("image")}" (container {c.name}); '
+                              f"mapped images: {images.known_images()} (localkube/localkube/runner/images.py)",
+                              "Failed")
+                self._sleep(30)
+                continue
+            try:
+                self.volumes = VolumeManager(self.api, self._pod_view(), self.pod_dir, self.runner.capacity)
+                self.volumes.prepare()
+            except VolumeNotReady as exc:
+                self._pending("ContainerCreating", str(exc), "FailedMount")
+                self._sleep(1)
+                continue
+            except VolumeError as exc:
+                self._pending("CreateContainerConfigError", str(exc), "FailedMount")
+                self._sleep(30)
+                continue
+            self._pending_reason = None
+            self.publish()
+            return True
+        return False
+
+    def _pod_view(self) -> Obj:
+        """The pod as the downward API sees it once running: with its IPs filled in."""
+        pod = json.loads(json.dumps(self.pod))
+        status = pod.setdefault("status", {})
+        status["podIP"] = self.pod_ip
+        status["podIPs"] = [{"ip": self.pod_ip}]
+        status["hostIP"] = "127.0.0.1"
+        status["hostIPs"] = [{"ip": "127.0.0.1"}]
+        return pod
+
+    # ------------------------------------------------------------------------------- containers
+    def _base_env(self, entry: images.ImageEntry) -> dict[str, str]:
+        import os
+
+        port = str(self.runner.apiserver_port)
+        env = {
+            "PATH": ":".join(entry.path),
+            "HOSTNAME": str(self.pod["spec"].get("hostname") or self.pod_name),
+            "HOME": "/root",
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port,
+            "KUBERNETES_SERVICE_PORT_HTTPS": port, "KUBERNETES_PORT": f"tcp://127.0.0.1:{port}",
+            "KUBERNETES_PORT_443_TCP": f"tcp://127.0.0.1:{port}", "KUBERNETES_PORT_443_TCP_PROTO": "tcp",
+            "KUBERNETES_PORT_443_TCP_ADDR": "127.0.0.1", "KUBERNETES_PORT_443_TCP_PORT": port,
+        }
+        env.update({k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ})
+        env.update(entry.env)
+        return env
+
+    def _get_obj(self, plural: str) -> Any:
+        def get(namespace: str, name: str) -> Obj | None:
+            return self.api.get(f"/api/v1/namespaces/{namespace}/{plural}/{name}")
+
+        return get
+
+    def _prepare(self, c: ContainerRun) -> list[str] | None:
+        """argv of the container, with env and mounts set on ``c``; None (and a waiting state) on error."""
+        entry = images.lookup(c.spec.get("image", ""))
+        assert entry is not None and self.volumes is not None
+        pod = self._pod_view()
+        try:
+            c.env = container_env(pod, c.spec, self._base_env(entry), get_configmap=self._get_obj("configmaps"),
+                                  get_secret=self._get_obj("secrets"), node_capacity=self.runner.capacity)
+            c.env["LOCALKUBE_POD"] = f"{self.namespace}/{self.pod_name}"
+            k, _, v = self.runner.state.marker.partition("=")
+            c.env[k] = v
+            from localkube.runner.envvars import expand
+
+            command = [expand(a, c.env) for a in c.spec.get("command") or []] or None
+            args = [expand(a, c.env) for a in c.spec.get("args") or []] or None
+            argv = images.resolve_argv(entry, command, args)
+            c.mounts = container_mounts(c.spec, self.volumes.paths, c.env)
+        except (EnvError, images.CommandError, VolumeError, ApiError) as exc:
+            reason = "CreateContainerConfigError" if isinstance(exc, EnvError | VolumeError) else "CreateContainerError"
+            c.state = {"waiting": {"reason": reason, "message": str(exc)}}
+            self.event("Warning", "Failed", f"Error: {exc}", once=f"prep:{c.name}:{exc}")
+            return None
+        c.image = c.spec.get("image", "")
+        for m in c.mounts:
+            target = Path(m["target"])
+            missing = [p for p in [target, *target.parents] if not p.exists()]
+            self._created_dirs.extend(str(p) for p in reversed(missing) if str(p) not in self._created_dirs)
+        c.cwd = c.spec.get("workingDir") or (entry.workdir if Path(entry.workdir).is_dir() else "/")
+        return argv
+
+    def _spawn(self, c: ContainerRun, argv: list[str], mounts: list[Obj], env: dict[str, str],
+               cwd: str, log_path: Path, tag: str) -> subprocess.Popen[bytes]:
+        spec_file = self.pod_dir / f"{tag}.json"
+        spec_file.write_text(json.dumps({"argv": argv, "env": env, "mounts": mounts, "cwd": cwd}))
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as out:
+            proc = subprocess.Popen([sys.executable, "-I", "-S", PODEXEC, str(spec_file)], stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                    env={"LOCALKUBE_STATE": str(self.runner.state.root)})
+        self.runner.state.register_proc(proc.pid, f"{self.namespace}/{self.pod_name}/{c.name}")
+        return proc
+
+    def _start(self, c: ContainerRun) -> None:
+        argv = self._prepare(c)
+        if argv is None:
+            c.backoff_until = time.monotonic() + 2
+            return
+        c.proc = self._spawn(c, argv, c.mounts, c.env, c.cwd, c.log_path, c.name)
+        c.started_mono = time.monotonic()
+        c.started_at = now_rfc3339()
+        c.state = {"running": {"startedAt": c.started_at}}
+        c.ready = False
+        c.started = "startupProbe" not in c.spec
+        c.startup = ProbeState(c.spec["startupProbe"]) if "startupProbe" in c.spec else None
+        c.readiness = ProbeState(c.spec["readinessProbe"]) if "readinessProbe" in c.spec else None
+        c.liveness = ProbeState(c.spec["livenessProbe"]) if "livenessProbe" in c.spec else None
+        self.event("Normal", "Started", f"Started container {c.name}")
+
+    def exec_in(self, c: ContainerRun, command: list[str], timeout: float) -> int:
+        entry = images.lookup(c.image or c.spec.get("image", ""))
+        path = entry.path if entry else images.SYSTEM_PATH
+        argv = [images.resolve_executable(command[0], path), *command[1:]]
+        tag = f"exec-{c.name}-{threading.get_ident()}"
+        proc = self._spawn(c, argv, c.mounts, c.env, c.cwd, self.log_dir / f"{c.name}.exec.log",
+                           tag)
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            procs.stop_group(proc.pid, grace=0.0, sig=9)
+            return -1
+        finally:
+            self.runner.state.unregister_proc(proc.pid)
+
+    def _on_exit(self, c: ContainerRun, code: int) -> None:
+        assert c.proc is not None
+        self.runner.state.unregister_proc(c.proc.pid)
+        procs.stop_group(c.proc.pid, grace=0.5)   # leftovers of the container's process group
+        exit_code = code if code >= 0 else 128 - code
+        finished = now_rfc3339()
+        c.state = {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                                  "startedAt": c.started_at, "finishedAt": finished,
+                                  "containerID": f"localkube://{c.proc.pid}"}}
+        c.ready = False
+        ran = time.monotonic() - c.started_mono
+        c.crashes = 0 if ran >= BACKOFF_RESET else c.crashes + 1
+        policy = "Always" if c.sidecar else self.restart_policy
+        restart = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+        if c.init and not c.sidecar and exit_code == 0:
+            restart = False
+        if restart:
+            delay = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** max(0, c.crashes - 1)) if c.crashes else 0.0
+            c.backoff_until = time.monotonic() + delay
+            if delay:
+                self.event("Warning", "BackOff", f"Back-off restarting failed container {c.name}")
+        else:
+            c.done = True
+        log.info("pod %s/%s container %s exited with %s (restart: %s)", self.namespace, self.pod_name, c.name,
+                 exit_code, restart)
+
+    def _restart_due(self, c: ContainerRun, now: float) -> None:
+        if now < c.backoff_until:
+            if "terminated" in c.state and c.crashes:
+                c.last_state, c.state = c.state, {"waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": f"back-off {int(c.backoff_until - now) + 1}s restarting failed container={c.name} "
+                               f"pod={self.pod_name}_{self.namespace}({self.uid})"}}
+            return
+        if "terminated" in c.state:
+            c.last_state = c.state
+        if c.proc is not None:
+            c.restart_count += 1
+        self._start(c)
+
+    def _probe(self, c: ContainerRun, now: float) -> None:
+        if not c.running:
+            return
+        pod_ip = self.pod_ip
+
+        def exec_probe(command: list[str], timeout: float) -> int:
+            return self.exec_in(c, command, timeout)
+
+        if c.startup is not None and c.startup.result is not True:
+            if c.startup.due(now):
+                ok, msg = run_probe(c.startup.probe, pod_ip, c.spec, exec_probe)
+                c.startup.record(ok, msg, time.monotonic())
+                if c.startup.result is True:
+                    c.started = True
+                elif c.startup.result is False:
+                    self.event("Warning", "Unhealthy", f"Startup probe failed: {c.startup.message}")
+                    self._kill_container(c, "failed startup probe")
+            return
+        if c.readiness is not None and c.readiness.due(now):
+            ok, msg = run_probe(c.readiness.probe, pod_ip, c.spec, exec_probe)
+            c.readiness.record(ok, msg, time.monotonic())
+            if not ok:
+                self.event("Warning", "Unhealthy", f"Readiness probe failed: {msg}", once=f"ready:{c.name}:{msg}")
+        c.ready = c.readiness.result is True if c.readiness is not None else True
+        if c.liveness is not None and c.liveness.due(now):
+            ok, msg = run_probe(c.liveness.probe, pod_ip, c.spec, exec_probe)
+            c.liveness.record(ok, msg, time.monotonic())
+            if c.liveness.result is False:
+                self.event("Warning", "Unhealthy", f"Liveness probe failed: {c.liveness.message}")
+                self._kill_container(c, "failed liveness probe")
+
+    def _kill_container(self, c: ContainerRun, why: str) -> None:
+        if c.proc is None or not c.running:
+            return
+        self.event("Normal", "Killing", f"Container {c.name} {why}, will be restarted")
+        grace = float(self.pod["spec"].get("terminationGracePeriodSeconds", 30))
+        procs.stop_group(c.proc.pid, grace=grace)
+
+    def _kill_all(self, grace: float, run_pre_stop: bool = False) -> None:
+        running = [c for c in [*self.containers, *self.init_containers] if c.running]
+        if run_pre_stop:
+            for c in running:
+                hook = c.spec.get("lifecycle", {}).get("preStop", {})
+                if "exec" in hook:
+                    with contextlib.suppress(Exception):
+                        self.exec_in(c, list(hook["exec"]["command"]), grace)
+        for c in running:
+            self.event("Normal", "Killing", f"Stopping container {c.name}")
+        threads = [threading.Thread(target=procs.stop_group, args=(c.proc.pid, grace)) for c in running
+                   if c.proc is not None]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for c in [*self.containers, *self.init_containers]:
+            if c.proc is not None:
+                c.proc.poll()
+                self.runner.state.unregister_proc(c.proc.pid)
+
+    def _supervise(self) -> None:
+        last_refresh = time.monotonic()
+        while not self._should_stop():
+            now = time.monotonic()
+            # Init containers, one at a time (sidecars are started and then supervised like the others).
+            pending_init = next((c for c in self.init_containers if not c.done and not (c.sidecar and c.proc)), None)
+            active = [c for c in self.init_containers if c.sidecar and c.proc is not None]
+            if pending_init is not None:
+                active.append(pending_init)
+            else:
+                active.extend(self.containers)
+            for c in active:
+                if c.proc is not None and not c.running:
+                    if "running" in c.state:
+                        self._on_exit(c, c.proc.returncode)
+                elif c.running and c.image and c.image != self._current_image(c):
+                    self._kill_container(c, "definition changed")
+                    continue
+                if not c.done and not c.running and not (c.init and not c.sidecar and "terminated" in c.state
+                                                         and c.state["terminated"]["exitCode"] == 0):
+                    if self.restart_policy == "Never" and c.proc is not None and not c.sidecar:
+                        c.done = True
+                    else:
+                        self._restart_due(c, now)
+                self._probe(c, now)
+            if pending_init is not None and pending_init.done and \
+                    pending_init.state.get("terminated", {}).get("exitCode", 1) != 0:
+                # A failed init container with restartPolicy Never fails the pod.
+                for c in self.containers:
+                    c.done = True
+            if now - last_refresh > 10 and self.volumes is not None:
+                last_refresh = now
+                self.volumes.pod = self._pod_view()
+                with contextlib.suppress(ApiError, OSError):
+                    self.volumes.refresh()
+            self.publish()
+            if self._terminal():
+                # Succeeded/Failed pods keep their status; nothing more to run.
+                while not self._should_stop():
+                    self._sleep(5)
+                return
+            self._sleep(0.25)
+
+    def _current_image(self, c: ContainerRun) -> str:
+        key = "initContainers" if c.init else "containers"
+        for spec in self.pod["spec"].get(key, []):
+            if spec["name"] == c.name:
+                return str(spec.get("image", ""))
+        return c.image
+
+    def _terminal(self) -> bool:
+        return all(c.done for c in self.containers) and bool(self.containers)
+
+    # ------------------------------------------------------------------------------------ status
+    def _phase(self) -> str:
+        if self._terminal():
+            failed = any(c.state.get("terminated", {}).get("exitCode", 1) != 0 for c in self.containers)
+            init_failed = any(c.done and c.state.get("terminated", {}).get("exitCode", 0) != 0
+                              for c in self.init_containers if not c.sidecar)
+            return "Failed" if failed or init_failed else "Succeeded"
+        if any(c.proc is not None for c in self.containers):
+            return "Running"
+        return "Pending"
+
+    def _condition(self, kind: str, ok: bool, reason: str = "", message: str = "") -> Obj:
+        status = "True" if ok else "False"
+        previous = self._transitions.get(kind)
+        if previous is None or previous[0] != status:
+            self._transitions[kind] = (status, now_rfc3339())
+        cond: Obj = {"type": kind, "status": status, "lastProbeTime": None,
+                     "lastTransitionTime": self._transitions[kind][1]}
+        if reason and not ok:
+            cond["reason"] = reason
+        if message and not ok:
+            cond["message"] = message
+        return cond
+
+    def build_status(self) -> Obj:
+        initialized = all(c.done or (c.sidecar and c.started) for c in self.init_containers)
+        containers_ready = all(c.ready for c in self.containers)
+        gates = [g["conditionType"] for g in self.pod["spec"].get("readinessGates", [])]
+        current = {c["type"]: c for c in self.pod.get("status", {}).get("conditions", [])}
+        gates_ok = all(current.get(g, {}).get("status") == "True" for g in gates)
+        not_ready = [c.name for c in self.containers if not c.ready]
+        msg = f"containers with unready status: [{' '.join(not_ready)}]" if not_ready else ""
+        ours = {"PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled"}
+        conditions = [
+            self._condition("PodReadyToStartContainers", self._pending_reason is None or bool(self.volumes)),
+            self._condition("Initialized", initialized, "ContainersNotInitialized",
+                            "containers with incomplete status: "
+                            f"[{' '.join(c.name for c in self.init_containers if not c.done)}]"),
+            self._condition("Ready", containers_ready and gates_ok and initialized, "ContainersNotReady", msg),
+            self._condition("ContainersReady", containers_ready and initialized, "ContainersNotReady", msg),
+            self._condition("PodScheduled", True),
+        ]
+        conditions += [c for t, c in current.items() if t not in ours]
+        status: Obj = {
+            "phase": self._phase(), "conditions": conditions,
+            "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}],
+            "podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}],
+            "startTime": self.start_time,
+            "containerStatuses": [c.status() for c in self.containers],
+        }
+        if self.init_containers:
+            status["initContainerStatuses"] = [c.status() for c in self.init_containers]
+        return status
+
+    def publish(self) -> None:
+        if self._gone:
+            return
+        status = self.build_status()
+        if status == self._published:
+            return
+        try:
+            self.api.merge_patch(f"/api/v1/namespaces/{self.namespace}/pods/{self.pod_name}/status",
+                                 {"metadata": {"uid": self.uid}, "status": status})
+            self._published = status
+        except ApiError as exc:
+            if exc.status in (404, 409):
+                return
+            log.warning("pod %s/%s: status update failed: %s", self.namespace, self.pod_name, exc)
+
+    def event(self, kind: str, reason: str, message: str, once: str | None = None) -> None:
+        if once is not None:
+            if once in self._events_sent:
+                return
+            self._events_sent.add(once)
+        self.runner.emit_event(self.pod, kind, reason, message)
