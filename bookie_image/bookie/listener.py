@@ -32,8 +32,8 @@ class BookieConnection(asyncio.Protocol):
         self._paused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's TCP transport is not a subclass of asyncio.Transport but has its methods.
+        self.transport = transport  # type: ignore[assignment]
         self.peer = str(transport.get_extra_info("peername"))
         self.connections.add(self)
 
