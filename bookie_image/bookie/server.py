@@ -22,7 +22,7 @@ from bookie.config import BookieConfig
 from bookie.http.api import build_app
 from bookie.listener import BookieConnection
 from bookie.metadata.ledger_metadata import LedgerMetadata
-from bookie.metadata.store import LayoutMismatch, MetadataError, MetadataStore, NoNode
+from bookie.metadata.store import MetadataError, MetadataStore, NoNode
 from bookie.metrics import registry_for, render
 from bookie.processor import RequestProcessor
 from bookie.protocol.entry import digest_manager
@@ -91,13 +91,8 @@ class BookieServer:
     async def _connect_metadata(self) -> None:
         try:
             await self.metadata.connect()
-            try:
-                await self.metadata.check_layout()
-            except LayoutMismatch as exc:
-                if "missing" not in str(exc):
-                    raise
-                log.info("initialising BookKeeper metadata under %s", self.conf.ledgers_root)
-                await self.metadata.init_cluster()
+            # Idempotent and safe when several bookies of a new cluster start at once; refuses a foreign layout.
+            await self.metadata.init_cluster()
         except MetadataError as exc:
             raise StartupError(f"metadata service {self.conf.zk_connect}{self.conf.ledgers_root}: {exc}") from None
 

@@ -352,7 +352,8 @@ class MetadataStore:
         await self._delete(self.layout.bookie(bookie_id, not readonly), missing_ok=True)
 
     async def _register_at(self, path: str, service_info: bytes) -> None:
-        deadline = time.monotonic() + self.session_timeout_ms / 1000
+        # The dead session expires after its timeout, measured by ZooKeeper from its last heartbeat: allow twice.
+        deadline = time.monotonic() + 2 * self.session_timeout_ms / 1000 + 1
         while True:
             gone = asyncio.Event()
             stat = await self._call("exists", path, watch=_event_setter(asyncio.get_running_loop(), gone))
