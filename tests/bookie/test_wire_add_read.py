@@ -71,9 +71,12 @@ async def test_wrong_master_key_is_refused(bookies: BookieSet, version: int) -> 
 
 
 async def test_v3_request_with_wrong_protocol_version_gets_ebadversion(bookies: BookieSet) -> None:
-    from bookie.protocol import codec
-    from bookie.protocol.proto import BookkeeperProtocol_pb2 as pb
+    from typing import Any
 
+    from bookie.protocol import codec
+    from bookie.protocol.proto import BookkeeperProtocol_pb2
+
+    pb: Any = BookkeeperProtocol_pb2  # generated code has no type stubs
     request = pb.Request()
     request.header.version = pb.VERSION_TWO
     request.header.operation = pb.READ_ENTRY
