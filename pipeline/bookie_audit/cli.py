@@ -1,0 +1,107 @@
+"""``bookie-audit``: snapshot the metadata, run the audit, re-render the report.
+
+    bookie-audit snapshot --zk 127.0.0.1:2181 [--root /ledgers] --out snap/
+    bookie-audit run --logs /data/bookie-1 --logs 10.0.0.2:3181=/mnt/b2 --metadata snap/ --out audit/
+                     [--master local[*] | spark://host:7077] [--mode full|metadata] [--min-age-days 7]
+    bookie-audit report --out audit/
+    spark-submit --master spark://host:7077 pipeline/bookie_audit/cli.py run ...   (same job on a cluster)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from bookie_audit.files import AuditInputError, LogInput
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text}") from exc
+    if not values or any(not 0 <= v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(f"thresholds must be between 0 and 1: {text}")
+    return values
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bookie-audit", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("snapshot", help="export ledger metadata from ZooKeeper to Parquet")
+    s.add_argument("--zk", required=True, help="ZooKeeper connect string")
+    s.add_argument("--root", default="/ledgers", help="ledgers root (zkLedgersRootPath)")
+    s.add_argument("--out", required=True)
+    r = sub.add_parser("run", help="run the audit")
+    r.add_argument("--logs", action="append", required=True, metavar="[BOOKIE=]PATH",
+                   help="a directory (or URI) of entry logs; repeat per bookie or give a fleet root")
+    r.add_argument("--metadata", required=True, help="a snapshot directory from `bookie-audit snapshot`")
+    r.add_argument("--out", required=True)
+    r.add_argument("--master", default=None, help="Spark master (default local[*], or $BOOKIE_AUDIT_MASTER)")
+    r.add_argument("--mode", choices=("full", "metadata"), default="full",
+                   help="full: ledgers maps + every record (replication audit); metadata: ledgers maps only")
+    r.add_argument("--min-age-days", type=float, default=7.0, help="pinning audit: logs at least this old")
+    r.add_argument("--minor", type=_floats, default=None, help="minor thresholds, e.g. 0.1,0.2,0.3")
+    r.add_argument("--major", type=_floats, default=None, help="major thresholds, e.g. 0.5,0.8,0.9")
+    r.add_argument("--split-mb", type=int, default=128, help="full scan: offset-range split size")
+    r.add_argument("--max-snapshot-lag", type=float, default=600.0,
+                   help="seconds a snapshot may precede the newest log before it is called stale")
+    r.add_argument("--keep-records", action="store_true", help="also write records.parquet (large)")
+    r.add_argument("--shuffle-partitions", type=int, default=None)
+    rp = sub.add_parser("report", help="re-render report.html from an audit's tables")
+    rp.add_argument("--out", required=True)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "snapshot":
+            from bookie_audit.snapshot import snapshot
+
+            m = snapshot(args.zk, args.root, args.out)
+            print(f"snapshot of {m.ledgers} ledgers under {m.ledgers_root} written to {args.out}"
+                  + (f" ({len(m.vanished)} deleted while listing)" if m.vanished else ""))
+            return 0
+        if args.command == "report":
+            from bookie_audit.report import write_report
+
+            print(write_report(args.out))
+            return 0
+        return _run(args)
+    except AuditInputError as exc:
+        print(f"bookie-audit: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bookie_audit import audits
+    from bookie_audit.files import discover
+    from bookie_audit.run import AuditOptions, Progress, print_summary, run_audit
+    from bookie_audit.snapshot import read_manifest
+
+    opts = AuditOptions(
+        logs=[LogInput.parse(x) for x in args.logs], metadata=args.metadata, out=args.out, mode=args.mode,
+        min_age_days=args.min_age_days, minor=args.minor or audits.DEFAULT_MINOR,
+        major=args.major or audits.DEFAULT_MAJOR, split_bytes=args.split_mb << 20,
+        max_snapshot_lag_s=args.max_snapshot_lag, keep_records=args.keep_records)
+    # Bad input is said before a JVM is started.
+    read_manifest(opts.metadata)
+    discover(opts.logs)
+    from bookie_audit.spark import build_session
+
+    spark = build_session(args.master, shuffle_partitions=args.shuffle_partitions)
+    try:
+        with Progress(spark) as progress:
+            summary = run_audit(spark, opts, progress)
+    finally:
+        spark.stop()
+    print_summary(summary, sys.stdout)
+    print(f"tables and report.html in {opts.out}")
+    return 0
+
+
+if __name__ == "__main__":  # spark-submit pipeline/bookie_audit/cli.py run ...
+    sys.exit(main())

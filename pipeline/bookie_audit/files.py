@@ -1,0 +1,179 @@
+"""Finding entry logs and reading their bytes: local directories (mmap) or any pyarrow file-system URI.
+
+A log input is ``[bookieId=]path``. Without an explicit bookie id, each log's bookie is the ``bookieHost`` of
+the cookie (``VERSION``) next to it, as every BookKeeper ledger directory ``<dir>/current/`` holds one;
+failing that, the first folder under the given root (``root/<bookie>/...``), or the root's own name.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from bookie.metadata.cookie import Cookie, CookieError
+from bookie.storage.entrylog_format import parse_log_file_name
+
+
+class AuditInputError(ValueError):
+    """Input the audit cannot work with (no logs, unreadable paths, a bad snapshot); the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogInput:
+    """One ``--logs`` argument."""
+
+    path: str
+    bookie: str | None = None
+
+    @staticmethod
+    def parse(text: str) -> LogInput:
+        """``bookie=path`` or ``path`` (a ``=`` inside a URI's query is not a bookie id)."""
+        head, sep, tail = text.partition("=")
+        if sep and "/" not in head and head:
+            return LogInput(tail, head)
+        return LogInput(text)
+
+
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    bookie: str
+    path: str  # as given to the file system (URI or local path)
+    log_id: int
+    size: int
+    mtime_ms: int
+
+
+def _filesystem(path: str) -> tuple[Any, str, bool]:
+    """(pyarrow file system, path in it, is local)."""
+    if "://" not in path:
+        return None, os.path.abspath(path), True
+    from pyarrow import fs as pafs
+
+    filesystem, inner = pafs.FileSystem.from_uri(path)
+    return filesystem, inner, isinstance(filesystem, pafs.LocalFileSystem)
+
+
+def _cookie_bookie(directory: str, cache: dict[str, str | None]) -> str | None:
+    if directory not in cache:
+        found: str | None = None
+        try:
+            with open(os.path.join(directory, "VERSION"), "rb") as f:
+                found = Cookie.parse(f.read()).bookie_id
+        except (OSError, CookieError, ValueError):
+            found = None
+        cache[directory] = found
+    return cache[directory]
+
+
+def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
+    """Every ``<hex>.log`` under the inputs (recursively), sorted by bookie, path. Raises ``AuditInputError``."""
+    if not inputs:
+        raise AuditInputError("no entry-log input given (use --logs [bookieId=]DIR)")
+    found: dict[str, LogFile] = {}
+    cookies: dict[str, str | None] = {}
+    for item in inputs:
+        filesystem, root, local = _filesystem(item.path)
+        entries: list[tuple[str, int, int]] = []  # path, size, mtime_ms
+        if filesystem is None or local:
+            if not os.path.exists(root):
+                raise AuditInputError(f"entry-log input {item.path} does not exist")
+            if os.path.isfile(root):
+                st = os.stat(root)
+                entries.append((root, st.st_size, st.st_mtime_ns // 1_000_000))
+            else:
+                for dirpath, _dirs, names in os.walk(root):
+                    for name in names:
+                        if parse_log_file_name(name) is not None:
+                            full = os.path.join(dirpath, name)
+                            st = os.stat(full)
+                            entries.append((full, st.st_size, st.st_mtime_ns // 1_000_000))
+        else:
+            from pyarrow import fs as pafs
+
+            info = filesystem.get_file_info(root)
+            if info.type == pafs.FileType.NotFound:
+                raise AuditInputError(f"entry-log input {item.path} does not exist")
+            infos = [info] if info.type == pafs.FileType.File else filesystem.get_file_info(
+                pafs.FileSelector(root, recursive=True))
+            scheme = item.path.split("://", 1)[0]
+            for fi in infos:
+                if fi.type == pafs.FileType.File and parse_log_file_name(fi.base_name) is not None:
+                    mtime = fi.mtime_ns // 1_000_000 if fi.mtime_ns is not None else 0
+                    entries.append((f"{scheme}://{fi.path}", fi.size, mtime))
+        for full, size, mtime_ms in entries:
+            name = full.rsplit("/", 1)[-1]
+            log_id = parse_log_file_name(name)
+            assert log_id is not None
+            bookie = item.bookie
+            if bookie is None and local:
+                bookie = _cookie_bookie(os.path.dirname(full), cookies)
+            if bookie is None:
+                rel = full[len(root):].strip("/") if full.startswith(root) else name
+                parts = rel.split("/")
+                bookie = parts[0] if len(parts) > 1 and parts[0] != "current" else (
+                    os.path.basename(root.rstrip("/")) or root)
+            found[full] = LogFile(bookie, full, log_id, size, mtime_ms)
+    if not found:
+        roots = ", ".join(i.path for i in inputs)
+        raise AuditInputError(f"no entry logs (<hex>.log files) found under {roots}")
+    return sorted(found.values(), key=lambda f: (f.bookie, f.path))
+
+
+class LogReader:
+    """Random access to one log: a zero-copy ``memoryview`` for local files, ranged reads otherwise."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        filesystem, inner, local = _filesystem(path)
+        self._mmap: mmap.mmap | None = None
+        self._file: Any = None
+        self._view: memoryview | None = None
+        if local:
+            with open(inner, "rb") as f:
+                self.size = os.fstat(f.fileno()).st_size
+                if self.size:
+                    self._mmap = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                    self._view = memoryview(self._mmap)
+        else:
+            self._file = filesystem.open_input_file(inner)
+            self.size = int(self._file.size())
+
+    @property
+    def whole(self) -> memoryview | None:
+        """The whole file, when it is mapped (local files)."""
+        return self._view
+
+    def read(self, offset: int, length: int) -> memoryview:
+        length = max(0, min(length, self.size - offset))
+        if self._view is not None:
+            return self._view[offset:offset + length]
+        if self._file is None or length == 0:
+            return memoryview(b"")
+        return memoryview(self._file.read_at(length, offset).to_pybytes())
+
+    def close(self) -> None:
+        if self._view is not None:
+            self._view.release()
+            self._view = None
+        if self._mmap is not None:
+            try:
+                self._mmap.close()
+            except BufferError:  # a record view is still alive somewhere; the GC unmaps it later
+                pass
+            self._mmap = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+@contextmanager
+def open_log(path: str) -> Iterator[LogReader]:
+    reader = LogReader(path)
+    try:
+        yield reader
+    finally:
+        reader.close()

@@ -1,0 +1,292 @@
+"""The whole audit: read logs and snapshot, run every audit, write Parquet tables, a summary and the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+from bookie_audit import audits
+from bookie_audit.files import AuditInputError, LogInput, discover
+from bookie_audit.snapshot import read_manifest
+
+TABLES = ("ledger_map", "records", "usage_logs", "usage_bookies", "pinning", "compaction_whatif", "orphans",
+          "replication_ledgers", "replication_problems", "flagged")
+
+
+@dataclass
+class AuditOptions:
+    logs: Sequence[LogInput]
+    metadata: str
+    out: str
+    mode: str = "full"  # full: metadata + scan (replication); metadata: ledgers maps only
+    min_age_days: float = 7.0
+    minor: Sequence[float] = audits.DEFAULT_MINOR
+    major: Sequence[float] = audits.DEFAULT_MAJOR
+    split_bytes: int = 128 << 20
+    max_snapshot_lag_s: float = 600.0
+    as_of_ms: int | None = None
+    keep_records: bool = False  # write records.parquet (one row per record: large)
+
+
+@dataclass
+class Summary:
+    bookies: list[str]
+    logs: int
+    log_bytes: int
+    as_of_ms: int
+    snapshot_started_ms: int
+    snapshot_ledgers: int
+    mode: str
+    totals: dict[str, int] = field(default_factory=dict)
+    states: dict[str, int] = field(default_factory=dict)
+    replication: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+
+class Progress:
+    """Steps with elapsed time, and the running Spark stage's task counts (a status line on a terminal)."""
+
+    def __init__(self, spark: Any, stream: TextIO | None = None, interval_s: float = 1.0) -> None:
+        self.spark = spark
+        self.stream = stream or sys.stderr
+        self.interval_s = interval_s
+        self.t0 = time.monotonic()
+        self.step = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def __enter__(self) -> Progress:
+        self._thread = threading.Thread(target=self._poll, name="audit-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._tty:
+            self.stream.write("\r\033[K")
+        self.say(f"done in {time.monotonic() - self.t0:.1f}s")
+
+    def say(self, text: str) -> None:
+        prefix = "\r\033[K" if self._tty else ""
+        self.stream.write(f"{prefix}[bookie-audit {time.monotonic() - self.t0:6.1f}s] {text}\n")
+        self.stream.flush()
+
+    def begin(self, step: str) -> None:
+        self.step = step
+        self.say(step)
+
+    def _poll(self) -> None:
+        last_print = 0.0
+        while not self._stop.wait(self.interval_s):
+            try:
+                tracker = self.spark.sparkContext.statusTracker()
+                parts = []
+                for stage_id in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(stage_id)
+                    if info is not None:
+                        parts.append(f"stage {stage_id}: {info.numCompletedTasks}/{info.numTasks} tasks")
+            except Exception:  # the context is stopping
+                return
+            if not parts:
+                continue
+            line = f"  {self.step}: " + ", ".join(parts)
+            if self._tty:
+                self.stream.write(f"\r\033[K{line}")
+                self.stream.flush()
+            elif time.monotonic() - last_print > 10:
+                self.stream.write(line + "\n")
+                last_print = time.monotonic()
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) -> Summary:
+    """Run every audit and write ``opts.out``: Parquet tables, ``summary.json``, ``report.html``."""
+    from pyspark.sql import functions as F
+
+    t0 = time.monotonic()
+    say: Callable[[str], None] = progress.begin if progress else (lambda _s: None)
+    if opts.mode not in ("full", "metadata"):
+        raise AuditInputError(f"mode must be 'full' or 'metadata', not {opts.mode!r}")
+    manifest = read_manifest(opts.metadata)
+    say("listing entry logs")
+    files = discover(opts.logs)  # raises a clear AuditInputError on empty input
+    bookies = sorted({f.bookie for f in files})
+    newest = max(f.mtime_ms for f in files)
+    as_of = opts.as_of_ms if opts.as_of_ms is not None else manifest.started_ms
+    summary = Summary(bookies, len(files), sum(f.size for f in files), as_of, manifest.started_ms,
+                      manifest.ledgers, opts.mode)
+    lag_s = (newest - manifest.started_ms) / 1000
+    if lag_s > opts.max_snapshot_lag_s:
+        summary.warnings.append(
+            f"stale snapshot: the metadata snapshot was taken {lag_s:.0f}s before the newest entry log was "
+            f"written; ledgers missing from it in newer logs are counted as '{audits.NEWER}', not as garbage "
+            "(take a fresh snapshot for exact numbers)")
+    if manifest.ledgers == 0:
+        summary.warnings.append("the metadata snapshot holds no ledgers: every ledger on disk is garbage")
+    if manifest.vanished:
+        summary.warnings.append(f"{len(manifest.vanished)} ledgers were deleted while the snapshot was taken")
+    os.makedirs(opts.out, exist_ok=True)
+    logs_json = json.dumps([{"path": i.path, "bookie": i.bookie} for i in opts.logs])
+
+    def out(name: str) -> str:
+        return os.path.join(opts.out, f"{name}.parquet")
+
+    snap = audits.load_snapshot(spark, opts.metadata, manifest)
+    say(f"reading headers and ledgers maps of {len(files)} logs on {len(bookies)} bookies")
+    ledger_map = (spark.read.format("entrylog").option("mode", "metadata").option("logs", logs_json)
+                  .option("partitions", str(max(2, spark.sparkContext.defaultParallelism * 2))).load())
+    ledger_map.write.mode("overwrite").parquet(out("ledger_map"))
+    ledger_map = spark.read.parquet(out("ledger_map"))
+
+    say("usage per log and per bookie")
+    classified = audits.classify(ledger_map, snap).cache()
+    usage_logs = audits.usage_by_log(classified, as_of)
+    usage_logs.write.mode("overwrite").parquet(out("usage_logs"))
+    usage_logs = spark.read.parquet(out("usage_logs"))
+    audits.usage_by_bookie(usage_logs).write.mode("overwrite").parquet(out("usage_bookies"))
+    say(f"pinning (logs older than {opts.min_age_days:g} days)")
+    audits.pinning(classified, usage_logs, snap, opts.min_age_days).write.mode("overwrite").parquet(out("pinning"))
+    say("compaction what-if")
+    audits.compaction_whatif(spark, usage_logs, opts.minor, opts.major).write.mode("overwrite").parquet(
+        out("compaction_whatif"))
+    say("orphans")
+    audits.orphans(classified).write.mode("overwrite").parquet(out("orphans"))
+
+    records = None
+    if opts.mode == "full":
+        say("full scan of every record (replication)")
+        records = (spark.read.format("entrylog").option("mode", "scan").option("logs", logs_json)
+                   .option("splitBytes", str(opts.split_bytes)).option("digests", os.path.abspath(opts.metadata))
+                   .load())
+        if opts.keep_records:
+            records.write.mode("overwrite").parquet(out("records"))
+            records = spark.read.parquet(out("records"))
+        else:
+            from pyspark import StorageLevel
+
+            records = records.select("bookie", "path", "log_id", "offset", "size", "ledger_id", "entry_id",
+                                     "checksum_ok", "status", "error").persist(StorageLevel.MEMORY_AND_DISK)
+        say("replication vs write quorum")
+        found = audits.found_entries(records)
+        entries = audits.replication(found, snap, bookies).cache()
+        audits.replication_by_ledger(entries, snap).write.mode("overwrite").parquet(out("replication_ledgers"))
+        (entries.filter((F.col("status") != "ok") | (F.col("misplaced") > 0))
+         .orderBy("ledger_id", "entry_id").write.mode("overwrite").parquet(out("replication_problems")))
+        counts = {r["status"]: int(r["count"]) for r in entries.groupBy("status").count().collect()}
+        counts["over_replicated"] = entries.filter(F.col("misplaced") > 0).count()
+        counts["checksum_failures"] = records.filter(F.col("checksum_ok") == F.lit(False)).count()
+        summary.replication = counts
+        entries.unpersist()
+    audits.flagged(ledger_map, records).write.mode("overwrite").parquet(out("flagged"))
+    if records is not None:
+        records.unpersist()
+
+    say("summary")
+    import pyarrow.parquet as pq
+
+    ub = pq.read_table(out("usage_bookies")).to_pylist()
+    for key in ("file_bytes", "total_bytes", "live_bytes", "garbage_bytes", "dead_log_file_bytes",
+                "dead_log_bytes", "overreplicated_bytes", "logs", "dead_logs", "partial_logs", "flagged_logs"):
+        summary.totals[key] = int(sum((row[key] or 0) for row in ub))
+    ul = pq.read_table(out("usage_logs"), columns=["state"]).column("state").to_pylist()
+    summary.states = {s: ul.count(s) for s in sorted(set(ul))}
+    summary.totals["flagged"] = pq.read_metadata(out("flagged")).num_rows if os.path.exists(out("flagged")) else 0
+    summary.findings = findings(opts.out, summary)
+    classified.unpersist()
+    summary.elapsed_s = round(time.monotonic() - t0, 2)
+    with open(os.path.join(opts.out, "summary.json"), "w") as f:
+        f.write(summary.to_json())
+    say("report")
+    from bookie_audit.report import write_report
+
+    write_report(opts.out)
+    return summary
+
+
+def _read(out_dir: str, table: str) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    path = os.path.join(out_dir, f"{table}.parquet")
+    return pq.read_table(path).to_pylist() if os.path.exists(path) else []
+
+
+def findings(out_dir: str, summary: Summary) -> list[str]:
+    """The few lines an operator reads first."""
+    found: list[str] = []
+    t = summary.totals
+    if t.get("dead_logs"):
+        found.append(f"{t['dead_logs']} entry logs hold only deleted ledgers ({_human(t['dead_log_file_bytes'])}):"
+                     " GC deletes them on its next run")
+    if t.get("garbage_bytes"):
+        found.append(f"{_human(t['garbage_bytes'])} of {_human(t['total_bytes'])} in entry logs is garbage "
+                     f"({100 * t['garbage_bytes'] / max(t['total_bytes'], 1):.1f}%)")
+    pins = _read(out_dir, "pinning")
+    if pins:
+        top = pins[0]
+        meta = f" {top['custom_metadata']}" if top.get("custom_metadata") not in (None, "{}") else ""
+        found.append(f"ledger {top['ledger_id']}{meta} pins {top['old_logs']} old logs holding "
+                     f"{_human(top['pinned_garbage_bytes'] or 0)} of garbage")
+    whatif = _read(out_dir, "compaction_whatif")
+    if whatif:
+        best: dict[tuple[float, float], list[int]] = {}
+        for row in whatif:
+            acc = best.setdefault((row["minor_threshold"], row["major_threshold"]), [0, 0])
+            acc[0] += row["reclaimed_bytes"]
+            acc[1] += row["rewritten_bytes"]
+        (mi, ma), (rec, rew) = max(best.items(), key=lambda kv: (kv[1][0], -kv[1][1]))
+        found.append(f"compaction with minor {mi:g} / major {ma:g} would reclaim {_human(rec)}, "
+                     f"rewriting {_human(rew)}")
+    orph = _read(out_dir, "orphans")
+    if orph:
+        kinds: dict[str, int] = {}
+        for row in orph:
+            kinds[row["class"]] = kinds.get(row["class"], 0) + 1
+        found.append("ledgers on disk not placed there by metadata: "
+                     + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+    r = summary.replication
+    if r.get("missing"):
+        found.append(f"DATA LOSS: {r['missing']} entries have no replica on any bookie of their write set")
+    if r.get("under"):
+        found.append(f"{r['under']} entries have fewer replicas than their write quorum")
+    if r.get("over_replicated"):
+        found.append(f"{r['over_replicated']} entries have copies outside their write set (garbage)")
+    if t.get("flagged"):
+        found.append(f"{t['flagged']} corrupt or truncated spans in entry logs (see flagged.parquet)")
+    return found
+
+
+def print_summary(summary: Summary, stream: TextIO) -> None:
+    t = summary.totals
+    stream.write(f"bookie-audit: {summary.logs} entry logs ({_human(summary.log_bytes)}) on "
+                 f"{len(summary.bookies)} bookies, snapshot of {summary.snapshot_ledgers} ledgers, "
+                 f"mode {summary.mode}, {summary.elapsed_s:.1f}s\n")
+    stream.write(f"  live {_human(t.get('live_bytes', 0))}, garbage {_human(t.get('garbage_bytes', 0))}, "
+                 f"logs by state: {', '.join(f'{k} {v}' for k, v in summary.states.items())}\n")
+    if summary.replication:
+        stream.write("  replication: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.replication.items()))
+                     + "\n")
+    for w in summary.warnings:
+        stream.write(f"WARNING: {w}\n")
+    for line in summary.findings:
+        stream.write(f"  * {line}\n")
