@@ -1,0 +1,1 @@
+"""The Kopf operator for BookieCluster resources (issue 6)."""

@@ -1,0 +1,283 @@
+"""Pure builders: a BookieCluster (name, namespace, uid, parsed spec) -> the desired Kubernetes objects.
+
+No I/O here. The reconcile applies what these return with server-side apply, so every object is complete
+(what the operator does not set, it does not own). PersistentVolumeClaims are created by the StatefulSet's
+volumeClaimTemplates and never carry an owner reference to the BookieCluster: data is deleted only by the
+scale-down PVC policy, or with the cluster when ``spec.storage`` says so (``deleteClaimsWithCluster``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from bookie.config import BookieConfig
+
+from bookie_operator import models
+from bookie_operator.models import BOOKIE_PORT, HTTP_PORT, BookieClusterSpec
+
+Obj = dict[str, Any]
+
+CHECKSUM_ANNOTATION = f"{models.GROUP}/config-checksum"
+CLUSTER_LABEL = f"{models.GROUP}/cluster"
+CONF_DIR = "/opt/bookie/conf"
+RUN_DIR = "/opt/bookie/run"
+DATA_ROOT = "/bookie"
+JAVA_CONF = "/opt/bookkeeper/conf/bk_server.conf"
+
+# Our image: the ConfigMap's file plus the per-pod identity, then `bookie serve`.
+PYTHON_START = (
+    "set -e\n"
+    f"conf={RUN_DIR}/bk_server.conf\n"
+    f"cp {CONF_DIR}/bk_server.conf \"$conf\"\n"
+    "printf 'bookieId=%s\\nadvertisedAddress=%s\\nlisteningAddress=%s\\nhttpServerHost=%s\\n' "
+    "\"$BOOKIE_ID\" \"$POD_IP\" \"$POD_IP\" \"$POD_IP\" >> \"$conf\"\n"
+    "exec bookie serve --conf \"$conf\"\n"
+)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The BookieCluster the objects belong to."""
+
+    name: str
+    namespace: str
+    uid: str
+
+    def reference(self) -> Obj:
+        return {"apiVersion": f"{models.GROUP}/{models.VERSION}", "kind": models.KIND, "name": self.name,
+                "uid": self.uid, "controller": True, "blockOwnerDeletion": True}
+
+
+# ------------------------------------------------------------------------------------------- naming
+def statefulset_name(cluster: str) -> str:
+    return cluster
+
+
+def headless_service_name(cluster: str) -> str:
+    return f"{cluster}-headless"
+
+
+def client_service_name(cluster: str) -> str:
+    return cluster
+
+
+def configmap_name(cluster: str) -> str:
+    return f"{cluster}-config"
+
+
+def pod_name(cluster: str, ordinal: int) -> str:
+    return f"{statefulset_name(cluster)}-{ordinal}"
+
+
+def bookie_id(cluster: str, namespace: str, ordinal: int, domain: str = "cluster.local") -> str:
+    """The stable, hostname-based bookie id of an ordinal (never the pod IP: cookies would break)."""
+    return f"{pod_name(cluster, ordinal)}.{headless_service_name(cluster)}.{namespace}.svc.{domain}:{BOOKIE_PORT}"
+
+
+def ordinal_of(pod: str) -> int | None:
+    """``bookies-12`` -> 12 (an integer, so ``-10`` sorts after ``-9``: datastax/kaap#251)."""
+    head, sep, tail = pod.rpartition("-")
+    return int(tail) if sep and head and tail.isdigit() else None
+
+
+def volume_claim_names(cluster: str, spec: BookieClusterSpec, ordinal: int) -> list[str]:
+    """The PVCs the StatefulSet creates for an ordinal: ``<template>-<pod>``."""
+    return [f"{t}-{pod_name(cluster, ordinal)}" for t in _volume_names(spec)]
+
+
+def selector_labels(cluster: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": "bookie", "app.kubernetes.io/instance": cluster}
+
+
+def labels(cluster: str) -> dict[str, str]:
+    return {**selector_labels(cluster), "app.kubernetes.io/managed-by": "bookie-operator",
+            "app.kubernetes.io/component": "bookie", CLUSTER_LABEL: cluster}
+
+
+def label_selector(cluster: str) -> str:
+    return ",".join(f"{k}={v}" for k, v in selector_labels(cluster).items())
+
+
+# ------------------------------------------------------------------------------------ configuration
+def _volume_names(spec: BookieClusterSpec) -> list[str]:
+    return ([f"journal-{i}" for i in range(spec.storage.journal.count)]
+            + [f"ledgers-{i}" for i in range(spec.storage.ledgers.count)])
+
+
+def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
+    """The cluster-wide bookie configuration (per-pod identity keys are added at start-up)."""
+    values: dict[str, Any] = {
+        "bookiePort": BOOKIE_PORT,
+        "metadataServiceUri": spec.metadata_service.uri,
+        "journalDirectories": ",".join(f"{DATA_ROOT}/journal-{i}" for i in range(spec.storage.journal.count)),
+        "ledgerDirectories": ",".join(f"{DATA_ROOT}/ledgers-{i}" for i in range(spec.storage.ledgers.count)),
+        "allowLoopback": True,
+        "httpServerEnabled": True,
+        "httpServerPort": HTTP_PORT,
+        "readOnlyModeEnabled": True,
+        "forceAllowCompaction": True,
+        "isForceGCAllowWhenNoSpace": True,
+        **spec.gc.bookie_config(),
+        **spec.config,
+    }
+    if spec.implementation == "apache-bookkeeper":
+        values.update({
+            "useHostNameAsBookieID": False,  # the id is given explicitly (bookieId), hostname-based
+            "persistBookieStatusEnabled": False,
+            "autoRecoveryDaemonEnabled": spec.autorecovery.enabled,
+            "lostBookieRecoveryDelay": spec.autorecovery.lost_bookie_recovery_delay_seconds,
+            "httpServerClass": "org.apache.bookkeeper.http.vertx.VertxHttpServer",
+        })
+    else:
+        BookieConfig.model_validate(values)  # the one model: a value our bookie would refuse never ships
+    return values
+
+
+def render_properties(values: dict[str, Any]) -> str:
+    lines = []
+    for key in sorted(values):
+        value = values[key]
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        lines.append(f"{key}={text}")
+    return "# Written by the bookie operator from the BookieCluster spec.\n" + "\n".join(lines) + "\n"
+
+
+def config_checksum(spec: BookieClusterSpec) -> str:
+    text = spec.implementation + "\n" + render_properties(bookie_config(spec))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------------------------------ objects
+def _meta(name: str, owner: Owner) -> Obj:
+    return {"name": name, "namespace": owner.namespace, "labels": labels(owner.name),
+            "ownerReferences": [owner.reference()]}
+
+
+def configmap(owner: Owner, spec: BookieClusterSpec) -> Obj:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(configmap_name(owner.name), owner),
+            "data": {"bk_server.conf": render_properties(bookie_config(spec))}}
+
+
+def _ports() -> list[Obj]:
+    return [{"name": "bookie", "port": BOOKIE_PORT, "targetPort": BOOKIE_PORT, "protocol": "TCP"},
+            {"name": "http", "port": HTTP_PORT, "targetPort": HTTP_PORT, "protocol": "TCP"}]
+
+
+def headless_service(owner: Owner) -> Obj:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(headless_service_name(owner.name), owner),
+            "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
+                     "selector": selector_labels(owner.name), "ports": _ports()}}
+
+
+def client_service(owner: Owner) -> Obj:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(client_service_name(owner.name), owner),
+            "spec": {"type": "ClusterIP", "selector": selector_labels(owner.name), "ports": _ports()}}
+
+
+def pod_disruption_budget(owner: Owner, spec: BookieClusterSpec) -> Obj | None:
+    if not spec.pdb.enabled:
+        return None
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": _meta(owner.name, owner),
+            "spec": {"maxUnavailable": spec.pdb.max_unavailable,
+                     "selector": {"matchLabels": selector_labels(owner.name)}}}
+
+
+def _env(owner: Owner, spec: BookieClusterSpec) -> list[Obj]:
+    def field(path: str) -> Obj:
+        return {"valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+    env = [
+        {"name": "POD_NAME", **field("metadata.name")},
+        {"name": "POD_NAMESPACE", **field("metadata.namespace")},
+        {"name": "POD_IP", **field("status.podIP")},
+        {"name": "BOOKIE_ID", "value": f"$(POD_NAME).{headless_service_name(owner.name)}.$(POD_NAMESPACE)"
+                                       f".svc.{spec.cluster_domain}:{BOOKIE_PORT}"},
+    ]
+    if spec.implementation == "apache-bookkeeper":
+        env += [{"name": "BK_bookieId", "value": "$(BOOKIE_ID)"},
+                {"name": "BK_advertisedAddress", "value": "$(POD_IP)"},
+                {"name": "BK_httpServerHost", "value": "$(POD_IP)"}]
+    return env
+
+
+def _probe(path: str, **timing: int) -> Obj:
+    return {"httpGet": {"path": path, "port": "http"}, **timing}
+
+
+def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
+    """The bookies' StatefulSet with ``replicas`` pods (the reconcile decides it: scale-down is staged)."""
+    name = owner.name
+    mounts: list[Obj] = [{"name": v, "mountPath": f"{DATA_ROOT}/{v}"} for v in _volume_names(spec)]
+    volumes: list[Obj] = [{"name": "config", "configMap": {"name": configmap_name(name)}}]
+    container: Obj = {
+        "name": "bookie",
+        "image": spec.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "env": _env(owner, spec),
+        "ports": [{"name": "bookie", "containerPort": BOOKIE_PORT}, {"name": "http", "containerPort": HTTP_PORT}],
+        "readinessProbe": _probe("/api/v1/bookie/is_ready", periodSeconds=5, timeoutSeconds=5, failureThreshold=3),
+        "livenessProbe": _probe("/heartbeat", initialDelaySeconds=30, periodSeconds=10, timeoutSeconds=5,
+                                failureThreshold=6),
+        "resources": spec.resources,
+    }
+    if spec.implementation == "apache-bookkeeper":
+        mounts.append({"name": "config", "mountPath": JAVA_CONF, "subPath": "bk_server.conf", "readOnly": True})
+    else:
+        container["command"] = ["sh", "-c", PYTHON_START]
+        mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
+                   {"name": "run", "mountPath": RUN_DIR}]
+        volumes.append({"name": "run", "emptyDir": {}})
+    container["volumeMounts"] = mounts
+    pod_spec: Obj = {
+        "containers": [container],
+        "volumes": volumes,
+        "terminationGracePeriodSeconds": 60,
+        "enableServiceLinks": False,
+    }
+    for key, value in (("affinity", spec.affinity), ("tolerations", spec.tolerations),
+                       ("topologySpreadConstraints", spec.topology_spread_constraints),
+                       ("nodeSelector", spec.node_selector)):
+        if value:
+            pod_spec[key] = value
+    claims = []
+    for v in _volume_names(spec):
+        vol = spec.storage.journal if v.startswith("journal") else spec.storage.ledgers
+        claim_spec: Obj = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": vol.size}}}
+        if vol.storage_class_name:
+            claim_spec["storageClassName"] = vol.storage_class_name
+        claims.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                       "metadata": {"name": v, "labels": labels(name)}, "spec": claim_spec})
+    when_deleted = "Delete" if spec.storage.delete_claims_with_cluster else "Retain"
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": _meta(statefulset_name(name), owner),
+        "spec": {
+            "replicas": replicas,
+            "serviceName": headless_service_name(name),
+            "podManagementPolicy": "Parallel",
+            # The operator restarts one bookie at a time, waiting for readiness and full replication.
+            "updateStrategy": {"type": "OnDelete"},
+            # PVCs outlive scale-down: the operator applies spec.scaleDown.pvcPolicy after decommissioning.
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": when_deleted, "whenScaled": "Retain"},
+            "selector": {"matchLabels": selector_labels(name)},
+            "template": {
+                "metadata": {"labels": labels(name),
+                             "annotations": {**spec.pod_annotations, CHECKSUM_ANNOTATION: config_checksum(spec)}},
+                "spec": pod_spec,
+            },
+            "volumeClaimTemplates": claims,
+        },
+    }
+
+
+def desired_objects(owner: Owner, spec: BookieClusterSpec, replicas: int) -> list[Obj]:
+    """Everything the cluster needs, in apply order."""
+    objs = [configmap(owner, spec), headless_service(owner), client_service(owner)]
+    pdb = pod_disruption_budget(owner, spec)
+    if pdb is not None:
+        objs.append(pdb)
+    objs.append(statefulset(owner, spec, replicas))
+    return objs

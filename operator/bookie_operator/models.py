@@ -1,0 +1,434 @@
+"""BookieCluster spec and status: the single source of the CRD's OpenAPI schema (see ``crd.py``).
+
+Field names are camelCase on the wire (aliases) and snake_case in Python. Every constraint that the API
+server can check is expressed here (ranges, patterns, and ``x-kubernetes-validations`` CEL rules for the
+relations between fields), and the same rules are checked by pydantic when the operator parses a spec, so
+an object that slipped past an older CRD still becomes a readable condition instead of a crash.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from bookie.config import BookieConfig
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from bookie_operator import cron
+
+GROUP = "bookie-fleet.dev"
+VERSION = "v1alpha1"
+KIND = "BookieCluster"
+PLURAL = "bookieclusters"
+SINGULAR = "bookiecluster"
+SHORT_NAMES = ["bkc"]
+
+BOOKIE_PORT = 3181
+HTTP_PORT = 8080
+
+QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"
+ZK_PATTERN = r"^[A-Za-z0-9.\-]+:[0-9]{1,5}(,[A-Za-z0-9.\-]+:[0-9]{1,5})*$"
+ZNODE_PATTERN = r"^(/[A-Za-z0-9_.\-]+)+$"
+HHMM_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+
+# Keys of bookie.config.BookieConfig the operator writes itself: they cannot be overridden in spec.config
+# (the value points at the spec field that controls them, or says why the operator owns it).
+OWNED_CONFIG_KEYS: dict[str, str] = {
+    "bookiePort": "the operator uses 3181",
+    "bookieId": "the operator gives each pod a stable hostname-based id",
+    "advertisedAddress": "set per pod to the pod IP",
+    "listeningAddress": "set per pod to the pod IP",
+    "allowLoopback": "set by the operator",
+    "metadataServiceUri": "set spec.metadataService instead",
+    "zkServers": "set spec.metadataService.zkServers instead",
+    "zkLedgersRootPath": "set spec.metadataService.ledgersRoot instead",
+    "journalDirectories": "set spec.storage.journal instead",
+    "ledgerDirectories": "set spec.storage.ledgers instead",
+    "indexDirectories": "index files live on the ledger volumes",
+    "httpServerEnabled": "the operator needs the admin REST API",
+    "httpServerPort": "the operator uses 8080",
+    "httpServerHost": "set per pod to the pod IP",
+    "readOnlyModeEnabled": "the operator's read-only control needs it (apache/bookkeeper#3972)",
+    "forceAllowCompaction": "forced compactions must run on a full disk (apache/bookkeeper#3205)",
+    "isForceGCAllowWhenNoSpace": "forced compactions must run on a full disk",
+    "persistBookieStatusEnabled": "a persisted read-only state fights the operator (apache/bookkeeper#4640)",
+    "gcWaitTime": "set spec.gc.gcWaitTimeSeconds instead",
+    "minorCompactionThreshold": "set spec.gc.minorCompactionThreshold instead",
+    "minorCompactionInterval": "set spec.gc.minorCompactionIntervalSeconds instead",
+    "majorCompactionThreshold": "set spec.gc.majorCompactionThreshold instead",
+    "majorCompactionInterval": "set spec.gc.majorCompactionIntervalSeconds instead",
+    "compactionRateByBytes": "set spec.gc.compactionRateBytesPerSecond instead",
+    "isThrottleByBytes": "set spec.gc.compactionRateBytesPerSecond instead",
+}
+
+
+def _preserve(description: str) -> Any:
+    return Field(default_factory=dict, description=description,
+                 json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
+
+
+def _preserve_list(description: str) -> Any:
+    return Field(default_factory=list, description=description,
+                 json_schema_extra={"items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}})
+
+
+def _rules(*rules: tuple[str, str]) -> dict[str, Any]:
+    return {"x-kubernetes-validations": [{"rule": r, "message": m} for r, m in rules]}
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+# ---------------------------------------------------------------------------------------------- spec
+class MetadataServiceSpec(Model):
+    """Where the bookies keep their metadata (BookKeeper's ZooKeeper layout)."""
+
+    zk_servers: str = Field(description="ZooKeeper connect string, host:port[,host:port...].",
+                            pattern=ZK_PATTERN, max_length=1024)
+    ledgers_root: str = Field(default="/ledgers", description="Root znode of the BookKeeper metadata.",
+                              pattern=ZNODE_PATTERN, max_length=256)
+
+    @property
+    def uri(self) -> str:
+        return f"zk+hierarchical://{self.zk_servers.replace(',', ';')}{self.ledgers_root}"
+
+
+class VolumeSpec(Model):
+    size: str = Field(default="10Gi", description="Size of each volume (Kubernetes quantity).",
+                      pattern=QUANTITY_PATTERN, max_length=32)
+    storage_class_name: str | None = Field(default=None, description="StorageClass; default: the cluster's default.",
+                                           max_length=253)
+    count: int = Field(default=1, ge=1, le=8, description="Number of volumes (one directory each).")
+
+
+class StorageSpec(Model):
+    journal: VolumeSpec = Field(default_factory=lambda: VolumeSpec(size="10Gi"),
+                                description="Journal volumes.")
+    ledgers: VolumeSpec = Field(default_factory=lambda: VolumeSpec(size="50Gi"),
+                                description="Ledger (entry log and index) volumes.")
+    delete_claims_with_cluster: bool = Field(
+        default=False, description="Delete the volumes when the BookieCluster is deleted (default: keep the data).")
+
+
+class CompactionWindow(Model):
+    """Automatic compaction only runs inside this daily UTC window (it is suspended outside)."""
+
+    model_config = ConfigDict(json_schema_extra=_rules(
+        ("self.start != self.end", "spec.gc.window.start and spec.gc.window.end must differ"),
+    ))
+
+    start: str = Field(description="Window start, HH:MM UTC.", pattern=HHMM_PATTERN)
+    end: str = Field(description="Window end, HH:MM UTC (may be before start: the window spans midnight).",
+                     pattern=HHMM_PATTERN)
+
+    @model_validator(mode="after")
+    def _differ(self) -> CompactionWindow:
+        if self.start == self.end:
+            raise ValueError("spec.gc.window.start and spec.gc.window.end must differ")
+        return self
+
+
+class GcSpec(Model):
+    """The bookies' own garbage collection and compaction (BookKeeper's gc/compaction keys)."""
+
+    model_config = ConfigDict(json_schema_extra=_rules(
+        ("self.minorCompactionThreshold == 0.0 || self.majorCompactionThreshold == 0.0 || "
+         "self.minorCompactionThreshold < self.majorCompactionThreshold",
+         "spec.gc.minorCompactionThreshold must be < spec.gc.majorCompactionThreshold"),
+        ("self.minorCompactionIntervalSeconds == 0 || self.majorCompactionIntervalSeconds == 0 || "
+         "self.minorCompactionIntervalSeconds < self.majorCompactionIntervalSeconds",
+         "spec.gc.minorCompactionIntervalSeconds must be < spec.gc.majorCompactionIntervalSeconds"),
+    ))
+
+    gc_wait_time_seconds: int = Field(default=300, ge=1, le=86400, description="Delay between GC runs (gcWaitTime).")
+    minor_compaction_threshold: float = Field(default=0.2, ge=0, le=1, description="Minor compaction usage threshold.")
+    minor_compaction_interval_seconds: int = Field(default=3600, ge=0, description="Minor compaction interval (0 off).")
+    major_compaction_threshold: float = Field(default=0.8, ge=0, le=1, description="Major compaction usage threshold.")
+    major_compaction_interval_seconds: int = Field(default=86400, ge=0,
+                                                   description="Major compaction interval (0 off).")
+    compaction_rate_bytes_per_second: int | None = Field(
+        default=None, ge=1, description="Throttle compaction by bytes per second (default: BookKeeper's entries/s).")
+    window: CompactionWindow | None = Field(default=None, description="Daily UTC window for automatic compaction.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> GcSpec:
+        minor, major = self.minor_compaction_threshold, self.major_compaction_threshold
+        if minor > 0 and major > 0 and minor >= major:
+            raise ValueError("spec.gc.minorCompactionThreshold must be < spec.gc.majorCompactionThreshold "
+                             f"(got {minor} >= {major})")
+        mi, ma = self.minor_compaction_interval_seconds, self.major_compaction_interval_seconds
+        if mi > 0 and ma > 0 and mi >= ma:
+            raise ValueError("spec.gc.minorCompactionIntervalSeconds must be < "
+                             f"spec.gc.majorCompactionIntervalSeconds (got {mi} >= {ma})")
+        return self
+
+    def bookie_config(self) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "gcWaitTime": self.gc_wait_time_seconds * 1000,
+            "minorCompactionThreshold": self.minor_compaction_threshold,
+            "minorCompactionInterval": self.minor_compaction_interval_seconds,
+            "majorCompactionThreshold": self.major_compaction_threshold,
+            "majorCompactionInterval": self.major_compaction_interval_seconds,
+        }
+        if self.compaction_rate_bytes_per_second is not None:
+            values["compactionRateByBytes"] = self.compaction_rate_bytes_per_second
+            values["isThrottleByBytes"] = True
+        return values
+
+
+class ScaleUpSpec(Model):
+    enabled: bool = Field(default=False, description="Add a bookie when disk pressure leaves too few writable bookies.")
+    max_replicas: int = Field(default=10, ge=1, le=100, description="Never scale up beyond this.")
+
+
+class DiskPolicySpec(Model):
+    """Operator-driven read-only control from disk usage (fractions of the ledger volumes)."""
+
+    model_config = ConfigDict(json_schema_extra=_rules(
+        ("self.writableLowWaterMark <= self.readOnlyHighWaterMark",
+         "spec.diskPolicy.writableLowWaterMark must be <= spec.diskPolicy.readOnlyHighWaterMark"),
+    ))
+
+    read_only_high_water_mark: float = Field(
+        default=0.85, gt=0, lt=1, description="At or above this used fraction the operator makes a bookie read-only.")
+    writable_low_water_mark: float = Field(
+        default=0.75, gt=0, lt=1, description="Below this used fraction the operator makes a bookie writable again.")
+    force_compaction_ratio: float | None = Field(
+        default=0.8, gt=0, lt=1, description="At or above this used fraction the operator triggers a forced GC.")
+    scale_up: ScaleUpSpec = Field(default_factory=ScaleUpSpec, description="Scale up under disk pressure.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DiskPolicySpec:
+        if self.writable_low_water_mark > self.read_only_high_water_mark:
+            raise ValueError("spec.diskPolicy.writableLowWaterMark must be <= "
+                             f"spec.diskPolicy.readOnlyHighWaterMark (got {self.writable_low_water_mark} > "
+                             f"{self.read_only_high_water_mark})")
+        return self
+
+
+class CompactionSpec(Model):
+    """Scheduled forced compactions, one bookie at a time."""
+
+    schedule: str | None = Field(default=None, description=f"When to compact: {cron.CRON_HELP} (UTC).", max_length=128,
+                                 json_schema_extra=_rules(
+                                     (f"self.matches(r'{cron.CRON_PATTERN}')",
+                                      f"spec.compaction.schedule must be {cron.CRON_HELP}")))
+    starting_deadline_seconds: int = Field(
+        default=3600, ge=0, description="A run missed (operator down) by more than this is skipped, not run late.")
+    bookie_timeout_seconds: int = Field(
+        default=3600, ge=10, description="Give up waiting for one bookie's forced compaction after this.")
+    force_major: bool = Field(default=True, description="Run a forced major compaction.")
+    force_minor: bool = Field(default=True, description="Run a forced minor compaction.")
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return cron.validate(value)
+        except ValueError as exc:
+            raise ValueError(f"spec.compaction.schedule {exc}") from None
+
+
+class AutorecoverySpec(Model):
+    enabled: bool = Field(default=True, description="Run BookKeeper's autorecovery in the bookies.")
+    lost_bookie_recovery_delay_seconds: int = Field(default=60, ge=0,
+                                                    description="Wait before re-replicating a lost bookie.")
+
+
+class PdbSpec(Model):
+    enabled: bool = Field(default=True, description="Create a PodDisruptionBudget.")
+    max_unavailable: int = Field(default=1, ge=1, description="Bookies that may be disrupted at once.")
+
+
+class ScaleDownSpec(Model):
+    pvc_policy: Literal["Delete", "Retain"] = Field(
+        default="Delete", description="What happens to a decommissioned bookie's volumes. "
+        "Delete also removes its cookie; "
+        "Retain keeps the cookie so the ordinal can come back with the same identity.")
+    recovery_timeout_seconds: int = Field(
+        default=3600, ge=60, description="After this, a decommission waiting for re-replication reports Degraded.")
+
+
+class BookieClusterSpec(Model):
+    """Desired state of a fleet of bookies."""
+
+    model_config = ConfigDict(json_schema_extra=_rules(
+        ("self.replicas >= self.ensembleSize",
+         "spec.replicas must be >= spec.ensembleSize (fewer bookies cannot hold an ensemble)"),
+    ))
+
+    replicas: int = Field(default=3, ge=1, le=100, description="Number of bookies.")
+    ensemble_size: int = Field(default=3, ge=1, le=100, description="Ensemble size the clients use: the operator never "
+                               "leaves fewer writable bookies than this, and never scales below it.")
+    image: str = Field(default="bookie-fleet/bookie:0.1.0", description="Bookie container image.", min_length=1,
+                       max_length=512)
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(default="IfNotPresent",
+                                                                         description="Image pull policy.")
+    implementation: Literal["bookie-fleet", "apache-bookkeeper"] = Field(
+        default="bookie-fleet", description="Which bookie the image runs: bookie-fleet's Python bookie or Apache "
+        "BookKeeper's Java bookie (same REST API; the configuration is delivered differently).")
+    cluster_domain: str = Field(default="cluster.local", description="DNS domain of the cluster (bookie ids).",
+                                max_length=253)
+    metadata_service: MetadataServiceSpec = Field(description="ZooKeeper metadata service.")
+    storage: StorageSpec = Field(default_factory=StorageSpec, description="Journal and ledger volumes.")
+    config: dict[str, Any] = Field(default_factory=dict, description="Bookie configuration overrides, keyed by "
+                                   "BookKeeper key names (validated against bookie.config.BookieConfig).")
+    gc: GcSpec = Field(default_factory=GcSpec, description="Garbage collection and compaction.")
+    disk_policy: DiskPolicySpec = Field(default_factory=DiskPolicySpec, description="Read-only control.")
+    compaction: CompactionSpec = Field(default_factory=CompactionSpec, description="Scheduled forced compactions.")
+    autorecovery: AutorecoverySpec = Field(default_factory=AutorecoverySpec, description="Autorecovery.")
+    pdb: PdbSpec = Field(default_factory=PdbSpec, description="PodDisruptionBudget.")
+    scale_down: ScaleDownSpec = Field(default_factory=ScaleDownSpec, description="Safe scale-down.")
+    resources: dict[str, Any] = _preserve("Bookie container resources (core/v1 ResourceRequirements).")
+    affinity: dict[str, Any] = _preserve("Pod affinity (core/v1 Affinity).")
+    tolerations: list[dict[str, Any]] = _preserve_list("Pod tolerations.")
+    topology_spread_constraints: list[dict[str, Any]] = _preserve_list("Pod topology spread constraints.")
+    node_selector: dict[str, str] = Field(default_factory=dict, description="Pod node selector.")
+    pod_annotations: dict[str, str] = Field(default_factory=dict, description="Extra pod annotations.")
+
+    @model_validator(mode="after")
+    def _check(self) -> BookieClusterSpec:
+        if self.replicas < self.ensemble_size:
+            raise ValueError(f"spec.replicas must be >= spec.ensembleSize (got {self.replicas} < "
+                             f"{self.ensemble_size})")
+        validate_config_overrides(self.config)
+        return self
+
+
+def validate_config_overrides(overrides: dict[str, Any]) -> BookieConfig:
+    """Check spec.config against bookie.config.BookieConfig; errors name ``spec.config.<key>``."""
+    problems = [f"spec.config.{key}: owned by the operator ({why})"
+                for key, why in OWNED_CONFIG_KEYS.items() if key in overrides]
+    if problems:
+        raise ValueError("; ".join(problems))
+    try:
+        return BookieConfig.model_validate(overrides)
+    except ValidationError as exc:
+        msgs = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"])
+            where = f"spec.config.{key}" if key else "spec.config"
+            if err["type"] == "extra_forbidden":
+                msgs.append(f"{where}: unknown bookie configuration key")
+            else:
+                msgs.append(f"{where}: {err['msg']}")
+        raise ValueError("; ".join(msgs)) from None
+
+
+def parse_spec(spec: dict[str, Any]) -> BookieClusterSpec:
+    """Parse a BookieCluster spec; raises InvalidSpec whose message names each bad field."""
+    try:
+        return BookieClusterSpec.model_validate(spec)
+    except ValidationError as exc:
+        raise InvalidSpec(describe(exc, "spec")) from None
+
+
+class InvalidSpec(ValueError):
+    """A spec the operator will not act on; the message names the fields."""
+
+
+def describe(exc: ValidationError, prefix: str) -> str:
+    msgs = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if msg.startswith("spec."):
+            msgs.append(msg)
+        else:
+            msgs.append(f"{prefix}.{loc}: {msg}" if loc else f"{prefix}: {msg}")
+    return "; ".join(msgs)
+
+
+# -------------------------------------------------------------------------------------------- status
+class Condition(Model):
+    type: str = Field(description="Ready, Progressing, Degraded, DiskPressure, Decommissioning, InvalidSpec, ...")
+    status: Literal["True", "False", "Unknown"]
+    reason: str = Field(description="CamelCase reason.")
+    message: str = ""
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
+class BookieStatus(Model):
+    pod: str
+    ordinal: int
+    bookie_id: str
+    ready: bool = False
+    state: Literal["Writable", "ReadOnly", "Unknown"] = "Unknown"
+    read_only_reason: str | None = Field(default=None, description="Why it is read-only (operator or bookie).")
+    disk_used_fraction: float | None = None
+    disk_free_bytes: int | None = None
+    disk_total_bytes: int | None = None
+    last_compaction_time: str | None = None
+    next_compaction_time: str | None = None
+    major_compactions: int | None = None
+    minor_compactions: int | None = None
+    forced_gc_at: str | None = Field(default=None, description="When the operator last forced a GC for disk usage.")
+
+
+class CompactionRunStatus(Model):
+    scheduled_for: str = Field(description="The schedule time this run belongs to.")
+    pending: list[int] = Field(default_factory=list, description="Ordinals still to compact, in order.")
+    active: int | None = Field(default=None, description="Ordinal being compacted.")
+    active_since: str | None = None
+    baseline_major: int | None = Field(default=None, description="Major compaction counter before the trigger.")
+    baseline_minor: int | None = Field(default=None, description="Minor compaction counter before the trigger.")
+    done: list[int] = Field(default_factory=list, description="Ordinals compacted in this run.")
+
+
+class CompactionStatus(Model):
+    last_schedule_time: str | None = Field(default=None, description="Schedule time of the last run started.")
+    last_completion_time: str | None = None
+    next_schedule_time: str | None = None
+    missed_runs: int = Field(default=0, description="Runs skipped because they were missed by more than the deadline.")
+    run: CompactionRunStatus | None = None
+
+
+DecommissionPhase = Literal["MarkingReadOnly", "Recovering", "AwaitingReplication", "DeletingCookie",
+                            "ScalingDown", "ApplyingPvcPolicy"]
+
+
+class DecommissionStatus(Model):
+    ordinal: int
+    pod: str
+    bookie_id: str
+    phase: DecommissionPhase
+    started_at: str
+    phase_since: str
+    message: str = ""
+
+
+class BookieClusterStatus(Model):
+    observed_generation: int | None = None
+    replicas: int = 0
+    ready_replicas: int = 0
+    writable_bookies: int = 0
+    label_selector: str | None = None
+    config_checksum: str | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    bookies: list[BookieStatus] = Field(default_factory=list)
+    compaction: CompactionStatus = Field(default_factory=CompactionStatus)
+    decommission: DecommissionStatus | None = None
+    decommissioned: list[str] = Field(default_factory=list, description="Bookie ids decommissioned (newest last).")
+
+
+def parse_status(status: dict[str, Any] | None) -> BookieClusterStatus:
+    """Status as last written by the operator; unknown or damaged parts are dropped, never fatal."""
+    data = {k: v for k, v in (status or {}).items() if k in _STATUS_KEYS}
+    try:
+        return BookieClusterStatus.model_validate(data)
+    except ValidationError:
+        keep = {}
+        for key, value in data.items():
+            try:
+                BookieClusterStatus.model_validate({key: value})
+                keep[key] = value
+            except ValidationError:
+                continue
+        return BookieClusterStatus.model_validate(keep)
+
+
+_STATUS_KEYS = {f.alias or name for name, f in BookieClusterStatus.model_fields.items()}
