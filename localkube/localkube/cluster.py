@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import subprocess
 import sys
 import time
 import urllib.error
@@ -23,8 +24,10 @@ from typing import Any
 
 from localkube import procs
 from localkube.binaries import find_binaries
+from localkube.kapi import KubeAPI
 from localkube.kubeconfig import write_kubeconfig
 from localkube.pki import CertificateAuthority, service_account_keys
+from localkube.serviceaccounts import service_account_kubeconfig
 
 KUBE_VERSION_ENV = "BOOKIE_FLEET_KUBE_VERSION"
 SERVICE_CIDR = "10.96.0.0/16"
@@ -95,6 +98,7 @@ class LocalCluster:
         self.state_file = self.state_dir / "cluster.json"
         self.admin_kubeconfig = self.state_dir / "admin.kubeconfig"
         self.ready_seconds: float | None = None
+        self._children: dict[int, subprocess.Popen[bytes]] = {}   # processes this object started
 
     # ----------------------------------------------------------------------------------------- state
     def _load_state(self) -> dict[str, Any]:
@@ -251,21 +255,31 @@ class LocalCluster:
                 "--ca-file", str(self.ca_file)]
 
     def _start(self, state: dict[str, Any], name: str, argv: list[str]) -> None:
-        pid = procs.start_detached(argv, self.log_path(name), cwd=self.state_dir)
+        child = procs.start_detached(argv, self.log_path(name), cwd=self.state_dir)
+        self._children[child.pid] = child
+        pid = child.pid
         state["processes"][name] = {"pid": pid, "argv": argv, "log": str(self.log_path(name)),
                                     "expect": Path(argv[0]).name if name != "pod-runner" else "localkube.runner"}
         self._save_state(state)
 
-    @staticmethod
-    def _running(entry: dict[str, Any] | None) -> bool:
-        return entry is not None and procs.alive(int(entry["pid"]), entry.get("expect"))
+    def _running(self, entry: dict[str, Any] | None) -> bool:
+        if entry is None:
+            return False
+        pid = int(entry["pid"])
+        child = self._children.get(pid)
+        if child is not None:          # started by this object: ask the Popen (and reap it)
+            return child.poll() is None
+        return procs.alive(pid, entry.get("expect"))
 
     def _wait(self, name: str, check: Any, timeout: float, what: str | None = None) -> None:
         deadline = time.monotonic() + timeout
         entry = self._load_state().get("processes", {}).get(name)
         while time.monotonic() < deadline:
             if entry is not None and not self._running(entry):
-                raise ClusterError(f"{name} exited while starting; log {self.log_path(name)}:\n"
+                child = self._children.get(int(entry["pid"]))
+                code = child.returncode if child is not None else "?"
+                raise ClusterError(f"{name} exited while starting (exit status {code}; "
+                                   f"{procs.describe(int(entry['pid']))}); log {self.log_path(name)}:\n"
                                    f"{log_tail(self.log_path(name))}")
             try:
                 if check():
@@ -346,37 +360,20 @@ class LocalCluster:
             })
 
     # ------------------------------------------------------------------------- service accounts
+    def api(self, user_agent: str = "localkube") -> KubeAPI:
+        """An admin client of this cluster."""
+        return KubeAPI.from_kubeconfig(self.admin_kubeconfig, user_agent=user_agent)
+
     def service_account_kubeconfig(self, namespace: str, name: str, *, cluster_role: str | None = None,
-                                   path: Path | None = None, expiration_seconds: int = 365 * 86400) -> Path:
+                                   path: Path | None = None) -> Path:
         """A kubeconfig for ServiceAccount ``namespace/name`` (created with its namespace if missing).
 
         ``cluster_role``: bind it cluster-wide to that ClusterRole (e.g. ``cluster-admin``); without it the
         account has only what RBAC objects applied later (a Helm chart's) grant it.
         """
-        if self._get_json(f"/api/v1/namespaces/{namespace}") is None:
-            self._send_json("POST", "/api/v1/namespaces",
-                            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        if self._get_json(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}") is None:
-            self._send_json("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts",
-                            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
-        if cluster_role:
-            binding = f"localkube:{namespace}:{name}:{cluster_role}"
-            if self._get_json(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{binding}") is None:
-                self._send_json("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
-                    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                    "metadata": {"name": binding},
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
-                    "subjects": [{"kind": "ServiceAccount", "namespace": namespace, "name": name}],
-                })
-        review = self._send_json("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", {
-            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-            "spec": {"expirationSeconds": expiration_seconds},
-        })
-        token = review["status"]["token"]
         target = path or self.state_dir / f"sa-{namespace}-{name}.kubeconfig"
-        return write_kubeconfig(target, server=self.server, ca_pem=self.ca_file.read_bytes(),
-                                user=f"system:serviceaccount:{namespace}:{name}", token=token,
-                                namespace=namespace, context=f"{namespace}-{name}")
+        return service_account_kubeconfig(self.api(), self.ca_file.read_bytes(), namespace, name, target,
+                                          cluster_role=cluster_role)
 
     # ----------------------------------------------------------------------------------------- down
     def down(self, purge: bool = False, grace: float = 15.0) -> None:
@@ -387,8 +384,12 @@ class LocalCluster:
             entry = processes.get(name)
             if entry and self._running(entry):
                 procs.stop_group(int(entry["pid"]), grace=grace)
-            elif entry:
-                procs.reap(int(entry["pid"]))
+            if entry:
+                child = self._children.pop(int(entry["pid"]), None)
+                if child is not None:
+                    child.poll()
+                else:
+                    procs.reap(int(entry["pid"]))
         from localkube.runner.state import kill_leftover_pods
 
         kill_leftover_pods(self.state_dir / "runner")

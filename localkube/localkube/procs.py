@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def start_detached(argv: list[str], log: Path, *, cwd: Path | None = None,
-                   env: dict[str, str] | None = None) -> int:
+                   env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a new session (its pid is its process group id), output appended to ``log``."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
@@ -20,7 +20,7 @@ def start_detached(argv: list[str], log: Path, *, cwd: Path | None = None,
         out.flush()
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=cwd, env=env, start_new_session=True)
-    return proc.pid
+    return proc
 
 
 def reap(pid: int) -> None:
@@ -29,9 +29,17 @@ def reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+def describe(pid: int) -> str:
+    """What /proc says about ``pid`` (for error messages)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text()[:80] + " | " + Path(f"/proc/{pid}/cmdline").read_bytes()[
+            :120].replace(b"\0", b" ").decode(errors="replace")
+    except OSError as exc:
+        return f"no process {pid} ({exc.strerror})"
+
+
 def alive(pid: int, expect: str | None = None) -> bool:
     """Whether ``pid`` runs (not a zombie) and, if ``expect`` is given, its command line contains it."""
-    reap(pid)
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:

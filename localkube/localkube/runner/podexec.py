@@ -28,7 +28,7 @@ def check(result: int, what: str) -> None:
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def bind(source: str, target: str, readonly: bool) -> None:
+def bind(source: str, target: str) -> None:
     if os.path.isdir(source):
         os.makedirs(target, exist_ok=True)
     else:
@@ -36,9 +36,11 @@ def bind(source: str, target: str, readonly: bool) -> None:
         if not os.path.exists(target):
             open(target, "a").close()
     check(libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"bind {source} {target}")
-    if readonly:
-        check(libc.mount(None, target.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC, None),
-              f"read-only {target}")
+
+
+def make_readonly(target: str) -> None:
+    check(libc.mount(None, target.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC, None),
+          f"read-only {target}")
 
 
 def main() -> int:
@@ -51,8 +53,12 @@ def main() -> int:
     if mounts:
         check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
         check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+        # All binds first (mount points of nested mounts may have to be created), then the read-only ones.
         for m in mounts:
-            bind(m["source"], m["target"], m.get("readonly", False))
+            bind(m["source"], m["target"])
+        for m in mounts:
+            if m.get("readonly"):
+                make_readonly(m["target"])
     cwd = spec.get("cwd") or "/"
     try:
         os.makedirs(cwd, exist_ok=True)

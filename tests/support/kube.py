@@ -1,0 +1,172 @@
+"""pytest fixtures around a real Kubernetes control plane: localkube (default) or any cluster you point at.
+
+``kube`` (session): a ``KubeTarget`` with ``kubeconfig``, ``api`` (``localkube.kapi.KubeAPI``, admin),
+``kubectl(*args)``, ``helm(*args)``, ``apply(manifest)``, ``wait_for(...)`` and
+``service_account_kubeconfig(namespace, name, cluster_role=None)``. By default it starts one local cluster
+for the whole session (``LocalCluster`` with free ports, in a temporary directory) and stops it at the end,
+nothing left running. With ``BOOKIE_FLEET_KUBECONFIG=/path/to/kubeconfig`` the same tests run against that
+cluster instead (e.g. kind from kind-config.yaml); nothing is started or stopped then.
+``kube_cluster`` (session): the ``LocalCluster`` itself, for tests of localkube (always local).
+``kube_namespace``: a fresh namespace per test, deleted afterwards.
+
+Registered for every test folder by tests/conftest.py (``pytest_plugins``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from localkube.binaries import find_binary
+from localkube.cluster import LocalCluster
+from localkube.kapi import KubeAPI
+from localkube.serviceaccounts import service_account_kubeconfig
+
+KUBECONFIG_ENV = "BOOKIE_FLEET_KUBECONFIG"
+T = TypeVar("T")
+
+
+def wait_for(check: Callable[[], T | None], timeout: float = 60.0, interval: float = 0.25,
+             what: str = "condition") -> T:
+    """Poll ``check`` until it returns a truthy value (returned); fail the test with ``what`` on timeout."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last value: {last!r})")
+
+
+@dataclass
+class KubeTarget:
+    kubeconfig: Path
+    api: KubeAPI
+    local: LocalCluster | None = None
+    workdir: Path = field(default_factory=lambda: Path("/tmp"))
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig),
+                "HELM_CACHE_HOME": str(self.workdir / "helm-cache"),
+                "HELM_CONFIG_HOME": str(self.workdir / "helm-config"),
+                "HELM_DATA_HOME": str(self.workdir / "helm-data")}
+
+    def _run(self, tool: str, args: tuple[str, ...], input: str | None, check: bool,
+             timeout: float) -> subprocess.CompletedProcess[str]:
+        exe = str(find_binary(tool))
+        result = subprocess.run([exe, *args], input=input, capture_output=True, text=True, env=self._env(),
+                                timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"{tool} {' '.join(args)} failed ({result.returncode}):\n"
+                                 f"{result.stdout}\n{result.stderr}")
+        return result
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+        return self._run("kubectl", args, input, check, timeout)
+
+    def helm(self, *args: str, check: bool = True, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
+        return self._run("helm", args, None, check, timeout)
+
+    def apply(self, manifest: str | list[dict[str, Any]] | dict[str, Any], namespace: str | None = None) -> None:
+        """``kubectl apply`` of YAML text or objects."""
+        if not isinstance(manifest, str):
+            docs = manifest if isinstance(manifest, list) else [manifest]
+            manifest = yaml.safe_dump_all(docs)
+        args = ["apply", "-f", "-"] + (["-n", namespace] if namespace else [])
+        self.kubectl(*args, input=manifest)
+
+    def get(self, path: str) -> dict[str, Any] | None:
+        return self.api.get(path)
+
+    def pods(self, namespace: str, selector: str | None = None) -> list[dict[str, Any]]:
+        params = {"labelSelector": selector} if selector else None
+        return list(self.api.request("GET", f"/api/v1/namespaces/{namespace}/pods", params=params)["items"])
+
+    def events(self, namespace: str, name: str | None = None) -> list[dict[str, Any]]:
+        items = self.api.request("GET", f"/api/v1/namespaces/{namespace}/events")["items"]
+        return [e for e in items if name is None or e["involvedObject"].get("name") == name]
+
+    def service_account_kubeconfig(self, namespace: str, name: str, cluster_role: str | None = None) -> Path:
+        ca = self._ca_pem()
+        return service_account_kubeconfig(self.api, ca, namespace, name,
+                                          self.workdir / f"sa-{namespace}-{name}.kubeconfig",
+                                          cluster_role=cluster_role)
+
+    def _ca_pem(self) -> bytes:
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        cluster = config["clusters"][0]["cluster"]
+        if cluster.get("certificate-authority-data"):
+            return base64.b64decode(cluster["certificate-authority-data"])
+        return Path(cluster["certificate-authority"]).read_bytes()
+
+    wait_for = staticmethod(wait_for)
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    return pod.get("status", {}).get("phase") == "Running" and any(
+        c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions", []))
+
+
+def container_pid(pod: dict[str, Any], container: str | None = None) -> int | None:
+    """The process id of a running container of a localkube pod (its containerID is localkube://<pid>)."""
+    for status in pod.get("status", {}).get("containerStatuses", []):
+        if (container is None or status["name"] == container) and "running" in status.get("state", {}):
+            cid = status.get("containerID", "")
+            if cid.startswith("localkube://"):
+                return int(cid.removeprefix("localkube://"))
+    return None
+
+
+@pytest.fixture(scope="session")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeTarget]:
+    workdir = tmp_path_factory.mktemp("kube")
+    external = os.environ.get(KUBECONFIG_ENV)
+    if external:
+        yield KubeTarget(Path(external), KubeAPI.from_kubeconfig(external), None, workdir)
+        return
+    cluster = LocalCluster(workdir / "cluster", ephemeral_ports=True)
+    cluster.up()
+    print(f"\n[localkube] cluster ready in {cluster.ready_seconds:.1f}s at {cluster.server} ({cluster.state_dir})")
+    try:
+        yield KubeTarget(cluster.admin_kubeconfig, cluster.api("bookie-fleet-tests"), cluster, workdir)
+    finally:
+        cluster.down()
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(kube: KubeTarget, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    if kube.local is not None:
+        yield kube.local
+        return
+    cluster = LocalCluster(tmp_path_factory.mktemp("localkube"), ephemeral_ports=True)
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+@pytest.fixture
+def kube_namespace(kube: KubeTarget) -> Iterator[str]:
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    kube.api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        kube.api.delete(f"/api/v1/namespaces/{name}")
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1)[:4000]
