@@ -156,6 +156,8 @@ class StorageEngine:
         await self._replay()
         for journal in self.journals:
             journal.start()
+        if self.stats["replayed_records"]:
+            await self.checkpoint()
         self._timer = asyncio.create_task(self._checkpoint_timer(), name="checkpoint-timer")
 
     def _load_ledgers(self) -> dict[int, LedgerData]:
@@ -486,26 +488,26 @@ class StorageEngine:
 
     # ------------------------------------------------------------------ replay
     async def _replay(self) -> None:
-        """Re-apply journal records after the last checkpoint (adds, master keys, fences, explicit LACs)."""
+        """Re-apply journal records after the last checkpoint (adds, master keys, fences, explicit LACs).
+
+        Checkpoints during replay keep the old marks (replaying again is idempotent); the marks move only once
+        the journals have started new files, in the checkpoint that ``start`` runs right after.
+        """
         marks = await self._in_thread(self._flush_pool, self._read_marks)
         for i, journal in enumerate(self.journals):
             records = await self._in_thread(self._flush_pool, lambda j=journal, m=marks[i]: list(
                 replay_records(j.current_dir.parent, m)))
-            for position, record in records:
+            for _, record in records:
                 self._apply_replayed(record)
                 self.stats["replayed_records"] += 1
                 d = self.dir_of(record.ledger_id)
                 if d.write_cache.size >= d.write_cache.max_bytes:
-                    marks[i] = position
                     await self.checkpoint(replay_mark=marks)
             if records:
-                marks[i] = records[-1][0]
                 log.info("journal %s: replayed %d records", journal.current_dir, len(records))
         dirty = {lid: self.ledgers[lid].data for lid in self._replay_dirty}
         self._replay_dirty.clear()
         await self._in_thread(self._flush_pool, self._persist_all, dirty)
-        if any(len(d.write_cache) for d in self.dirs) or self.stats["replayed_records"]:
-            await self.checkpoint(replay_mark=marks)
 
     def _persist_all(self, items: dict[int, LedgerData]) -> None:
         for lid, data in items.items():

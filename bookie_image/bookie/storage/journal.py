@@ -182,7 +182,7 @@ class Journal:
             loop.call_soon_threadsafe(_complete, fut, error)
 
     def _write(self, buf: bytearray) -> None:
-        buf += jf.padding(self._position + len(buf), self.settings.alignment)
+        buf += jf.group_trailer(self._position + len(buf), self.settings.alignment, buf)
         self._ensure_allocated(self._position + len(buf))
         written = os.pwrite(self._fd, buf, self._position)
         if written != len(buf):

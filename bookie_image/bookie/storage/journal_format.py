@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 
+import crc32c
+
 MAGIC = b"BKLG"
 HEADER_SIZE = 512
 FORMAT_V5 = 5
@@ -23,9 +25,11 @@ META_FENCE = -0x2000
 META_FORCE_LEDGER = -0x4000
 META_EXPLICIT_LAC = -0x8000
 
+GROUP_CHECKSUM_MAGIC = b"BFCK"  # in the header: groups end with a checksummed padding record
 _INT32 = struct.Struct(">i")
 _IDS = struct.Struct(">qq")
 _HEAD = struct.Struct(">4si")
+_TRAILER = struct.Struct(">4sII")  # magic, crc32c of the group's bytes, group length
 
 Buffer = bytes | bytearray | memoryview
 
@@ -36,9 +40,14 @@ class CorruptJournal(ValueError):
         self.offset = offset
 
 
-def encode_header(version: int = FORMAT_V6) -> bytes:
-    head = _HEAD.pack(MAGIC, version)
+def encode_header(version: int = FORMAT_V6, group_checksums: bool = True) -> bytes:
+    """The 512-byte header. BookKeeper reads only magic and version; we mark checksummed groups after them."""
+    head = _HEAD.pack(MAGIC, version) + (GROUP_CHECKSUM_MAGIC if group_checksums else b"")
     return head + bytes(HEADER_SIZE - len(head))
+
+
+def has_group_checksums(buf: Buffer) -> bool:
+    return bytes(buf[_HEAD.size:_HEAD.size + 4]) == GROUP_CHECKSUM_MAGIC
 
 
 def decode_header(buf: Buffer) -> int:
@@ -49,6 +58,19 @@ def decode_header(buf: Buffer) -> int:
     if magic != MAGIC or not FORMAT_V5 <= version <= FORMAT_V6:
         raise CorruptJournal(0, f"not a V5/V6 journal header (magic {bytes(magic)!r}, version {version})")
     return int(version)
+
+
+def group_trailer(position: int, alignment: int, group: Buffer) -> bytes:
+    """Padding record closing a group: aligns like ``padding`` and carries the group's CRC32C.
+
+    BookKeeper's readers skip padding bodies, so journals stay readable by them; ours detect a group torn by
+    a crash (its records are then never replayed: they were never acknowledged).
+    """
+    gap = 8 + _TRAILER.size
+    if alignment > 0:
+        gap += (alignment - (position + gap) % alignment) % alignment
+    body = _TRAILER.pack(GROUP_CHECKSUM_MAGIC, crc32c.crc32c(bytes(group)), len(group))
+    return _INT32.pack(PADDING_MASK) + _INT32.pack(gap - 8) + body + bytes(gap - 8 - len(body))
 
 
 def frame(payload: Buffer) -> bytes:
@@ -112,32 +134,51 @@ def parse_payload(offset: int, end: int, payload: Buffer) -> JournalRecord:
 
 
 def iter_journal(buf: Buffer, start: int = HEADER_SIZE) -> Iterator[JournalRecord]:
-    """Records from ``start`` until the preallocated zeros or a torn tail (a record cut by a crash).
+    """Records from ``start`` until the preallocated zeros or a torn tail (a group cut by a crash).
 
-    A torn tail ends the scan quietly: its add was never acknowledged. A negative length that is not
-    padding is corruption and raises.
+    In journals with group checksums, a group's records are yielded only once its trailer's CRC32C matches;
+    a group without a valid trailer is the torn tail: the scan ends there quietly (none of its adds was
+    acknowledged). A negative length that is not padding is corruption and raises.
     """
     view = memoryview(buf)
-    pos = start
+    checked = has_group_checksums(view)
+    pending: list[JournalRecord] = []
+    group_start = pos = start
     while pos + 4 <= len(view):
         (length,) = _INT32.unpack_from(view, pos)
         if length == 0:
-            return
+            break
         if length == PADDING_MASK:
             if pos + 8 > len(view):
-                return
+                break
             (pad,) = _INT32.unpack_from(view, pos + 4)
-            if pad < 0:
-                raise CorruptJournal(pos, f"negative padding length {pad}")
+            if pad < 0 or pos + 8 + pad > len(view):
+                raise CorruptJournal(pos, f"bad padding length {pad}")
+            if checked and not _trailer_matches(view, group_start, pos, pad):
+                return  # torn group
+            yield from pending
+            pending.clear()
             pos += 8 + pad
+            group_start = pos
             continue
         if length < 0:
             raise CorruptJournal(pos, f"negative record length {length}")
         end = pos + 4 + length
         if end > len(view):
-            return  # torn write at the tail
-        yield parse_payload(pos, end, view[pos + 4:end])
+            break  # torn write at the tail
+        pending.append(parse_payload(pos, end, view[pos + 4:end]))
         pos = end
+    if not checked:
+        yield from pending
+
+
+def _trailer_matches(view: memoryview, group_start: int, pos: int, pad: int) -> bool:
+    if pad < _TRAILER.size:
+        return False
+    magic, crc, length = _TRAILER.unpack_from(view, pos + 8)
+    if magic != GROUP_CHECKSUM_MAGIC or length != pos - group_start:
+        return False
+    return bool(crc32c.crc32c(bytes(view[group_start:pos])) == crc)
 
 
 def journal_file_name(log_id: int) -> str:
