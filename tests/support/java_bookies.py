@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import itertools
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -80,12 +81,27 @@ def python_bookies_available() -> bool:
     return True
 
 
-def start_cluster(kind: str, count: int, base: Path, zk: ZooKeeperServer, first_host: int,
-                  **overrides: Any) -> BookieCluster:
-    root = f"/{kind}-{uuid.uuid4().hex[:8]}/ledgers"
-    with ThreadPoolExecutor(1) as pool:  # its own loop, whether or not the caller runs one
-        pool.submit(asyncio.run, init_cluster(zk.connect_string, root)).result()
+def start_cluster(kind: str, count: int, base: Path, zk: ZooKeeperServer, first_host: int, *,
+                  _root: str | None = None, **overrides: Any) -> BookieCluster:
+    """``kind``: java, python or mixed (Java bookies first, then ours, on one ledgers root)."""
+    if kind == "mixed" and not python_bookies_available():
+        pytest.skip("the Python bookie server (bookie.server) is not available yet")
+    root = _root or f"/{kind}-{uuid.uuid4().hex[:8]}/ledgers"
+    if _root is None:
+        with ThreadPoolExecutor(1) as pool:  # its own loop, whether or not the caller runs one
+            pool.submit(asyncio.run, init_cluster(zk.connect_string, root)).result()
     cluster = BookieCluster(zk.connect_string, root, kind=kind)
+    if kind == "mixed":  # half Apache BookKeeper bookies, half ours, one cluster
+        java = start_cluster("java", count // 2, base / "java", zk, first_host, _root=root, **overrides)
+        try:
+            ours = start_cluster("python", count - count // 2, base / "python", zk, first_host + count // 2,
+                                 _root=root, **overrides)
+        except BaseException:
+            java.stop()
+            raise
+        java.bookies += ours.bookies
+        java.kind = "mixed"
+        return java
     if kind == "java":
         cluster.bookies = list(plan_java_bookies(count, base, zk.connect_string, root, first_host=first_host,
                                                  **overrides))
@@ -131,7 +147,7 @@ def python_cluster(zookeeper: ZooKeeperServer,
         cluster.stop()
 
 
-_next_host = iter(range(100, 250, 6))
+_next_host = itertools.cycle(range(160, 250, 5))  # bookie_factory (tests/support/bookies.py) uses 100+
 
 
 @pytest.fixture

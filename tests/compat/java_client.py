@@ -1,0 +1,96 @@
+"""Runs tests/java/ClientHarness.java (Apache BookKeeper's Java client) from async tests, without blocking."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+from dataclasses import dataclass, field
+
+import pytest
+
+from tests.support.java_bookies import BookieCluster
+
+JVM = ("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+       "-Dlog4j2.level=warn")
+
+
+def classpath() -> str:
+    harness = os.environ.get("BOOKIE_FLEET_JAVA_HARNESS", "")
+    if not harness or not os.path.isdir(harness):
+        pytest.fail("$BOOKIE_FLEET_JAVA_HARNESS is not set: run ./scripts/bootstrap and source its env file")
+    return f"{harness}{os.pathsep}{os.environ['BOOKIE_FLEET_BK_LIB']}/*"
+
+
+def java_command(main: str, *args: str) -> list[str]:
+    return [shutil.which("java") or "java", *JVM, "-cp", classpath(), main, *args]
+
+
+@dataclass
+class JavaRun:
+    lines: list[str] = field(default_factory=list)
+
+    def values(self, tag: str) -> list[list[str]]:
+        return [line.split()[1:] for line in self.lines if line.startswith(tag + " ")]
+
+    @property
+    def result(self) -> list[str]:
+        (result,) = self.values("RESULT")
+        return result
+
+    def entries(self) -> dict[int, str]:
+        return {int(v[0]): v[1] for v in self.values("ENTRY")}
+
+
+async def run_harness(cluster: BookieCluster, *args: str, limit_s: float = 120) -> JavaRun:
+    proc = await asyncio.create_subprocess_exec(
+        *java_command("ClientHarness", args[0], cluster.zk_connect, cluster.ledgers_root, *args[1:]),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), limit_s)
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+    assert proc.returncode == 0, err.decode(errors="replace")[-4000:]
+    return JavaRun(out.decode().splitlines())
+
+
+class HeldWriter:
+    """A Java writer (``hold`` mode) that adds entries, then waits to be killed without closing."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.ledger_id = -1
+        self.acked: list[int] = []
+
+    @classmethod
+    async def start(cls, cluster: BookieCluster, *args: str, limit_s: float = 120) -> HeldWriter:
+        proc = await asyncio.create_subprocess_exec(
+            *java_command("ClientHarness", "hold", cluster.zk_connect, cluster.ledgers_root, *args),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+        writer = cls(proc)
+        assert proc.stdout is not None
+        try:
+            async with asyncio.timeout(limit_s):
+                while line := (await proc.stdout.readline()).decode().strip():
+                    if line.startswith("LEDGER "):
+                        writer.ledger_id = int(line.split()[1])
+                    elif line.startswith("ACKED "):
+                        writer.acked.append(int(line.split()[1]))
+                    elif line == "HOLDING":
+                        return writer
+        except BaseException:
+            await writer.kill()
+            raise
+        await writer.kill()
+        raise AssertionError("Java writer exited before holding its ledger")
+
+    async def kill(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        await self.proc.wait()

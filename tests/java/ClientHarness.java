@@ -1,0 +1,73 @@
+// Apache BookKeeper's own Java client, driven by the compatibility tests in tests/compat/.
+// Compiled by scripts/bootstrap into $BOOKIE_FLEET_JAVA_HARNESS; run with that directory and
+// $BOOKIE_FLEET_BK_LIB/* on the classpath. Prints "RESULT ..." / "ACKED <id>" lines for the tests.
+//
+//   write   <zk> <root> <v2|v3> <ensemble> <wq> <aq> <digest> <password> <count>   create, add, close
+//   hold    <zk> <root> <v2|v3> <ensemble> <wq> <aq> <digest> <password> <count>   add, never close, wait
+//   read    <zk> <root> <v2|v3> <ledgerId> <password> <recover|norecover>           open, read all
+import java.nio.charset.StandardCharsets;
+import java.util.Enumeration;
+import org.apache.bookkeeper.client.BookKeeper;
+import org.apache.bookkeeper.client.LedgerEntry;
+import org.apache.bookkeeper.client.LedgerHandle;
+import org.apache.bookkeeper.conf.ClientConfiguration;
+
+public class ClientHarness {
+    public static void main(String[] args) throws Exception {
+        ClientConfiguration conf = new ClientConfiguration();
+        conf.setMetadataServiceUri("zk+hierarchical://" + args[1] + args[2]);
+        conf.setUseV2WireProtocol("v2".equals(args[3]));
+        conf.setAddEntryTimeout(10);
+        conf.setReadEntryTimeout(10);
+        conf.setZkTimeout(10000);
+        BookKeeper bk = new BookKeeper(conf);
+        try {
+            switch (args[0]) {
+                case "write": write(bk, args, true); break;
+                case "hold": write(bk, args, false); break;
+                case "read": read(bk, args); break;
+                default: throw new IllegalArgumentException("unknown mode " + args[0]);
+            }
+        } finally {
+            bk.close();
+        }
+    }
+
+    static void write(BookKeeper bk, String[] a, boolean close) throws Exception {
+        LedgerHandle lh = bk.createLedger(Integer.parseInt(a[4]), Integer.parseInt(a[5]), Integer.parseInt(a[6]),
+                BookKeeper.DigestType.valueOf(a[7]), a[8].getBytes(StandardCharsets.UTF_8));
+        System.out.println("LEDGER " + lh.getId());
+        int count = Integer.parseInt(a[9]);
+        for (int i = 0; i < count; i++) {
+            long id = lh.addEntry(("java-" + i).getBytes(StandardCharsets.UTF_8));
+            System.out.println("ACKED " + id);
+            System.out.flush();
+        }
+        if (close) {
+            lh.close();
+            System.out.println("RESULT " + lh.getId() + " " + lh.getLastAddConfirmed() + " " + lh.getLength());
+            return;
+        }
+        System.out.println("HOLDING");
+        System.out.flush();
+        Thread.sleep(Long.MAX_VALUE);  // the test kills this process: a writer that dies without closing
+    }
+
+    static void read(BookKeeper bk, String[] a) throws Exception {
+        long ledgerId = Long.parseLong(a[4]);
+        byte[] password = a[5].getBytes(StandardCharsets.UTF_8);
+        LedgerHandle lh = "recover".equals(a[6])
+                ? bk.openLedger(ledgerId, BookKeeper.DigestType.CRC32C, password)
+                : bk.openLedgerNoRecovery(ledgerId, BookKeeper.DigestType.CRC32C, password);
+        long last = lh.getLastAddConfirmed();
+        if (last >= 0) {
+            Enumeration<LedgerEntry> entries = lh.readEntries(0, last);
+            while (entries.hasMoreElements()) {
+                LedgerEntry e = entries.nextElement();
+                System.out.println("ENTRY " + e.getEntryId() + " " + new String(e.getEntry(), StandardCharsets.UTF_8));
+            }
+        }
+        System.out.println("RESULT " + last + " " + lh.getLength() + " " + lh.isClosed());
+        lh.close();
+    }
+}
