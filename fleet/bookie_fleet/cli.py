@@ -20,7 +20,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bookie-fleet", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    play = sub.add_parser("playground", help="run a local fleet: ZooKeeper + bookies, write/read/delete ledgers")
+    play = sub.add_parser("playground", help="local fleet: ZooKeeper + bookies; write, read, delete ledgers")
     play.add_argument("--bookies", type=int, default=3)
     play.add_argument("--ledgers", type=int, default=3)
     play.add_argument("--entries", type=int, default=100)
