@@ -31,8 +31,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-async def _wait_for(predicate: Callable[[], Awaitable[bool]], timeout: float = 15) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
+async def _wait_for(predicate: Callable[[], Awaitable[bool]], within: float = 15) -> None:
+    deadline = asyncio.get_running_loop().time() + within
     while not await predicate():
         assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
         await asyncio.sleep(0.1)
