@@ -26,6 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     down = sub.add_parser("down", help="stop everything the cluster started (pods included)")
     down.add_argument("--purge", action="store_true", help="also delete the cluster's files (etcd data, volumes)")
     sub.add_parser("status", help="state of each component, with log paths")
+    logs = sub.add_parser("logs", help="a pod's container log (kubectl logs needs a kubelet API; this reads the file)")
+    logs.add_argument("pod", metavar="NAMESPACE/POD")
+    logs.add_argument("-c", "--container", default=None)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
 
     cluster = LocalCluster(args.state_dir, node_name=getattr(args, "node_name", "localkube"))
@@ -48,6 +51,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.action == "down":
             cluster.down(purge=args.purge)
             print("cluster stopped" + (" and its files deleted" if args.purge else ""))
+            return 0
+        if args.action == "logs":
+            namespace, _, pod = args.pod.partition("/")
+            files = cluster.pod_logs(namespace, pod, args.container)
+            if not files:
+                print(f"no log of pod {args.pod} under {cluster.state_dir / 'runner' / 'logs'}", file=sys.stderr)
+                return 1
+            for f in files:
+                sys.stdout.write(f.read_text(errors="replace"))
             return 0
         status = cluster.status()
         if not any(c.pid for c in status.components):

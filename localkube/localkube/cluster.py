@@ -421,6 +421,15 @@ class LocalCluster:
             result.apiserver_ready = self._readyz()
         return result
 
+    def pod_logs(self, namespace: str, pod: str, container: str | None = None) -> list[Path]:
+        """Log files of a pod's containers (newest pod incarnation first), as the runner writes them."""
+        dirs = sorted((self.state_dir / "runner" / "logs").glob(f"{namespace}_{pod}_*"),
+                      key=lambda d: d.stat().st_mtime, reverse=True)
+        if not dirs:
+            return []
+        pattern = f"{container}.log" if container else "*.log"
+        return sorted(p for p in dirs[0].glob(pattern) if not p.name.endswith(".exec.log"))
+
     def kube_env(self) -> dict[str, str]:
         """Environment for kubectl/helm against this cluster."""
         return {"KUBECONFIG": str(self.admin_kubeconfig)}

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from localkube.kapi import ApiError, KubeAPI
+from localkube.runner import bindshim
 from localkube.runner.state import RunnerState, kill_leftover_pods
 from localkube.runner.worker import PodWorker, now_rfc3339
 
@@ -36,6 +37,7 @@ class Runner:
         self.node_name = node_name
         self.apiserver_port = apiserver_port
         self.workers: dict[str, PodWorker] = {}
+        self.bind_shim = bindshim.build(state.root)
         self._workers_lock = threading.Lock()
         self.wake = threading.Event()
         self.stopping = threading.Event()

@@ -269,6 +269,9 @@ class PodWorker(threading.Thread):
             c.env = container_env(pod, c.spec, self._base_env(entry), get_configmap=self._get_obj("configmaps"),
                                   get_secret=self._get_obj("secrets"), node_capacity=self.runner.capacity)
             c.env["LOCALKUBE_POD"] = f"{self.namespace}/{self.pod_name}"
+            c.env["LOCALKUBE_POD_IP"] = self.pod_ip
+            if self.runner.bind_shim is not None:
+                c.env["LD_PRELOAD"] = " ".join(filter(None, [str(self.runner.bind_shim), c.env.get("LD_PRELOAD")]))
             k, _, v = self.runner.state.marker.partition("=")
             c.env[k] = v
             from localkube.runner.envvars import expand
