@@ -101,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="check a bookie's directories for consistency")
     check.add_argument("--conf", required=True)
     check.set_defaults(func=cmd_check)
+
+    from bookie.client.autorecovery_main import add_parser as add_autorecovery
+
+    add_autorecovery(sub)  # bookie autorecovery (issue 4)
     return parser
 
 

@@ -1,0 +1,262 @@
+"""Autorecovery: an auditor elected through ZooKeeper marks under-replicated ledgers, replication workers
+copy the missing fragments to other bookies and clear the marks (BookKeeper's ``AutoRecoveryMain``).
+
+Everything lives in BookKeeper's ZooKeeper layout (``underreplication/``: auditor votes, ``urL`` marks, locks,
+``disable``, ``lostBookieRecoveryDelay``), so it interoperates with BookKeeper's own tools.
+
+* Auditor (the lowest ``auditorelection/V_`` vote): a bookie that appears in some ledger's ensembles and is
+  registered neither under ``available/`` nor ``available/readonly/`` is lost; once it has been lost for
+  ``lostBookieRecoveryDelay`` seconds every ledger holding it is marked under-replicated with it as the
+  missing replica. ``trigger_audit()`` audits now.
+* Worker (every instance): takes a mark under its lock, and for every ensemble segment holding a missing
+  replica copies that position's entries (read from the surviving replicas, digest verified) to a new bookie
+  with recovery adds, then swaps the bookie in the metadata. An open ledger whose last ensemble lost a bookie
+  is first recovered (fenced and closed) once ``open_ledger_grace_s`` has passed.
+* Decommission: every ledger holding the bookie is marked (the bookie may still be up); the report lists
+  the ledgers moved and is done once no ledger references it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bookie.client import errors as e
+from bookie.client.bookkeeper import BookKeeper
+from bookie.client.ledger import LedgerHandle, write_set
+from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
+from bookie.metadata.store import MetadataError, NoSuchLedger
+from bookie.protocol.codes import StatusCode
+from bookie.protocol.entry import package_entry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DecommissionReport:
+    bookie: str
+    started: float = field(default_factory=time.time)
+    ledgers: list[int] = field(default_factory=list)  # ledgers that held the bookie when it started
+    remaining: list[int] = field(default_factory=list)
+    done: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bookie": self.bookie, "done": self.done, "ledgers_moved": sorted(set(self.ledgers)
+                                                                                 - set(self.remaining)),
+                "remaining": sorted(self.remaining), "started": self.started}
+
+
+class Autorecovery:
+    """Auditor + replication worker. ``await start()`` / ``await stop()``."""
+
+    def __init__(self, bk: BookKeeper, worker_id: str, *, check_interval_s: float = 5.0,
+                 lost_bookie_recovery_delay_s: int = 0, open_ledger_grace_s: float = 30.0) -> None:
+        self.bk = bk
+        self.store = bk.store
+        self.worker_id = worker_id
+        self.check_interval_s = check_interval_s
+        self.default_delay_s = lost_bookie_recovery_delay_s
+        self.open_ledger_grace_s = open_ledger_grace_s
+        self._vote: str | None = None
+        self._lost_since: dict[str, float] = {}
+        self._marked_at: dict[int, float] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._audit_now = asyncio.Event()
+        self._work_now = asyncio.Event()
+        self.decommissions: dict[str, DecommissionReport] = {}
+        self.replicated: list[int] = []
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> Autorecovery:
+        self._vote = await self.store.submit_auditor_vote(self.worker_id)
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._loop(self._audit_now, self._audit_if_auditor)),
+                       loop.create_task(self._loop(self._work_now, self.replicate_marked))]
+        return self
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._vote is not None:
+            with contextlib.suppress(MetadataError):
+                await self.store.withdraw_auditor_vote(self._vote)
+
+    async def _loop(self, wake: asyncio.Event, step: Callable[[], Awaitable[Any]]) -> None:
+        while True:
+            try:
+                await step()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("autorecovery step failed; retrying")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), self.check_interval_s)
+            wake.clear()
+
+    # ------------------------------------------------------------ auditor
+
+    async def is_auditor(self) -> bool:
+        votes = await self.store.auditor_votes()
+        return self._vote is not None and bool(votes) and self._vote.endswith("/" + votes[0])
+
+    async def _audit_if_auditor(self) -> None:
+        if await self.is_auditor():
+            await self.audit()
+
+    def trigger_audit(self) -> None:
+        self._audit_now.set()
+
+    async def lost_bookie_recovery_delay(self) -> int:
+        stored = await self.store.lost_bookie_recovery_delay()
+        return self.default_delay_s if stored is None else stored
+
+    async def audit(self) -> list[int]:
+        """Mark ledgers holding lost bookies (past the delay) or bookies being decommissioned."""
+        registered = set(await self.store.list_bookies()) | set(await self.store.list_bookies(readonly=True))
+        delay = await self.lost_bookie_recovery_delay()
+        now = time.monotonic()
+        holders: dict[str, list[int]] = {}
+        for ledger_id in await self.store.all_ledger_ids():
+            with contextlib.suppress(NoSuchLedger):
+                md = (await self.store.read_ledger_metadata(ledger_id)).value
+                for bookie in md.bookies():
+                    holders.setdefault(bookie, []).append(ledger_id)
+        lost = {b for b in holders if b not in registered}
+        for bookie in list(self._lost_since):
+            if bookie not in lost:
+                del self._lost_since[bookie]
+        marked: list[int] = []
+        for bookie in sorted(lost | set(self.decommissions)):
+            since = self._lost_since.setdefault(bookie, now)
+            if bookie in lost and now - since < delay:
+                continue
+            for ledger_id in holders.get(bookie, []):
+                await self.store.mark_ledger_underreplicated(ledger_id, [bookie])
+                marked.append(ledger_id)
+        for report in self.decommissions.values():
+            report.remaining = sorted(holders.get(report.bookie, []))
+            report.done = not report.remaining
+        if marked:
+            log.info("auditor: marked ledgers %s under-replicated", sorted(set(marked)))
+            self._work_now.set()
+        return marked
+
+    # ------------------------------------------------------------ decommission
+
+    async def decommission(self, bookie: str) -> DecommissionReport:
+        """Start moving every fragment off ``bookie``; progress in ``self.decommissions[bookie]``."""
+        report = DecommissionReport(bookie)
+        for ledger_id in await self.store.all_ledger_ids():
+            with contextlib.suppress(NoSuchLedger):
+                md = (await self.store.read_ledger_metadata(ledger_id)).value
+                if bookie in md.bookies():
+                    report.ledgers.append(ledger_id)
+                    await self.store.mark_ledger_underreplicated(ledger_id, [bookie])
+        report.remaining = list(report.ledgers)
+        report.done = not report.ledgers
+        self.decommissions[bookie] = report
+        self._work_now.set()
+        return report
+
+    # ------------------------------------------------------------ replication worker
+
+    async def replicate_marked(self) -> list[int]:
+        """Fix every marked ledger this worker can lock; returns the ledgers it cleared."""
+        if not await self.store.is_replication_enabled():
+            return []
+        cleared = []
+        for ledger_id in await self.store.list_underreplicated():
+            if not await self.store.acquire_underreplicated_lock(ledger_id, self.worker_id):
+                continue
+            try:
+                mark = await self.store.get_underreplicated(ledger_id)
+                if mark is None:
+                    continue
+                if await self.replicate_ledger(ledger_id, set(mark.replicas)):
+                    await self.store.mark_ledger_replicated(ledger_id)
+                    cleared.append(ledger_id)
+                    self.replicated.append(ledger_id)
+            except e.BKError as exc:
+                log.warning("replication of ledger %d failed (will retry): %s", ledger_id, exc)
+            finally:
+                await self.store.release_underreplicated_lock(ledger_id)
+        if cleared:
+            log.info("replication worker %s: ledgers %s fully replicated", self.worker_id, cleared)
+            self._audit_now.set()
+        return cleared
+
+    async def replicate_ledger(self, ledger_id: int, missing: set[str]) -> bool:
+        """Move every fragment of ``ledger_id`` off the ``missing`` bookies; False = not yet (retry)."""
+        try:
+            versioned = await self.store.read_ledger_metadata(ledger_id)
+        except NoSuchLedger:
+            return True  # deleted meanwhile: nothing to replicate
+        md = versioned.value
+        registered = set(await self.store.list_bookies()) | set(await self.store.list_bookies(readonly=True))
+        missing = missing | {b for b in md.bookies() if b not in registered}
+        if not missing & md.bookies():
+            return True
+        password = md.password or b""
+        if md.state is not LedgerState.CLOSED:
+            marked_at = self._marked_at.setdefault(ledger_id, time.monotonic())
+            if time.monotonic() - marked_at < self.open_ledger_grace_s:
+                return False  # its writer may still be replacing the bookie itself
+            await self.bk.open_ledger(ledger_id, password)  # fence and close it first
+            versioned = await self.store.read_ledger_metadata(ledger_id)
+            md = versioned.value
+        self._marked_at.pop(ledger_id, None)
+        handle = LedgerHandle(self.bk, ledger_id, md, versioned.version, password, writable=False)
+        firsts = list(md.ensembles)
+        for k, first in enumerate(firsts):
+            last = firsts[k + 1] - 1 if k + 1 < len(firsts) else md.last_entry_id
+            ensemble = handle.metadata.ensembles[first]
+            for index, bookie in enumerate(ensemble):
+                if bookie in missing:
+                    await self._replicate_fragment(handle, first, last, index, bookie, missing)
+        return True
+
+    async def _replicate_fragment(self, handle: LedgerHandle, first: int, last: int, index: int, bad: str,
+                                  missing: set[str]) -> None:
+        md = handle.metadata
+        writable = await self.bk.writable_bookies()
+        ensemble = md.ensembles[first]
+        target = self.bk.placement.replace_bookie(ensemble, index, md.write_quorum_size, writable,
+                                                  self.bk.client.health.quarantined(), exclude=missing)
+        copied = 0
+        for entry_id in range(first, last + 1):
+            if index not in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
+                continue
+            entry = await handle.read_entry(entry_id)
+            body = package_entry(handle.digest, handle.ledger_id, entry_id, entry.last_add_confirmed,
+                                 entry.length, entry.payload)
+            response = await self.bk.client.add_entry(target, handle.ledger_id, entry_id, handle.master_key, body,
+                                                      recovery=True)
+            if response.status is not StatusCode.EOK:
+                raise e.status_error(response.status, f"re-replication of entry {entry_id}", target)
+            copied += 1
+
+        def swap(current: LedgerMetadata) -> LedgerMetadata | None:
+            members = list(current.ensembles.get(first, ()))
+            if index >= len(members) or members[index] != bad:
+                return None  # someone else already fixed it
+            members[index] = target
+            return replace(current, ensembles={**current.ensembles, first: tuple(members)})
+
+        await handle.update_metadata(swap)
+        log.info("ledger %d: fragment [%d, %d] moved from %s to %s (%d entries)", handle.ledger_id, first, last,
+                 bad, target, copied)
+
+    # ------------------------------------------------------------ REST (reference section 8)
+
+    def autorecovery_routes(self) -> dict[str, Any]:
+        """``/api/v1/autorecovery/*`` handlers for ``bookie.http.api.build_app`` (backend.autorecovery_routes)."""
+        from bookie.client.autorecovery_http import routes
+
+        return routes(self)

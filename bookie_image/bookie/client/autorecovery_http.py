@@ -1,0 +1,100 @@
+"""``/api/v1/autorecovery/*`` (reference section 8) over an ``Autorecovery`` instance.
+
+Mounted by the bookie's admin API (``build_app`` calls ``backend.autorecovery_routes()``) and by
+``bookie autorecovery --http-port``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from bookie.http.api import BadRequest, Handler, bool_value, json_body, methods, plain, pretty
+
+if TYPE_CHECKING:
+    from bookie.client.autorecovery import Autorecovery
+
+PREFIX = "/api/v1/autorecovery"
+
+
+def routes(ar: Autorecovery) -> dict[str, Handler]:
+    store = ar.store
+
+    async def get_status(request: web.Request) -> web.Response:
+        return pretty({"enabled": await store.is_replication_enabled()})
+
+    async def put_status(request: web.Request) -> web.Response:
+        enabled = bool_value(request.query.get("enabled", ""), "enabled")
+        await store.set_replication_enabled(enabled)
+        return pretty({"enabled": enabled})
+
+    async def list_ur(request: web.Request) -> web.Response:
+        only = request.query.get("missingreplica")
+        excluding = request.query.get("excludingmissingreplica")
+        show = "printmissingreplica" in request.query
+        result: dict[str, list[str]] = {}
+        for ledger_id in await store.list_underreplicated():
+            mark = await store.get_underreplicated(ledger_id)
+            replicas = list(mark.replicas) if mark else []
+            if (only and only not in replicas) or (excluding and excluding in replicas):
+                continue
+            result[str(ledger_id)] = replicas
+        if not result:
+            return plain("No under replicated ledgers found", status=404)
+        return pretty(result if show else [int(k) for k in result])
+
+    async def who(request: web.Request) -> web.Response:
+        auditor = await store.auditor_id()
+        if auditor is None:
+            return plain("No auditor elected", status=404)
+        return plain(f"Auditor: {auditor}")
+
+    async def trigger(request: web.Request) -> web.Response:
+        ar.trigger_audit()
+        return plain("Success trigger audit.")
+
+    async def get_delay(request: web.Request) -> web.Response:
+        return plain(f"lostBookieRecoveryDelay value: {await ar.lost_bookie_recovery_delay()}")
+
+    async def put_delay(request: web.Request) -> web.Response:
+        body = await json_body(request, required=True)
+        delay = body.get("delay_seconds")
+        if not isinstance(delay, int) or delay < 0:
+            raise BadRequest("delay_seconds must be a non-negative integer")
+        await store.set_lost_bookie_recovery_delay(delay)
+        return plain(f"Successfully set lostBookieRecoveryDelay to {delay}")
+
+    async def put_decommission(request: web.Request) -> web.Response:
+        body = await json_body(request, required=True)
+        bookie = body.get("bookie_src")
+        if not isinstance(bookie, str) or ":" not in bookie:
+            raise BadRequest("bookie_src must be host:port")
+        await ar.decommission(bookie)
+        return plain(f"Success send decommission Bookie command {bookie}")
+
+    async def get_decommission(request: web.Request) -> web.Response:
+        bookie = request.query.get("bookie_src", "")
+        report = ar.decommissions.get(bookie)
+        if report is None:
+            return plain(f"No decommission of {bookie!r} in progress", status=404)
+        return pretty(report.to_json())
+
+    async def put_bookie(request: web.Request) -> web.Response:
+        body = await json_body(request, required=True)
+        sources = body.get("bookie_src")
+        if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+            raise BadRequest("bookie_src must be a list of host:port")
+        for bookie in sources:
+            await ar.decommission(bookie)
+        return plain("Success send recovery request command.")
+
+    return {
+        f"{PREFIX}/status": methods(GET=get_status, PUT=put_status),
+        f"{PREFIX}/list_under_replicated_ledger": methods(GET=list_ur),
+        f"{PREFIX}/who_is_auditor": methods(GET=who),
+        f"{PREFIX}/trigger_audit": methods(PUT=trigger),
+        f"{PREFIX}/lost_bookie_recovery_delay": methods(GET=get_delay, PUT=put_delay),
+        f"{PREFIX}/decommission": methods(PUT=put_decommission, GET=get_decommission),
+        f"{PREFIX}/bookie": methods(PUT=put_bookie),
+    }
