@@ -62,18 +62,18 @@ class RawConnection:
         self.writer.write(data)
         await self.writer.drain()
 
-    async def read_frame(self, timeout: float = 10) -> bytes:
-        size = struct.unpack(">i", await asyncio.wait_for(self.reader.readexactly(4), timeout))[0]
-        return await asyncio.wait_for(self.reader.readexactly(size), timeout)
+    async def read_frame(self, within: float = 10) -> bytes:
+        size = struct.unpack(">i", await asyncio.wait_for(self.reader.readexactly(4), within))[0]
+        return await asyncio.wait_for(self.reader.readexactly(size), within)
 
-    async def call(self, request: Any, timeout: float = 10) -> Any:
+    async def call(self, request: Any, within: float = 10) -> Any:
         await self.send_raw(codec.encode_request(request))
-        return codec.decode_response(await self.read_frame(timeout), self.version)
+        return codec.decode_response(await self.read_frame(within), self.version)
 
-    async def pipeline(self, requests: list[Any], timeout: float = 30) -> list[Any]:
+    async def pipeline(self, requests: list[Any], within: float = 30) -> list[Any]:
         """Send all, then read as many responses (in arrival order)."""
         await self.send_raw(b"".join(codec.encode_request(r) for r in requests))
-        return [codec.decode_response(await self.read_frame(timeout), self.version) for _ in requests]
+        return [codec.decode_response(await self.read_frame(within), self.version) for _ in requests]
 
     # --- shorthands
     async def add(self, ledger_id: int, entry_id: int, payload: bytes = b"x", *, key: bytes = MASTER_KEY,
