@@ -360,7 +360,6 @@ class BookieStatus(Model):
     state: Literal["Writable", "ReadOnly", "Unknown"] = "Unknown"
     read_only_reason: str | None = Field(default=None, description="Why it is read-only (operator or bookie).")
     disk_used_fraction: float | None = None
-    disk_free_bytes: int | None = None
     disk_total_bytes: int | None = None
     last_compaction_time: str | None = None
     next_compaction_time: str | None = None
@@ -399,6 +398,7 @@ class DecommissionStatus(Model):
     started_at: str
     phase_since: str
     message: str = ""
+    recovery_requested_at: str | None = Field(default=None, description="When autorecovery accepted the request.")
 
 
 class BookieClusterStatus(Model):

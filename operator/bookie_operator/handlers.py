@@ -1,0 +1,67 @@
+"""Kopf handlers: thin. Every event and every timer tick calls the same idempotent ``reconcile``.
+
+The reconcile interval comes from ``$BOOKIE_OPERATOR_INTERVAL`` (seconds, default 30), read at import.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import aiohttp
+import kopf
+
+from bookie_operator import models
+from bookie_operator.kube import Kube
+from bookie_operator.reconcile import Operator, reconcile
+
+INTERVAL = float(os.environ.get("BOOKIE_OPERATOR_INTERVAL", "30"))
+RETRY_DELAY = max(1.0, min(INTERVAL, 15.0))
+RESOURCE = (models.GROUP, models.VERSION, models.PLURAL)
+log = logging.getLogger("bookie_operator")
+
+
+@kopf.on.startup()
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=models.GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=models.GROUP, key="last-handled-configuration")
+    settings.persistence.finalizer = f"{models.GROUP}/operator"
+    # Watch streams can stall silently without these (nolar/kopf#585).
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 310
+    # Our own Events say what happened; Kopf's per-handler log Events would repeat every tick.
+    settings.posting.level = logging.ERROR
+    memo.operator = Operator(kube=await Kube.connect(os.environ.get("BOOKIE_OPERATOR_KUBECONFIG")),
+                             http=aiohttp.ClientSession())
+    log.info("bookie operator started (interval %.1fs)", INTERVAL)
+
+
+@kopf.on.cleanup()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    op: Operator | None = getattr(memo, "operator", None)
+    if op is not None:
+        await op.close()
+
+
+async def _run(memo: kopf.Memo, body: kopf.Body, *, raise_on_wait: bool) -> None:
+    op: Operator = memo.operator
+    outcome = await reconcile(op, dict(body))
+    if outcome.waiting:
+        if raise_on_wait:
+            raise kopf.TemporaryError(outcome.message, delay=RETRY_DELAY)
+        log.info("waiting cluster=%s/%s: %s", body["metadata"]["namespace"], body["metadata"]["name"],
+                 outcome.message)
+
+
+@kopf.on.resume(*RESOURCE)
+@kopf.on.create(*RESOURCE)
+@kopf.on.update(*RESOURCE)
+async def on_change(memo: kopf.Memo, body: kopf.Body, **_: Any) -> None:
+    await _run(memo, body, raise_on_wait=True)
+
+
+@kopf.timer(*RESOURCE, interval=INTERVAL, initial_delay=min(INTERVAL, 5.0))
+async def on_tick(memo: kopf.Memo, body: kopf.Body, **_: Any) -> None:
+    await _run(memo, body, raise_on_wait=False)

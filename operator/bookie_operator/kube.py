@@ -1,0 +1,157 @@
+"""The few Kubernetes API calls the operator makes, async (kubernetes_asyncio for config, TLS and auth).
+
+Objects are plain dicts. Writes use server-side apply with the field manager ``bookie-operator``; status
+goes through the ``/status`` subresource with a merge patch. Every request is counted in a Prometheus
+counter (API requests per minute is one of the operator's benchmarks).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import uuid
+from typing import Any
+
+from kubernetes_asyncio import client as kclient
+from kubernetes_asyncio import config as kconfig
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from bookie_operator import metrics, models
+
+Obj = dict[str, Any]
+FIELD_MANAGER = "bookie-operator"
+
+# kind -> (group/version prefix, plural)
+_RESOURCES: dict[str, tuple[str, str]] = {
+    "ConfigMap": ("/api/v1", "configmaps"),
+    "Service": ("/api/v1", "services"),
+    "Pod": ("/api/v1", "pods"),
+    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims"),
+    "Event": ("/api/v1", "events"),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets"),
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
+    models.KIND: (f"/apis/{models.GROUP}/{models.VERSION}", models.PLURAL),
+}
+
+
+class KubeError(Exception):
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def path(kind: str, namespace: str, name: str | None = None, sub: str | None = None) -> str:
+    prefix, plural = _RESOURCES[kind]
+    out = f"{prefix}/namespaces/{namespace}/{plural}"
+    if name:
+        out += f"/{name}"
+    if sub:
+        out += f"/{sub}"
+    return out
+
+
+class Kube:
+    def __init__(self, api: kclient.ApiClient) -> None:
+        self.api = api
+
+    @classmethod
+    async def connect(cls, kubeconfig: str | None = None) -> Kube:
+        """In-cluster credentials when running in a pod, else ``kubeconfig`` / ``$KUBECONFIG``."""
+        configuration = kclient.Configuration()
+        if kubeconfig is None and _in_cluster():
+            kconfig.load_incluster_config(client_configuration=configuration)
+        else:
+            await kconfig.load_kube_config(config_file=kubeconfig or os.environ.get("KUBECONFIG"),
+                                           client_configuration=configuration)
+        return cls(kclient.ApiClient(configuration))
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    async def request(self, method: str, url: str, *, body: Any = None, query: dict[str, str] | None = None,
+                      content_type: str = "application/json") -> Obj | None:
+        metrics.API_REQUESTS.labels(method).inc()
+        try:
+            resp = await self.api.call_api(
+                url, method, query_params=list((query or {}).items()),
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body, auth_settings=["BearerToken"], _preload_content=False,
+                _return_http_data_only=True)
+            status, text = resp.status, await resp.text()
+        except ApiException as exc:
+            status, text = exc.status, str(exc.body)
+        if status == 404:
+            return None
+        if status >= 300:
+            raise KubeError(f"{method} {url}: HTTP {status}: {_reason(text)}", status)
+        data: Obj = json.loads(text) if text else {}
+        return data
+
+    # ----------------------------------------------------------------------------- reads
+    async def get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        return await self.request("GET", path(kind, namespace, name))
+
+    async def list(self, kind: str, namespace: str, selector: str | None = None) -> list[Obj]:
+        query = {"labelSelector": selector} if selector else None
+        data = await self.request("GET", path(kind, namespace), query=query)
+        return list((data or {}).get("items", []))
+
+    # ---------------------------------------------------------------------------- writes
+    async def apply(self, obj: Obj) -> Obj:
+        """Server-side apply (forced: this operator owns the fields it sets)."""
+        meta = obj["metadata"]
+        result = await self.request(
+            "PATCH", path(obj["kind"], meta["namespace"], meta["name"]), body=obj,
+            query={"fieldManager": FIELD_MANAGER, "force": "true"}, content_type="application/apply-patch+yaml")
+        if result is None:
+            raise KubeError(f"apply {obj['kind']}/{meta['name']}: not found")
+        return result
+
+    async def delete(self, kind: str, namespace: str, name: str, *, propagation: str = "Background") -> bool:
+        result = await self.request("DELETE", path(kind, namespace, name),
+                                    body={"kind": "DeleteOptions", "apiVersion": "v1",
+                                          "propagationPolicy": propagation})
+        return result is not None
+
+    async def patch_status(self, namespace: str, name: str, status: Obj) -> None:
+        await self.request("PATCH", path(models.KIND, namespace, name, "status"), body={"status": status},
+                           content_type="application/merge-patch+json")
+
+    async def patch_replicas(self, namespace: str, name: str, replicas: int) -> None:
+        await self.request("PATCH", path(models.KIND, namespace, name, "scale"),
+                           body={"spec": {"replicas": replicas}}, content_type="application/merge-patch+json")
+
+    async def event(self, owner: Obj, type_: str, reason: str, message: str) -> None:
+        """A core/v1 Event about the BookieCluster (``type_`` Normal or Warning)."""
+        meta = owner["metadata"]
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:12]}", "namespace": meta["namespace"]},
+            "involvedObject": {"apiVersion": owner.get("apiVersion", f"{models.GROUP}/{models.VERSION}"),
+                               "kind": models.KIND, "name": meta["name"], "namespace": meta["namespace"],
+                               "uid": meta.get("uid")},
+            "type": type_, "reason": reason, "message": message[:1024],
+            "source": {"component": FIELD_MANAGER}, "reportingComponent": FIELD_MANAGER,
+            "reportingInstance": os.environ.get("HOSTNAME", "bookie-operator"),
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        }
+        try:
+            await self.request("POST", path("Event", meta["namespace"]), body=event)
+        except KubeError:
+            pass  # an Event is best effort; the status says the same thing
+
+
+def _in_cluster() -> bool:
+    """Running in a pod with a service account token (read once at start-up)."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and \
+        os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+def _reason(body: Any) -> str:
+    try:
+        data = json.loads(body)
+        return str(data.get("message", body))
+    except (TypeError, ValueError):
+        return str(body)[:300]
