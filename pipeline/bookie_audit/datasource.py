@@ -117,7 +117,7 @@ class EntryLogReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
         self.mode = options.get("mode", "metadata")
-        if self.mode not in MODES:
+        if self.mode not in MODES:  # options are lower-case keys (``splitbytes``)
             raise AuditInputError(f"entrylog mode must be one of {MODES}, not {self.mode!r}")
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -125,7 +125,7 @@ class EntryLogReader(DataSourceReader):
         if self.mode == "metadata":
             parts = int(self.options.get("partitions", DEFAULT_PARTITIONS))
             return [LogsPartition(group) for group in spread(logs, parts)]
-        split = int(self.options.get("splitBytes", DEFAULT_SPLIT_BYTES))
+        split = int(self.options.get("splitbytes", DEFAULT_SPLIT_BYTES))
         if split < 1024:
             raise AuditInputError(f"splitBytes must be at least 1024, not {split}")
         digests = self.options.get("digests") or None
@@ -151,7 +151,8 @@ class EntryLogDataSource(DataSource):
         return scan.RECORD_DDL if self.options.get("mode") == "scan" else scan.LEDGER_DDL
 
     def reader(self, schema: StructType) -> EntryLogReader:
-        return EntryLogReader(dict(self.options))
+        # Spark hands options over with lower-case keys.
+        return EntryLogReader({str(k).lower(): v for k, v in dict(self.options).items()})
 
 
 def arrow_schema(mode: str) -> Any:

@@ -68,10 +68,15 @@ _CRC32 = bke.digest_manager(bke.DigestType.CRC32)
 
 @dataclass
 class DigestChecker:
-    """Checks entries with their ledger's digest (from the snapshot) or, unknown, by trying CRC32C and CRC32."""
+    """Checks entries with their ledger's digest (from the snapshot) or, unknown, by trying CRC32C and CRC32.
+
+    A ledger whose entries verified with a CRC is assumed to use it: a later mismatch is a failure, not
+    "unknown" (``checksum_ok`` is null only when no digest of the ledger was ever recognised).
+    """
 
     known: DigestInfo = field(default_factory=dict)
     _managers: dict[int, bke.DigestManager] = field(default_factory=dict)
+    _learned: dict[int, bke.DigestManager] = field(default_factory=dict)
 
     def check(self, ledger_id: int, data: memoryview) -> tuple[str, bool | None]:
         n_header = bke.METADATA_LENGTH
@@ -85,11 +90,15 @@ class DigestChecker:
             if len(data) < n_header + n:
                 return name, False
             return name, manager.compute((data[:n_header], data[n_header + n:])) == data[n_header:n_header + n]
-        for manager in (_CRC32C, _CRC32):
+        learned = self._learned.get(ledger_id)
+        for manager in ((learned,) if learned is not None else (_CRC32C, _CRC32)):
             n = manager.digest_length
             if len(data) >= n_header + n and \
                     manager.compute((data[:n_header], data[n_header + n:])) == data[n_header:n_header + n]:
+                self._learned[ledger_id] = manager
                 return manager.digest_type.name.lower(), True
+        if learned is not None:  # other entries of this ledger verified with this digest: this one is bad
+            return learned.digest_type.name.lower(), False
         return "unknown", None
 
 
@@ -121,12 +130,14 @@ class _Columns:
 
 def _plausible(rec: ef.Record) -> bool:
     """Could this be a stored entry? (Used to believe a re-synchronised boundary.)"""
-    if rec.entry_id < 0:
+    if rec.entry_id < 0 or rec.size < bke.METADATA_LENGTH:
         return False
-    if rec.size < bke.METADATA_LENGTH:
-        return True
     lac, length = struct.unpack_from(">qq", rec.data, 16)
     return -1 <= lac < rec.entry_id and length >= 0
+
+
+def _crc_verified(rec: ef.Record) -> bool:
+    return DigestChecker().check(rec.ledger_id, rec.data)[1] is True
 
 
 def find_record_start(buf: memoryview, start: int, limit: int) -> int | None:
@@ -135,6 +146,8 @@ def find_record_start(buf: memoryview, start: int, limit: int) -> int | None:
     Entry logs have no sync markers; a boundary is believed when a chain of records parses from it, each
     with a plausible entry header (non-negative entry id, LAC below it, non-negative length), or the chain
     reaches the ledgers map or the end of the data. A random offset passes that test with negligible odds.
+    A chain cut by a corrupt record still counts after two plausible records (or one, when the corrupt
+    record is a truncated tail), so that a boundary just before damage is not skipped.
     """
     size_limit = len(buf)
     for pos in range(start, min(limit, size_limit - ef.RECORD_SIZE_PREFIX + 1)):
@@ -147,12 +160,14 @@ def find_record_start(buf: memoryview, start: int, limit: int) -> int | None:
                 if not _plausible(rec):
                     break
                 count += 1
-                if count >= RESYNC_CHAIN:
+                if count >= RESYNC_CHAIN or (count == 1 and _crc_verified(rec)):
                     return pos
             else:
                 if count:
                     return pos  # the chain reached the ledgers map or the end of the data
-        except ef.CorruptRecord:
+        except ef.CorruptRecord as exc:
+            if count >= 2 or (count == 1 and _corrupt_status(buf, exc.offset, size_limit) == TRUNCATED):
+                return pos
             continue
     return None
 

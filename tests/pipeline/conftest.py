@@ -26,6 +26,7 @@ from tests.pipeline.fleetgen import Fleet, build
 
 _support = importlib.import_module("tests.support.zookeeper")
 zookeeper = _support.zookeeper
+ledgers_root = _support.ledgers_root
 
 
 @pytest.fixture(scope="session")
@@ -74,3 +75,40 @@ def ledger_map(spark: Any, fleet: FleetFixture) -> Iterator[Any]:
         yield df
     finally:
         df.unpersist()
+
+
+@pytest.fixture(scope="session")
+def snap(spark: Any, fleet: FleetFixture) -> Any:
+    from bookie_audit import audits
+
+    return audits.load_snapshot(spark, fleet.snapshot_dir, fleet.manifest)
+
+
+@pytest.fixture(scope="session")
+def classified(ledger_map: Any, snap: Any) -> Iterator[Any]:
+    from bookie_audit import audits
+
+    df = audits.classify(ledger_map, snap).cache()
+    try:
+        yield df
+    finally:
+        df.unpersist()
+
+
+@pytest.fixture(scope="session")
+def usage_logs(classified: Any, fleet: FleetFixture) -> Any:
+    from bookie_audit import audits
+
+    return audits.usage_by_log(classified, fleet.manifest.started_ms).cache()
+
+
+@pytest.fixture(scope="session")
+def audit_out(spark: Any, fleet: FleetFixture, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The whole audit (run_audit) over the fleet, local[2]: its output directory and summary."""
+    from bookie_audit.files import LogInput
+    from bookie_audit.run import AuditOptions, run_audit
+
+    out = str(tmp_path_factory.mktemp("audit"))
+    opts = AuditOptions(logs=[LogInput(fleet.fleet.root)], metadata=fleet.snapshot_dir, out=out,
+                        min_age_days=10, split_bytes=4096)
+    return out, run_audit(spark, opts)
