@@ -148,6 +148,14 @@ class BookieConfig(BaseModel):
     http_server_port: int = Field(8080, ge=0, le=65535, description="Admin REST API port.")
     http_server_host: str = Field("0.0.0.0", description="Admin REST API listen address.")
 
+    # --- autorecovery inside the bookie process
+    auto_recovery_daemon_enabled: bool = Field(
+        False, description="Run the autorecovery auditor and replication worker in this bookie."
+    )
+    lost_bookie_recovery_delay: int = Field(
+        0, ge=0, description="Seconds a bookie may be gone before its ledgers are re-replicated."
+    )
+
     # --- garbage collection (issue 3 builds on these)
     gc_wait_time: int = Field(600000, gt=0, description="Delay between GC runs, ms.")
     gc_overreplicated_ledger_wait_time: int = Field(86400000, description="Over-replicated scan period, ms.")

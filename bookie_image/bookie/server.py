@@ -75,6 +75,7 @@ class BookieServer:
         self._tcp = await loop.create_server(
             lambda: BookieConnection(self.processor, self.conf.netty_max_frame_size_bytes, self.connections),
             self.conf.listening_interface_address, self.conf.bookie_port, reuse_address=True)
+        self._prepare_autorecovery()
         if self.conf.http_server_enabled:
             self._http = web.AppRunner(build_app(self), access_log=None)
             await self._http.setup()
@@ -83,6 +84,8 @@ class BookieServer:
             await self.gc.start()
         await self.state.start()
         await self.state.apply_disk_usage(self.usages)
+        if self.autorecovery is not None:
+            await self.autorecovery.start()
         self._tasks.append(asyncio.create_task(self._disk_monitor(), name="disk-monitor"))
         self._ready = True
         log.info("bookie %s ready (protocol port %d, http port %d)", self.bookie_id, self.conf.bookie_port,
@@ -108,6 +111,9 @@ class BookieServer:
             await self.metadata.unregister_bookie(self.bookie_id, self.state.read_only)
         if self.gc is not None and hasattr(self.gc, "stop"):
             await self.gc.stop()
+        if self.autorecovery is not None:
+            await self.autorecovery.stop()
+            await self.autorecovery.bk.close()
         if self._tcp is not None:
             self._tcp.close()
         for conn in list(self.connections):
@@ -118,6 +124,22 @@ class BookieServer:
         await self.metadata.close()
         self.stopped.set()
         log.info("bookie %s stopped", self.bookie_id)
+
+    def _prepare_autorecovery(self) -> None:
+        """autoRecoveryDaemonEnabled: auditor + replication worker sharing this bookie's ZooKeeper session."""
+        if not self.conf.auto_recovery_daemon_enabled:
+            return
+        from bookie.client import BookKeeper, ClientConfig
+        from bookie.client.autorecovery import Autorecovery
+
+        client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root),
+                            store=self.metadata)
+        self.autorecovery = Autorecovery(client, self.bookie_id,
+                                         lost_bookie_recovery_delay_s=self.conf.lost_bookie_recovery_delay)
+
+    def autorecovery_routes(self) -> dict[str, Any]:
+        """/api/v1/autorecovery/* when autorecovery runs in this bookie (mounted by ``build_app``)."""
+        return self.autorecovery.autorecovery_routes() if self.autorecovery is not None else {}
 
     async def _register(self, read_only: bool) -> None:
         await self.metadata.register_bookie(self.bookie_id, read_only)

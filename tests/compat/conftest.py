@@ -10,9 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-_zk = importlib.import_module("tests.support.zookeeper")
 _bk = importlib.import_module("tests.support.java_bookies")
-zookeeper = _zk.zookeeper
 java_cluster = _bk.java_cluster
 python_cluster = _bk.python_cluster
 cluster_factory = _bk.cluster_factory
