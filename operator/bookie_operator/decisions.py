@@ -8,6 +8,7 @@ unknown or unreachable bookie is a fact to decide on, not an exception.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bookie_operator import cron
@@ -95,7 +96,7 @@ class ReadOnlyPlan:
 
 
 def plan_read_only(bookies: list[ObservedBookie], policy: DiskPolicySpec, ensemble_size: int,
-                   previous_reasons: dict[int, str | None], decommissioning: int | None = None) -> ReadOnlyPlan:
+                   previous_reasons: Mapping[int, str | None], decommissioning: int | None = None) -> ReadOnlyPlan:
     """Desired read-only state of every reachable bookie, with hysteresis and the ensemble floor.
 
     At or above the high-water mark a bookie should be read-only; below the low-water mark writable; in

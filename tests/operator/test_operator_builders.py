@@ -1,0 +1,124 @@
+"""Desired manifests are pure functions of the spec: what a BookieCluster turns into."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bookie.config import BookieConfig
+from bookie_operator import builders
+from bookie_operator.builders import Owner
+
+from tests.operator.helpers import spec
+
+OWNER = Owner("bk", "ns", "uid-1")
+
+
+def container(sts: dict[str, Any]) -> dict[str, Any]:
+    return sts["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_statefulset_has_one_claim_template_per_volume_and_mounts_them() -> None:
+    s = spec(storage={"journal": {"size": "5Gi", "count": 1}, "ledgers": {"size": "20Gi", "count": 2,
+                                                                           "storageClassName": "fast"}})
+    sts = builders.statefulset(OWNER, s, 3)
+    claims = {c["metadata"]["name"]: c["spec"] for c in sts["spec"]["volumeClaimTemplates"]}
+    assert sorted(claims) == ["journal-0", "ledgers-0", "ledgers-1"]
+    assert claims["ledgers-1"]["resources"]["requests"]["storage"] == "20Gi"
+    assert claims["ledgers-1"]["storageClassName"] == "fast"
+    assert "storageClassName" not in claims["journal-0"]
+    mounts = {m["name"]: m["mountPath"] for m in container(sts)["volumeMounts"]}
+    assert mounts["ledgers-1"] == "/bookie/ledgers-1"
+    conf = builders.bookie_config(s)
+    assert conf["ledgerDirectories"] == "/bookie/ledgers-0,/bookie/ledgers-1"
+    assert builders.volume_claim_names("bk", s, 4) == ["journal-0-bk-4", "ledgers-0-bk-4", "ledgers-1-bk-4"]
+
+
+def test_claims_never_carry_owner_references_and_outlive_scale_down() -> None:
+    sts = builders.statefulset(OWNER, spec(), 3)
+    for claim in sts["spec"]["volumeClaimTemplates"]:
+        assert "ownerReferences" not in claim["metadata"]
+    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
+    deleting = builders.statefulset(OWNER, spec(storage={"deleteClaimsWithCluster": True}), 3)
+    assert deleting["spec"]["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] == "Delete"
+
+
+def test_every_other_object_is_owned_by_the_bookie_cluster() -> None:
+    for obj in builders.desired_objects(OWNER, spec(), 3):
+        ref = obj["metadata"]["ownerReferences"][0]
+        assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == ("BookieCluster", "bk", "uid-1", True)
+
+
+def test_readiness_probe_is_the_bookie_is_ready_endpoint_and_updates_are_rolled_by_the_operator() -> None:
+    sts = builders.statefulset(OWNER, spec(), 3)
+    probe = container(sts)["readinessProbe"]["httpGet"]
+    assert probe == {"path": "/api/v1/bookie/is_ready", "port": "http"}
+    assert sts["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    assert sts["spec"]["podManagementPolicy"] == "Parallel"
+    assert sts["spec"]["serviceName"] == "bk-headless"
+
+
+def test_config_checksum_rolls_pods_only_when_the_bookie_config_changes() -> None:
+    def checksum(**fields: object) -> str:
+        sts = builders.statefulset(OWNER, spec(**fields), 3)
+        return str(sts["spec"]["template"]["metadata"]["annotations"][builders.CHECKSUM_ANNOTATION])
+
+    base = checksum()
+    assert checksum(replicas=5) == base
+    assert checksum(diskPolicy={"readOnlyHighWaterMark": 0.9}) == base  # operator-side policy only
+    assert checksum(config={"flushInterval": 500}) != base
+    assert checksum(gc={"gcWaitTimeSeconds": 60}) != base
+
+
+def test_bookie_ids_are_stable_hostnames_not_pod_ips() -> None:
+    assert builders.bookie_id("bk", "ns", 12) == "bk-12.bk-headless.ns.svc.cluster.local:3181"
+    env = {e["name"]: e for e in container(builders.statefulset(OWNER, spec(), 3))["env"]}
+    assert env["BOOKIE_ID"]["value"] == "$(POD_NAME).bk-headless.$(POD_NAMESPACE).svc.cluster.local:3181"
+    assert env["POD_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+
+
+def test_python_bookie_config_is_a_valid_bookie_config_with_what_the_operator_needs() -> None:
+    s = spec(config={"journalSyncData": False})
+    conf = builders.bookie_config(s)
+    parsed = BookieConfig.from_properties(builders.render_properties(conf))
+    assert parsed.http_server_enabled and parsed.read_only_mode_enabled
+    assert parsed.force_allow_compaction and parsed.is_force_gc_allow_when_no_space
+    assert parsed.zk_connect == "zk-0.zk:2181" and parsed.ledgers_root == "/ledgers"
+    assert parsed.journal_sync_data is False
+    assert container(builders.statefulset(OWNER, s, 3))["command"][:2] == ["sh", "-c"]
+
+
+def test_apache_bookkeeper_gets_its_config_file_and_per_pod_identity_through_bk_variables() -> None:
+    s = spec(implementation="apache-bookkeeper", image="apache/bookkeeper:4.17.2")
+    c = container(builders.statefulset(OWNER, s, 3))
+    assert "command" not in c
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["BK_bookieId"] == "$(BOOKIE_ID)" and env["BK_advertisedAddress"] == "$(POD_IP)"
+    assert {"name": "config", "mountPath": "/opt/bookkeeper/conf/bk_server.conf", "subPath": "bk_server.conf",
+            "readOnly": True} in c["volumeMounts"]
+    conf = builders.bookie_config(s)
+    assert conf["autoRecoveryDaemonEnabled"] is True and conf["useHostNameAsBookieID"] is False
+
+
+def test_services_and_pdb() -> None:
+    headless = builders.headless_service(OWNER)
+    assert headless["spec"]["clusterIP"] == "None" and headless["spec"]["publishNotReadyAddresses"] is True
+    assert {p["port"] for p in builders.client_service(OWNER)["spec"]["ports"]} == {3181, 8080}
+    pdb = builders.pod_disruption_budget(OWNER, spec(pdb={"maxUnavailable": 2}))
+    assert pdb is not None and pdb["spec"]["maxUnavailable"] == 2
+    assert builders.pod_disruption_budget(OWNER, spec(pdb={"enabled": False})) is None
+
+
+def test_scheduling_fields_pass_through() -> None:
+    tol = [{"key": "dedicated", "operator": "Equal", "value": "bookies", "effect": "NoSchedule"}]
+    spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule"}]
+    s = spec(tolerations=tol, topologySpreadConstraints=spread, resources={"requests": {"cpu": "500m"}},
+             affinity={"podAntiAffinity": {}})
+    pod = builders.statefulset(OWNER, s, 3)["spec"]["template"]["spec"]
+    assert pod["tolerations"] == tol and pod["topologySpreadConstraints"] == spread
+    assert pod["containers"][0]["resources"] == {"requests": {"cpu": "500m"}}
+
+
+def test_ordinals_sort_as_integers() -> None:
+    names = ["bk-10", "bk-9", "bk-2", "bk-1"]
+    assert sorted(names, key=lambda n: builders.ordinal_of(n) or 0) == ["bk-1", "bk-2", "bk-9", "bk-10"]
+    assert builders.ordinal_of("bk-x") is None
