@@ -234,6 +234,7 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         "containers": [container],
         "volumes": volumes,
         "terminationGracePeriodSeconds": 60,
+        "securityContext": {"fsGroup": 10000},  # the bookie images run as uid 10000
         "enableServiceLinks": False,
     }
     for key, value in (("affinity", spec.affinity), ("tolerations", spec.tolerations),
