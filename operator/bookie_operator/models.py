@@ -408,6 +408,7 @@ class BookieClusterStatus(Model):
     writable_bookies: int = 0
     label_selector: str | None = None
     config_checksum: str | None = None
+    instance_id: str | None = Field(default=None, description="BookKeeper instance id of the metadata service.")
     conditions: list[Condition] = Field(default_factory=list)
     bookies: list[BookieStatus] = Field(default_factory=list)
     compaction: CompactionStatus = Field(default_factory=CompactionStatus)

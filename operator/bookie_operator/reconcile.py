@@ -148,6 +148,8 @@ async def _reconcile(t: Tick) -> None:
         return
     owner = Owner(t.name, t.namespace, t.uid)
     kube = t.op.kube
+    if not await _metadata_ready(t, spec):
+        return
     sts = await kube.get("StatefulSet", t.namespace, builders.statefulset_name(t.name))
     current = int(sts["spec"]["replicas"]) if sts else None
     pods = await kube.list("Pod", t.namespace, builders.label_selector(t.name))
@@ -165,6 +167,25 @@ async def _reconcile(t: Tick) -> None:
     ur = await _rolling(t, spec, observed, sts)
     await _scale_up(t, spec, plan, observed, current)
     _record(t, spec, observed, plan, sts, replicas, degraded, ur)
+
+
+async def _metadata_ready(t: Tick, spec: BookieClusterSpec) -> bool:
+    """The BookKeeper metadata layout exists (created once, idempotently, for Python and Java bookies)."""
+    if t.status.instance_id:
+        return True
+    try:
+        t.status.instance_id = await (await _store(t, spec)).init_cluster()
+    except zk.MetadataError as exc:
+        message = f"metadata service {spec.metadata_service.zk_servers}{spec.metadata_service.ledgers_root}: {exc}"
+        if t.was("Degraded") != "True":
+            t.event("Warning", "MetadataServiceUnavailable", message)
+        t.condition("Degraded", True, "MetadataServiceUnavailable", message)
+        t.condition("Ready", False, "MetadataServiceUnavailable", message)
+        t.wait(message)
+        return False
+    t.event("Normal", "MetadataInitialized", f"BookKeeper metadata at {spec.metadata_service.ledgers_root} "
+            f"(instance {t.status.instance_id})")
+    return True
 
 
 def _message(status: BookieClusterStatus, type_: str) -> str | None:

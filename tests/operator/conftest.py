@@ -1,0 +1,235 @@
+"""Fixtures for the operator's tests against the real local control plane (tests/support/kube.py), a real
+ZooKeeper (tests/support/zookeeper.py) and real bookie processes run by the pod runner.
+
+``bookie_crd`` (session): the generated CRD, installed with ``kubectl apply --server-side``.
+``operator_factory``: runs ``python -m bookie_operator`` for one namespace as a real process (its own process
+group); ``start()``, ``kill()`` (SIGKILL, for restart tests) and the log text.
+``small_ledger_volumes``: statically provisioned PersistentVolumes on size-limited tmpfs mounts, pre-bound to
+the ledger claims of a BookieCluster, so "filling one bookie's disk" fills exactly that bookie's filesystem.
+``cluster_dns``: resolves ``<pod>.<service>.<namespace>.svc.cluster.local`` in this test process from the
+pods' IPs, as CoreDNS does in a real cluster (the local control plane has no cluster DNS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from bookie_operator import crd
+
+from tests.support.kube import KubeTarget, wait_for
+
+Obj = dict[str, Any]
+INTERVAL = 2.0
+
+
+@pytest.fixture(scope="session")
+def bookie_crd(kube: KubeTarget) -> str:
+    kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=crd.render())
+    name = f"bookieclusters.{crd.models.GROUP}"
+
+    def established() -> bool:
+        obj = kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        return bool(obj) and any(c["type"] == "Established" and c["status"] == "True"
+                                 for c in obj.get("status", {}).get("conditions", []))
+
+    wait_for(established, 30, what="the BookieCluster CRD established")
+    return name
+
+
+@dataclass
+class OperatorProcess:
+    kubeconfig: Path
+    namespace: str
+    log_path: Path
+    interval: float = INTERVAL
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    def start(self) -> OperatorProcess:
+        assert self.proc is None or self.proc.poll() is not None, "operator already running"
+        self.starts += 1
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n===== start {self.starts}\n".encode())
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "bookie_operator", "--namespace", self.namespace, "--kubeconfig",
+                 str(self.kubeconfig), "--interval", str(self.interval), "--metrics-port", "0", "--liveness", "",
+                 "--log-format", "plain"],
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no goodbye (an operator pod evicted mid-way)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@pytest.fixture
+def operator_factory(kube: KubeTarget, bookie_crd: str, tmp_path: Path) -> Iterator[Callable[[str], OperatorProcess]]:
+    made: list[OperatorProcess] = []
+
+    def make(namespace: str) -> OperatorProcess:
+        op = OperatorProcess(kube.kubeconfig, namespace, tmp_path / f"operator-{namespace}.log")
+        made.append(op)
+        return op.start()
+
+    try:
+        yield make
+    finally:
+        for op in made:
+            op.stop()
+            print(f"\n[operator log {op.namespace}]\n" + op.log[-6000:])
+
+
+@dataclass
+class SmallVolumes:
+    storage_class: str
+    paths: dict[str, Path] = field(default_factory=dict)   # claim name -> host path (a tmpfs)
+
+    def fill(self, claim: str, fraction: float) -> Path:
+        """Write a file that takes ``fraction`` of the claim's filesystem (real blocks, not sparse)."""
+        path = self.paths[claim]
+        stat = os.statvfs(path)
+        size = int(stat.f_blocks * stat.f_frsize * fraction)
+        target = path / "ballast.bin"
+        with open(target, "wb") as out:
+            chunk = b"\xa5" * (1 << 20)
+            for _ in range(size // len(chunk)):
+                out.write(chunk)
+        return target
+
+    def used_fraction(self, claim: str) -> float:
+        stat = os.statvfs(self.paths[claim])
+        return 1 - stat.f_bavail / stat.f_blocks
+
+
+@pytest.fixture
+def small_ledger_volumes(kube: KubeTarget, kube_namespace: str, tmp_path: Path) \
+        -> Iterator[Callable[[str, int, int], SmallVolumes]]:
+    created: list[tuple[str, Path]] = []
+
+    def make(cluster: str, count: int, size_mb: int = 256) -> SmallVolumes:
+        vols = SmallVolumes(f"{kube_namespace}-small")
+        for ordinal in range(count):
+            claim = f"ledgers-0-{cluster}-{ordinal}"
+            path = tmp_path / "tmpfs" / claim
+            path.mkdir(parents=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(path)], check=True)
+            pv = f"{kube_namespace}-{claim}"
+            created.append((pv, path))
+            kube.api.create("/api/v1/persistentvolumes", {
+                "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+                "spec": {"capacity": {"storage": f"{size_mb}Mi"}, "accessModes": ["ReadWriteOnce"],
+                         "persistentVolumeReclaimPolicy": "Retain", "storageClassName": vols.storage_class,
+                         "hostPath": {"path": str(path), "type": "Directory"},
+                         "claimRef": {"namespace": kube_namespace, "name": claim}}})
+            vols.paths[claim] = path
+        return vols
+
+    try:
+        yield make
+    finally:
+        for pv, path in created:
+            with contextlib.suppress(Exception):
+                kube.api.delete(f"/api/v1/persistentvolumes/{pv}")
+            subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+@pytest.fixture
+def cluster_dns(kube: KubeTarget, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and ".svc." in host:
+            pod, _service, namespace = host.split(".")[:3]
+            obj = kube.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")
+            ip = (obj or {}).get("status", {}).get("podIP")
+            if ip:
+                host = ip
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+# ------------------------------------------------------------------------------------------- helpers
+def bookie_cluster(name: str, zk: str, root: str, **spec: Any) -> Obj:
+    """A BookieCluster manifest: test-sized volumes and fast bookie checkpoints."""
+    body: Obj = {
+        "replicas": 3,
+        "ensembleSize": 2,
+        "metadataService": {"zkServers": zk, "ledgersRoot": root},
+        "storage": {"journal": {"size": "1Gi"}, "ledgers": {"size": "1Gi"}},
+        "config": {"flushInterval": 1000, "diskCheckInterval": 500, "journalSyncData": False},
+    }
+    for key, value in spec.items():
+        if isinstance(value, dict) and isinstance(body.get(key), dict):
+            body[key] = {**body[key], **value}
+        else:
+            body[key] = value
+    return {"apiVersion": f"{crd.models.GROUP}/{crd.models.VERSION}", "kind": crd.models.KIND,
+            "metadata": {"name": name}, "spec": body}
+
+
+def get_cluster(kube: KubeTarget, namespace: str, name: str) -> Obj:
+    obj = kube.get(f"/apis/{crd.models.GROUP}/{crd.models.VERSION}/namespaces/{namespace}/"
+                   f"{crd.models.PLURAL}/{name}")
+    assert obj is not None
+    return obj
+
+
+def condition(obj: Obj, type_: str) -> Obj | None:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == type_), None)
+
+
+def wait_ready(kube: KubeTarget, namespace: str, name: str, timeout: float = 180) -> Obj:
+    def ready() -> Obj | None:
+        obj = get_cluster(kube, namespace, name)
+        c = condition(obj, "Ready")
+        gen = obj["metadata"].get("generation")
+        if c and c["status"] == "True" and obj["status"].get("observedGeneration") == gen:
+            return obj
+        return None
+
+    return wait_for(ready, timeout, interval=0.5, what=f"BookieCluster {name} Ready")
+
+
+def bookie_status(obj: Obj, ordinal: int) -> Obj:
+    return next(b for b in obj["status"]["bookies"] if b["ordinal"] == ordinal)
+
+
+def events(kube: KubeTarget, namespace: str, name: str, reason: str | None = None) -> list[Obj]:
+    return [e for e in kube.events(namespace, name) if reason is None or e.get("reason") == reason]
+
+
+def patch_spec(kube: KubeTarget, namespace: str, name: str, spec: Obj) -> None:
+    kube.kubectl("-n", namespace, "patch", f"{crd.models.PLURAL}.{crd.models.GROUP}", name, "--type", "merge",
+                 "-p", yaml.safe_dump({"spec": spec}, default_flow_style=True).strip())
+
+
+def elapsed(start: float) -> float:
+    return time.monotonic() - start
