@@ -41,8 +41,8 @@ def bookie_crd(kube: KubeTarget) -> str:
 
     def established() -> bool:
         obj = kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-        return bool(obj) and any(c["type"] == "Established" and c["status"] == "True"
-                                 for c in obj.get("status", {}).get("conditions", []))
+        return obj is not None and any(c["type"] == "Established" and c["status"] == "True"
+                                       for c in obj.get("status", {}).get("conditions", []))
 
     wait_for(established, 30, what="the BookieCluster CRD established")
     return name
