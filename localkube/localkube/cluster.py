@@ -390,9 +390,10 @@ class LocalCluster:
                     child.poll()
                 else:
                     procs.reap(int(entry["pid"]))
-        from localkube.runner.state import kill_leftover_pods
+        from localkube.runner.state import kill_leftover_pods, release_all_claims
 
         kill_leftover_pods(self.state_dir / "runner")
+        release_all_claims(self.state_dir / "runner")
         if processes:
             state["processes"] = {}
             state["stopped_at"] = time.time()

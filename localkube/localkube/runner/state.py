@@ -16,6 +16,9 @@ import threading
 from pathlib import Path
 
 MARKER_ENV = "LOCALKUBE_STATE"
+# Pod IPs are claimed machine-wide (several clusters may run at once: a test session, a developer's), one
+# file per address, created exclusively; a claim whose runner process is gone is stale and taken over.
+IP_REGISTRY = Path(os.environ.get("LOCALKUBE_IP_REGISTRY", "/tmp/localkube-pod-ips"))
 FIRST_IP = ipaddress.IPv4Address("127.0.1.1")   # 127.0.0.x is left to the playground's bookies
 LAST_IP = ipaddress.IPv4Address("127.0.254.254")
 
@@ -55,18 +58,45 @@ class RunnerState:
         tmp.write_text(json.dumps({"ips": self._ips, "cursor": self._cursor}))
         tmp.replace(self._ips_file)
 
+    def _claim(self, ip: str, uid: str) -> bool:
+        """Claim ``ip`` machine-wide for pod ``uid`` of this runner (True), or find it taken (False)."""
+        IP_REGISTRY.mkdir(parents=True, exist_ok=True)
+        path = IP_REGISTRY / ip
+        content = f"{os.getpid()} {self.root} {uid}\n"
+        for _ in range(2):
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    pid_text, root, owner = path.read_text().split()
+                except (OSError, ValueError):
+                    continue  # being written, or gone meanwhile: look again
+                if root == str(self.root) and owner == uid:
+                    path.write_text(content)   # ours, from before a runner restart
+                    return True
+                if Path(f"/proc/{pid_text}").exists():
+                    return False
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()   # stale: its runner is gone
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(content)
+            return True
+        return False
+
     def allocate_ip(self, uid: str) -> str:
-        """A loopback address of the pod's own, 127.0.x.y (x >= 1), stable for the pod's lifetime."""
+        """A loopback address of the pod's own, 127.0.x.y (x >= 1), stable for the pod's lifetime and unique
+        on this machine across localkube clusters."""
         with self._lock:
-            if uid in self._ips:
+            if uid in self._ips and self._claim(self._ips[uid], uid):
                 return self._ips[uid]
-            used = set(self._ips.values())
+            used = set(self._ips.values()) | listening_ips()
             span = int(LAST_IP) - int(FIRST_IP) + 1
             for _ in range(span):
                 candidate = ipaddress.IPv4Address(self._cursor)
                 self._cursor = self._cursor + 1 if self._cursor < int(LAST_IP) else int(FIRST_IP)
                 last = int(candidate) & 0xFF
-                if last in (0, 255) or str(candidate) in used:
+                if last in (0, 255) or str(candidate) in used or not self._claim(str(candidate), uid):
                     continue
                 self._ips[uid] = str(candidate)
                 self._save_ips()
@@ -75,12 +105,40 @@ class RunnerState:
 
     def release_ip(self, uid: str) -> None:
         with self._lock:
-            if self._ips.pop(uid, None) is not None:
+            ip = self._ips.pop(uid, None)
+            if ip is not None:
                 self._save_ips()
+                release_claim(ip, self.root)
 
     def known_pod_uids(self) -> set[str]:
         with self._lock:
             return set(self._ips)
+
+
+def listening_ips() -> set[str]:
+    """IPv4 addresses with a listening TCP socket now (another cluster's pod, anything else)."""
+    found = set()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == "0A":   # TCP_LISTEN
+                hex_ip = fields[1].split(":")[0]
+                found.add(str(ipaddress.IPv4Address(bytes.fromhex(hex_ip)[::-1])))
+    return found
+
+
+def release_claim(ip: str, root: Path) -> None:
+    path = IP_REGISTRY / ip
+    with contextlib.suppress(OSError, ValueError):
+        if path.read_text().split()[1] == str(root):
+            path.unlink()
+
+
+def release_all_claims(root: Path) -> None:
+    """Give back every pod IP claimed by the runner of ``root`` (the cluster is going down)."""
+    if IP_REGISTRY.is_dir():
+        for entry in IP_REGISTRY.iterdir():
+            release_claim(entry.name, root.resolve())
 
 
 def _environ_has(pid: int, marker: bytes) -> bool:
