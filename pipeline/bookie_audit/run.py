@@ -211,7 +211,7 @@ def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) 
         summary.totals[key] = int(sum((row[key] or 0) for row in ub))
     ul = pq.read_table(out("usage_logs"), columns=["state"]).column("state").to_pylist()
     summary.states = {s: ul.count(s) for s in sorted(set(ul))}
-    summary.totals["flagged"] = pq.read_metadata(out("flagged")).num_rows if os.path.exists(out("flagged")) else 0
+    summary.totals["flagged"] = pq.read_table(out("flagged")).num_rows
     summary.findings = findings(opts.out, summary)
     classified.unpersist()
     summary.elapsed_s = round(time.monotonic() - t0, 2)

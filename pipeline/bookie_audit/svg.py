@@ -8,8 +8,8 @@ from html import escape
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac")
-W, H = 640, 320
-ML, MR, MT, MB = 64, 150, 20, 44  # margins (right margin holds the legend)
+W, H = 680, 320
+ML, MR, MT, MB = 64, 190, 20, 44  # margins (right margin holds the legend)
 
 
 def color(i: int) -> str:
@@ -73,7 +73,7 @@ def _legend(parts: list[str], names: Sequence[str], dashed: Sequence[bool] = ())
         x = W - MR + 12
         dash = ' stroke-dasharray="4 3"' if i < len(dashed) and dashed[i] else ""
         parts.append(f'<line x1="{x}" y1="{y}" x2="{x + 16}" y2="{y}" stroke="{color(i)}" stroke-width="4"{dash}/>'
-                     f'<text x="{x + 22}" y="{y + 4}" font-size="11">{escape(name[:20])}</text>')
+                     f'<text x="{x + 22}" y="{y + 4}" font-size="11">{escape(name[:28])}</text>')
 
 
 def scatter(title: str, series: dict[str, list[tuple[float, float]]], xlabel: str, ylabel: str,

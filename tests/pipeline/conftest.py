@@ -110,5 +110,5 @@ def audit_out(spark: Any, fleet: FleetFixture, tmp_path_factory: pytest.TempPath
 
     out = str(tmp_path_factory.mktemp("audit"))
     opts = AuditOptions(logs=[LogInput(fleet.fleet.root)], metadata=fleet.snapshot_dir, out=out,
-                        min_age_days=10, split_bytes=4096)
+                        min_age_days=10, split_bytes=64 << 10)
     return out, run_audit(spark, opts)
