@@ -205,9 +205,13 @@ def compaction_tick(spec: CompactionSpec, status: CompactionStatus, ordinals: li
         if run.active is not None:
             gc = gc_by_ordinal.get(run.active)
             since = parse_time(run.active_since) or now
+            # Finished: nothing runs and the bookie's counters or its last compaction time moved (Apache
+            # BookKeeper's counters stay 0 without a stats provider; its times always move).
             finished = gc is not None and not gc.in_force_gc and not gc.compacting and (
                 (run.baseline_major is not None and gc.major_count > run.baseline_major)
-                or (run.baseline_minor is not None and gc.minor_count > run.baseline_minor))
+                or (run.baseline_minor is not None and gc.minor_count > run.baseline_minor)
+                or (run.baseline_time_ms is not None
+                    and max(gc.last_major_ms, gc.last_minor_ms) > run.baseline_time_ms))
             if finished:
                 actions.append(CompactionAction("finished", run.active))
                 run.done.append(run.active)
@@ -225,6 +229,7 @@ def compaction_tick(spec: CompactionSpec, status: CompactionStatus, ordinals: li
                     continue
                 run.active, run.active_since = nxt, iso(now)
                 run.baseline_major, run.baseline_minor = gc.major_count, gc.minor_count
+                run.baseline_time_ms = max(gc.last_major_ms, gc.last_minor_ms)
                 actions.append(CompactionAction("trigger", nxt))
                 break
         if run.active is None and not run.pending:

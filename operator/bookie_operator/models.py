@@ -375,6 +375,7 @@ class CompactionRunStatus(Model):
     active_since: str | None = None
     baseline_major: int | None = Field(default=None, description="Major compaction counter before the trigger.")
     baseline_minor: int | None = Field(default=None, description="Minor compaction counter before the trigger.")
+    baseline_time_ms: int | None = Field(default=None, description="Last compaction time before the trigger.")
     done: list[int] = Field(default_factory=list, description="Ordinals compacted in this run.")
 
 

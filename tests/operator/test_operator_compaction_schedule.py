@@ -67,6 +67,17 @@ def test_after_an_operator_restart_many_missed_fire_times_give_one_run() -> None
     assert new.run is not None and new.run.scheduled_for == iso(NOW)
 
 
+def test_a_bookie_without_counters_is_finished_when_its_last_compaction_time_moves() -> None:
+    status = CompactionStatus(last_schedule_time=iso(NOW - dt.timedelta(hours=1)))
+    before = GcInfo(in_force_gc=False, compacting=False, major_count=0, minor_count=0, last_major_ms=1000,
+                    last_minor_ms=1000)
+    status, _, _ = tick(status, NOW, {0: before})
+    after = GcInfo(in_force_gc=False, compacting=False, major_count=0, minor_count=0, last_major_ms=5000,
+                   last_minor_ms=5000)
+    status, actions, _ = tick(status, NOW + dt.timedelta(seconds=5), {0: after})
+    assert [(a.kind, a.ordinal) for a in actions] == [("finished", 0)] and status.run is None
+
+
 def test_a_new_cluster_does_not_run_schedules_from_before_it_existed() -> None:
     new, actions, _ = compaction_tick(HOURLY, CompactionStatus(), [0], {0: gc()}, NOW + dt.timedelta(minutes=3),
                                       NOW + dt.timedelta(minutes=1))
