@@ -4,6 +4,7 @@ filesystems (tmpfs) statically provisioned per bookie, so only that bookie's dis
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -75,7 +76,7 @@ async def test_a_full_disk_goes_read_only_within_two_ticks_and_comes_back_when_f
         assert f"bk-1.bk-headless.{ns}.svc.cluster.local:3181" in await store.list_bookies(readonly=True)
 
     # It stays read-only tick after tick (the operator re-asserts it).
-    time.sleep(3 * INTERVAL)
+    await asyncio.sleep(3 * INTERVAL)
     assert await bookie_read_only(kube, ns, "bk-1")
 
     ballast.unlink()
