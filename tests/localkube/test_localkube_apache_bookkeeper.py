@@ -20,7 +20,7 @@ def test_apache_bookkeeper_image_runs_the_java_bookie(kube: KubeTarget, kube_nam
            {"name": "BK_metadataServiceUri", "value": f"zk+hierarchical://{zookeeper.connect_string}{root}"},
            {"name": "BK_advertisedAddress", "value": "$(POD_IP)"},
            {"name": "BK_allowLoopback", "value": "true"},
-           {"name": "BK_bookiePort", "value": "3181"},
+           {"name": "BK_bookiePort", "value": "32181"},
            {"name": "BK_journalDirectories", "value": "/bk/journal"},
            {"name": "BK_ledgerDirectories", "value": "/bk/ledgers"},
            {"name": "BK_httpServerEnabled", "value": "false"},
@@ -30,7 +30,7 @@ def test_apache_bookkeeper_image_runs_the_java_bookie(kube: KubeTarget, kube_nam
                             "env": env}],
         "containers": [{"name": "bookie", "image": "apache/bookkeeper:4.17.3", "env": env,
                         "volumeMounts": [{"name": "data", "mountPath": "/bk"}],
-                        "readinessProbe": {"tcpSocket": {"port": 3181}, "periodSeconds": 1}}],
+                        "readinessProbe": {"tcpSocket": {"port": 32181}, "periodSeconds": 1}}],
         "volumes": [{"name": "data", "emptyDir": {}}],
     }}, namespace=kube_namespace)
 
@@ -42,12 +42,12 @@ def test_apache_bookkeeper_image_runs_the_java_bookie(kube: KubeTarget, kube_nam
     ip = pod["status"]["podIP"]
     init = pod["status"]["initContainerStatuses"][0]["state"]["terminated"]
     assert init["exitCode"] == 0
-    with socket.create_connection((ip, 3181), timeout=5):
+    with socket.create_connection((ip, 32181), timeout=5):
         pass
     zk = KazooClient(hosts=zookeeper.connect_string)
     zk.start()
     try:
-        wait_for(lambda: f"{ip}:3181" in zk.get_children(f"{root}/available"), 30,
+        wait_for(lambda: f"{ip}:32181" in zk.get_children(f"{root}/available"), 30,
                  what="the bookie registered in ZooKeeper")
     finally:
         zk.stop()

@@ -6,7 +6,9 @@
 for the whole session (``LocalCluster`` with free ports, in a temporary directory) and stops it at the end,
 nothing left running. With ``BOOKIE_FLEET_KUBECONFIG=/path/to/kubeconfig`` the same tests run against that
 cluster instead (e.g. kind from kind-config.yaml); nothing is started or stopped then.
-``kube_cluster`` (session): the ``LocalCluster`` itself, for tests of localkube (always local).
+``kube_cluster`` (session): the ``LocalCluster`` itself, for tests of localkube (always local; the same
+cluster as ``kube``'s unless ``BOOKIE_FLEET_KUBECONFIG`` points elsewhere). tests/localkube/conftest.py
+overrides ``kube`` with ``local_target(kube_cluster)`` so that localkube's own tests always run locally.
 ``kube_namespace``: a fresh namespace per test, deleted afterwards.
 
 Registered for every test folder by tests/conftest.py (``pytest_plugins``).
@@ -130,32 +132,29 @@ def container_pid(pod: dict[str, Any], container: str | None = None) -> int | No
 
 
 @pytest.fixture(scope="session")
-def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeTarget]:
-    workdir = tmp_path_factory.mktemp("kube")
-    external = os.environ.get(KUBECONFIG_ENV)
-    if external:
-        yield KubeTarget(Path(external), KubeAPI.from_kubeconfig(external), None, workdir)
-        return
-    cluster = LocalCluster(workdir / "cluster", ephemeral_ports=True)
+def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """The local cluster of the session (started on first use, stopped at the end)."""
+    cluster = LocalCluster(tmp_path_factory.mktemp("localkube") / "cluster", ephemeral_ports=True)
     cluster.up()
     print(f"\n[localkube] cluster ready in {cluster.ready_seconds:.1f}s at {cluster.server} ({cluster.state_dir})")
-    try:
-        yield KubeTarget(cluster.admin_kubeconfig, cluster.api("bookie-fleet-tests"), cluster, workdir)
-    finally:
-        cluster.down()
-
-
-@pytest.fixture(scope="session")
-def kube_cluster(kube: KubeTarget, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    if kube.local is not None:
-        yield kube.local
-        return
-    cluster = LocalCluster(tmp_path_factory.mktemp("localkube"), ephemeral_ports=True)
-    cluster.up()
     try:
         yield cluster
     finally:
         cluster.down()
+
+
+def local_target(cluster: LocalCluster, workdir: Path) -> KubeTarget:
+    return KubeTarget(cluster.admin_kubeconfig, cluster.api("bookie-fleet-tests"), cluster, workdir)
+
+
+@pytest.fixture(scope="session")
+def kube(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> KubeTarget:
+    """The cluster tests run against: $BOOKIE_FLEET_KUBECONFIG's if set, else the session's local cluster."""
+    workdir = tmp_path_factory.mktemp("kube")
+    external = os.environ.get(KUBECONFIG_ENV)
+    if external:
+        return KubeTarget(Path(external), KubeAPI.from_kubeconfig(external), None, workdir)
+    return local_target(request.getfixturevalue("kube_cluster"), workdir)
 
 
 @pytest.fixture

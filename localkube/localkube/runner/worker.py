@@ -306,6 +306,8 @@ class PodWorker(threading.Thread):
         return proc
 
     def _start(self, c: ContainerRun) -> None:
+        key = "initContainers" if c.init else "containers"
+        c.spec = next((s for s in self.pod["spec"].get(key, []) if s["name"] == c.name), c.spec)
         argv = self._prepare(c)
         if argv is None:
             c.backoff_until = time.monotonic() + 2
