@@ -27,8 +27,12 @@ def build_session(master: str | None = None, *, app_name: str = "bookie-audit",
 
     from bookie_audit.datasource import EntryLogDataSource
 
-    master = master or os.environ.get("BOOKIE_AUDIT_MASTER") or DEFAULT_MASTER
-    builder = (SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder
+    master = master or os.environ.get("BOOKIE_AUDIT_MASTER")
+    if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
+        # Under spark-submit (the JVM started this Python) the master comes from spark-submit's --master.
+        builder = builder.master(master or DEFAULT_MASTER)
+    builder = (builder.appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.pyspark.python", sys.executable)
