@@ -209,8 +209,8 @@ class Runner:
                 path = Path(spec.get("hostPath", {}).get("path", ""))
                 if path.is_relative_to(self.state.volumes):
                     shutil.rmtree(path, ignore_errors=True)
-                with_retry = self.api.delete(f"/api/v1/persistentvolumes/{meta['name']}")
-                log.info("deleted released volume %s (%s)", meta["name"], "ok" if with_retry else "gone")
+                self.api.delete(f"/api/v1/persistentvolumes/{meta['name']}")
+                log.info("deleted released volume %s and %s", meta["name"], path)
 
     # ------------------------------------------------------------------------------------- pods
     def sync_pods(self) -> None:

@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from localkube import procs
 from localkube.kapi import ApiError
 from localkube.runner import images
-from localkube.runner.envvars import EnvError, container_env
+from localkube.runner.envvars import EnvError, container_env, expand
 from localkube.runner.probes import ProbeState, run_probe
 from localkube.runner.volumes import VolumeError, VolumeManager, VolumeNotReady, container_mounts
 
@@ -238,8 +239,6 @@ class PodWorker(threading.Thread):
 
     # ------------------------------------------------------------------------------- containers
     def _base_env(self, entry: images.ImageEntry) -> dict[str, str]:
-        import os
-
         port = str(self.runner.apiserver_port)
         env = {
             "PATH": ":".join(entry.path),
@@ -274,8 +273,6 @@ class PodWorker(threading.Thread):
                 c.env["LD_PRELOAD"] = " ".join(filter(None, [str(self.runner.bind_shim), c.env.get("LD_PRELOAD")]))
             k, _, v = self.runner.state.marker.partition("=")
             c.env[k] = v
-            from localkube.runner.envvars import expand
-
             command = [expand(a, c.env) for a in c.spec.get("command") or []] or None
             args = [expand(a, c.env) for a in c.spec.get("args") or []] or None
             argv = images.resolve_argv(entry, command, args)
