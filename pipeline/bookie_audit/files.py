@@ -1,8 +1,10 @@
 """Finding entry logs and reading their bytes: local directories (mmap) or any pyarrow file-system URI.
 
-A log input is ``[bookieId=]path``. Without an explicit bookie id, each log's bookie is the ``bookieHost`` of
-the cookie (``VERSION``) next to it, as every BookKeeper ledger directory ``<dir>/current/`` holds one;
-failing that, the first folder under the given root (``root/<bookie>/...``), or the root's own name.
+A log input is ``[bookieId=]path``, searched recursively for ``<hex>.log`` files (RocksDB index
+directories, whose WAL files are named ``<n>.log`` too, are skipped). Without an explicit bookie id, each
+log's bookie is the ``bookieHost`` of the cookie (``VERSION``) next to it, as every BookKeeper ledger
+directory ``<dir>/current/`` holds one; failing that, the first folder under the given root
+(``root/<bookie>/...``), or the root's own name.
 """
 
 from __future__ import annotations
@@ -69,6 +71,16 @@ def _cookie_bookie(directory: str, cache: dict[str, str | None]) -> str | None:
     return cache[directory]
 
 
+# DbLedgerStorage keeps RocksDB indexes in <dir>/current/{ledgers,locations}; RocksDB's WAL files are also
+# named <number>.log, which would parse as entry-log names.
+_ROCKSDB_DIRS = ("ledgers", "locations")
+
+
+def _is_rocksdb(dirpath: str, names: Sequence[str]) -> bool:
+    return "IDENTITY" in names or "CURRENT" in names or (
+        os.path.basename(dirpath) in _ROCKSDB_DIRS and os.path.basename(os.path.dirname(dirpath)) == "current")
+
+
 def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
     """Every ``<hex>.log`` under the inputs (recursively), sorted by bookie, path. Raises ``AuditInputError``."""
     if not inputs:
@@ -85,7 +97,10 @@ def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
                 st = os.stat(root)
                 entries.append((root, st.st_size, st.st_mtime_ns // 1_000_000))
             else:
-                for dirpath, _dirs, names in os.walk(root):
+                for dirpath, dirs, names in os.walk(root):
+                    if _is_rocksdb(dirpath, names):
+                        dirs[:] = []
+                        continue
                     for name in names:
                         if parse_log_file_name(name) is not None:
                             full = os.path.join(dirpath, name)
@@ -101,6 +116,9 @@ def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
                 pafs.FileSelector(root, recursive=True))
             scheme = item.path.split("://", 1)[0]
             for fi in infos:
+                parent = fi.path.rsplit("/", 2)
+                if len(parent) == 3 and parent[0].endswith("/current") and parent[1] in _ROCKSDB_DIRS:
+                    continue
                 if fi.type == pafs.FileType.File and parse_log_file_name(fi.base_name) is not None:
                     mtime = fi.mtime_ns // 1_000_000 if fi.mtime_ns is not None else 0
                     entries.append((f"{scheme}://{fi.path}", fi.size, mtime))

@@ -27,6 +27,7 @@ from tests.pipeline.fleetgen import Fleet, build
 _support = importlib.import_module("tests.support.zookeeper")
 zookeeper = _support.zookeeper
 ledgers_root = _support.ledgers_root
+bookie_factory = importlib.import_module("tests.support.bookies").bookie_factory
 
 
 @pytest.fixture(scope="session")
