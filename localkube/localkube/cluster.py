@@ -346,7 +346,7 @@ class LocalCluster:
         node = self._get_json(f"/api/v1/nodes/{self.node_name}")
         if not node:
             return False
-        conditions = node.get("status", {}).get("conditions", [])
+        conditions = node.get("status", {}).get("conditions") or []
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
     def _bootstrap_objects(self) -> None:

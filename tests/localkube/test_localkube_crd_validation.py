@@ -46,7 +46,7 @@ def test_crd_schema_rejects_invalid_objects(kube: KubeTarget, kube_namespace: st
     kube.apply(CRD)
     wait_for(lambda: any(c["type"] == "Established" and c["status"] == "True" for c in
                          (kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.test.localkube.io")
-                          or {}).get("status", {}).get("conditions", [])), 30, what="CRD Established")
+                          or {}).get("status", {}).get("conditions") or []), 30, what="CRD Established")
     path = f"/apis/test.localkube.io/v1alpha1/namespaces/{kube_namespace}/widgets"
 
     def served() -> bool:

@@ -29,7 +29,7 @@ print("REPORT " + json.dumps({
     "argv": sys.argv[1:], "cwd": os.getcwd(),
     "env": {k: v for k, v in os.environ.items() if k.startswith(("MY_", "CFG_", "KUBERNETES_SERVICE"))},
     "files": {p: read(p) for p in ["/etc/settings/mode", "/etc/settings/renamed", "/etc/creds/password",
-                                   "/etc/podinfo/labels", "/work/scratch/.keep"]},
+                                   "/etc/podinfo/labels", "/srv/app/scratch/.keep"]},
     "api": api,
 }), flush=True)
 """
@@ -50,7 +50,7 @@ def test_container_sees_env_volumes_and_service_account(kube: KubeTarget, kube_n
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "env", "labels": {"app": "env"}}, "spec": {
             "serviceAccountName": "reader", "restartPolicy": "Never",
             "containers": [{
-                "name": "report", "image": "docker.io/library/python:3.11", "workingDir": "/work",
+                "name": "report", "image": "docker.io/library/python:3.11", "workingDir": "/srv/app",
                 "command": ["python3", "-c", REPORT], "args": ["$(MY_POD)", "$$(MY_POD)", "$(UNDEFINED)"],
                 "env": [
                     {"name": "MY_POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -66,7 +66,7 @@ def test_container_sees_env_volumes_and_service_account(kube: KubeTarget, kube_n
                     {"name": "renamed", "mountPath": "/etc/settings/renamed", "subPath": "renamed"},
                     {"name": "creds", "mountPath": "/etc/creds"},
                     {"name": "podinfo", "mountPath": "/etc/podinfo"},
-                    {"name": "scratch", "mountPath": "/work/scratch"},
+                    {"name": "scratch", "mountPath": "/srv/app/scratch"},
                 ],
             }],
             "volumes": [
@@ -92,7 +92,7 @@ def test_container_sees_env_volumes_and_service_account(kube: KubeTarget, kube_n
     report = json.loads(log.split("REPORT ", 1)[1].splitlines()[0])
     ip = pod["status"]["podIP"]
     assert report["argv"] == ["env", "$(MY_POD)", "$(UNDEFINED)"]
-    assert report["cwd"] == "/work"
+    assert report["cwd"] == "/srv/app"
     env = report["env"]
     assert env["MY_POD"] == "env" and env["MY_NS"] == ns and env["MY_IP"] == ip
     assert env["MY_URL"] == f"http://{ip}:8080/env"
@@ -101,7 +101,7 @@ def test_container_sees_env_volumes_and_service_account(kube: KubeTarget, kube_n
     assert env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
     assert report["files"] == {"/etc/settings/mode": "fast", "/etc/settings/renamed": "fast",
                                "/etc/creds/password": "s3cret", "/etc/podinfo/labels": 'app="env"',
-                               "/work/scratch/.keep": "ERROR [Errno 2] No such file or directory: "
-                                                      "'/work/scratch/.keep'"}
+                               "/srv/app/scratch/.keep": "ERROR [Errno 2] No such file or directory: "
+                                                      "'/srv/app/scratch/.keep'"}
     # The projected service account token, CA and namespace work against the API server, with RBAC applied.
     assert report["api"] == {"level": "3", "mode": "fast"}

@@ -118,12 +118,12 @@ class KubeTarget:
 
 def pod_ready(pod: dict[str, Any]) -> bool:
     return pod.get("status", {}).get("phase") == "Running" and any(
-        c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions", []))
+        c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions") or [])
 
 
 def container_pid(pod: dict[str, Any], container: str | None = None) -> int | None:
     """The process id of a running container of a localkube pod (its containerID is localkube://<pid>)."""
-    for status in pod.get("status", {}).get("containerStatuses", []):
+    for status in pod.get("status", {}).get("containerStatuses") or []:
         if (container is None or status["name"] == container) and "running" in status.get("state", {}):
             cid = status.get("containerID", "")
             if cid.startswith("localkube://"):

@@ -111,7 +111,6 @@ class PodWorker(threading.Thread):
         self._transitions: dict[str, tuple[str, str]] = {}
         self._events_sent: set[str] = set()
         self._pending_reason: tuple[str, str] | None = None
-        self._created_dirs: list[str] = []
 
     # ----------------------------------------------------------------------------- from the node loop
     def update(self, pod: Obj) -> None:
@@ -184,9 +183,6 @@ class PodWorker(threading.Thread):
                                  "preconditions": {"uid": self.uid}})
         self.runner.state.release_ip(self.uid)
         shutil.rmtree(self.pod_dir, ignore_errors=True)
-        for d in reversed(self._created_dirs):   # mount points this pod created on the host, if now empty
-            with contextlib.suppress(OSError):
-                Path(d).rmdir()
         self.runner.worker_done(self.uid)
 
     # ------------------------------------------------------------------------------------- setup
@@ -283,10 +279,9 @@ class PodWorker(threading.Thread):
             self.event("Warning", "Failed", f"Error: {exc}", once=f"prep:{c.name}:{exc}")
             return None
         c.image = c.spec.get("image", "")
-        for m in c.mounts:
-            target = Path(m["target"])
-            missing = [p for p in [target, *target.parents] if not p.exists()]
-            self._created_dirs.extend(str(p) for p in reversed(missing) if str(p) not in self._created_dirs)
+        # Mount points missing on the machine are created by podexec and left there, empty: removing one would
+        # detach the mounts of every other pod using the same path (rmdir of a mount point in another mount
+        # namespace detaches it there).
         c.cwd = c.spec.get("workingDir") or (entry.workdir if Path(entry.workdir).is_dir() else "/")
         return argv
 
@@ -514,8 +509,8 @@ class PodWorker(threading.Thread):
     def build_status(self) -> Obj:
         initialized = all(c.done or (c.sidecar and c.started) for c in self.init_containers)
         containers_ready = all(c.ready for c in self.containers)
-        gates = [g["conditionType"] for g in self.pod["spec"].get("readinessGates", [])]
-        current = {c["type"]: c for c in self.pod.get("status", {}).get("conditions", [])}
+        gates = [g["conditionType"] for g in self.pod["spec"].get("readinessGates") or []]
+        current = {c["type"]: c for c in self.pod.get("status", {}).get("conditions") or []}
         gates_ok = all(current.get(g, {}).get("status") == "True" for g in gates)
         not_ready = [c.name for c in self.containers if not c.ready]
         msg = f"containers with unready status: [{' '.join(not_ready)}]" if not_ready else ""
