@@ -178,7 +178,10 @@ class LocalCluster:
         ca.issue("apiserver", "kube-apiserver", server=True, ips=("127.0.0.1", "10.96.0.1"),
                  dns_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                             "kubernetes.default.svc.cluster.local"))
-        ca.issue("apiserver-etcd-client", "kube-apiserver-etcd-client", client=True)
+        ca.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client", organizations=("kubeadm:cluster-admins",),
+                 client=True)
+        ca.issue("kubelet", f"system:node:{self.node_name}", organizations=("system:nodes",), server=True,
+                 ips=("127.0.0.1",), dns_names=("localhost", self.node_name))
         service_account_keys(self.pki_dir)
         server = f"https://127.0.0.1:{apiserver_port}"
         ca_pem = ca.pair.cert_pem()
@@ -211,6 +214,11 @@ class LocalCluster:
             f"--secure-port={ports['kube-apiserver']}",
             f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
+            # kubectl logs: the runner serves /containerLogs with a certificate of this CA.
+            f"--kubelet-certificate-authority={pki / 'ca.crt'}",
+            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
             "--authorization-mode=RBAC",
             "--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,DefaultStorageClass,"
             "DefaultTolerationSeconds,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ResourceQuota,"
@@ -252,7 +260,8 @@ class LocalCluster:
                 "--state-dir", str(self.state_dir / "runner"),
                 "--node-name", self.node_name,
                 "--apiserver-port", str(ports["kube-apiserver"]),
-                "--ca-file", str(self.ca_file)]
+                "--ca-file", str(self.ca_file),
+                "--tls-cert", str(self.pki_dir / "kubelet.crt"), "--tls-key", str(self.pki_dir / "kubelet.key")]
 
     def _start(self, state: dict[str, Any], name: str, argv: list[str]) -> None:
         child = procs.start_detached(argv, self.log_path(name), cwd=self.state_dir)

@@ -14,7 +14,7 @@ helm_version="v3.19.5"   # helm 3.19 is built against client-go v0.34
 go_min="1.24"
 
 if ! command -v go >/dev/null 2>&1; then
-  fail "missing 'go': install a Go toolchain >= $go_min (https://go.dev/dl/, or Debian bookworm-backports' golang-1.24) and put it on PATH"
+  fail "missing 'go': install a Go toolchain >= $go_min from https://go.dev/dl/ and put its bin/ on PATH"
 fi
 go_have="$(go env GOVERSION | sed 's/^go//')"
 if [ "$(printf '%s\n%s\n' "$go_min" "$go_have" | sort -V | head -n1)" != "$go_min" ]; then

@@ -21,6 +21,7 @@ from typing import Any
 
 from localkube.kapi import ApiError, KubeAPI
 from localkube.runner import bindshim
+from localkube.runner.kubeletapi import KubeletAPI
 from localkube.runner.state import RunnerState, kill_leftover_pods
 from localkube.runner.worker import PodWorker, now_rfc3339
 
@@ -31,13 +32,15 @@ KUBE_VERSION = os.environ.get("BOOKIE_FLEET_KUBE_VERSION", "v1.34.4")
 
 
 class Runner:
-    def __init__(self, api: KubeAPI, state: RunnerState, node_name: str, apiserver_port: int) -> None:
+    def __init__(self, api: KubeAPI, state: RunnerState, node_name: str, apiserver_port: int,
+                 kubelet_api: KubeletAPI | None = None) -> None:
         self.api = api
         self.state = state
         self.node_name = node_name
         self.apiserver_port = apiserver_port
         self.workers: dict[str, PodWorker] = {}
         self.bind_shim = bindshim.build(state.root)
+        self.kubelet_api = kubelet_api
         self._workers_lock = threading.Lock()
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -69,7 +72,7 @@ class Runner:
             ],
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
                           {"type": "Hostname", "address": self.node_name}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.kubelet_api.port if self.kubelet_api else 0}},
             "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": platform.release(),
                          "osImage": "localkube (processes, no containers)", "containerRuntimeVersion":
                          "localkube://1", "kubeletVersion": KUBE_VERSION, "kubeProxyVersion": "",
@@ -247,6 +250,10 @@ class Runner:
                 if uid not in seen:
                     worker.gone()
 
+    def pod_alive(self, namespace: str, name: str) -> bool:
+        with self._workers_lock:
+            return any(w.namespace == namespace and w.pod_name == name for w in self.workers.values())
+
     def worker_done(self, uid: str) -> None:
         with self._workers_lock:
             self.workers.pop(uid, None)
@@ -300,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--node-name", default="localkube")
     parser.add_argument("--apiserver-port", type=int, required=True)
     parser.add_argument("--ca-file", default=None, help="unused; kept for the launcher's command line")
+    parser.add_argument("--tls-cert", type=Path, default=None, help="serving certificate of the kubelet API (logs)")
+    parser.add_argument("--tls-key", type=Path, default=None)
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -310,6 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.warning("killed %d container process groups left by a previous runner", len(leftovers))
     runner = Runner(KubeAPI.from_kubeconfig(args.kubeconfig, user_agent="localkube-runner"), state,
                     args.node_name, args.apiserver_port)
+    if args.tls_cert and args.tls_key:
+        runner.kubelet_api = KubeletAPI(state.root / "logs", args.tls_cert, args.tls_key, runner.pod_alive)
+        runner.kubelet_api.start()
 
     def on_signal(signum: int, _frame: object) -> None:
         log.info("signal %d: stopping pods and exiting", signum)
