@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+from bookie_fleet.cli import main as fleet_main
 from localkube.cli import main as cli_main
 from localkube.cluster import LocalCluster
 from localkube.kapi import ApiError, KubeAPI
@@ -53,7 +54,7 @@ def test_cluster_up_status_service_accounts_and_clean_down(tmp_path: Path,
         assert pod_pid is not None
 
         # The CLI's status: 0 while healthy; a crashed component is reported with its log path.
-        assert cli_main(["--state-dir", str(cluster.state_dir), "status"]) == 0
+        assert fleet_main(["cluster", "--state-dir", str(cluster.state_dir), "status"]) == 0
         kcm = next(c for c in status.components if c.name == "kube-controller-manager")
         assert kcm.pid is not None
         os.kill(kcm.pid, signal.SIGKILL)
