@@ -17,7 +17,6 @@ from bookie.storage.errors import FencedError, MasterKeyMismatchError, NoEntryEr
 from tests.support.raw_client import MASTER_KEY, entry
 
 
-
 async def _crash(engine: StorageEngine) -> None:
     """Release files and locks the way a dying process does, without the checkpoint of a clean close."""
     if engine._timer is not None:
