@@ -129,6 +129,8 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
             "autoRecoveryDaemonEnabled": spec.autorecovery.enabled,
             "lostBookieRecoveryDelay": spec.autorecovery.lost_bookie_recovery_delay_seconds,
             "httpServerClass": "org.apache.bookkeeper.http.vertx.VertxHttpServer",
+            # The storage every deployment uses (the code's default is SortedLedgerStorage).
+            "ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
         })
     else:
         BookieConfig.model_validate(values)  # the one model: a value our bookie would refuse never ships
@@ -198,6 +200,9 @@ def _env(owner: Owner, spec: BookieClusterSpec) -> list[Obj]:
     if spec.implementation == "apache-bookkeeper":
         env += [{"name": "BK_bookieId", "value": "$(BOOKIE_ID)"},
                 {"name": "BK_advertisedAddress", "value": "$(POD_IP)"},
+                # With a listening interface set, the Java bookie binds its advertised address (the pod IP),
+                # not 0.0.0.0 (BookieNettyServer); "lo" exists everywhere and is not otherwise used.
+                {"name": "BK_listeningInterface", "value": "lo"},
                 {"name": "BK_httpServerHost", "value": "$(POD_IP)"}]
     return env
 

@@ -13,6 +13,7 @@ pods' IPs, as CoreDNS does in a real cluster (the local control plane has no clu
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from bookie_operator import crd
 
 from tests.support.kube import KubeTarget, wait_for
@@ -42,7 +42,7 @@ def bookie_crd(kube: KubeTarget) -> str:
     def established() -> bool:
         obj = kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
         return obj is not None and any(c["type"] == "Established" and c["status"] == "True"
-                                       for c in obj.get("status", {}).get("conditions", []))
+                                       for c in (obj.get("status") or {}).get("conditions") or [])
 
     wait_for(established, 30, what="the BookieCluster CRD established")
     return name
@@ -228,7 +228,7 @@ def events(kube: KubeTarget, namespace: str, name: str, reason: str | None = Non
 
 def patch_spec(kube: KubeTarget, namespace: str, name: str, spec: Obj) -> None:
     kube.kubectl("-n", namespace, "patch", f"{crd.models.PLURAL}.{crd.models.GROUP}", name, "--type", "merge",
-                 "-p", yaml.safe_dump({"spec": spec}, default_flow_style=True).strip())
+                 "-p", json.dumps({"spec": spec}))
 
 
 def elapsed(start: float) -> float:
