@@ -239,6 +239,8 @@ def record_rows(log: LogFile, start: int, end: int, digests: DigestChecker | Non
     out = _Columns(RECORD_SCHEMA)
     reader = open_reader(log.path)
     try:
+        if reader.size == 0:
+            return  # an allocated, never written log: no records, nothing wrong
         _header, data_end, header_error = _data_end(reader)
         if start <= 0:
             if header_error is not None:
@@ -320,6 +322,9 @@ def ledger_rows(logs: list[LogFile], open_reader: Callable[[str], LogReader] = L
 
 def _ledger_rows_of(log: LogFile, reader: LogReader) -> Iterator[tuple[Any, ...]]:
     base = (log.bookie, log.path, log.log_id, reader.size, log.mtime_ms)
+    if reader.size == 0:  # allocated, never written (Apache BookKeeper pre-creates the next log): not damage
+        yield (*base, None, "empty", OK, None, None, None)
+        return
     header, data_end, header_error = _data_end(reader)
     if header is None:
         yield (*base, None, "header", CORRUPT, header_error, None, None)

@@ -28,6 +28,7 @@ _support = importlib.import_module("tests.support.zookeeper")
 zookeeper = _support.zookeeper
 ledgers_root = _support.ledgers_root
 bookie_factory = importlib.import_module("tests.support.bookies").bookie_factory
+cluster_factory = importlib.import_module("tests.support.java_bookies").cluster_factory
 
 
 @pytest.fixture(scope="session")

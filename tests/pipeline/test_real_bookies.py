@@ -1,13 +1,16 @@
-"""The audit of entry logs written by real bookie processes (``bookie serve``), with known deletions and a
-deliberately under-replicated ledger; every number is computed from what the test sent."""
+"""The audit of entry logs written by real bookie processes, ours (``bookie serve``) and Apache BookKeeper's,
+with known deletions and a deliberately under-replicated ledger; every number is computed from what the test
+sent."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import random
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.metadata.store import MetadataStore
 from bookie.protocol.entry import DigestType
@@ -23,12 +26,11 @@ UNDER = 7  # write quorum 3, but the third bookie never got entries 0-9
 ENTRIES = 30
 
 
-async def test_audit_of_logs_written_by_real_bookies(bookie_factory: Any, spark: Any, tmp_path: Path) -> None:
-    bs = bookie_factory(3, gcWaitTime=3_600_000)
-    ids = bs.ids
+async def _write_delete_stop_and_audit(spark: Any, tmp_path: Path, ids: list[str], ledger_dirs: list[Path],
+                                       zk: str, root: str, stop: Any) -> None:
     rng = random.Random(3)
     on_disk: dict[tuple[str, int], int] = {}  # (bookie, ledger) -> bytes as in a ledgers map
-    store = MetadataStore(bs.zk_connect, bs.ledgers_root, session_timeout_ms=6000)
+    store = MetadataStore(zk, root, session_timeout_ms=6000)
     await store.connect()
     conns = {b: await raw.RawConnection.open(b) for b in ids}
     try:
@@ -53,8 +55,7 @@ async def test_audit_of_logs_written_by_real_bookies(bookie_factory: Any, spark:
     finally:
         for c in conns.values():
             await c.close()
-    for b in bs.bookies:
-        b.stop()  # graceful: checkpoint, entry logs on disk
+    await asyncio.to_thread(stop)  # graceful: checkpoint, entry logs on disk
     try:
         manifest = await export_snapshot(store, str(tmp_path / "snap"))
     finally:
@@ -62,11 +63,9 @@ async def test_audit_of_logs_written_by_real_bookies(bookie_factory: Any, spark:
     assert manifest.ledgers == len(HEALTHY) + 1
 
     out = tmp_path / "out"
-    opts = AuditOptions(logs=[LogInput(str(b.ledger_dir)) for b in bs.bookies], metadata=str(tmp_path / "snap"),
+    opts = AuditOptions(logs=[LogInput(str(d)) for d in ledger_dirs], metadata=str(tmp_path / "snap"),
                         out=str(out), min_age_days=0)
     summary = run_audit(spark, opts)
-
-    import pyarrow.parquet as pq
 
     lm = pq.read_table(out / "ledger_map.parquet").to_pylist()
     got: dict[tuple[str, int], int] = {}
@@ -86,3 +85,23 @@ async def test_audit_of_logs_written_by_real_bookies(bookie_factory: Any, spark:
     problems = pq.read_table(out / "replication_ledgers.parquet").to_pylist()
     assert [(r["ledger_id"], r["under"]) for r in problems if r["under"]] == [(UNDER, 10)]
     assert summary.warnings == [] and summary.totals["flagged"] == 0
+
+
+async def test_audit_of_logs_written_by_our_bookie_processes(bookie_factory: Any, spark: Any,
+                                                             tmp_path: Path) -> None:
+    bs = bookie_factory(3, gcWaitTime=3_600_000)
+
+    def stop() -> None:
+        for b in bs.bookies:
+            b.stop()
+
+    await _write_delete_stop_and_audit(spark, tmp_path, bs.ids, [b.ledger_dir for b in bs.bookies],
+                                       bs.zk_connect, bs.ledgers_root, stop)
+
+
+async def test_audit_of_logs_written_by_apache_bookkeeper_bookies(cluster_factory: Any, spark: Any,
+                                                                  tmp_path: Path) -> None:
+    cluster = await asyncio.to_thread(cluster_factory, "java", 3, gcWaitTime=3_600_000)
+    await _write_delete_stop_and_audit(spark, tmp_path, cluster.bookie_ids,
+                                       [b.data_dir / "ledgers" for b in cluster.bookies],
+                                       cluster.zk_connect, cluster.ledgers_root, cluster.stop)
