@@ -250,6 +250,13 @@ class Runner:
                 if uid not in seen:
                     worker.gone()
 
+    def cluster_hosts(self) -> list[str]:
+        """hosts lines for the node's pods that have a subdomain: ``<ip>\t<host>.<sub>.<ns>.svc.cluster.local ...``."""
+        with self._workers_lock:
+            workers = list(self.workers.values())
+        return [f"{w.pod_ip}\t{w.fqdn} {w.hostname}.{w.pod['spec']['subdomain']}.{w.namespace}"
+                for w in workers if w.fqdn and w.pod_ip]
+
     def pod_alive(self, namespace: str, name: str) -> bool:
         with self._workers_lock:
             return any(w.namespace == namespace and w.pod_name == name for w in self.workers.values())

@@ -1,8 +1,9 @@
 """Container launcher, run by the pod runner in place of a container runtime (standard library only).
 
-``python -I -S podexec.py SPEC.json``: dies with its parent (PR_SET_PDEATHSIG), enters a new mount
-namespace, bind-mounts the pod's volumes at the container's paths (read-only where asked), changes to the
-working directory and execs the container's command with exactly the environment of the spec.
+``python -I -S podexec.py SPEC.json``: dies with its parent (PR_SET_PDEATHSIG), enters a new mount and
+UTS namespace, takes the pod's hostname, bind-mounts the pod's volumes (and its /etc/hosts) at the
+container's paths (read-only where asked), changes to the working directory and execs the container's
+command with exactly the environment of the spec.
 """
 
 import ctypes
@@ -12,6 +13,7 @@ import signal
 import sys
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
 MS_RDONLY = 1
 MS_REMOUNT = 32
 MS_BIND = 4096
@@ -50,9 +52,13 @@ def main() -> int:
     if os.getppid() == 1:  # the runner died before prctl
         return 1
     mounts = spec.get("mounts", [])
-    if mounts:
-        check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    hostname = spec.get("hostname")
+    if mounts or hostname:
+        check(libc.unshare(CLONE_NEWNS | (CLONE_NEWUTS if hostname else 0)), "unshare")
         check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+        if hostname:
+            name = hostname.encode()
+            check(libc.sethostname(name, len(name)), "sethostname")
         # All binds first (mount points of nested mounts may have to be created), then the read-only ones.
         for m in mounts:
             bind(m["source"], m["target"])

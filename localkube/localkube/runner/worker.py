@@ -238,7 +238,7 @@ class PodWorker(threading.Thread):
         port = str(self.runner.apiserver_port)
         env = {
             "PATH": ":".join(entry.path),
-            "HOSTNAME": str(self.pod["spec"].get("hostname") or self.pod_name),
+            "HOSTNAME": self.hostname,
             "HOME": "/root",
             "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port,
             "KUBERNETES_SERVICE_PORT_HTTPS": port, "KUBERNETES_PORT": f"tcp://127.0.0.1:{port}",
@@ -285,10 +285,37 @@ class PodWorker(threading.Thread):
         c.cwd = c.spec.get("workingDir") or (entry.workdir if Path(entry.workdir).is_dir() else "/")
         return argv
 
+    @property
+    def hostname(self) -> str:
+        return str(self.pod["spec"].get("hostname") or self.pod_name)[:63]
+
+    @property
+    def fqdn(self) -> str | None:
+        subdomain = self.pod["spec"].get("subdomain")
+        return f"{self.hostname}.{subdomain}.{self.namespace}.svc.cluster.local" if subdomain else None
+
+    def write_hosts(self) -> Path:
+        """The pod's /etc/hosts, as the kubelet writes it, plus every pod of the cluster with a subdomain
+        (what cluster DNS would answer for headless services). Rewritten in place: it is bind-mounted."""
+        own = f"{self.pod_ip}\t{self.fqdn} {self.hostname}" if self.fqdn else f"{self.pod_ip}\t{self.hostname}"
+        lines = ["# Kubernetes-managed hosts file (localkube).", "127.0.0.1\tlocalhost",
+                 "::1\tlocalhost ip6-localhost ip6-loopback", own,
+                 *(line for line in self.runner.cluster_hosts() if not line.startswith(f"{self.pod_ip}\t"))]
+        path = self.pod_dir / "etc-hosts"
+        text = "\n".join(lines) + "\n"
+        if not path.exists() or path.read_text() != text:
+            with open(path, "w") as f:
+                f.write(text)
+        return path
+
     def _spawn(self, c: ContainerRun, argv: list[str], mounts: list[Obj], env: dict[str, str],
                cwd: str, log_path: Path, tag: str) -> subprocess.Popen[bytes]:
         spec_file = self.pod_dir / f"{tag}.json"
-        spec_file.write_text(json.dumps({"argv": argv, "env": env, "mounts": mounts, "cwd": cwd}))
+        hosts = {"source": str(self.write_hosts()), "target": "/etc/hosts", "readonly": False}
+        if not any(m["target"] == "/etc/hosts" for m in mounts):
+            mounts = sorted([hosts, *mounts], key=lambda m: str(m["target"]).count("/"))
+        spec_file.write_text(json.dumps({"argv": argv, "env": env, "mounts": mounts, "cwd": cwd,
+                                         "hostname": self.hostname}))
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen([sys.executable, "-I", "-S", PODEXEC, str(spec_file)], stdout=out,
@@ -461,6 +488,7 @@ class PodWorker(threading.Thread):
                     c.done = True
             if now - last_refresh > 10 and self.volumes is not None:
                 last_refresh = now
+                self.write_hosts()
                 self.volumes.pod = self._pod_view()
                 with contextlib.suppress(ApiError, OSError):
                     self.volumes.refresh()
