@@ -144,13 +144,18 @@ def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
 class LogReader:
     """Random access to one log: a zero-copy ``memoryview`` for local files, ranged reads otherwise."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, ranged: bool = False) -> None:
+        """``ranged``: read a local file like a remote one (tests of the ranged-read path)."""
         self.path = path
         filesystem, inner, local = _filesystem(path)
+        if ranged and filesystem is None:
+            from pyarrow import fs as pafs
+
+            filesystem = pafs.LocalFileSystem()
         self._mmap: mmap.mmap | None = None
         self._file: Any = None
         self._view: memoryview | None = None
-        if local:
+        if local and not ranged:
             with open(inner, "rb") as f:
                 self.size = os.fstat(f.fileno()).st_size
                 if self.size:
@@ -171,7 +176,7 @@ class LogReader:
             return self._view[offset:offset + length]
         if self._file is None or length == 0:
             return memoryview(b"")
-        return memoryview(self._file.read_at(length, offset).to_pybytes())
+        return memoryview(self._file.read_at(length, offset))  # bytes or a pyarrow Buffer
 
     def close(self) -> None:
         if self._view is not None:

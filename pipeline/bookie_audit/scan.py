@@ -249,13 +249,12 @@ def record_rows(log: LogFile, start: int, end: int, digests: DigestChecker | Non
             start = ef.HEADER_SIZE
         end = min(end, data_end)
         if start < end:
+            pos: int | None
             if reader.whole is not None:
                 buf, base = reader.whole, 0
+                pos = start if start == ef.HEADER_SIZE else find_record_start(buf, start, end)
             else:
-                buf, base = _remote_window(reader, start, end)
-            pos: int | None = start - base
-            if start != ef.HEADER_SIZE:
-                pos = find_record_start(buf, start - base, end - base)
+                buf, base, pos = _remote_window(reader, start, end)
             if pos is not None:
                 for item in walk_records(buf, pos, end - base, data_end - base):
                     if isinstance(item, Flagged):
@@ -282,25 +281,30 @@ def record_rows(log: LogFile, start: int, end: int, digests: DigestChecker | Non
         reader.close()
 
 
-def _remote_window(reader: LogReader, start: int, end: int) -> tuple[memoryview, int]:
-    """(bytes from ``start``, ``start``) covering the range and its last record whole (ranged reads)."""
+def _remote_window(reader: LogReader, start: int, end: int) -> tuple[memoryview, int, int | None]:
+    """(bytes from ``start``, ``start``, first record boundary in them) for a ranged read of ``[start, end)``.
+
+    The window runs ``REMOTE_SLACK`` past ``end`` and grows until the last record starting before ``end`` is
+    whole (or the file ends), so that a record cut by the window is never mistaken for a truncated one.
+    """
     tail_end = min(reader.size, end + REMOTE_SLACK)
-    window = bytearray(reader.read(start, tail_end - start))
-    while tail_end < reader.size:  # the last record of the range may run further: read until it is whole
+    window = bytes(reader.read(start, tail_end - start))
+    pos = 0 if start == ef.HEADER_SIZE else find_record_start(memoryview(window), 0, end - start)
+    while pos is not None and tail_end < reader.size:
+        need = None
         try:
-            for _rec in ef.iter_records(window, 0, end - start + ef.RECORD_SIZE_PREFIX - 1):
+            for _rec in ef.iter_records(window, pos, end - start + ef.RECORD_SIZE_PREFIX - 1):
                 pass
         except ef.CorruptRecord as exc:
             at = exc.offset
-            size = _INT32.unpack_from(window, at)[0] if at + 4 <= len(window) else 0
-            need = start + at + ef.RECORD_SIZE_PREFIX + size
-            if size > 0 and need > tail_end:
-                grow = min(reader.size, need)
-                window += reader.read(tail_end, grow - tail_end)
-                tail_end = grow
-                continue
-        break
-    return memoryview(window), start
+            size = _INT32.unpack_from(window, at)[0] if at + ef.RECORD_SIZE_PREFIX <= len(window) else 0
+            if size > 0 and start + at + ef.RECORD_SIZE_PREFIX + size > tail_end:
+                need = min(reader.size, start + at + ef.RECORD_SIZE_PREFIX + size)
+        if need is None:
+            break
+        window = window + bytes(reader.read(tail_end, need - tail_end))  # a new object: views may be alive
+        tail_end = need
+    return memoryview(window), start, pos
 
 
 def ledger_rows(logs: list[LogFile], open_reader: Callable[[str], LogReader] = LogReader,
