@@ -115,7 +115,7 @@ def spark_metadata(spark: Any, root: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, rows
 
 
-def cluster_scan(workdir: Path, root: Path, workers: int, split_mib: int) -> float:
+def cluster_scan(workdir: Path, root: Path, small: Path, workers: int, split_mib: int) -> tuple[float, float]:
     from bookie_audit.cluster import StandaloneCluster
     from bookie_audit.spark import build_session
 
@@ -124,7 +124,9 @@ def cluster_scan(workdir: Path, root: Path, workers: int, split_mib: int) -> flo
                               conf={"spark.executor.memory": "768m", "spark.cores.max": str(workers)})
         try:
             spark_scan(spark, root, split_mib)  # warm-up: executors and Python workers start
-            return spark_scan(spark, root, split_mib)
+            scan_s = min(spark_scan(spark, root, split_mib) for _ in range(2))
+            spark_metadata(spark, small)
+            return scan_s, min(spark_metadata(spark, small)[0] for _ in range(2))
         finally:
             spark.stop()
 
@@ -153,7 +155,8 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             spark.stop()
     if args.cluster:
         for workers in (1, 2):
-            res[f"cluster_{workers}w_s"] = cluster_scan(tmp, big, workers, args.split_mib)
+            res[f"cluster_{workers}w_s"], res[f"cluster_{workers}w_metadata_s"] = cluster_scan(
+                tmp, big, small, workers, args.split_mib)
     return res
 
 
@@ -171,6 +174,12 @@ def table(res: dict[str, Any], command: str) -> str:
         if f"cluster_{w}w_s" in res:
             rows.append((f"full scan, standalone cluster, {w} worker(s) x 1 core", res[f"cluster_{w}w_s"],
                          rate(f"cluster_{w}w_s", w)))
+    n = res["small_logs"]
+    meta_rows = [(f"metadata mode, {n} small logs (header + ledgers map), local[2]", res["metadata_s"])]
+    for w in (1, 2):
+        if f"cluster_{w}w_metadata_s" in res:
+            meta_rows.append((f"metadata mode, {n} small logs, standalone cluster, {w} worker(s) x 1 core",
+                              res[f"cluster_{w}w_metadata_s"]))
     lines = [
         "## Storage audit: entry-log full scan and metadata mode (PySpark 4.3, entrylog data source)",
         "",
@@ -182,13 +191,17 @@ def table(res: dict[str, Any], command: str) -> str:
         "| reading | seconds | throughput |",
         "|---|---|---|",
         *[f"| {name} | {secs:.2f} | {thr} |" for name, secs, thr in rows],
-        f"| metadata mode, {res['small_logs']} small logs (header + ledgers map), local[2] | "
-        f"{res['metadata_s']:.2f} | {res['small_logs'] / res['metadata_s']:.0f} logs/s |",
+        *[f"| {name} | {secs:.2f} | {n / secs:.0f} logs/s |" for name, secs in meta_rows],
         "",
-        "The full scan is bound by Python per-record work (entry header, CRC32C over every byte, Arrow column "
-        "building): it runs at a fraction of plain read speed per core and scales with cores and workers, "
-        "which is what Spark is for. The metadata mode reads 1 KiB plus the ledgers map per log, so it is "
-        "bound by file opens and task scheduling, not bytes.",
+        "Reading the table: the plain read is a page-cache copy (this host copies ~20-25 GB/s; `dd` agrees), "
+        "the ceiling no parser reaches. The full scan is bound by Python per-record work (entry header, "
+        "CRC32C of every byte, Arrow columns): ~500 MB/s in one process without Spark; through Spark the Arrow "
+        "hand-over to the JVM costs about a third more, and two cores (local[2], or two one-core workers of a "
+        "standalone cluster) give 1.4-1.8x one, on a machine whose 2 cores are shared with the Python workers, "
+        "the JVMs and other work. So a bookie's 1 TB of entry logs is about an hour of one core, minutes on a "
+        "cluster: the scan scales with cores, which is what Spark is for. The metadata mode reads 1 KiB plus "
+        "the ledgers map per log: 10,000 logs take about a second, bound by file opens and task scheduling, "
+        "so a second worker does not help at that size.",
     ]
     return "\n".join(lines)
 

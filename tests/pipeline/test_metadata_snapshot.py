@@ -69,3 +69,14 @@ async def test_a_ledger_deleted_during_the_snapshot_is_left_out_and_named(
 def test_a_directory_without_manifest_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(AuditInputError, match="not a metadata snapshot"):
         read_manifest(str(tmp_path))
+
+
+def test_the_snapshot_command_exports_the_same_tables(fleet: Any, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from bookie_audit.cli import main
+
+    assert main(["snapshot", "--zk", fleet.zk, "--root", fleet.root, "--out", str(tmp_path)]) == 0
+    assert f"snapshot of {fleet.manifest.ledgers} ledgers" in capsys.readouterr().out
+    for table in ("ledgers", "fragments"):
+        ours = pq.read_table(tmp_path / f"{table}.parquet").to_pylist()
+        assert ours == pq.read_table(f"{fleet.snapshot_dir}/{table}.parquet").to_pylist()
