@@ -543,6 +543,44 @@ class StorageEngine:
     async def _in_thread(self, pool: ThreadPoolExecutor, fn: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
 
+    # ------------------------------------------------------------------ GC hooks (bookie.gc, issue 3)
+    # What garbage collection needs from the engine, kept in one place. Blocking hooks are called from the
+    # GC thread; index updates go through the checkpoint thread so they are ordered with checkpoints and
+    # ledger deletions.
+    def gc_flushed_logs(self, dir_index: int) -> tuple[list[int], int]:
+        """(ids of the directory's entry logs, id of the active log) as one consistent snapshot.
+
+        Taken under the entry logger's lock: a log being created (file on disk, not yet active) must never
+        look like a finished empty log to GC.
+        """
+        logger = self.dirs[dir_index].entry_logger
+        with logger._lock:
+            return logger.log_ids(), logger.active_log_id
+
+    def gc_allocate_log_id(self, dir_index: int) -> int:
+        """A fresh entry-log id for a compaction output, recorded in ``lastId`` so the engine never reuses it."""
+        logger = self.dirs[dir_index].entry_logger
+        with logger._lock:
+            log_id = max(logger._last_id(), logger.active_log_id) + 1
+            (logger.current_dir / "lastId").write_text(f"{log_id:x}\n")
+            return log_id
+
+    def gc_relocate(self, dir_index: int, moves: list[tuple[int, int, int, int]]) -> int:
+        """Point compacted entries at their new location where still unchanged, durably, on the checkpoint
+        thread; returns how many moved. Blocks the calling (GC) thread, never the event loop."""
+        locations = self.dirs[dir_index].locations
+
+        def apply() -> int:
+            moved = locations.replace_if_unchanged(moves)
+            locations.sync()
+            return moved
+
+        return self._flush_pool.submit(apply).result()
+
+    def gc_delete_log(self, dir_index: int, log_id: int) -> int:
+        """Unlink an entry log (closing the engine's cached reader); returns the bytes freed. Blocking."""
+        return self.dirs[dir_index].entry_logger.delete_log(log_id)
+
 
 def _ignore_result(fut: asyncio.Future[None]) -> None:
     if not fut.cancelled() and fut.exception() is not None:
