@@ -550,12 +550,17 @@ class StorageEngine:
     def gc_flushed_logs(self, dir_index: int) -> tuple[list[int], int]:
         """(ids of the directory's entry logs, id of the active log) as one consistent snapshot.
 
-        Taken under the entry logger's lock: a log being created (file on disk, not yet active) must never
-        look like a finished empty log to GC.
+        Taken on the checkpoint thread, between checkpoints: a log that a running checkpoint rolled past is
+        complete but its entries are indexed only when that checkpoint ends, so GC must not see it before.
+        And under the entry logger's lock: a log being created must never look like a finished empty one.
         """
         logger = self.dirs[dir_index].entry_logger
-        with logger._lock:
-            return logger.log_ids(), logger.active_log_id
+
+        def snapshot() -> tuple[list[int], int]:
+            with logger._lock:
+                return logger.log_ids(), logger.active_log_id
+
+        return self._flush_pool.submit(snapshot).result()
 
     def gc_allocate_log_id(self, dir_index: int) -> int:
         """A fresh entry-log id for a compaction output, recorded in ``lastId`` so the engine never reuses it."""
