@@ -17,7 +17,7 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from bookie.client.config import ClientConfig
 from bookie.client.errors import BookieTimeout, BookieUnavailable, ProtocolNotSupported
@@ -91,7 +91,8 @@ class BookieConnection(asyncio.Protocol):
     # ------------------------------------------------------------ asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # uvloop's TCPTransport is not an asyncio.Transport subclass (the bookie process runs uvloop).
+        transport = cast(asyncio.Transport, transport)
         self._transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None:
