@@ -8,6 +8,7 @@ exists, has a default and a range in exactly one place.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -84,6 +85,9 @@ class BookieConfig(BaseModel):
     )
     index_directories: list[Path] | None = Field(
         None, description="Directories for the RocksDB indexes; default: the ledger directories."
+    )
+    allow_storage_expansion: bool = Field(
+        False, description="Accept new empty ledger/index directories next to ones that have the cookie."
     )
 
     # --- journal
@@ -175,12 +179,46 @@ class BookieConfig(BaseModel):
     force_allow_compaction: bool = Field(True, description="Allow forced compaction when disabled.")
     is_force_gc_allow_when_no_space: bool = Field(True, description="Forced GC runs on a full disk.")
     use_target_entry_log_size_for_gc: bool = Field(False, description="Usage against logSizeLimit.")
+    gc_overreplicated_ledger_max_concurrent_requests: int = Field(
+        1000, gt=0, description="Metadata reads in flight during the over-replicated ledger scan."
+    )
+    compaction_read_rate_by_bytes: int = Field(
+        100_000_000, ge=0, description="Bytes/s compaction and metadata scans may read (0 = unlimited)."
+    )
+    major_compaction_window: str = Field(
+        "", description="HH:MM-HH:MM local time when scheduled major compaction may run ('' = any time)."
+    )
+    gc_disk_pressure_ratio: float = Field(
+        0.85, ge=0, le=1, description="Disk used fraction at which compaction runs at once, window ignored (0 off)."
+    )
+    gc_entry_log_deletion_pause_ms: int = Field(100, ge=0, description="Pause between entry-log deletions, ms.")
+    gc_entry_log_forced_destroy_interval_ms: int = Field(
+        120000, ge=0, description="A retired entry log still being read is deleted anyway after this, ms."
+    )
+
+    @field_validator("major_compaction_window")
+    @classmethod
+    def _check_window(cls, value: str) -> str:
+        from bookie.gc.policy import parse_window
+
+        parse_window(value)  # ValueError names the expected format; the key is named by the caller
+        return value
 
     @field_validator("journal_directories", "ledger_directories", "index_directories", mode="before")
     @classmethod
     def _split_dirs(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [Path(p.strip()) for p in value.split(",") if p.strip()]
+        return value
+
+    @field_validator("metadata_service_uri")
+    @classmethod
+    def _check_uri(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_metadata_service_uri(value)
+            except ConfigError:
+                raise ValueError("expected zk+hierarchical://host:port[;host:port]/ledgers") from None
         return value
 
     @model_validator(mode="after")
@@ -300,12 +338,42 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
     """One line per problem, naming the BookKeeper key and what is allowed."""
     problems = []
     for err in exc.errors():
-        key = ".".join(str(p) for p in err["loc"]) or "(configuration)"
+        key = ".".join(str(p) for p in err["loc"])
         if err["type"] == "extra_forbidden":
-            problems.append(f"{key}: unknown configuration key")
+            problems.append(unknown_key_message(key))
+        elif not key:  # a relation between keys (model validator): its message names them
+            problems.append(str(err["msg"]).removeprefix("Value error, "))
         else:
-            problems.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            problems.append(f"{key}: {msg} (got {err.get('input')!r}{allowed_range(key)})")
     return f"invalid bookie configuration in {source}:\n  " + "\n  ".join(problems)
+
+
+def allowed_range(key: str) -> str:
+    """``; allowed: 0 < diskUsageThreshold < 1`` from the field's bounds, or ``""``."""
+    name = next((n for n, f in BookieConfig.model_fields.items() if key in (n, f.alias)), None)
+    if name is None:
+        return ""
+    low = high = ""
+    for m in BookieConfig.model_fields[name].metadata:
+        for attr, text in (("gt", "<"), ("ge", "<=")):
+            if getattr(m, attr, None) is not None:
+                low = f"{getattr(m, attr)} {text} "
+        for attr, text in (("lt", "<"), ("le", "<=")):
+            if getattr(m, attr, None) is not None:
+                high = f" {text} {getattr(m, attr)}"
+    return f"; allowed: {low}{key}{high}" if low or high else ""
+
+
+def known_keys() -> list[str]:
+    return sorted(f.alias or name for name, f in BookieConfig.model_fields.items())
+
+
+def unknown_key_message(key: str) -> str:
+    """``fooBar: unknown configuration key`` plus the closest known keys (a typo is never ignored)."""
+    close = difflib.get_close_matches(key, known_keys(), n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return f"{key}: unknown configuration key{hint}"
 
 
 def parse_metadata_service_uri(uri: str) -> tuple[str, str]:

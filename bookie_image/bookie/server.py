@@ -12,16 +12,19 @@ import contextlib
 import logging
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import uvloop
 from aiohttp import web
+from pydantic import ValidationError
 
 from bookie import cookies, disks
-from bookie.config import BookieConfig
+from bookie.config import BookieConfig, describe_validation_error, unknown_key_message
+from bookie.gc.collector import GarbageCollector
 from bookie.http.api import build_app
 from bookie.listener import BookieConnection
-from bookie.metadata.ledger_metadata import LedgerMetadata
+from bookie.metadata.ledger_metadata import LedgerMetadata, serialize_ledger_metadata
 from bookie.metadata.store import MetadataError, MetadataStore, NoNode
 from bookie.metrics import registry_for, render
 from bookie.processor import RequestProcessor
@@ -44,13 +47,16 @@ class BookieServer:
         self.conf = conf
         self.bookie_id = conf.effective_bookie_id
         self.metadata = MetadataStore.from_config(conf, on_session_expired=self._on_session_expired)
-        self.engine = StorageEngine(conf)
+        # Storage is opened only after the cookie check: opening it creates files (RocksDB, current/) in the
+        # directories, which must not happen in a foreign or wiped directory, nor make a new one look used.
+        self._engine: StorageEngine | None = None
+        self._processor: RequestProcessor | None = None
         thresholds = DiskThresholds(conf.disk_usage_threshold, conf.disk_usage_warn_threshold,
                                     conf.effective_lwm_threshold, conf.read_only_mode_on_any_disk_full_enabled)
         self.state = StateManager(thresholds, self._register, forced_read_only=conf.force_read_only_bookie,
                                   read_only_enabled=conf.read_only_mode_enabled)
-        self.processor = RequestProcessor(conf, self.engine, self.state, self.disk_space)
-        self.gc: Any = None
+        self.gc: Any = GarbageCollector(conf, self.engine, self.metadata, bookie_id=self.bookie_id,
+                                        on_space_freed=self.check_disks_now)
         self.autorecovery: Any = None
         self.connections: set[BookieConnection] = set()
         self.usages: list[DiskUsage] = []
@@ -69,7 +75,9 @@ class BookieServer:
             await cookies.check_and_write(self.conf, self.metadata)
         except cookies.CookieCheckFailed as exc:
             raise StartupError(f"cookie check failed: {exc}") from None
-        await self.engine.start()
+        self._engine = StorageEngine(self.conf)
+        self._processor = RequestProcessor(self.conf, self._engine, self.state, self.disk_space)
+        await self._engine.start()
         await self._refresh_disks()
         loop = asyncio.get_running_loop()
         self._tcp = await loop.create_server(
@@ -90,6 +98,18 @@ class BookieServer:
         self._ready = True
         log.info("bookie %s ready (protocol port %d, http port %d)", self.bookie_id, self.conf.bookie_port,
                  self.conf.http_server_port)
+
+    @property
+    def engine(self) -> StorageEngine:
+        if self._engine is None:
+            raise RuntimeError("storage is not open: the bookie has not passed its cookie check")
+        return self._engine
+
+    @property
+    def processor(self) -> RequestProcessor:
+        if self._processor is None:
+            raise RuntimeError("storage is not open: the bookie has not passed its cookie check")
+        return self._processor
 
     async def _connect_metadata(self) -> None:
         try:
@@ -120,7 +140,8 @@ class BookieServer:
             conn.close()
         if self._http is not None:
             await self._http.cleanup()
-        await self.engine.close()
+        if self._engine is not None:
+            await self._engine.close()
         await self.metadata.close()
         self.stopped.set()
         log.info("bookie %s stopped", self.bookie_id)
@@ -170,14 +191,22 @@ class BookieServer:
         return {k: _jsonable(v) for k, v in self.conf.model_dump(by_alias=True).items()}
 
     def update_server_config(self, values: dict[str, Any]) -> None:
+        """``PUT server_config``: all or nothing. Raises ValueError naming the keys and allowed values."""
         fields = {f.alias or name: name for name, f in BookieConfig.model_fields.items()}
         unknown = [k for k in values if k not in fields and k not in BookieConfig.model_fields]
         if unknown:
-            raise ValueError(f"unknown configuration keys: {', '.join(sorted(unknown))}")
+            raise ValueError("; ".join(unknown_key_message(k) for k in sorted(unknown)))
         merged = {**self.conf.model_dump(by_alias=True), **values}
-        BookieConfig.model_validate(merged)  # all or nothing: validate before touching the live config
-        for key, value in values.items():
-            setattr(self.conf, fields.get(key, key), value)
+        try:
+            # Validate the whole result first: assigning field by field would check each value against the
+            # old values of the others (a valid pair of thresholds refused) and leave half of a refused
+            # change applied.
+            checked = BookieConfig.model_validate(merged)
+        except ValidationError as exc:
+            raise ValueError(describe_validation_error(exc, "server_config")) from None
+        for key in values:
+            name = fields.get(key, key)
+            self.conf.__dict__[name] = getattr(checked, name)
 
     def state_json(self) -> dict[str, Any]:
         st = self.state.status
@@ -214,12 +243,13 @@ class BookieServer:
         return (mark.log_id, mark.offset) if mark else (0, 0)
 
     def list_disk_files(self) -> dict[str, list[str]]:
+        """File names (not paths), as BookKeeper's ``list_disk_file`` prints them."""
         out: dict[str, list[str]] = {"journal": [], "entrylog": [], "index": []}
         for journal in self.engine.journals:
-            out["journal"] += [str(journal.current_dir / f"{i:x}.txn") for i in journal.journal_ids()]
+            out["journal"] += [f"{i:x}.txn" for i in journal.journal_ids()]
         for d in self.engine.dirs:
-            out["entrylog"] += [str(d.entry_logger.path_of(i)) for i in d.entry_logger.log_ids()]
-            out["index"] += [str(d.ledger_index.db.path()), str(d.locations.db.path())]
+            out["entrylog"] += [d.entry_logger.path_of(i).name for i in d.entry_logger.log_ids()]
+            out["index"] += [Path(d.ledger_index.db.path()).name, Path(d.locations.db.path()).name]
         return out
 
     def metrics_text(self) -> tuple[bytes, str]:
@@ -241,19 +271,47 @@ class BookieServer:
                 "ledger_dirs": {u.path: u.used_fraction for u in self.usages}}
 
     async def cluster_info(self) -> dict[str, Any]:
+        """BookKeeper's ``ClusterInfoService``: bookies with a cookie are the cluster's bookies."""
         writable = await self.metadata.list_bookies(False)
         read_only = await self.metadata.list_bookies(True)
+        known = await self.metadata.list_cookies()
+        total = len(set(known) | set(writable) | set(read_only))
         under = await self.metadata.list_underreplicated()
-        return {"auditorElected": False, "auditorId": "", "clusterUnderReplicated": bool(under),
-                "ledgerReplicationEnabled": True, "totalBookiesCount": len(writable) + len(read_only),
-                "writableBookiesCount": len(writable), "readonlyBookiesCount": len(read_only),
-                "unavailableBookiesCount": 0}
+        auditor = await self.metadata.auditor_id()
+        return {"auditorElected": auditor is not None, "auditorId": auditor or "",
+                "clusterUnderReplicated": bool(under),
+                "ledgerReplicationEnabled": await self.metadata.is_replication_enabled(),
+                "totalBookiesCount": total, "writableBookiesCount": len(writable),
+                "readonlyBookiesCount": len(read_only),
+                "unavailableBookiesCount": total - len(writable) - len(read_only)}
 
     async def list_bookies(self, read_only: bool) -> list[str]:
         return await self.metadata.list_bookies(read_only)
 
     async def bookie_disk_info(self) -> dict[str, tuple[int, int]]:
-        return {self.bookie_id: self.disk_space()}
+        """Free and total disk space of every writable bookie, asked over the wire (GetBookieInfo) like
+        BookKeeper's ``BookieInfoReader``; bookies that do not answer are left out."""
+        from bookie.client import ClientConfig
+        from bookie.client.connection import BookieClient
+        from bookie.protocol.codes import StatusCode
+        from bookie.protocol.messages import GetBookieInfoResponse
+
+        out: dict[str, tuple[int, int]] = {self.bookie_id: self.disk_space()}
+        others = [b for b in await self.metadata.list_bookies(False) if b != self.bookie_id]
+        if not others:
+            return out
+        client = BookieClient(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root,
+                                           read_timeout_s=5, connect_timeout_s=5))
+        try:
+            answers = await asyncio.gather(*(client.get_bookie_info(b) for b in others), return_exceptions=True)
+        finally:
+            await client.close()
+        for bookie_id, answer in zip(others, answers, strict=True):
+            if not isinstance(answer, GetBookieInfoResponse) or answer.status != StatusCode.EOK:
+                log.info("no disk info from %s: %s", bookie_id, answer)
+                continue
+            out[bookie_id] = (answer.free_disk_space or 0, answer.total_disk_capacity or 0)
+        return dict(sorted(out.items()))
 
     async def list_ledgers(self) -> list[int]:
         return await self.metadata.all_ledger_ids()
@@ -264,6 +322,12 @@ class BookieServer:
         except NoNode:
             return None
         return metadata_json(md)
+
+    async def ledger_metadata_bytes(self, ledger_id: int) -> bytes | None:
+        try:
+            return serialize_ledger_metadata((await self.metadata.read_ledger_metadata(ledger_id)).value)
+        except NoNode:
+            return None
 
     async def read_ledger(self, ledger_id: int, first: int, last: int) -> dict[str, str]:
         """Entries of the ledger stored on this bookie, payload only (digest stripped)."""
@@ -323,7 +387,8 @@ async def serve(conf: BookieConfig) -> int:
 
 async def _close_quietly(server: BookieServer) -> None:
     with contextlib.suppress(Exception):
-        await server.engine.close()
+        if server._engine is not None:
+            await server._engine.close()
     with contextlib.suppress(Exception):
         await server.metadata.close()
 

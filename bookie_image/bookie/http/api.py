@@ -38,6 +38,7 @@ class AdminBackend(Protocol):
     async def bookie_disk_info(self) -> dict[str, tuple[int, int]]: ...
     async def list_ledgers(self) -> list[int]: ...
     async def ledger_metadata(self, ledger_id: int) -> dict[str, Any] | None: ...
+    async def ledger_metadata_bytes(self, ledger_id: int) -> bytes | None: ...
     async def read_ledger(self, ledger_id: int, first: int, last: int) -> dict[str, str]: ...
     async def delete_ledger(self, ledger_id: int) -> None: ...
     gc: Any          # bookie.gc controller or None until GC is configured
@@ -118,12 +119,13 @@ def methods(**by_method: Handler) -> Handler:
 
 
 def build_app(backend: AdminBackend) -> web.Application:
-    from bookie.http import routes_bookie, routes_gc, routes_ledger
+    from bookie.http import routes_bookie, routes_entrylogs, routes_gc, routes_ledger
 
     app = web.Application(middlewares=[errors_middleware])
     table: dict[str, Handler] = {}
     table.update(routes_bookie.routes(backend))
     table.update(routes_gc.routes(backend))
+    table.update(routes_entrylogs.routes(backend))
     table.update(routes_ledger.routes(backend))
     autorecovery = getattr(backend, "autorecovery_routes", None)
     if autorecovery is not None:

@@ -9,6 +9,16 @@ from aiohttp import web
 from bookie.http.api import AdminBackend, BadRequest, Handler, bool_value, json_body, methods, plain, pretty
 
 
+def readable(size: int) -> str:
+    """``(1.5GB)`` as BookKeeper's ListBookieInfoService appends to byte counts (powers of 1000)."""
+    value, unit = float(size), ""
+    for unit in ("", "KB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            break
+        value /= 1000
+    return f"({value:.3f}".rstrip("0").rstrip(".") + f"{unit})"
+
+
 def routes(b: AdminBackend) -> dict[str, Handler]:
     async def heartbeat(_: web.Request) -> web.Response:
         return plain("OK\n")
@@ -83,12 +93,16 @@ def routes(b: AdminBackend) -> dict[str, Handler]:
 
     async def list_bookie_info(_: web.Request) -> web.Response:
         info = await b.bookie_disk_info()
+        if not info:
+            return plain("Not found any Bookie info.", status=404)
+        # BookKeeper's ListBookieInfoService strings, byte for byte.
         out: dict[str, Any] = {
-            bid: f"{{free: {free}, total: {total}}}" for bid, (free, total) in info.items()
+            bid: f": {{Free: {free}{readable(free)}, Total: {total}{readable(total)}}},"
+            for bid, (free, total) in info.items()
         }
         free_all = sum(f for f, _ in info.values())
         total_all = sum(t for _, t in info.values())
-        out["ClusterInfo"] = f"{{free: {free_all}, total: {total_all}}}"
+        out["ClusterInfo: "] = f"{{Free: {free_all}{readable(free_all)}, Total: {total_all}{readable(total_all)}}}"
         return pretty(out)
 
     return {

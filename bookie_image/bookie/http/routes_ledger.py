@@ -15,13 +15,20 @@ ENTRIES_PER_PAGE = 1000
 def routes(b: AdminBackend) -> dict[str, Handler]:
     async def list_ledgers(request: web.Request) -> web.Response:
         print_meta = request.query.get("print_metadata") == "true"
+        decode = request.query.get("decode_meta", "false") == "true"
         page = int_param(request, "page", 0)
         ids = sorted(await b.list_ledgers())
         if page > 0:
             ids = ids[(page - 1) * LEDGERS_PER_PAGE: page * LEDGERS_PER_PAGE]
         out: dict[str, Any] = {}
         for ledger_id in ids:
-            out[str(ledger_id)] = await b.ledger_metadata(ledger_id) if print_meta else None
+            if not print_meta:
+                out[str(ledger_id)] = None
+            elif decode:
+                out[str(ledger_id)] = await b.ledger_metadata(ledger_id)
+            else:  # BookKeeper prints the serialized metadata as text
+                raw = await b.ledger_metadata_bytes(ledger_id)
+                out[str(ledger_id)] = None if raw is None else raw.decode(errors="replace")
         return pretty(out)
 
     async def metadata(request: web.Request) -> web.Response:
@@ -29,7 +36,7 @@ def routes(b: AdminBackend) -> dict[str, Handler]:
         meta = await b.ledger_metadata(ledger_id)
         if meta is None:
             return plain(f"Ledger {ledger_id} does not exist", status=404)
-        return pretty(meta)
+        return pretty({str(ledger_id): meta})
 
     async def read(request: web.Request) -> web.Response:
         ledger_id = int_param(request, "ledger_id")
@@ -50,7 +57,7 @@ def routes(b: AdminBackend) -> dict[str, Handler]:
         if await b.ledger_metadata(ledger_id) is None:
             return plain(f"Ledger {ledger_id} does not exist", status=404)
         await b.delete_ledger(ledger_id)
-        return plain(f"Deleted ledger {ledger_id}")
+        return pretty(f"Deleted ledger: {ledger_id}")
 
     return {
         "/api/v1/ledger/list": methods(GET=list_ledgers),

@@ -335,6 +335,10 @@ class MetadataStore:
         stat = await self._call("set", path, cookie.to_bytes(), version=version)
         return int(stat.version)
 
+    async def list_cookies(self) -> list[str]:
+        """Ids of every bookie that has a cookie: the cluster's bookies, running or not."""
+        return sorted(await self._children_or_empty(self.layout.cookies))
+
     async def delete_cookie(self, bookie_id: str, version: int = -1) -> None:
         await self._delete(self.layout.cookie(bookie_id), version)
 
