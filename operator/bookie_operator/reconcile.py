@@ -123,7 +123,12 @@ async def reconcile(op: Operator, body: Obj) -> Outcome:
     uid = body["metadata"].get("uid", body["metadata"]["name"])
     with metrics.RECONCILE_SECONDS.time():
         async with op.lock(uid):
-            tick = Tick(op, body)
+            # Level-based: the object as it is now, not the (possibly older) copy an event or timer carried,
+            # so a status written by the previous tick is never acted on twice.
+            fresh = await op.kube.get(models.KIND, body["metadata"]["namespace"], body["metadata"]["name"])
+            if fresh is None or fresh["metadata"].get("uid") != body["metadata"].get("uid"):
+                return Outcome()
+            tick = Tick(op, fresh)
             try:
                 await _reconcile(tick)
                 metrics.RECONCILES.labels("waiting" if tick.outcome.waiting else "done").inc()

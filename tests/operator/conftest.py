@@ -102,6 +102,15 @@ def operator_factory(kube: KubeTarget, bookie_crd: str, tmp_path: Path) -> Itera
         yield make
     finally:
         for op in made:
+            # Delete the clusters while the operator runs: it removes its finalizer, so the namespace can go.
+            base = f"/apis/{crd.models.GROUP}/{crd.models.VERSION}/namespaces/{op.namespace}/{crd.models.PLURAL}"
+            with contextlib.suppress(Exception):
+                if op.proc is None or op.proc.poll() is not None:
+                    op.start()
+                for item in kube.api.request("GET", base)["items"]:
+                    kube.api.delete(f"{base}/{item['metadata']['name']}")
+                wait_for(lambda b=base: not kube.api.request("GET", b)["items"], 60,  # type: ignore[misc]
+                         what="BookieClusters deleted")
             op.stop()
             print(f"\n[operator log {op.namespace}]\n" + op.log[-6000:])
 

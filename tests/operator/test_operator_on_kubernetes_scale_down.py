@@ -1,0 +1,102 @@
+"""Safe scale-down: 4 -> 3 decommissions the highest ordinal (read-only, re-replication through Apache
+BookKeeper's autorecovery, nothing left referencing it, cookie deleted, StatefulSet shrunk, volumes deleted),
+loses no entry and leaves no under-replicated ledger; an operator killed in the middle resumes from the state
+kept in status; scaling back up starts a fresh bookie without cookie errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from bookie.client import BookKeeper
+from bookie.client.config import ClientConfig
+from bookie.metadata.store import MetadataStore
+from bookie_fleet.zookeeper import ZooKeeperServer
+
+from tests.operator.conftest import (
+    OperatorProcess,
+    bookie_cluster,
+    events,
+    get_cluster,
+    patch_spec,
+    wait_ready,
+)
+from tests.support.kube import KubeTarget, wait_for
+
+JAVA = {"implementation": "apache-bookkeeper", "image": "apache/bookkeeper:4.17.3"}
+
+
+async def test_scale_down_with_an_operator_restart_loses_nothing_and_scale_up_works(
+        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
+        operator_factory: Callable[[str], OperatorProcess], cluster_dns: None) -> None:
+    ns, root = kube_namespace, f"/{kube_namespace}/ledgers"
+    op = operator_factory(ns)
+    kube.apply(bookie_cluster("jbk", zookeeper.connect_string, root, replicas=4, **JAVA), namespace=ns)
+    wait_ready(kube, ns, "jbk", timeout=240)
+    gone = f"jbk-3.jbk-headless.{ns}.svc.cluster.local:3181"
+
+    # Data on every bookie, including the one that will be removed.
+    config = ClientConfig(zk_servers=zookeeper.connect_string, ledgers_root=root)
+    written: dict[int, list[bytes]] = {}
+    async with BookKeeper(config) as bk:
+        for n in range(8):
+            handle = await bk.create_ledger(ensemble_size=3, write_quorum=3, ack_quorum=2)
+            written[handle.ledger_id] = [f"ledger {n} entry {i}".encode() for i in range(25)]
+            for payload in written[handle.ledger_id]:
+                await handle.add(payload)
+            await handle.close()
+        on_gone = [lid for lid in written
+                   if any(gone in e for e in (await bk.ledger_metadata(lid)).value.ensembles.values())]
+    assert on_gone, "no ledger was placed on the bookie to remove"
+
+    patch_spec(kube, ns, "jbk", {"replicas": 3})
+
+    def decommissioning() -> dict[str, Any] | None:
+        return get_cluster(kube, ns, "jbk")["status"].get("decommission")
+
+    started = wait_for(decommissioning, 30, interval=0.1, what="a decommission in status")
+    assert started["ordinal"] == 3 and started["bookieId"] == gone
+    op.kill()                                     # the operator dies in the middle of the decommission
+    kept = get_cluster(kube, ns, "jbk")["status"]["decommission"]
+    assert kept["startedAt"] == started["startedAt"]
+    sts = kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/jbk")
+    assert sts is not None and (sts["spec"]["replicas"] == 4 or kept["phase"] in ("ScalingDown",
+                                                                                  "ApplyingPvcPolicy"))
+    await asyncio.sleep(3)
+    op.start()                                    # ... and resumes it from status after the restart
+
+    def finished() -> dict[str, Any] | None:
+        obj = get_cluster(kube, ns, "jbk")
+        return obj if gone in obj["status"].get("decommissioned", []) and not obj["status"].get("decommission") \
+            else None
+
+    obj = wait_for(finished, 240, interval=0.5, what="the decommission of jbk-3 to finish")
+    assert obj["status"]["replicas"] == 3
+    phases = [e["message"] for e in events(kube, ns, "jbk", "Decommissioning")]
+    assert any("-> DeletingCookie" in m for m in phases) and any("-> ScalingDown" in m for m in phases)
+    assert len(events(kube, ns, "jbk", "DecommissionStarted")) == 1   # resumed, not restarted
+    assert kube.get(f"/api/v1/namespaces/{ns}/pods/jbk-3") is None
+    claims = kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
+    assert not [c for c in claims if c["metadata"]["name"].endswith("-jbk-3")]
+    wait_ready(kube, ns, "jbk")
+
+    async with MetadataStore(zookeeper.connect_string, root) as store:
+        assert await store.list_underreplicated() == []
+        assert await store.read_cookie(gone) is None
+    async with BookKeeper(config) as bk:
+        for lid, payloads in written.items():
+            md = (await bk.ledger_metadata(lid)).value
+            assert all(gone not in e for e in md.ensembles.values()), f"ledger {lid} still references {gone}"
+            reader = await bk.open_ledger(lid)
+            assert [e.payload for e in await reader.read(0, len(payloads) - 1)] == payloads
+
+    # Back to 4: a fresh jbk-3 (new volumes, no stale cookie) starts cleanly.
+    patch_spec(kube, ns, "jbk", {"replicas": 4})
+    obj = wait_ready(kube, ns, "jbk", timeout=240)
+    assert obj["status"]["readyReplicas"] == 4
+    pod = kube.get(f"/api/v1/namespaces/{ns}/pods/jbk-3")
+    assert pod is not None and pod["status"]["containerStatuses"][0]["restartCount"] == 0
+    async with MetadataStore(zookeeper.connect_string, root) as store:
+        assert gone in await store.list_bookies()
+        assert await store.read_cookie(gone) is not None
