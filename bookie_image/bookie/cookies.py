@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from bookie.config import BookieConfig
-from bookie.metadata.cookie import Cookie, CookieError, CookieMismatch
+from bookie.metadata.cookie import Cookie, CookieError, CookieMismatch, decode_dirs
 from bookie.metadata.store import MetadataStore
 
 log = logging.getLogger(__name__)
@@ -62,41 +62,78 @@ def has_data(d: Path) -> bool:
     return current.is_dir() and any(p.name != "VERSION" for p in current.iterdir())
 
 
+def _verify(expected: Cookie, found: Cookie, expand: bool, where: str) -> None:
+    try:
+        expected.verify(found, superset=expand)
+    except CookieMismatch as exc:
+        hint = ""
+        if not expand:
+            try:
+                expected.verify(found, superset=True)
+                hint = " (directories were added: set allowStorageExpansion=true to accept new empty ones)"
+            except CookieMismatch:
+                pass
+        raise CookieCheckFailed(f"{where}: {exc}{hint}") from None
+
+
+def known_dirs(cookie: Cookie) -> set[str]:
+    """Every directory a cookie names (journal, ledger and index)."""
+    dirs = {d for d in cookie.journal_dirs.split(",") if d}
+    dirs.update(decode_dirs(cookie.ledger_dirs))
+    dirs.update(decode_dirs(cookie.index_dirs or ""))
+    return dirs
+
+
 async def check_and_write(conf: BookieConfig, store: MetadataStore) -> Cookie:
-    """Verify or create the cookies; raises ``CookieCheckFailed`` with the reason."""
+    """Verify or create the cookies (BookKeeper's ``LegacyCookieValidation``); raises ``CookieCheckFailed``.
+
+    - new bookie (no cookie anywhere): every directory must be empty; the cookie is stamped everywhere;
+    - a directory the cookie in ZooKeeper names but that has no ``VERSION`` was wiped or replaced: refused;
+    - a directory the cookie does not name yet (storage expansion) is accepted only with
+      ``allowStorageExpansion=true`` and only when empty; the cookie is then updated in ZooKeeper and
+      every directory;
+    - a ``VERSION`` or the ZooKeeper cookie that disagrees with the configuration: refused, naming both.
+    """
+    bookie_id = conf.effective_bookie_id
+    expand = conf.allow_storage_expansion
     instance_id = await store.instance_id()
     expected = expected_cookie(conf, instance_id)
     dirs = cookie_dirs(conf)
     local = read_local(dirs)  # small files, read once at start before serving
-    remote = await store.read_cookie(conf.effective_bookie_id)
+    remote = await store.read_cookie(bookie_id)
+    # Local cookies first, another bookie's first of all: a foreign directory is named by its own VERSION.
     present = {d: c for d, c in local.items() if c is not None}
-    for d, c in present.items():
-        try:
-            expected.verify(c)
-        except CookieMismatch as exc:
-            raise CookieCheckFailed(f"{d / 'current' / 'VERSION'}: {exc}") from None
+    for d, c in sorted(present.items(), key=lambda item: item[1].bookie_id == bookie_id):
+        _verify(expected, c, expand, f"{d / 'current' / 'VERSION'}")
     if remote is not None:
-        try:
-            expected.verify(remote.value)
-        except CookieMismatch as exc:
-            raise CookieCheckFailed(f"cookie in ZooKeeper: {exc}") from None
+        _verify(expected, remote.value, expand, "cookie in ZooKeeper")
     missing = [d for d, c in local.items() if c is None]
-    if remote is not None and not present:
-        raise CookieCheckFailed(
-            f"cookie for {conf.effective_bookie_id} exists in ZooKeeper but none of its directories has one: "
-            "the disks were wiped or replaced. Decommission the old bookie (its cookie is then deleted) "
-            "or restore its directories.")
-    if present and missing:
-        stray = [str(d) for d in missing if has_data(d)]
-        if stray:
-            raise CookieCheckFailed(f"directories {stray} hold data but no cookie: not this bookie's")
-        log.info("new directories %s get the bookie's cookie", [str(d) for d in missing])
+    if remote is not None and missing:
+        known = known_dirs(remote.value)
+        wiped = [str(d) for d in missing if str(d) in known]
+        if wiped:
+            raise CookieCheckFailed(
+                f"cookie for {bookie_id} exists in ZooKeeper but not locally in {', '.join(wiped)} "
+                "(no current/VERSION): the directory was wiped or replaced. Restore it, or decommission "
+                "the bookie (its cookie is then deleted) and start it as a new one.")
+        new = [str(d) for d in missing]
+        if not expand:
+            raise CookieCheckFailed(
+                f"directories {', '.join(new)} have no cookie and the cookie of {bookie_id} in ZooKeeper "
+                "does not name them: set allowStorageExpansion=true to add empty directories")
+    stray = [str(d) for d in missing if has_data(d)]
+    if stray:
+        raise CookieCheckFailed(f"directories {', '.join(stray)} hold data but no cookie: not this bookie's")
     if remote is None and present:
-        # Our directories, but ZooKeeper forgot us (the bookie was decommissioned and comes back): the data
-        # that is still here is over-replicated garbage for GC, so registering again is safe.
-        log.warning("cookie of %s missing in ZooKeeper; writing it again", conf.effective_bookie_id)
+        # Our directories, but ZooKeeper forgot us (the bookie was decommissioned and comes back with its
+        # volumes retained): the data still here is over-replicated garbage for GC, so registering again is
+        # safe. Apache BookKeeper refuses this case; the operator's retain policy relies on it.
+        log.warning("cookie of %s missing in ZooKeeper; writing it again", bookie_id)
     if remote is None:
-        await store.write_cookie(conf.effective_bookie_id, expected, None)
-    if missing:
+        await store.write_cookie(bookie_id, expected, None)
         write_local(missing, expected)
+    elif missing:
+        log.info("storage expansion: directories %s get the cookie of %s", [str(d) for d in missing], bookie_id)
+        await store.write_cookie(bookie_id, expected, remote.version)
+        write_local(dirs, expected)
     return expected
