@@ -1,0 +1,48 @@
+"""The Helm chart lints, installs on the local cluster, and the operator it deploys (in a pod, with the
+chart's least-privilege RBAC and its service account token) reconciles a BookieCluster to Ready.
+
+The operator image is mapped by the pod runner to this machine's Python (image ``python``); the chart's
+command, ``python -m bookie_operator``, is the same as in operator/Dockerfile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bookie_fleet.zookeeper import ZooKeeperServer
+
+from tests.operator.conftest import bookie_cluster, condition, wait_ready
+from tests.support.kube import KubeTarget, pod_ready, wait_for
+
+CHART = Path(__file__).resolve().parents[2] / "helm" / "bookie-operator"
+
+
+def test_helm_lint_install_and_the_deployed_operator_reconciles(
+        kube: KubeTarget, kube_namespace: str, bookie_crd: str, zookeeper: ZooKeeperServer) -> None:
+    lint = kube.helm("lint", str(CHART), "--strict")
+    assert "1 chart(s) linted, 0 chart(s) failed" in lint.stdout
+    ns = kube_namespace
+    kube.helm("install", "bkop", str(CHART), "--namespace", ns, "--wait", "--timeout", "180s",
+              "--set", "image.repository=python", "--set", "image.tag=3.11",
+              "--set", f"watchNamespaces={{{ns}}}", "--set", "reconcileInterval=2", "--set", "logFormat=plain")
+    pods = wait_for(lambda: [p for p in kube.pods(ns, "app.kubernetes.io/name=bookie-operator") if pod_ready(p)],
+                    120, what="the operator pod Ready")
+    assert len(pods) == 1
+    deploy = kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/bkop-bookie-operator")
+    assert deploy is not None and deploy["spec"]["strategy"]["type"] == "Recreate"
+    assert deploy["spec"]["replicas"] == 1
+    role = kube.get(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles/bkop-bookie-operator")
+    assert role is not None
+    verbs = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
+    assert verbs[(("",), ("pods",))] == {"list", "delete"}
+    assert all("*" not in v for v in verbs.values())
+
+    kube.apply(bookie_cluster("bk", zookeeper.connect_string, f"/{ns}/ledgers"), namespace=ns)
+    obj = wait_ready(kube, ns, "bk", timeout=180)
+    ready = condition(obj, "Ready")
+    assert ready is not None and ready["status"] == "True"
+
+    # Uninstall: the operator removes its finalizer first when the cluster is deleted.
+    kube.api.delete(f"/apis/bookie-fleet.dev/v1alpha1/namespaces/{ns}/bookieclusters/bk")
+    wait_for(lambda: kube.get(f"/apis/bookie-fleet.dev/v1alpha1/namespaces/{ns}/bookieclusters/bk") is None, 60,
+             what="the BookieCluster deleted")
+    kube.helm("uninstall", "bkop", "--namespace", ns, "--wait")
