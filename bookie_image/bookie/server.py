@@ -55,7 +55,7 @@ class BookieServer:
                                     conf.effective_lwm_threshold, conf.read_only_mode_on_any_disk_full_enabled)
         self.state = StateManager(thresholds, self._register, forced_read_only=conf.force_read_only_bookie,
                                   read_only_enabled=conf.read_only_mode_enabled)
-        self.gc: Any = GarbageCollector(conf, self.engine, self.metadata, bookie_id=self.bookie_id,
+        self.gc: Any = GarbageCollector(conf, lambda: self.engine, self.metadata, bookie_id=self.bookie_id,
                                         on_space_freed=self.check_disks_now)
         self.autorecovery: Any = None
         self.connections: set[BookieConnection] = set()

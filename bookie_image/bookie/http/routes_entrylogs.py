@@ -1,0 +1,20 @@
+"""``GET /api/v1/bookie/entry_logs``: our own explain endpoint (not in BookKeeper), see docs/gc.md.
+
+Lists the entry logs of every ledger directory, oldest first, with size, usage, age, the live ledgers that
+pin each one and GC's verdict, so an operator sees at once why a months-old log is still on disk.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from bookie.http.api import AdminBackend, Handler, int_param, methods, plain, pretty
+
+
+def routes(b: AdminBackend) -> dict[str, Handler]:
+    async def entry_logs(request: web.Request) -> web.Response:
+        if b.gc is None or not hasattr(b.gc, "explain"):
+            return plain("Garbage collection is not available on this bookie", status=501)
+        return pretty(await b.gc.explain(int_param(request, "limit", 0)))
+
+    return {"/api/v1/bookie/entry_logs": methods(GET=entry_logs)}
