@@ -1,0 +1,66 @@
+"""Bad input: the API server refuses invalid specs with a message naming the field (the generated schema and
+its CEL rules); what only the operator can judge becomes an InvalidSpec condition and a Warning Event, and
+nothing is applied (no half-applied change, no crash loop)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+from bookie_fleet.zookeeper import ZooKeeperServer
+
+from tests.operator.conftest import OperatorProcess, bookie_cluster, condition, events, get_cluster
+from tests.support.kube import KubeTarget, wait_for
+
+ZK = "127.0.0.1:2181"
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"diskPolicy": {"readOnlyHighWaterMark": 0.6, "writableLowWaterMark": 0.7}},
+     "spec.diskPolicy.writableLowWaterMark must be <= spec.diskPolicy.readOnlyHighWaterMark"),
+    ({"diskPolicy": {"readOnlyHighWaterMark": 1.5}}, "spec.diskPolicy.readOnlyHighWaterMark"),
+    ({"replicas": 2, "ensembleSize": 3}, "spec.replicas must be >= spec.ensembleSize"),
+    ({"compaction": {"schedule": "61 * * * *"}}, "spec.compaction.schedule must be a 5-field cron expression"),
+    ({"gc": {"minorCompactionThreshold": 0.9, "majorCompactionThreshold": 0.5}},
+     "spec.gc.minorCompactionThreshold must be < spec.gc.majorCompactionThreshold"),
+    ({"config": {"diskUsageThreshold": 2}}, "spec.config.diskUsageThreshold"),
+    ({"config": {"noSuchKey": 1}}, 'unknown field "spec.config.noSuchKey"'),
+    ({"storage": {"journal": {"size": "lots"}}}, "spec.storage.journal.size"),
+])
+def test_the_api_server_refuses_invalid_specs_naming_the_field(
+        kube: KubeTarget, kube_namespace: str, bookie_crd: str, spec: dict[str, Any], message: str) -> None:
+    manifest = yaml.safe_dump(bookie_cluster("bad", ZK, "/bad/ledgers", **spec))
+    result = kube.kubectl("apply", "-n", kube_namespace, "-f", "-", input=manifest, check=False)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+
+
+def test_what_only_the_operator_can_judge_is_a_condition_and_an_event(
+        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
+        operator_factory: Callable[[str], OperatorProcess]) -> None:
+    ns = kube_namespace
+    operator_factory(ns)
+    # Each key is in range, but the bookie configuration model refuses the combination.
+    kube.apply(bookie_cluster("bk", zookeeper.connect_string, f"/{ns}/ledgers",
+                              config={"diskUsageLwmThreshold": 0.97, "diskUsageThreshold": 0.9}), namespace=ns)
+
+    def invalid() -> dict[str, Any] | None:
+        obj = get_cluster(kube, ns, "bk")
+        c = condition(obj, "Degraded")
+        return obj if c and c["reason"] == "InvalidSpec" else None
+
+    obj = wait_for(invalid, 30, what="an InvalidSpec condition")
+    degraded = condition(obj, "Degraded")
+    assert degraded is not None and "diskUsageLwmThreshold must be <= diskUsageThreshold" in degraded["message"]
+    ready = condition(obj, "Ready")
+    assert ready is not None and ready["status"] == "False" and ready["reason"] == "InvalidSpec"
+    assert len(events(kube, ns, "bk", "InvalidSpec")) == 1       # once, not every tick
+    assert kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/bk") is None
+    assert kube.get(f"/api/v1/namespaces/{ns}/configmaps/bk-config") is None
+
+    # Fixing the spec lets the reconcile go on.
+    kube.kubectl("-n", ns, "patch", "bookieclusters.bookie-fleet.dev", "bk", "--type", "json", "-p",
+                 '[{"op": "remove", "path": "/spec/config/diskUsageLwmThreshold"}]')
+    wait_for(lambda: kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/bk"), 30, what="the StatefulSet")
