@@ -54,6 +54,7 @@ class OperatorProcess:
     namespace: str
     log_path: Path
     interval: float = INTERVAL
+    metrics_port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
 
@@ -65,7 +66,8 @@ class OperatorProcess:
             log.write(f"\n===== start {self.starts}\n".encode())
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "bookie_operator", "--namespace", self.namespace, "--kubeconfig",
-                 str(self.kubeconfig), "--interval", str(self.interval), "--metrics-port", "0", "--liveness", "",
+                 str(self.kubeconfig), "--interval", str(self.interval), "--metrics-port", str(self.metrics_port),
+                 "--liveness", "",
                  "--log-format", "plain"],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         return self
@@ -90,11 +92,12 @@ class OperatorProcess:
 
 
 @pytest.fixture
-def operator_factory(kube: KubeTarget, bookie_crd: str, tmp_path: Path) -> Iterator[Callable[[str], OperatorProcess]]:
+def operator_factory(kube: KubeTarget, bookie_crd: str, tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
     made: list[OperatorProcess] = []
 
-    def make(namespace: str) -> OperatorProcess:
-        op = OperatorProcess(kube.kubeconfig, namespace, tmp_path / f"operator-{namespace}.log")
+    def make(namespace: str, metrics_port: int = 0) -> OperatorProcess:
+        op = OperatorProcess(kube.kubeconfig, namespace, tmp_path / f"operator-{namespace}.log",
+                             metrics_port=metrics_port)
         made.append(op)
         return op.start()
 
@@ -186,6 +189,12 @@ def cluster_dns(kube: KubeTarget, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ------------------------------------------------------------------------------------------- helpers
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def bookie_cluster(name: str, zk: str, root: str, **spec: Any) -> Obj:
     """A BookieCluster manifest: test-sized volumes and fast bookie checkpoints."""
     body: Obj = {
