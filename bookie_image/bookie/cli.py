@@ -36,11 +36,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_journal_dump(args: argparse.Namespace) -> int:
     from bookie.storage import inspect
+    from bookie.storage.journal_format import CorruptJournal
 
-    for n, record in enumerate(inspect.dump_journal(Path(args.file))):
-        if args.limit is not None and n >= args.limit:
-            break
-        _print_json(record)
+    try:
+        for n, record in enumerate(inspect.dump_journal(Path(args.file))):
+            if args.limit is not None and n >= args.limit:
+                break
+            _print_json(record)
+    except CorruptJournal as exc:
+        print(f"bookie: {args.file}: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -49,6 +54,10 @@ def cmd_entrylog_dump(args: argparse.Namespace) -> int:
 
     dump = inspect.dump_entry_log(Path(args.file), include_records=not args.map_only, limit=args.limit)
     _print_json(dump)
+    problems = [f"{key} {dump[key]}" for key in ("error", "ledgers_map_error", "corrupt_at") if key in dump]
+    if problems:  # a damaged log is never shown as if it were merely empty
+        print(f"bookie: {args.file}: {'; '.join(problems)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -115,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"bookie: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a missing or unreadable file or RocksDB, named
+        print(f"bookie: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
