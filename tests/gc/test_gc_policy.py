@@ -58,10 +58,10 @@ def test_force_allow_compaction_unlocks_disabled_compaction_only_when_forced() -
 def test_major_waits_for_its_window_but_disk_pressure_overrides_it() -> None:
     s = settings(window=pol.parse_window("01:00-05:00"))
     now = 10 * 24 * HOUR
-    due = dict(last_major=now - 25 * HOUR)
-    outside = pol.choose_compaction(request(now, at=dtime(12, 0), **due), s)
+    due = now - 25 * HOUR
+    outside = pol.choose_compaction(request(now, at=dtime(12, 0), last_major=due), s)
     assert outside.kind is pol.Compaction.NONE and "window" in outside.reason
-    assert pol.choose_compaction(request(now, at=dtime(3, 30), **due), s).kind is pol.Compaction.MAJOR
+    assert pol.choose_compaction(request(now, at=dtime(3, 30), last_major=due), s).kind is pol.Compaction.MAJOR
     pressed = pol.choose_compaction(request(now, at=dtime(12, 0), ignore_window=True), s)
     assert pressed.kind is pol.Compaction.MAJOR, "over the pressure ratio: now, not even due"
     assert pol.choose_compaction(request(now, at=dtime(12, 0), force=True), s).kind is pol.Compaction.MAJOR

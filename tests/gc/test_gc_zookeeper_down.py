@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 
 from bookie.client import BookKeeper, ClientConfig
+from bookie_fleet.zookeeper import ZooKeeperServer
 
 from tests.gc.gcutil import GC_OVERRIDES, metrics, rest
 from tests.support.bookies import BookieFactory
@@ -18,7 +20,8 @@ from tests.support.bookies import BookieFactory
 LEDGERS = 120
 
 
-async def test_zookeeper_stopped_mid_cycle_deletes_nothing(bookie_factory: BookieFactory, zookeeper_factory) -> None:  # type: ignore[no-untyped-def]
+async def test_zookeeper_stopped_mid_cycle_deletes_nothing(bookie_factory: BookieFactory,
+                                                           zookeeper_factory: Callable[[], ZooKeeperServer]) -> None:
     zk = zookeeper_factory()
     root = "/gc-zk-down/ledgers"
     cluster = bookie_factory(1, metadataServiceUri=f"zk+hierarchical://{zk.connect_string}{root}", zkTimeout=4000,
