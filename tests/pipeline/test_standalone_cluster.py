@@ -32,6 +32,8 @@ def test_spark_submit_to_a_standalone_cluster_gives_the_local_tables(audit_out: 
         worker_logs = "".join(p.read_text(errors="replace") for p in (tmp_path / "spark").glob("worker*.log"))
     assert worker_logs.count("Asked to launch executor") == 2  # both workers ran the job
     assert "DATA LOSS: 1 entries" in proc.stdout
+    # The progress display (spark-submit merges the Python driver's stderr into its stdout).
+    assert "] full scan of every record (replication)" in proc.stdout + proc.stderr
     for table in TABLES:
         if table != "records":
             assert _rows(str(out), table) == _rows(local_out, table), table
