@@ -119,6 +119,9 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
         "readOnlyModeEnabled": True,
         "forceAllowCompaction": True,
         "isForceGCAllowWhenNoSpace": True,
+        # Re-replication (of lost bookies, and of a bookie being decommissioned) runs inside the bookies.
+        "autoRecoveryDaemonEnabled": spec.autorecovery.enabled,
+        "lostBookieRecoveryDelay": spec.autorecovery.lost_bookie_recovery_delay_seconds,
         **spec.gc.bookie_config(),
         **spec.config,
     }
@@ -126,8 +129,6 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
         values.update({
             "useHostNameAsBookieID": False,  # the id is given explicitly (bookieId), hostname-based
             "persistBookieStatusEnabled": False,
-            "autoRecoveryDaemonEnabled": spec.autorecovery.enabled,
-            "lostBookieRecoveryDelay": spec.autorecovery.lost_bookie_recovery_delay_seconds,
             "httpServerClass": "org.apache.bookkeeper.http.vertx.VertxHttpServer",
             # The storage every deployment uses (the code's default is SortedLedgerStorage).
             "ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",

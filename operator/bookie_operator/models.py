@@ -51,6 +51,8 @@ OWNED_CONFIG_KEYS: dict[str, str] = {
     "readOnlyModeEnabled": "the operator's read-only control needs it (apache/bookkeeper#3972)",
     "forceAllowCompaction": "forced compactions must run on a full disk (apache/bookkeeper#3205)",
     "isForceGCAllowWhenNoSpace": "forced compactions must run on a full disk",
+    "autoRecoveryDaemonEnabled": "set spec.autorecovery.enabled instead",
+    "lostBookieRecoveryDelay": "set spec.autorecovery.lostBookieRecoveryDelaySeconds instead",
     "persistBookieStatusEnabled": "a persisted read-only state fights the operator (apache/bookkeeper#4640)",
     "gcWaitTime": "set spec.gc.gcWaitTimeSeconds instead",
     "minorCompactionThreshold": "set spec.gc.minorCompactionThreshold instead",

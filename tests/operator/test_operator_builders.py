@@ -84,6 +84,7 @@ def test_python_bookie_config_is_a_valid_bookie_config_with_what_the_operator_ne
     assert parsed.force_allow_compaction and parsed.is_force_gc_allow_when_no_space
     assert parsed.zk_connect == "zk-0.zk:2181" and parsed.ledgers_root == "/ledgers"
     assert parsed.journal_sync_data is False
+    assert parsed.auto_recovery_daemon_enabled and parsed.lost_bookie_recovery_delay == 60
     assert container(builders.statefulset(OWNER, s, 3))["command"][:2] == ["sh", "-c"]
 
 
