@@ -88,23 +88,30 @@ def render(out_dir: str) -> str:
                 acc = agg.setdefault((r["bookie"], r["major_threshold"]), [0.0, 0.0])
                 acc[0] += r["reclaimed_bytes"]
                 acc[1] += r["rewritten_bytes"]
-        for bookie in sorted({k[0] for k in agg}):
+        line_colors: list[str] = []
+        for i, bookie in enumerate(sorted({k[0] for k in agg})):
             series[f"{bookie} reclaimed"] = [(k[1], v[0]) for k, v in agg.items() if k[0] == bookie]
-            dashed.append(False)
             series[f"{bookie} rewritten"] = [(k[1], v[1]) for k, v in agg.items() if k[0] == bookie]
-            dashed.append(True)
+            dashed += [False, True]
+            line_colors += [svg.color(i), svg.color(i)]
         plots.append((f"Compaction what-if: bytes reclaimed (solid) and rewritten (dashed) by major threshold "
                       f"(minor {minor0:g})",
-                      svg.lines("compaction what-if", series, "major compaction threshold", "bytes", dashed)))
+                      svg.lines("compaction what-if", series, "major compaction threshold", "bytes", dashed,
+                                colors=line_colors)))
     rs = summary.get("replication") or {}
     if rs:
-        cats = ["entries"]
-        plots.append(("Replication health: entries by replicas found vs write quorum",
-                      svg.stacked_bars("replication health", cats, {
-                          "ok": [float(rs.get("ok", 0))], "unverified": [float(rs.get("unverified", 0))],
-                          "under-replicated": [float(rs.get("under", 0))],
-                          "missing": [float(rs.get("missing", 0))],
-                      }, "entries", yfmt=lambda v: f"{v:g}", colors=["#59a14f", "#bab0ac", "#f28e2b", "#e15759"])))
+        # Ledgers with problems first, then the biggest: up to 12 bars of entries by status.
+        shown = sorted(repl, key=lambda r: (-(r["missing"] + r["under"]), -r["entries"], r["ledger_id"]))[:12]
+        plots.append(("Replication health: entries of each ledger by replicas found vs write quorum "
+                      f"(fleet: {rs.get('ok', 0)} ok, {rs.get('under', 0)} under-replicated, "
+                      f"{rs.get('missing', 0)} missing, {rs.get('unverified', 0)} unverified)",
+                      svg.stacked_bars("replication health", [str(r["ledger_id"]) for r in shown], {
+                          "ok": [float(r["ok"]) for r in shown],
+                          "unverified": [float(r["unverified"]) for r in shown],
+                          "under-replicated": [float(r["under"]) for r in shown],
+                          "missing": [float(r["missing"]) for r in shown],
+                      }, "entries", yfmt=lambda v: f"{v:g}", colors=["#59a14f", "#bab0ac", "#f28e2b", "#e15759"],
+                          xlabel="ledger")))
 
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>bookie-audit report</title>",
              f"<style>{_CSS}</style></head><body>",
@@ -128,8 +135,21 @@ def render(out_dir: str) -> str:
     parts.append("<h2>Ledgers pinning old logs</h2>" + html_table(pinning, [
         "ledger_id", "class", "state", "bookies", "old_logs", "sole_pinner_logs", "live_bytes",
         "pinned_garbage_bytes", "oldest_log_days", "custom_metadata"]))
+    grid: dict[tuple[float, float], dict[str, Any]] = {}
+    for r in whatif:
+        g = grid.setdefault((r["minor_threshold"], r["major_threshold"]), {
+            "minor_threshold": r["minor_threshold"], "major_threshold": r["major_threshold"], "deleted_bytes": 0,
+            "minor_logs": 0, "major_logs": 0, "reclaimed_bytes": 0, "rewritten_bytes": 0})
+        for key in ("deleted_bytes", "minor_logs", "major_logs", "reclaimed_bytes", "rewritten_bytes"):
+            g[key] += r[key]
+    for g in grid.values():
+        g["write_amplification"] = g["rewritten_bytes"] / g["reclaimed_bytes"] if g["reclaimed_bytes"] else 0.0
+    parts.append("<h2>Compaction what-if (fleet)</h2>" + html_table(
+        [grid[k] for k in sorted(grid)], ["minor_threshold", "major_threshold", "deleted_bytes", "minor_logs",
+                                          "major_logs", "reclaimed_bytes", "rewritten_bytes",
+                                          "write_amplification"], 200))
     best = sorted(whatif, key=lambda r: (r["bookie"], r["minor_threshold"], r["major_threshold"]))
-    parts.append("<h2>Compaction what-if</h2>" + html_table(best, [
+    parts.append("<h2>Compaction what-if per bookie</h2>" + html_table(best, [
         "bookie", "minor_threshold", "major_threshold", "deleted_bytes", "minor_logs", "minor_reclaimed_bytes",
         "minor_rewritten_bytes", "major_logs", "major_reclaimed_bytes", "major_rewritten_bytes",
         "reclaimed_bytes", "rewritten_bytes", "write_amplification"], 200))

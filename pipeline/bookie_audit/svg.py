@@ -52,7 +52,7 @@ def _frame(title: str, xlabel: str, ylabel: str, x0: float, x1: float, y0: float
              f"<title>{escape(title)}</title>",
              f'<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="#fafafa" stroke="#ccc"/>']
     for t in _ticks(x0, x1):
-        if x0 <= t <= x1:
+        if x0 <= t <= x1 and xfmt(t):
             parts.append(f'<line x1="{sx(t):.1f}" y1="{MT + ph}" x2="{sx(t):.1f}" y2="{MT + ph + 4}" stroke="#666"/>'
                          f'<text x="{sx(t):.1f}" y="{MT + ph + 16}" font-size="10" text-anchor="middle">'
                          f"{escape(xfmt(t))}</text>")
@@ -67,12 +67,14 @@ def _frame(title: str, xlabel: str, ylabel: str, x0: float, x1: float, y0: float
     return parts, sx, sy
 
 
-def _legend(parts: list[str], names: Sequence[str], dashed: Sequence[bool] = ()) -> None:
+def _legend(parts: list[str], names: Sequence[str], dashed: Sequence[bool] = (),
+            colors: Sequence[str] | None = None) -> None:
     for i, name in enumerate(names[:16]):
         y = MT + 8 + i * 16
         x = W - MR + 12
         dash = ' stroke-dasharray="4 3"' if i < len(dashed) and dashed[i] else ""
-        parts.append(f'<line x1="{x}" y1="{y}" x2="{x + 16}" y2="{y}" stroke="{color(i)}" stroke-width="4"{dash}/>'
+        stroke = colors[i] if colors else color(i)
+        parts.append(f'<line x1="{x}" y1="{y}" x2="{x + 16}" y2="{y}" stroke="{stroke}" stroke-width="4"{dash}/>'
                      f'<text x="{x + 22}" y="{y + 4}" font-size="11">{escape(name[:28])}</text>')
 
 
@@ -96,9 +98,10 @@ def scatter(title: str, series: dict[str, list[tuple[float, float]]], xlabel: st
 
 
 def stacked_bars(title: str, categories: Sequence[str], stacks: dict[str, Sequence[float]], ylabel: str,
-                 yfmt: Callable[[float], str] = human_bytes, colors: Sequence[str] | None = None) -> str:
+                 yfmt: Callable[[float], str] = human_bytes, colors: Sequence[str] | None = None,
+                 xlabel: str = "") -> str:
     totals = [sum(vals[i] for vals in stacks.values()) for i in range(len(categories))]
-    parts, _sx, sy = _frame(title, "", ylabel, 0, 1, 0, max(totals, default=1) or 1, lambda v: "", yfmt)
+    parts, _sx, sy = _frame(title, xlabel, ylabel, 0, 1, 0, max(totals, default=1) or 1, lambda v: "", yfmt)
     pw = W - ML - MR
     slot = pw / max(len(categories), 1)
     bw = min(60.0, slot * 0.7)
@@ -113,7 +116,7 @@ def stacked_bars(title: str, categories: Sequence[str], stacks: dict[str, Sequen
                              f'height="{sy(base) - sy(base + v):.1f}" fill="{fill}">'
                              f"<title>{escape(cat)} {escape(name)}: {escape(yfmt(v))}</title></rect>")
             base += v
-        parts.append(f'<text x="{x + bw / 2:.1f}" y="{H - MB + 16}" font-size="10" text-anchor="middle">'
+        parts.append(f'<text x="{x + bw / 2:.1f}" y="{H - MB + 14}" font-size="10" text-anchor="middle">'
                      f"{escape(cat[:18])}</text>")
     names = list(stacks)
     for i, name in enumerate(names):
@@ -126,7 +129,8 @@ def stacked_bars(title: str, categories: Sequence[str], stacks: dict[str, Sequen
 
 
 def lines(title: str, series: dict[str, list[tuple[float, float]]], xlabel: str, ylabel: str,
-          dashed: Sequence[bool] = (), yfmt: Callable[[float], str] = human_bytes) -> str:
+          dashed: Sequence[bool] = (), yfmt: Callable[[float], str] = human_bytes,
+          colors: Sequence[str] | None = None) -> str:
     points = [p for pts in series.values() for p in pts]
     xs = [p[0] for p in points] or [0.0, 1.0]
     y1 = max([p[1] for p in points] or [1.0]) or 1.0
@@ -135,9 +139,10 @@ def lines(title: str, series: dict[str, list[tuple[float, float]]], xlabel: str,
         pts = sorted(pts)
         dash = ' stroke-dasharray="6 4"' if i < len(dashed) and dashed[i] else ""
         path = " ".join(f"{'M' if j == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for j, (x, y) in enumerate(pts))
-        parts.append(f'<path d="{path}" fill="none" stroke="{color(i)}" stroke-width="2"{dash}/>')
+        stroke = colors[i] if colors else color(i)
+        parts.append(f'<path d="{path}" fill="none" stroke="{stroke}" stroke-width="2"{dash}/>')
         for x, y in pts:
-            parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{color(i)}"/>')
-    _legend(parts, list(series), dashed)
+            parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{stroke}"/>')
+    _legend(parts, list(series), dashed, colors)
     parts.append("</svg>")
     return "".join(parts)
