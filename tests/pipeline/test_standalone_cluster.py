@@ -29,8 +29,8 @@ def test_spark_submit_to_a_standalone_cluster_gives_the_local_tables(audit_out: 
              "--metadata", fleet.snapshot_dir, "--out", str(out), "--min-age-days", "10", "--split-mb", "1"],
             env=daemon_env(), capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-4000:]
-        worker_logs = "".join(p.read_text(errors="replace") for p in (tmp_path / "spark").glob("worker*.log"))
-    assert worker_logs.count("Asked to launch executor") == 2  # both workers ran the job
+        worker_logs = [p.read_text(errors="replace") for p in sorted((tmp_path / "spark").glob("worker*.log"))]
+    assert len(worker_logs) == 2 and all("Asked to launch executor" in log for log in worker_logs)  # both ran it
     assert "DATA LOSS: 1 entries" in proc.stdout
     # The progress display (spark-submit merges the Python driver's stderr into its stdout).
     assert "] full scan of every record (replication)" in proc.stdout + proc.stderr
