@@ -100,3 +100,32 @@ async def test_scale_down_with_an_operator_restart_loses_nothing_and_scale_up_wo
     async with MetadataStore(zookeeper.connect_string, root) as store:
         assert gone in await store.list_bookies()
         assert await store.read_cookie(gone) is not None
+
+
+def test_with_the_retain_policy_the_ordinal_comes_back_on_its_old_volumes_without_cookie_errors(
+        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
+        operator_factory: Callable[[str], OperatorProcess]) -> None:
+    ns, root = kube_namespace, f"/{kube_namespace}/ledgers"
+    operator_factory(ns)
+    kube.apply(bookie_cluster("jbk", zookeeper.connect_string, root, replicas=3, **JAVA,
+                              scaleDown={"pvcPolicy": "Retain"}), namespace=ns)
+    wait_ready(kube, ns, "jbk", timeout=240)
+    gone = f"jbk-2.jbk-headless.{ns}.svc.cluster.local:3181"
+    claims_before = {c["metadata"]["name"]: c["metadata"]["uid"] for c in
+                     kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]}
+
+    patch_spec(kube, ns, "jbk", {"replicas": 2, "ensembleSize": 2})
+    wait_for(lambda: gone in get_cluster(kube, ns, "jbk")["status"].get("decommissioned", []), 180,
+             interval=0.5, what="jbk-2 decommissioned")
+    claims = {c["metadata"]["name"]: c["metadata"]["uid"] for c in
+              kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]}
+    assert claims == claims_before                       # the volumes of jbk-2 are kept
+
+    patch_spec(kube, ns, "jbk", {"replicas": 3})
+    obj = wait_ready(kube, ns, "jbk", timeout=240)
+    assert obj["status"]["readyReplicas"] == 3
+    pod = kube.get(f"/api/v1/namespaces/{ns}/pods/jbk-2")
+    assert pod is not None and pod["status"]["containerStatuses"][0]["restartCount"] == 0
+    claims_after = {c["metadata"]["name"]: c["metadata"]["uid"] for c in
+                    kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]}
+    assert claims_after == claims_before                 # same volumes, same identity, same cookie
