@@ -386,6 +386,7 @@ class GarbageCollector:
         return pol.LogUsage(m.log_id, m.total_bytes, m.remaining_bytes, eligible)
 
     def _compact_one(self, d: DirState, meta: LogMeta, limits: Limits) -> None:
+        usage = meta.remaining_bytes / max(1, meta.total_bytes)
         try:
             done = d.compactor.compact(meta, self.engine.has_ledger, limits)
         except Aborted:
@@ -400,7 +401,7 @@ class GarbageCollector:
             self.counters["COMPACTED_ENTRY_TOTAL"] += done.entries
             self.counters["COMPACTED_BYTES"] += done.new_meta.total_bytes
         log.info("%s: compacted %x.log (usage %.2f) into %s: %d live entries copied, %d index entries moved",
-                 d.ledger_dir, meta.log_id, meta.remaining_bytes / max(1, meta.total_bytes),
+                 d.ledger_dir, meta.log_id, usage,
                  f"{done.new_meta.log_id:x}.log" if done.new_meta else "nothing", done.entries, done.moved)
 
     # ------------------------------------------------------------------ REST (BookKeeper's shapes)

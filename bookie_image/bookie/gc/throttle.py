@@ -11,13 +11,14 @@ import time
 class Throttle:
     """Token bucket in units per second (entries or bytes); ``rate <= 0`` means unlimited.
 
-    Blocking: ``acquire`` sleeps in the calling thread. The bucket holds at most one second of tokens so a
-    pause is never followed by a burst larger than the configured rate. ``stop`` wakes sleepers at once.
+    Blocking: ``acquire`` sleeps in the calling thread. The bucket starts empty and holds at most a tenth of
+    a second of tokens, so the achieved rate is the configured one from the first second on and a pause is
+    never followed by a burst. ``stop`` wakes sleepers at once.
     """
 
     def __init__(self, rate: float, stop: threading.Event | None = None) -> None:
         self.rate = rate
-        self._tokens = rate
+        self._tokens = 0.0
         self._last = time.monotonic()
         self._stop = stop or threading.Event()
         self.waited_s = 0.0
@@ -28,7 +29,7 @@ class Throttle:
         if self.rate <= 0:
             return
         now = time.monotonic()
-        self._tokens = min(self.rate, self._tokens + (now - self._last) * self.rate)
+        self._tokens = min(self.rate / 10, self._tokens + (now - self._last) * self.rate)
         self._last = now
         self._tokens -= amount
         if self._tokens < 0:
