@@ -223,6 +223,12 @@ class BookieConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_relations(self) -> BookieConfig:
+        index = self.index_directories
+        if index is not None and len(index) != len(self.ledger_directories):
+            raise ValueError(  # one RocksDB pair per ledger directory, as in DbLedgerStorage
+                f"indexDirectories must list as many directories as ledgerDirectories "
+                f"(got {len(index)} and {len(self.ledger_directories)})"
+            )
         lwm = self.disk_usage_lwm_threshold
         if lwm is not None and lwm > self.disk_usage_threshold:
             raise ValueError(

@@ -120,8 +120,10 @@ class StorageEngine:
         self.conf = conf
         index_dirs = conf.effective_index_directories
         n = len(conf.ledger_directories)
-        self.dirs = [LedgerDirStorage(d, index_dirs[i % len(index_dirs)], conf, n)
-                     for i, d in enumerate(conf.ledger_directories)]
+        self.dirs = [LedgerDirStorage(d, index_dirs[i], conf, n) for i, d in enumerate(conf.ledger_directories)]
+        # Ledgers found in a directory at start stay there even if directories were added since
+        # (allowStorageExpansion); new ledgers go to ledgerId mod #dirs, as in DbLedgerStorage.
+        self._home_dir: dict[int, int] = {}
         settings = JournalSettings(
             max_group_wait_s=conf.journal_max_group_wait_msec / 1000,
             buffered_writes_threshold=conf.journal_buffered_writes_threshold,
@@ -162,8 +164,10 @@ class StorageEngine:
 
     def _load_ledgers(self) -> dict[int, LedgerData]:
         result: dict[int, LedgerData] = {}
-        for d in self.dirs:
-            result.update(d.ledger_index.load_all())
+        for i, d in enumerate(self.dirs):
+            found = d.ledger_index.load_all()
+            result.update(found)
+            self._home_dir.update(dict.fromkeys(found, i))
         return result
 
     async def close(self) -> None:
@@ -191,7 +195,8 @@ class StorageEngine:
 
     # ------------------------------------------------------------------ routing
     def dir_of(self, ledger_id: int) -> LedgerDirStorage:
-        return self.dirs[sign_safe_mod(ledger_id, len(self.dirs))]
+        home = self._home_dir.get(ledger_id)
+        return self.dirs[home if home is not None else sign_safe_mod(ledger_id, len(self.dirs))]
 
     def journal_of(self, ledger_id: int) -> Journal:
         return self.journals[sign_safe_mod(ledger_id, len(self.journals))]
@@ -407,6 +412,7 @@ class StorageEngine:
         """Forget a ledger: index entries and caches. Its bytes in entry logs become garbage for GC."""
         state = self.ledgers.pop(ledger_id, None)
         d = self.dir_of(ledger_id)
+        self._home_dir.pop(ledger_id, None)
         d.write_cache.delete_ledger(ledger_id)
         if d.flushing is not None:
             d.flushing.delete_ledger(ledger_id)

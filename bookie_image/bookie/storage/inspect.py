@@ -79,14 +79,21 @@ def _read_only(path: Path) -> Rdict:
 def ledger_locations(conf: BookieConfig, ledger_id: int) -> dict[str, Any]:
     dirs = conf.ledger_directories
     index_dirs = conf.effective_index_directories
-    i = ledger_id % len(dirs)
-    index_dir = index_dirs[i % len(index_dirs)] / "current"
-    ledgers = _read_only(index_dir / "ledgers")
-    try:
-        raw = ledgers.get(struct.pack(">q", ledger_id))
-    finally:
-        ledgers.close()
-    info: dict[str, Any] = {"ledger": ledger_id, "directory": str(dirs[i])}
+    raw = None
+    # Usually in directory ledgerId mod #dirs, but a ledger stays where it was when directories are added.
+    preferred = ledger_id % len(dirs)
+    for i in [preferred, *(j for j in range(len(dirs)) if j != preferred)]:
+        index_dir = index_dirs[i] / "current"
+        if not (index_dir / "ledgers").exists():
+            continue
+        ledgers = _read_only(index_dir / "ledgers")
+        try:
+            raw = ledgers.get(struct.pack(">q", ledger_id))
+        finally:
+            ledgers.close()
+        if raw is not None:
+            break
+    info: dict[str, Any] = {"ledger": ledger_id, "directory": str(dirs[i] if raw is not None else dirs[preferred])}
     if raw is None:
         info["stored"] = False
         return info
