@@ -141,8 +141,11 @@ def check_directories(conf: BookieConfig) -> dict[str, Any]:
     for d in conf.journal_directories:
         for path in sorted((d / "current").glob("*.txn")):
             try:
-                n = sum(1 for _ in dump_journal(path)) - 1
-                journals.append({"file": str(path), "records": n, "size": os.path.getsize(path)})
+                records = list(dump_journal(path))[1:]
+                corrupt = [r for r in records if r.get("kind") == "corrupt"]
+                problems += [f"{path}: {r['error']}" for r in corrupt]
+                journals.append({"file": str(path), "records": len(records) - len(corrupt),
+                                 "size": os.path.getsize(path)})
             except jf.CorruptJournal as exc:
                 problems.append(f"{path}: {exc}")
     return {"entry_logs": logs, "journals": journals, "problems": problems}
