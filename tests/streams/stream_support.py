@@ -33,7 +33,7 @@ async def clean_fully(cleaner: Cleaner, namespace: str, name: str, now_ms: int) 
     while True:
         md = await cleaner.store.get(namespace, name)
         closed = md.value.closed_segments
-        if not closed or closed[-1].last is not None and md.value.cleaned_to > closed[-1].last:
+        if not closed or (closed[-1].last is not None and md.value.cleaned_to > closed[-1].last):
             return passes
         result = await cleaner.clean(namespace, name, now_ms=now_ms)
         assert result.swapped, result

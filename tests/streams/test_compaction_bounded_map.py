@@ -25,7 +25,7 @@ async def test_a_small_map_cleans_in_several_checkpointed_passes(streams: Stream
     per_ledger = max(s.records for s in md.segments)
 
     cleaner = Cleaner(streams, map_bytes=(6 + ENTRY_OVERHEAD) * per_ledger * 2)
-    checkpoints = []
+    checkpoints: list[int] = []
     while (md := await streams.metadata("m", "s")).cleaned_to < md.next_position:
         result = await cleaner.clean("m", "s")
         assert result.swapped and result.cleaned_to > (checkpoints[-1] if checkpoints else 0)

@@ -134,7 +134,8 @@ class Streams:
                          role: str = "writer") -> LedgerHandle:
         return await self.bk.create_ledger(
             policies.ensemble or 3, policies.write_quorum, policies.ack_quorum, ledger_id=ledger_id,
-            custom_metadata={STREAM_KEY: md.full_name.encode(), "bookie-stream-role": role.encode()})
+            custom_metadata={STREAM_KEY: md.full_name.encode(), "bookie-stream-root": self.store.root.encode(),
+                             "bookie-stream-role": role.encode()})
 
 
 class StreamWriter:
