@@ -30,7 +30,7 @@ from typing import Any
 from bookie import disks
 from bookie.config import BookieConfig
 from bookie.gc import policy as pol
-from bookie.gc.compactor import Aborted, Compactor, Limits
+from bookie.gc.compactor import Aborted, Compactor, Limits, Unindexed
 from bookie.gc.ledgers import LedgerGc, LedgerGcAborted
 from bookie.gc.logmeta import CorruptLog, LogMeta, MetaCache, read_meta
 from bookie.gc.refs import Destroy, LogRefs
@@ -102,7 +102,7 @@ class GarbageCollector:
             "GC_CYCLE_TOTAL", "GC_METADATA_ERROR_TOTAL", "GC_CYCLE_FAILED_TOTAL", "COMPACTED_ENTRY_TOTAL",
             "COMPACTED_BYTES", "FORCED_DESTROY_TOTAL", "QUARANTINED_ENTRY_LOG_TOTAL",
             "THREAD_RUNTIME_SECONDS", "GC_LEDGER_RUNTIME_SECONDS", "COMPACT_RUNTIME_SECONDS",
-            "EXTRACT_META_RUNTIME_SECONDS"), 0.0)
+            "EXTRACT_META_RUNTIME_SECONDS", "GC_LEDGER_DELETE_FAILED_TOTAL"), 0.0)
 
     def _dir_state(self, i: int) -> DirState:
         d = self.engine.dirs[i]
@@ -211,7 +211,15 @@ class GarbageCollector:
             log.info("over-replicated ledger GC deleted %s", _ids_text(deleted))
 
     async def _delete_ledger(self, ledger_id: int) -> None:
-        await self.engine.delete_ledger(ledger_id)
+        """BookKeeper's garbageCleaner: a failed index delete (a disk so full RocksDB cannot append its WAL) is
+        logged and GC goes on; the ledger is already gone from memory, so its logs can still be reclaimed."""
+        try:
+            await self.engine.delete_ledger(ledger_id)
+        except Exception as exc:
+            self.counters["GC_LEDGER_DELETE_FAILED_TOTAL"] += 1
+            log.error("deleting ledger %d from the index failed (%r); its entry logs are still reclaimed",
+                      ledger_id, exc)
+            return
         self.counters["DELETED_LEDGER_TOTAL"] += 1
 
     # ------------------------------------------------------------------ one directory (GC thread)
@@ -390,6 +398,9 @@ class GarbageCollector:
         try:
             done = d.compactor.compact(meta, self.engine.has_ledger, limits)
         except Aborted:
+            return
+        except Unindexed as exc:
+            log.warning("%s: not compacting %x.log this cycle: %s", d.ledger_dir, meta.log_id, exc)
             return
         except (ef.CorruptRecord, OSError) as exc:
             d.cache.put(self._quarantine_meta(d, d.compactor.path_of(meta.log_id), meta.log_id,

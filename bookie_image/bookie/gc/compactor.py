@@ -68,6 +68,11 @@ class Aborted(Exception):
     """The bookie is stopping: the half-written ``.compacting`` file was removed, nothing else changed."""
 
 
+class Unindexed(Exception):
+    """A live ledger's entry has no index location: the checkpoint that wrote it did not finish (the journal
+    still holds it and restart replays it). Its log may hold the only copy on disk: it is left alone."""
+
+
 @dataclass
 class Compacted:
     old_id: int
@@ -188,8 +193,12 @@ class Compactor:
                 if rec.ledger_id not in meta.ledgers or not alive(rec.ledger_id):
                     continue
                 old = ef.make_location(meta.log_id, offset + ef.RECORD_SIZE_PREFIX)
-                if self.locations.get(rec.ledger_id, rec.entry_id) != old:
-                    continue  # superseded or deleted: the index is the truth, never resurrect a stale copy
+                current = self.locations.get(rec.ledger_id, rec.entry_id)
+                if current is None:
+                    raise Unindexed(f"ledger {rec.ledger_id} entry {rec.entry_id} in {meta.log_id:x}.log is "
+                                    "not in the index")
+                if current != old:
+                    continue  # superseded by a newer copy: never resurrect a stale one
                 limits.write.acquire(rec.size + ef.RECORD_SIZE_PREFIX if limits.write_by_bytes else 1)
                 moves.append((rec.ledger_id, rec.entry_id, old, writer.append(rec)))
         finally:
