@@ -102,7 +102,8 @@ class GarbageCollector:
             "GC_CYCLE_TOTAL", "GC_METADATA_ERROR_TOTAL", "GC_CYCLE_FAILED_TOTAL", "COMPACTED_ENTRY_TOTAL",
             "COMPACTED_BYTES", "FORCED_DESTROY_TOTAL", "QUARANTINED_ENTRY_LOG_TOTAL",
             "THREAD_RUNTIME_SECONDS", "GC_LEDGER_RUNTIME_SECONDS", "COMPACT_RUNTIME_SECONDS",
-            "EXTRACT_META_RUNTIME_SECONDS", "GC_LEDGER_DELETE_FAILED_TOTAL"), 0.0)
+            "EXTRACT_META_RUNTIME_SECONDS", "GC_LEDGER_DELETE_FAILED_TOTAL", "ENTRY_LOG_META_READ_TOTAL",
+            "ENTRY_LOG_SCAN_TOTAL"), 0.0)
 
     def _dir_state(self, i: int) -> DirState:
         d = self.engine.dirs[i]
@@ -253,6 +254,8 @@ class GarbageCollector:
                 meta = self._quarantine_meta(d, path, log_id, exc.reason)
             except FileNotFoundError:
                 continue
+            self.counters["ENTRY_LOG_META_READ_TOTAL"] += 1
+            self.counters["ENTRY_LOG_SCAN_TOTAL"] += meta.from_scan
             d.cache.put(meta)
         self.counters["EXTRACT_META_RUNTIME_SECONDS"] += time.monotonic() - started
 
