@@ -261,16 +261,15 @@ class Cleaner:
             pending = []
             for r in records:
                 done += 1
-                if not retain(r, offsets, horizon):
-                    continue
-                if handle is None:
-                    handle = await self._new_output(md, policies, result)
-                    seg_first, seg_bytes, seg_max_ts = seg.first, 0, None
-                data = rec.encode(r)
-                pending.append(handle.append(data))
-                seg_bytes += len(data)
-                seg_max_ts = r.timestamp if seg_max_ts is None else max(seg_max_ts, r.timestamp)
-                result.records_kept += 1
+                if retain(r, offsets, horizon):
+                    if handle is None:
+                        handle = await self._new_output(md, policies, result)
+                        seg_first, seg_bytes, seg_max_ts = seg.first, 0, None
+                    data = rec.encode(r)
+                    pending.append(handle.append(data))
+                    seg_bytes += len(data)
+                    seg_max_ts = r.timestamp if seg_max_ts is None else max(seg_max_ts, r.timestamp)
+                    result.records_kept += 1
                 if done % 100 == 0:
                     await asyncio.gather(*pending)
                     pending.clear()

@@ -8,7 +8,7 @@
     set-policy NS/STREAM POLICY=VALUE ...      change a stream's policies
     list [NS]                                  streams
     describe NS/STREAM                         metadata, segments, effective policies, cleanable ratio (JSON)
-    append NS/STREAM [--key K] [--tombstone] [VALUE ...]
+    append NS/STREAM [VALUE ...] [--key K] [--tombstone]
                                                append values (or stdin lines; --keyed: "key<TAB>value", a
                                                line with a key and no tab is a tombstone); prints positions
     read NS/STREAM [--from P] [--max N]        "<position>\\t<key>\\t<value>" lines (--json: JSON lines)
