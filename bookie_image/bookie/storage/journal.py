@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import queue
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -56,6 +57,7 @@ class JournalSettings:
 
 
 _STOP = object()
+_LENGTH = struct.Struct(">i")
 _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 
 
@@ -111,14 +113,14 @@ class Journal:
             raise StorageIOError(f"journal failed earlier: {self._failure!r}")
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
-        self._queue.put((jf.frame(payload), (loop, fut)))
+        self._queue.put((payload, (loop, fut)))  # framed by the writer thread, off the event loop
         return fut
 
     def barrier(self) -> asyncio.Future[None]:
         """Completes when everything queued before it is durable (forceLedger)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
-        self._queue.put((b"", (loop, fut)))
+        self._queue.put((None, (loop, fut)))
         return fut
 
     def written_mark(self) -> LogMark:
@@ -149,10 +151,12 @@ class Journal:
     def _take(self, item: object, buf: bytearray, pending: list[_Waiter]) -> bool:
         if item is _STOP:
             return True
-        record, waiter = cast(tuple[bytes, _Waiter], item)
-        if not record:
+        payload, waiter = cast(tuple[bytes | None, _Waiter], item)
+        if payload is None:
             self._force_requested = True  # a barrier: fsync even without journalSyncData
-        buf += record
+        else:
+            buf += _LENGTH.pack(len(payload))  # the record: length, then the payload (``jf.frame``)
+            buf += payload
         pending.append(waiter)
         return False
 
@@ -178,8 +182,15 @@ class Journal:
         except OSError as exc:
             log.error("journal write failed in %s: %r", self.current_dir, exc)
             self._failure = error = exc
+        # One wake-up of each event loop per group (not one per record): the loop completes the whole group.
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for loop, fut in pending:
-            loop.call_soon_threadsafe(_complete, fut, error)
+            by_loop.setdefault(loop, []).append(fut)
+        for loop, futures in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_complete_all, futures, error)
+            except RuntimeError:  # that loop is closed: nobody is waiting any more
+                pass
 
     def _write(self, buf: bytearray) -> None:
         buf += jf.group_trailer(self._position + len(buf), self.settings.alignment, buf)
@@ -224,13 +235,15 @@ class Journal:
         return doomed
 
 
-def _complete(fut: asyncio.Future[None], error: BaseException | None) -> None:
-    if fut.done():
-        return
+def _complete_all(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
     if error is None:
-        fut.set_result(None)
-    else:
-        fut.set_exception(StorageIOError(f"journal write failed: {error!r}"))
+        for fut in futures:
+            if not fut.done():
+                fut.set_result(None)
+        return
+    for fut in futures:
+        if not fut.done():
+            fut.set_exception(StorageIOError(f"journal write failed: {error!r}"))
 
 
 def _fsync_dir(path: Path) -> None:
