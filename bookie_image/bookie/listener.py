@@ -12,7 +12,7 @@ import asyncio
 import logging
 from typing import Any
 
-from bookie.processor import RequestProcessor
+from bookie.processor import InFlight, RequestProcessor
 from bookie.protocol import codec
 from bookie.protocol import messages as m
 from bookie.protocol.framing import FrameReader, FrameTooLarge
@@ -57,10 +57,31 @@ class BookieConnection(asyncio.Protocol):
             self._dispatch(request)
 
     def _dispatch(self, request: m.Request) -> None:
+        if type(request) is m.AddRequest:
+            outcome = self.processor.try_add(request)
+            if isinstance(outcome, m.Response):
+                self._send(codec.encode_response(request, outcome))
+                return
+            if outcome is not None:  # no task: answered from the journal's completion of its group
+                outcome.add_done_callback(lambda f: self._add_durable(request, f))
+                self._pause_if_over(self.processor.adds)
+                return
         task = asyncio.ensure_future(self.processor.process(request))
         self.tasks.add(task)
         task.add_done_callback(lambda t: self._respond(request, t))
-        counter = self.processor.counter_for(request)
+        self._pause_if_over(self.processor.counter_for(request))
+
+    def _add_durable(self, request: m.AddRequest, fut: asyncio.Future[None]) -> None:
+        self.processor.add_left()
+        if fut.cancelled() or self.transport is None or self.transport.is_closing():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            self._send(codec.encode_response(request, self.processor.failure_response(request, exc)))
+            return
+        self._send(codec.encode_add_ok(request))
+
+    def _pause_if_over(self, counter: InFlight | None) -> None:
         if counter is not None and counter.must_pause() and not self._paused and self.transport:
             # maxAdds/ReadsInProgressLimit: stop reading this connection until a slot frees (no error).
             self._paused = True
@@ -69,10 +90,7 @@ class BookieConnection(asyncio.Protocol):
             self.tasks.add(resume)
             resume.add_done_callback(self.tasks.discard)
 
-    async def _resume_when_below(self, counter: object) -> None:
-        from bookie.processor import InFlight
-
-        assert isinstance(counter, InFlight)
+    async def _resume_when_below(self, counter: InFlight) -> None:
         await counter.wait_below_limit()
         self._paused = False
         if self.transport is not None:
@@ -86,9 +104,12 @@ class BookieConnection(asyncio.Protocol):
         if exc is not None:
             log.error("request %r failed unexpectedly: %r", type(request).__name__, exc)
             return
+        self._send(codec.encode_response(request, task.result()))
+
+    def _send(self, frame: bytes) -> None:
         # Responses completed in the same loop iteration (a journal group commit acks many adds at once)
         # leave in one write: one syscall per group instead of one per entry.
-        self._outgoing.append(codec.encode_response(request, task.result()))
+        self._outgoing.append(frame)
         if len(self._outgoing) == 1:
             asyncio.get_running_loop().call_soon(self._flush_outgoing)
 

@@ -117,6 +117,33 @@ class RequestProcessor:
         finally:
             counter.leave()
 
+    def try_add(self, r: m.AddRequest) -> m.Response | asyncio.Future[None] | None:
+        """An add without a task (the hot path): a response now (refused or failed), or a future that completes
+        when the entry is durable (answer EOK then, or ``failure_response`` if it fails). None: this add needs
+        the general path (``process``): wrong version, pending limit, read-only, or a write cache that must
+        throttle. The caller must call ``add_left`` once the future is done."""
+        if r.wire.version == 3 and r.wire.protocol_version != 3:
+            return None
+        if self.adds.over_pending_limit() or self._refuse_write(r.wire.high_priority or r.recovery):
+            return None
+        try:
+            fut = self.engine.add_entry_nowait(r.body, r.master_key, recovery=r.recovery)
+        except Exception as exc:
+            return self.failure_response(r, exc)
+        if fut is None:
+            return None
+        self.adds.enter()  # the caller calls ``add_left`` when the future completes (one callback per add)
+        return fut
+
+    def add_left(self) -> None:
+        self.adds.leave()
+
+    def failure_response(self, request: m.Request, exc: BaseException) -> m.Response:
+        status = status_of(exc)
+        if status in (StatusCode.EIO, StatusCode.EBADREQ):
+            log.warning("%s failed with %s: %r", type(request).__name__, status.name, exc)
+        return m.error_response(request, status)
+
     async def _guarded(self, handler: Callable[[m.Request], Awaitable[m.Response]],
                        request: m.Request) -> m.Response:
         try:
@@ -124,10 +151,7 @@ class RequestProcessor:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            status = status_of(exc)
-            if status in (StatusCode.EIO, StatusCode.EBADREQ):
-                log.warning("%s failed with %s: %r", type(request).__name__, status.name, exc)
-            return m.error_response(request, status)
+            return self.failure_response(request, exc)
 
     # --- adds
     def _refuse_write(self, high_priority: bool) -> bool:
