@@ -36,7 +36,7 @@ async def test_a_killed_cleaner_loses_and_duplicates_nothing(streams: Streams, c
     await streams.create_stream("k", "s")
     items = [(f"key-{i % 25}".encode(), f"value-{i}".encode(), None) for i in range(400)]
     async with await streams.writer("k", "s") as w:
-        positions = await w.append_many(items)  # type: ignore[arg-type]
+        positions = await w.append_many(items)
     written = [Record(p, k, v, clock.now) for p, (k, v, _) in zip(positions, items, strict=True)]
     expected = model(written, 0)
     before = await streams.metadata("k", "s")

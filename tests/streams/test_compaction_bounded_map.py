@@ -19,7 +19,7 @@ async def test_a_small_map_cleans_in_several_checkpointed_passes(streams: Stream
     items = [(f"key{i:03d}".encode(), f"value-{i}".encode(), None) for i in range(60)]
     items += [(f"key{i:03d}".encode(), b"second", None) for i in range(0, 60, 2)]
     async with await streams.writer("m", "s") as w:
-        positions = await w.append_many(items)  # type: ignore[arg-type]
+        positions = await w.append_many(items)
     written = [Record(p, k, v, clock.now) for p, (k, v, _) in zip(positions, items, strict=True)]
     md = await streams.metadata("m", "s")
     per_ledger = max(s.records for s in md.segments)

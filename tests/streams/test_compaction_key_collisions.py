@@ -28,7 +28,7 @@ async def test_the_cleaner_with_an_all_colliding_hash_drops_nothing_it_should_ke
     await streams.create_stream("c", "s")
     async with await streams.writer("c", "s") as w:
         items = [(f"key-{i % 7}".encode(), f"v{i}".encode(), None) for i in range(40)]
-        positions = await w.append_many(items)  # type: ignore[arg-type]
+        positions = await w.append_many(items)
     written = [Record(p, k, v, clock.now) for p, (k, v, _) in zip(positions, items, strict=True)]
 
     await clean_fully(Cleaner(streams, hash_fn=lambda key: 0), "c", "s", clock.now)

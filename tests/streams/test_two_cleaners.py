@@ -19,7 +19,7 @@ async def test_exactly_one_of_two_concurrent_cleaners_wins(streams: Streams, clo
     await streams.create_stream("x", "s")
     items = [(f"k{i % 6}".encode(), f"v{i}".encode(), None) for i in range(50)]
     async with await streams.writer("x", "s") as w:
-        positions = await w.append_many(items)  # type: ignore[arg-type]
+        positions = await w.append_many(items)
     written = [Record(p, k, v, clock.now) for p, (k, v, _) in zip(positions, items, strict=True)]
     old = {s.ledger for s in (await streams.metadata("x", "s")).segments}
 

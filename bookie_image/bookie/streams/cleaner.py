@@ -108,7 +108,7 @@ class Cleaner:
         if self.hook is not None:
             await self.hook(step, info)
 
-    async def _register(self) -> None:
+    async def register(self) -> None:
         if not self._registered:
             await self.store.register_cleaner(self.cleaner_id)
             self._registered = True
@@ -161,7 +161,7 @@ class Cleaner:
         await self.store.update(namespace, name, change)
         return doomed
 
-    async def _read_segment(self, seg: Segment) -> list[rec.Record]:
+    async def read_segment(self, seg: Segment) -> list[rec.Record]:
         handle = await self.streams.bk.open_ledger(seg.ledger, recovery=False)
         last = handle.last_add_confirmed
         out: list[rec.Record] = []
@@ -170,7 +170,7 @@ class Cleaner:
         return out
 
     async def clean(self, namespace: str, name: str, *, now_ms: int | None = None) -> CleanResult:
-        await self._register()
+        await self.register()
         result = CleanResult(f"{namespace}/{name}")
         result.leftovers_deleted = await self.finish_leftovers(namespace, name)
         md = (await self.store.get(namespace, name)).value
@@ -187,7 +187,7 @@ class Cleaner:
         end = md.cleaned_to
         cache: dict[int, list[rec.Record]] = {}
         for seg in dirty:
-            records = [r for r in await self._read_segment(seg) if r.position >= md.cleaned_to]
+            records = [r for r in await self.read_segment(seg) if r.position >= md.cleaned_to]
             keys = segment_keys(records)
             if not offsets.would_fit(keys):
                 if offsets.size == 0:
@@ -212,7 +212,7 @@ class Cleaner:
         try:
             await self._rewrite(md, policies, sources, cache, offsets, horizon, total, result, outputs)
         except BaseException:
-            await self._abandon(namespace, name, result.new_ledgers)
+            await self.abandon(namespace, name, result.new_ledgers)
             raise
         result.bytes_after = sum(s.bytes for s in outputs)
         await self._at("before_swap")
@@ -220,10 +220,10 @@ class Cleaner:
         # 4. swap.
         old_ids = [s.ledger for s in sources]
         try:
-            await self._swap(namespace, name, old_ids, outputs, end)
+            await self.swap(namespace, name, old_ids, outputs, end)
         except Conflict:
             result.lost_race = True
-            await self._abandon(namespace, name, result.new_ledgers)
+            await self.abandon(namespace, name, result.new_ledgers)
             log.info("cleaner %s lost the swap of %s to another change", self.cleaner_id, result.stream)
             return result
         result.swapped = True
@@ -242,29 +242,33 @@ class Cleaner:
         seg_first = 0
         seg_bytes = 0
         seg_max_ts: int | None = None
+        seg_closed = 0
         done = 0
 
         async def close_output(last: int) -> None:
             nonlocal handle
             assert handle is not None
             await handle.close()
+            # Ages carry over (retention counts from the newest source ledger's close, as Kafka keeps the
+            # cleaned segment's last-modified time).
             outputs.append(Segment(handle.ledger_id, seg_first, last, records=handle.last_add_confirmed + 1,
-                                   bytes=handle.length, created_ms=self.streams.clock(),
-                                   closed_ms=self.streams.clock(), max_timestamp=seg_max_ts, dense=False))
+                                   bytes=handle.length, created_ms=self.streams.clock(), closed_ms=seg_closed,
+                                   max_timestamp=seg_max_ts, dense=False))
             handle = None
 
         for seg in sources:
             assert seg.last is not None
             records = cache.get(seg.ledger)
             if records is None:
-                records = await self._read_segment(seg)
+                records = await self.read_segment(seg)
             pending = []
+            seg_closed = max(seg_closed, seg.closed_ms or 0)
             for r in records:
                 done += 1
                 if retain(r, offsets, horizon):
                     if handle is None:
-                        handle = await self._new_output(md, policies, result)
-                        seg_first, seg_bytes, seg_max_ts = seg.first, 0, None
+                        handle = await self.new_output(md, policies, result)
+                        seg_first, seg_bytes, seg_max_ts, seg_closed = seg.first, 0, None, seg.closed_ms or 0
                     data = rec.encode(r)
                     pending.append(handle.append(data))
                     seg_bytes += len(data)
@@ -287,7 +291,7 @@ class Cleaner:
             assert last is not None
             await close_output(last)
 
-    async def _new_output(self, md: StreamMetadata, policies: Policies, result: CleanResult) -> LedgerHandle:
+    async def new_output(self, md: StreamMetadata, policies: Policies, result: CleanResult) -> LedgerHandle:
         ledger_id = await self.streams.bk.store.generate_ledger_id()
 
         def record(md: StreamMetadata) -> StreamMetadata:
@@ -300,7 +304,7 @@ class Cleaner:
         await self._at("ledger_created", ledger=ledger_id)
         return handle
 
-    async def _swap(self, namespace: str, name: str, old_ids: list[int], outputs: list[Segment], end: int) -> None:
+    async def swap(self, namespace: str, name: str, old_ids: list[int], outputs: list[Segment], end: int) -> None:
         while True:
             current = await self.store.get(namespace, name)
             md = current.value
@@ -317,7 +321,7 @@ class Cleaner:
             except Conflict:
                 continue  # a writer rolled meanwhile: check the head again
 
-    async def _abandon(self, namespace: str, name: str, ledgers: list[int]) -> None:
+    async def abandon(self, namespace: str, name: str, ledgers: list[int]) -> None:
         """Delete this pass's output ledgers and forget them."""
         for ledger_id in ledgers:
             try:

@@ -108,13 +108,32 @@ def segment_keys(records: Iterable[Record]) -> dict[bytes, int]:
     return out
 
 
-def retain(record: Record, offsets: OffsetMap, delete_horizon_ms: int) -> bool:
+def keep(record: Record, latest_position: int | None, delete_horizon_ms: int) -> bool:
+    """The retention rule, given the latest position of the record's key (None: not known)."""
     if record.key is None:
         return True
-    latest = offsets.get(record.key)
-    if latest is not None and record.position < latest:
+    if latest_position is not None and record.position < latest_position:
         return False  # a later record has the same key
     return not (record.tombstone and record.timestamp < delete_horizon_ms)
+
+
+def retain(record: Record, offsets: OffsetMap, delete_horizon_ms: int) -> bool:
+    return keep(record, offsets.get(record.key) if record.key is not None else None, delete_horizon_ms)
+
+
+def group_by_size(sizes: list[int], max_bytes: int) -> list[list[int]]:
+    """Consecutive indexes grouped while their sizes add up to at most ``max_bytes`` (at least one each):
+    Kafka's ``groupSegmentsBySize``, used to decide which rewritten segments share an output ledger."""
+    groups: list[list[int]] = []
+    total = 0
+    for i, size in enumerate(sizes):
+        if groups and total + size <= max_bytes:
+            groups[-1].append(i)
+            total += size
+        else:
+            groups.append([i])
+            total = size
+    return groups
 
 
 def model(records: Iterable[Record], delete_horizon_ms: int) -> list[Record]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -229,8 +229,12 @@ class StreamWriter:
 
     async def roll(self) -> None:
         """Close the current ledger and continue in a new one (positions carry on)."""
+        assert self._segment is not None
+        old = self._segment.ledger
         closing = await self._finish_segment()
         await self._start_segment(closing)
+        if closing is None:
+            await self.streams.delete_ledgers([old])  # it held nothing
 
     async def _finish_segment(self) -> Segment | None:
         assert self._handle is not None and self._segment is not None
@@ -287,7 +291,7 @@ class StreamWriter:
             fut = self.append_nowait(value, key, timestamp)
         return await fut
 
-    async def append_many(self, items: list[tuple[bytes | None, bytes | None, int | None]]) -> list[int]:
+    async def append_many(self, items: Sequence[tuple[bytes | None, bytes | None, int | None]]) -> list[int]:
         """Pipelined appends of (key, value, timestamp); rolls between records as the policies say."""
         futures = []
         async with self._lock:
