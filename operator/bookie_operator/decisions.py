@@ -279,6 +279,7 @@ class DecommissionStep:
 _ORDER: list[DecommissionPhase] = ["MarkingReadOnly", "Recovering", "AwaitingReplication", "DeletingCookie",
                                    "ScalingDown", "ApplyingPvcPolicy"]
 CANCELLABLE: set[str] = {"MarkingReadOnly", "Recovering", "AwaitingReplication"}
+UNREACHABLE_GRACE_S = 300.0
 
 
 def start_decommission(ordinal: int, pod: str, bookie_id: str, now: dt.datetime) -> DecommissionStatus:
@@ -305,6 +306,10 @@ def decommission_step(state: DecommissionStatus, facts: DecommissionFacts, spec:
     if phase == "MarkingReadOnly":
         if facts.read_only:
             return DecommissionStep(to("Recovering"), [], None)
+        down_for = (now - (parse_time(state.phase_since) or now)).total_seconds()
+        if facts.read_only is None and down_for > UNREACHABLE_GRACE_S:
+            # A bookie that is down takes no writes anyway; its ledgers still have to be re-replicated.
+            return DecommissionStep(to("Recovering", "bookie unreachable, not marked read-only"), [], None)
         return DecommissionStep(state, ["set-read-only"], "bookie to report read-only")
     if phase == "Recovering":
         if facts.ledgers_referencing == 0 and facts.under_replicated == 0:

@@ -108,3 +108,12 @@ def test_the_state_survives_a_round_trip_through_status() -> None:
     state = at("AwaitingReplication", recovery_requested_at="2026-11-22T12:00:00Z")
     body = {"decommission": state.model_dump(by_alias=True, exclude_none=True), "junk": 1}
     assert parse_status(body).decommission == state
+
+
+def test_a_bookie_that_stays_unreachable_is_recovered_without_being_marked_read_only() -> None:
+    state = at("MarkingReadOnly")
+    soon = decommission_step(state, facts(read_only=None), DOWN_TO_3, NOW + dt.timedelta(minutes=1))
+    assert soon.actions == ["set-read-only"] and soon.status == state
+    later = decommission_step(state, facts(read_only=None), DOWN_TO_3, NOW + dt.timedelta(minutes=6))
+    assert later.status is not None and later.status.phase == "Recovering"
+    assert later.status.message == "bookie unreachable, not marked read-only"
