@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from bookie.streams.metadata import StreamMetadata
 from bookie.streams.records import Record
 
-ENTRY_OVERHEAD = 48  # bytes accounted per map entry besides the key (position, bucket slot)
+ENTRY_OVERHEAD = 210  # measured Python heap per entry besides the key bytes (dict slot, tuple, int, bytes header)
 
 
 def cleanable_ratio(md: StreamMetadata) -> float:
@@ -47,46 +47,62 @@ class MapFull(Exception):
 
 
 class OffsetMap:
-    """key -> latest position within ``max_bytes`` (keys' sizes plus ``ENTRY_OVERHEAD`` each)."""
+    """key -> latest position within ``max_bytes`` (keys' sizes plus ``ENTRY_OVERHEAD`` each, which is what a
+    entry really costs in the Python heap: ``bench/stream_cleaner_bench.py`` measures it).
+
+    A hash value maps to ``(key, position)``, or to a list of them when different keys share the hash."""
 
     def __init__(self, max_bytes: int, hash_fn: Callable[[bytes], int] = default_hash) -> None:
         self.max_bytes = max_bytes
         self.hash_fn = hash_fn
-        self._buckets: dict[int, list[list[bytes | int]]] = {}
+        self._slots: dict[int, tuple[bytes, int] | list[tuple[bytes, int]]] = {}
         self.size = 0
         self.bytes_used = 0
         self.collisions = 0
-
-    def _find(self, key: bytes) -> tuple[list[list[bytes | int]], list[bytes | int] | None]:
-        bucket = self._buckets.setdefault(self.hash_fn(key), [])
-        for slot in bucket:
-            if slot[0] == key:
-                return bucket, slot
-        return bucket, None
 
     def cost(self, key: bytes) -> int:
         return len(key) + ENTRY_OVERHEAD
 
     def put(self, key: bytes, position: int) -> None:
-        bucket, slot = self._find(key)
-        if slot is not None:
-            if position > int(slot[1]):
-                slot[1] = position
+        h = self.hash_fn(key)
+        slot = self._slots.get(h)
+        if slot is None:
+            self._reserve(key)
+            self._slots[h] = (key, position)
             return
+        if isinstance(slot, tuple):
+            if slot[0] == key:
+                if position > slot[1]:
+                    self._slots[h] = (key, position)
+                return
+            self._reserve(key)
+            self.collisions += 1
+            self._slots[h] = [slot, (key, position)]
+            return
+        for i, (k, p) in enumerate(slot):
+            if k == key:
+                if position > p:
+                    slot[i] = (key, position)
+                return
+        self._reserve(key)
+        self.collisions += 1
+        slot.append((key, position))
+
+    def _reserve(self, key: bytes) -> None:
         if self.bytes_used + self.cost(key) > self.max_bytes:
             raise MapFull(f"offset map full ({self.size} keys, {self.bytes_used} bytes)")
-        if bucket:
-            self.collisions += 1
-        bucket.append([key, position])
         self.size += 1
         self.bytes_used += self.cost(key)
 
     def get(self, key: bytes) -> int | None:
-        bucket = self._buckets.get(self.hash_fn(key))
-        if bucket:
-            for slot in bucket:
-                if slot[0] == key:
-                    return int(slot[1])
+        slot = self._slots.get(self.hash_fn(key))
+        if slot is None:
+            return None
+        if isinstance(slot, tuple):
+            return slot[1] if slot[0] == key else None
+        for k, p in slot:
+            if k == key:
+                return p
         return None
 
     def would_fit(self, keys: dict[bytes, int]) -> bool:
