@@ -171,7 +171,7 @@ class GarbageCollector:
             self.last_error = repr(exc)
             log.exception("GC cycle failed; retrying at the next cycle")
         finally:
-            self._in_force = False
+            self._in_force = self._force is not None  # a trigger that came in during this cycle still pends
             self.counters["GC_CYCLE_TOTAL"] += 1
             self.counters["THREAD_RUNTIME_SECONDS"] += time.monotonic() - started
 
@@ -428,7 +428,7 @@ class GarbageCollector:
         self._wake.set()
 
     def is_in_force_gc(self) -> bool:
-        return self._in_force
+        return self._in_force or self._force is not None
 
     def suspended(self) -> tuple[bool, bool]:
         return self._suspend_major, self._suspend_minor
