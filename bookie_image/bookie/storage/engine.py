@@ -617,8 +617,19 @@ class StorageEngine:
         return self._flush_pool.submit(apply).result()
 
     def gc_delete_log(self, dir_index: int, log_id: int) -> int:
-        """Unlink an entry log (closing the engine's cached reader); returns the bytes freed. Blocking."""
-        return self.dirs[dir_index].entry_logger.delete_log(log_id)
+        """Unlink an entry log; returns its size. Blocking. The engine's cached reader stays open so a read
+        that found the old location just before compaction moved the index still completes: GC closes it
+        with ``gc_close_reader`` a moment later (the space is freed then)."""
+        logger = self.dirs[dir_index].entry_logger
+        if log_id == logger.active_log_id:
+            raise ValueError(f"entry log {log_id:x} is the active log")
+        path = logger.path_of(log_id)
+        size = path.stat().st_size
+        path.unlink()
+        return size
+
+    def gc_close_reader(self, dir_index: int, log_id: int) -> None:
+        self.dirs[dir_index].entry_logger.forget_reader(log_id)
 
 
 def _ignore_result(fut: asyncio.Future[None]) -> None:
