@@ -27,7 +27,6 @@ from bookie.streams.metadata import (
     StreamError,
     StreamMetadata,
     StreamStore,
-    Versioned,
     now_ms,
 )
 from bookie.streams.policies import Policies
@@ -458,10 +457,6 @@ class StreamReader:
             if got:
                 return got
         return []
-
-
-async def get_versioned(streams: Streams, namespace: str, name: str) -> Versioned:
-    return await streams.store.get(namespace, name)
 
 
 __all__ = ["Conflict", "NoSuchStream", "RecordTooLarge", "StreamReader", "StreamTruncated", "StreamWriter",
