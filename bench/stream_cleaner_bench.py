@@ -20,9 +20,9 @@ import asyncio
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
-import sys
 import tracemalloc
 from pathlib import Path
 from typing import Any
