@@ -58,15 +58,19 @@ class Streams:
     """Entry point: ``async with Streams(zk, ledgers_root=..., streams_root=...) as streams: ...``.
 
     ``clock``: milliseconds since the epoch (record timestamps, segment ages); tests pass a fake one.
+    ``explicit_lac_interval_s``: how often writers publish their LAC on its own, so that a reader sees the last
+    records of a writer that stopped appending (without it, the LAC travels on the next entry only).
     """
 
     def __init__(self, zk_servers: str, *, ledgers_root: str = "/ledgers", streams_root: str = "/streams",
                  bk: BookKeeper | None = None, clock: Callable[[], int] = now_ms,
-                 session_timeout_s: float = 10.0) -> None:
+                 session_timeout_s: float = 10.0, explicit_lac_interval_s: float = 0.2) -> None:
         self.zk_servers = zk_servers
         self._own_bk = bk is None
+        # Explicit LAC: a writer that stops appending still lets tailing readers see its last records.
         self.bk = bk or BookKeeper(ClientConfig(zk_servers=zk_servers, ledgers_root=ledgers_root,
-                                                zk_session_timeout_ms=int(session_timeout_s * 1000)))
+                                                zk_session_timeout_ms=int(session_timeout_s * 1000),
+                                                explicit_lac_interval_s=explicit_lac_interval_s))
         self.store = StreamStore(zk_servers, streams_root, session_timeout_s=session_timeout_s)
         self.clock = clock
 
@@ -353,7 +357,7 @@ class StreamReader:
             handle = await self.streams.bk.open_ledger(seg.ledger, recovery=False)
             self._handles[seg.ledger] = handle
         if not handle.closed:
-            await handle.read_last_add_confirmed()
+            await handle.read_explicit_lac()  # max of the explicit LAC and the last entries' LAC
         return handle
 
     async def _locate(self) -> tuple[StreamMetadata, Segment | None]:
