@@ -42,6 +42,7 @@ from bookie.storage.engine import StorageEngine
 log = logging.getLogger(__name__)
 
 COMPACTION_RESERVE_BYTES = 1024 * 1024  # free space kept after a compaction's copy
+READER_GRACE_S = 0.5  # an unlinked log's cached reader stays open this long: reads already under way finish
 
 
 @dataclass
@@ -286,7 +287,18 @@ class GarbageCollector:
         d.refs.retire(meta.log_id, d.compactor.path_of(meta.log_id))
 
     def _destroy_retired(self, d: DirState) -> int:
-        """Unlink retired logs nobody reads (or whose forced-destroy time is over), pausing in between."""
+        """Unlink retired logs nobody reads (or whose forced-destroy time is over), pausing in between; then,
+        after a grace period, close the engine's cached readers of them (in-flight reads complete)."""
+        unlinked: list[int] = []
+        try:
+            return self._unlink_retired(d, unlinked)
+        finally:
+            if unlinked:
+                self._stop.wait(READER_GRACE_S)
+                for log_id in unlinked:
+                    self.engine.gc_close_reader(d.index, log_id)
+
+    def _unlink_retired(self, d: DirState, unlinked: list[int]) -> int:
         freed = 0
         pause = self.conf.gc_entry_log_deletion_pause_ms / 1000
         for log_id in sorted(d.refs.retired()):
@@ -306,6 +318,7 @@ class GarbageCollector:
             replacement = d.retired_kind.pop(log_id, -1)
             if outcome is Destroy.GONE:
                 continue
+            unlinked.append(log_id)
             if outcome is Destroy.FORCED:
                 self.counters["FORCED_DESTROY_TOTAL"] += 1
                 log.warning("%s: entry log %x.log still held by a reader after %.0f s: destroyed anyway",
