@@ -1,13 +1,16 @@
 """A cleaner process SIGKILLed at any point of a pass (after building its map, after creating an output ledger,
-in the middle of writing, just before or after the swap, between deletions) leaves the stream readable with
-no record lost and none duplicated; the next pass resumes from the checkpoint, deletes what the dead cleaner
-left (once its ZooKeeper session is gone) and ends with the fully compacted stream."""
+in the middle of writing, just before or after the swap, between deletions; or by this test, at a random
+moment of its rewrite) leaves the stream readable with no record lost and none duplicated; the next pass
+resumes from the checkpoint, deletes what the dead cleaner left (once its ZooKeeper session is gone) and ends
+with the fully compacted stream."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
+import signal
 import subprocess
 
 import pytest
@@ -19,11 +22,31 @@ from tests.streams.stream_support import Clock, visible
 from tests.support import cli
 from tests.support.bookies import BookieSet
 
-KILL_POINTS = ["after_map", "ledger_created", "mid_write", "before_swap", "after_swap", "mid_delete"]
+KILL_POINTS = ["after_map", "ledger_created", "mid_write", "before_swap", "after_swap", "mid_delete", "from_outside"]
 
 
 def latest_per_key(records: list[Record]) -> dict[bytes | None, bytes | None]:
     return {r.key: r.value for r in sorted(records, key=lambda r: r.position) if r.key is not None}
+
+
+async def _kill_while_rewriting(command: list[str], progress_lines: int) -> None:
+    """SIGKILL the cleaner from here once its progress bar has printed ``progress_lines`` lines (its rewrite
+    is then between 0 and 50 %); wherever it really is by then is the random point."""
+    proc = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.DEVNULL,
+                                                stderr=asyncio.subprocess.PIPE)
+    assert proc.stderr is not None
+    seen = 0
+    try:
+        while seen < progress_lines:
+            line = await asyncio.wait_for(proc.stderr.readline(), 180)
+            if not line:
+                break
+            seen += line.startswith(b"clean [")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+    assert proc.returncode in (-signal.SIGKILL, 0), f"the cleaner failed on its own ({proc.returncode})"
 
 
 @pytest.mark.parametrize("kill_at", KILL_POINTS)
@@ -39,15 +62,18 @@ async def test_a_killed_cleaner_loses_and_duplicates_nothing(streams: Streams, c
     expected = model(written, 0)
     before = await streams.metadata("k", "s")
 
-    if kill_at == "mid_write":
-        kill_at = f"mid_write:{random.randint(1, 3)}"  # after 100, 200 or 300 of the 400 records
-    env = {**os.environ, "BOOKIE_STREAM_CLEANER_KILL_AT": kill_at}
-    proc = await asyncio.to_thread(
-        subprocess.run, [cli.script("bookie-stream"), "--zk", bookies.zk_connect, "--ledgers-root",
-                         bookies.ledgers_root, "--streams-root", streams_root, "--zk-session-timeout", "2",
-                         "clean", "--stream", "k/s", "--map-bytes", "1000000"],
-        env=env, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == -9, f"the cleaner was not killed at {kill_at}: {proc.stderr}"
+    command = [cli.script("bookie-stream"), "--zk", bookies.zk_connect, "--ledgers-root", bookies.ledgers_root,
+               "--streams-root", streams_root, "--zk-session-timeout", "2", "clean", "--stream", "k/s",
+               "--map-bytes", "1000000"]
+    if kill_at == "from_outside":
+        await _kill_while_rewriting(command, progress_lines=random.randint(1, 6))
+    else:
+        if kill_at == "mid_write":
+            kill_at = f"mid_write:{random.randint(1, 3)}"  # after 100, 200 or 300 of the 400 records
+        env = {**os.environ, "BOOKIE_STREAM_CLEANER_KILL_AT": kill_at}
+        proc = await asyncio.to_thread(subprocess.run, command, env=env, capture_output=True, text=True,
+                                       timeout=180)
+        assert proc.returncode == -9, f"the cleaner was not killed at {kill_at}: {proc.stderr}"
 
     # Right after the kill: readable, positions strictly increasing, every key's latest value there.
     seen = await streams.reader("k", "s").read_all()
