@@ -71,7 +71,7 @@ def _scenario(spark: Any, bookies: BookieSet, ops: list[tuple[bytes | None, byte
     assert {s.ledger for s in md.segments} <= ledgers
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(ops=operations)
 def test_spark_compaction_equals_the_cleaner_and_the_model(spark: Any, bookies: BookieSet,
                                                            ops: list[tuple[bytes | None, bytes | None, int]]) -> None:

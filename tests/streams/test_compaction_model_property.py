@@ -52,7 +52,7 @@ async def _scenario(bookies: BookieSet, ops: list[tuple[bytes, bytes | None, int
         await streams.delete_ledgers([s.ledger for s in md.segments])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(ops=operations, map_bytes=st.sampled_from([10 * (ENTRY_OVERHEAD + 3), 64 * 1024]))  # 10 keys: passes
 def test_compacted_stream_equals_the_latest_value_per_key_model(bookies: BookieSet,
                                                                 ops: list[tuple[bytes, bytes | None, int]],
