@@ -56,7 +56,7 @@ class BookieServer:
         self.state = StateManager(thresholds, self._register, forced_read_only=conf.force_read_only_bookie,
                                   read_only_enabled=conf.read_only_mode_enabled)
         self.gc: Any = GarbageCollector(conf, lambda: self.engine, self.metadata, bookie_id=self.bookie_id,
-                                        on_space_freed=self.check_disks_now)
+                                        on_space_freed=self.check_disks_now, state=self.state)
         self.autorecovery: Any = None
         self.connections: set[BookieConnection] = set()
         self.usages: list[DiskUsage] = []

@@ -4,6 +4,8 @@ BookKeeper PR #3205 / Pulsar #15332 trap) and the bookie becomes writable again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,22 +13,33 @@ from pathlib import Path
 import pytest
 from bookie.client import BookKeeper
 
-from tests.gc.gcutil import GC_OVERRIDES, client, gc_now, read_all, rest, write_ledger
+from tests.gc.gcutil import GC_OVERRIDES, client, gc_now, metrics, read_all, rest, write_ledger
 from tests.support.bookies import BookieFactory
 
 DISK_MB = 16
 ENTRY = 16 * 1024
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
+@contextlib.contextmanager
+def _tmpfs(mount: Path, mb: int) -> Iterator[Path]:
     mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(mount)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mb}m", "tmpfs", str(mount)], check=True)
     try:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    with _tmpfs(tmp_path / "disk", DISK_MB) as mount:
+        yield mount
+
+
+@pytest.fixture
+def larger_disk(tmp_path: Path) -> Iterator[Path]:
+    with _tmpfs(tmp_path / "disk", 2 * DISK_MB) as mount:
+        yield mount
 
 
 async def _read_only(url: str) -> bool:
@@ -47,14 +60,11 @@ async def _fill_until_read_only(bk: BookKeeper, url: str) -> list[int]:
     raise AssertionError("the disk never filled")
 
 
-# 4 MiB: checkpoints overshoot the threshold a little (read-only at ~70 %); 64 MiB: one checkpoint fills the
-# disk to the last byte, RocksDB cannot even log the ledger deletions (ENOSPC) and GC must still get through.
-@pytest.mark.parametrize("write_cache_mb", [4, 64], ids=["over-threshold", "enospc"])
 async def test_forced_gc_reclaims_a_full_disk_and_bookie_becomes_writable(bookie_factory: BookieFactory,
-                                                                         small_disk: Path, write_cache_mb: int) -> None:
+                                                                         small_disk: Path) -> None:
     cluster = bookie_factory(1, start=False, diskUsageThreshold=0.7, diskUsageWarnThreshold=0.6,
                              diskUsageLwmThreshold=0.5, diskCheckInterval=200,
-                             dbStorage_writeCacheMaxSizeMb=write_cache_mb, **GC_OVERRIDES)
+                             dbStorage_writeCacheMaxSizeMb=4, **GC_OVERRIDES)
     bookie = cluster[0]
     bookie.overrides["ledgerDirectories"] = str(small_disk)
     bookie.start()
@@ -71,11 +81,34 @@ async def test_forced_gc_reclaims_a_full_disk_and_bookie_becomes_writable(bookie
             assert asyncio.get_running_loop().time() < deadline, "space reclaimed but the bookie stays read-only"
             await asyncio.sleep(0.2)
         assert bookie.bookie_id in await bk.writable_bookies()
-        if write_cache_mb == 4:
-            assert await read_all(bk, keep) == payloads
-            more, more_payloads = await write_ledger(bk, 4, ENTRY, 7)  # writable again for real
-            assert await read_all(bk, more) == more_payloads
-        else:
-            # The checkpoint that hit ENOSPC left the live ledger's entries in an entry log but not in the
-            # index (a storage-engine matter, see docs/gc.md): GC must keep that log, never delete it.
-            assert (small_disk / "current" / "0.log").exists(), "the log holding unindexed live entries is kept"
+        assert await read_all(bk, keep) == payloads
+        more, more_payloads = await write_ledger(bk, 4, ENTRY, 7)  # writable again for real
+        assert await read_all(bk, more) == more_payloads
+
+
+async def test_full_disk_wakes_gc_without_waiting_for_its_schedule(bookie_factory: BookieFactory,
+                                                                  larger_disk: Path) -> None:
+    """gcWaitTime is ten minutes: only the read-only transition can start the cycle that frees the disk."""
+    cluster = bookie_factory(1, start=False, diskUsageThreshold=0.7, diskUsageWarnThreshold=0.6,
+                             diskUsageLwmThreshold=0.6, diskCheckInterval=200, dbStorage_writeCacheMaxSizeMb=4,
+                             **GC_OVERRIDES)
+    bookie = cluster[0]
+    bookie.overrides["ledgerDirectories"] = str(larger_disk)
+    bookie.start()
+    async with client(cluster) as bk:
+        doomed = [(await write_ledger(bk, 64, ENTRY, seed))[0] for seed in range(8)]  # 8 of 32 MiB
+        for lid in doomed:
+            await bk.delete_ledger(lid)  # garbage GC has not collected yet
+        await asyncio.sleep(1.5)  # checkpointed into entry logs
+        st = os.statvfs(larger_disk)
+        used = (st.f_blocks - st.f_bavail) * st.f_frsize
+        filler = int(0.75 * st.f_blocks * st.f_frsize) - used  # another program fills the disk to 75 %
+        (larger_disk / "filler").write_bytes(bytes(max(0, filler)))
+        deadline = asyncio.get_running_loop().time() + 30
+        while (await metrics(bookie))["bookie_RECLAIMED_DELETION_SPACE_BYTES_total"] < 7 * 64 * ENTRY:
+            assert asyncio.get_running_loop().time() < deadline, "GC did not run when the disk filled"
+            await asyncio.sleep(0.2)
+        while await _read_only(bookie.http_url):
+            assert asyncio.get_running_loop().time() < deadline, "space reclaimed but the bookie stays read-only"
+            await asyncio.sleep(0.2)
+    assert "ledger disk full: running GC now" in bookie.log_path.read_text()
