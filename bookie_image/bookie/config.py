@@ -195,6 +195,9 @@ class BookieConfig(BaseModel):
     gc_entry_log_forced_destroy_interval_ms: int = Field(
         120000, ge=0, description="A retired entry log still being read is deleted anyway after this, ms."
     )
+    entry_location_compaction_interval: int = Field(
+        -1, description="RocksDB compaction of the locations index every N s (<= 0 off; also over REST)."
+    )
 
     @field_validator("major_compaction_window")
     @classmethod

@@ -631,6 +631,13 @@ class StorageEngine:
     def gc_close_reader(self, dir_index: int, log_id: int) -> None:
         self.dirs[dir_index].entry_logger.forget_reader(log_id)
 
+    def gc_compact_locations(self, dir_index: int) -> str:
+        """RocksDB compaction of the directory's locations index (tombstones of deleted ledgers, BookKeeper
+        PR #3802); returns its path. Blocking, safe alongside writes."""
+        db = self.dirs[dir_index].locations.db
+        db.compact_range(None, None)
+        return str(db.path())
+
 
 def _ignore_result(fut: asyncio.Future[None]) -> None:
     if not fut.cancelled() and fut.exception() is not None:
