@@ -70,6 +70,11 @@ class DirState:
     minor_count: int = 0
     active_log_id: int = -1
     retired_kind: dict[int, int] = field(default_factory=dict)  # log id -> bytes of its replacement, -1: dead
+    locations_path: str = ""
+    location_compact_requested: bool = False
+    location_compacting: bool = False
+    last_location_compaction_ms: int = 0
+    location_compaction_count: int = 0
 
 
 class GarbageCollector:
@@ -109,7 +114,7 @@ class GarbageCollector:
             "COMPACTED_BYTES", "FORCED_DESTROY_TOTAL", "QUARANTINED_ENTRY_LOG_TOTAL",
             "THREAD_RUNTIME_SECONDS", "GC_LEDGER_RUNTIME_SECONDS", "COMPACT_RUNTIME_SECONDS",
             "EXTRACT_META_RUNTIME_SECONDS", "GC_LEDGER_DELETE_FAILED_TOTAL", "ENTRY_LOG_META_READ_TOTAL",
-            "ENTRY_LOG_SCAN_TOTAL"), 0.0)
+            "ENTRY_LOG_SCAN_TOTAL", "ENTRY_LOCATION_COMPACTION_TOTAL"), 0.0)
 
     def _on_state_change(self, status: BookieStatus) -> None:
         """RocketMQ's "clean at once under disk pressure": a full disk is not left waiting for the schedule."""
@@ -123,7 +128,8 @@ class GarbageCollector:
         refs = LogRefs(self.conf.gc_entry_log_forced_destroy_interval_ms / 1000)
         compactor = Compactor(i, d.current, self.engine, d.locations, refs, cache)
         now_ms = int(time.time() * 1000)  # BookKeeper starts both compaction clocks at start-up
-        return DirState(i, d.ledger_dir, cache, refs, compactor, last_major_ms=now_ms, last_minor_ms=now_ms)
+        return DirState(i, d.ledger_dir, cache, refs, compactor, last_major_ms=now_ms, last_minor_ms=now_ms,
+                        locations_path=str(d.locations.db.path()), last_location_compaction_ms=now_ms)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -245,7 +251,27 @@ class GarbageCollector:
         self._compact(d, request)
         freed += self._destroy_retired(d)
         d.cache.save()
+        self._compact_locations_if_due(d)
         return freed
+
+    def _compact_locations_if_due(self, d: DirState) -> None:
+        """RocksDB compaction of the locations index on request or every entryLocationCompactionInterval s:
+        mass ledger deletions leave tombstones that slow every seek (BookKeeper PR #3802, #2686)."""
+        interval_ms = self.conf.entry_location_compaction_interval * 1000
+        now_ms = int(time.time() * 1000)
+        due = interval_ms > 0 and now_ms - d.last_location_compaction_ms >= interval_ms
+        if not (d.location_compact_requested or due) or self._stop.is_set():
+            return
+        d.location_compacting = True
+        started = time.monotonic()
+        try:
+            self.engine.gc_compact_locations(d.index)
+        finally:
+            d.location_compacting = d.location_compact_requested = False
+        d.last_location_compaction_ms = int(time.time() * 1000)
+        d.location_compaction_count += 1
+        self.counters["ENTRY_LOCATION_COMPACTION_TOTAL"] += 1
+        log.info("%s: locations index compacted in %.2f s", d.locations_path, time.monotonic() - started)
 
     def _extract_meta(self, d: DirState) -> None:
         """Metadata of logs not seen yet (ledgers map, else throttled scan); forget vanished logs."""
@@ -468,9 +494,26 @@ class GarbageCollector:
     def details(self) -> list[dict[str, Any]]:
         return [{"forceCompacting": d.force_compacting, "majorCompacting": d.major_compacting,
                  "minorCompacting": d.minor_compacting, "lastMajorCompactionTime": d.last_major_ms,
-                 "lastMinorCompactionTime": d.last_minor_ms, "lastEntryLocationCompactionTime": 0,
+                 "lastMinorCompactionTime": d.last_minor_ms,
+                 "lastEntryLocationCompactionTime": d.last_location_compaction_ms,
                  "majorCompactionCounter": d.major_count, "minorCompactionCounter": d.minor_count,
-                 "entryLocationCompactionCounter": 0} for d in self.dirs]
+                 "entryLocationCompactionCounter": d.location_compaction_count} for d in self.dirs]
+
+    def entry_location_compact(self, paths: list[str] | None) -> list[str]:
+        """PUT entry_location_compact: compact these locations indexes (all when None) at once; returns
+        the paths that are not this bookie's (nothing is triggered then)."""
+        known = {d.locations_path: d for d in self.dirs}
+        unknown = [p for p in paths or [] if p not in known]
+        if unknown:
+            return unknown
+        for path in paths or list(known):
+            known[path].location_compact_requested = True
+        self._wake.set()
+        return []
+
+    def entry_location_compacting(self) -> dict[str, bool]:
+        """GET entry_location_compact: locations index path -> compaction requested or running."""
+        return {d.locations_path: d.location_compacting or d.location_compact_requested for d in self.dirs}
 
     # ------------------------------------------------------------------ metrics and explain
     def metrics(self) -> tuple[dict[str, float], dict[str, float]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bookie.http.api import AdminBackend, Handler, bool_value, json_body, methods, plain, pretty
+from bookie.http.api import AdminBackend, BadRequest, Handler, bool_value, json_body, methods, plain, pretty
 
 
 def routes(b: AdminBackend) -> dict[str, Handler]:
@@ -58,7 +58,26 @@ def routes(b: AdminBackend) -> dict[str, Handler]:
         b.gc.resume(major=major, minor=minor)
         return pretty(f"Resume compaction: major={major}, minor={minor}")
 
+    async def put_location_compact(request: web.Request) -> web.Response:
+        if b.gc is None:
+            return unavailable()
+        body = await json_body(request, required=True)
+        if not bool_value(body.get("entryLocationRocksDBCompact", False), "entryLocationRocksDBCompact"):
+            raise BadRequest("entryLocationRocksDBCompact must be true to trigger a compaction")
+        paths = [p.strip() for p in str(body.get("entryLocations", "")).split(",") if p.strip()] or None
+        unknown = b.gc.entry_location_compact(paths)
+        if unknown:
+            raise BadRequest(f"not a locations index of this bookie: {', '.join(unknown)}")
+        which = ",".join(paths) if paths else "all"
+        return pretty(f"Triggered entry Location RocksDB: {which} compact on bookie:{b.bookie_id}.")
+
+    async def get_location_compact(_: web.Request) -> web.Response:
+        if b.gc is None:
+            return unavailable()
+        return pretty(b.gc.entry_location_compacting())
+
     return {
+        "/api/v1/bookie/entry_location_compact": methods(GET=get_location_compact, PUT=put_location_compact),
         "/api/v1/bookie/gc": methods(GET=get_gc, PUT=put_gc),
         "/api/v1/bookie/gc_details": methods(GET=gc_details),
         "/api/v1/bookie/gc/suspend_compaction": methods(GET=get_suspend, PUT=put_suspend),
