@@ -1,0 +1,702 @@
+"""The whole benchmark suite in one command: our bookie next to Apache BookKeeper 4.17.3, same machine, same run.
+
+    python bench/run_all.py                    # full run: rewrites the suite's sections of docs/benchmarks.md
+    python bench/run_all.py --profile          # also a py-spy flame graph of our bookie (docs/profiles/)
+    python bench/run_all.py --quick            # tiny run for the test suite (tests/bench/), docs untouched
+
+It prepares what it needs (``scripts/bootstrap`` when ``$BOOKIE_FLEET_BK_LIB`` is not set: the Maven-assembled
+BookKeeper jars, which include its ``bookkeeper-benchmark`` tools; py-spy from PyPI only with ``--profile``),
+starts one real ZooKeeper and two clusters of three bookies each on this machine, every bookie with its own
+data directory on the same disk, journal fsync on: three Apache BookKeeper bookies (DbLedgerStorage) under
+``/java/ledgers`` and three of ours under ``/ours/ledgers``. Both clusters stay up; only one is loaded at a
+time, and every workload point alternates which implementation goes first, round after round, so the drift
+of a shared machine cancels out in the ratios. Reported values are medians over the rounds.
+
+Workloads:
+
+* adds with BookKeeper's own ``BenchThroughputLatency`` (Java client, pointed at a ZooKeeper chroot): entry
+  sizes, ensemble/write/ack quorum 1/1/1 and 3/2/2, v3 and v2; throughput, p50, p99 (from its latency dump)
+  and the bookies' CPU seconds per 100k entries (utime + stime of the bookie processes, /proc/<pid>/stat);
+* catch-up reads of a closed 1 KiB ledger with ``BenchReadThroughputLatency`` and with our Python client;
+  tailing reads (our client's long-poll ``read_lac_and_entry`` following a writer at a fixed rate);
+* adds from our Python client (``LedgerHandle.append``) against the same bookies.
+
+Machine facts (cores, load average at each point, fdatasync rate, sequential write bandwidth) are measured in
+the same run. Results go to bench/results.json and to docs/benchmarks.md between the suite's markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs" / "benchmarks.md"
+PROFILES = REPO / "docs" / "profiles"
+RESULTS = REPO / "bench" / "results.json"
+BEGIN, END = "<!-- suite:begin -->", "<!-- suite:end -->"
+IMPLS: tuple[str, ...] = ("java", "ours")
+PASSWORD = "benchPasswd"  # BookKeeper's benchmark default
+BTL = "org.apache.bookkeeper.benchmark.BenchThroughputLatency"
+BRTL = "org.apache.bookkeeper.benchmark.BenchReadThroughputLatency"
+CLIENT_JVM = ("-Xmx512m", "-XX:+UseSerialGC", "-Djava.net.preferIPv4Stack=true",
+              "-Dio.netty.leakDetection.level=disabled")
+ENSEMBLES = ((1, 1, 1), (3, 2, 2))
+TICKS = os.sysconf("SC_CLK_TCK")
+# BenchThroughputLatency's -throttle is both its number of outstanding adds and, through the client's
+# throttleValue, a rate limit of each ledger handle (entries/s): 64 ledgers lift the cap to 64 x throttle.
+LEDGERS = 64
+
+
+# ----------------------------------------------------------------------------------------------- preparation
+
+def prepare(profile: bool) -> None:
+    """Bootstrap (jars, virtualenv) when this shell has not; py-spy only when profiling."""
+    if not os.environ.get("BOOKIE_FLEET_BK_LIB"):
+        subprocess.run([str(REPO / "scripts" / "bootstrap")], check=True)
+        env_sh = Path(os.environ.get("BOOKIE_FLEET_CACHE", Path.home() / ".cache" / "bookie-fleet")) / "env.sh"
+        for line in env_sh.read_text().splitlines():
+            match = re.match(r'export (\w+)="(.*)"$', line)
+            if match:
+                os.environ[match.group(1)] = os.path.expandvars(match.group(2))
+        if os.environ.get("BOOKIE_FLEET_VENV") and Path(sys.executable).parent != Path(
+                os.environ["BOOKIE_FLEET_VENV"]) / "bin":
+            venv_python = Path(os.environ["BOOKIE_FLEET_VENV"]) / "bin" / "python"
+            os.execv(str(venv_python), [str(venv_python), *sys.argv])
+    for sub in ("bookie_image", "fleet"):
+        if str(REPO / sub) not in sys.path:
+            sys.path.insert(0, str(REPO / sub))
+    if profile and py_spy() is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "py-spy"], check=True)
+
+
+def py_spy() -> str | None:
+    return shutil.which("py-spy") or (str(Path(sys.executable).parent / "py-spy")
+                                      if (Path(sys.executable).parent / "py-spy").exists() else None)
+
+
+# ----------------------------------------------------------------------------------------------- machine facts
+
+def fdatasync_rate(directory: Path, seconds: float) -> float:
+    """4 KiB write + fdatasync per iteration on the benchmark's disk."""
+    path = directory / "fsync-probe"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    block = os.urandom(4096)
+    count, deadline = 0, time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            os.pwrite(fd, block, (count % 256) * 4096)
+            os.fdatasync(fd)
+            count += 1
+    finally:
+        os.close(fd)
+        path.unlink()
+    return count / seconds
+
+
+def sequential_write_mb_s(directory: Path, megabytes: int) -> float:
+    """1 MiB writes of fresh data, one fdatasync at the end: what the disk takes in, page cache included."""
+    path = directory / "seq-probe"
+    block = os.urandom(1024 * 1024)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    started = time.perf_counter()
+    try:
+        for _ in range(megabytes):
+            os.write(fd, block)
+        os.fdatasync(fd)
+        elapsed = time.perf_counter() - started
+    finally:
+        os.close(fd)
+        path.unlink()
+    return megabytes * 1.048576 / elapsed
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """utime + stime of the processes (all their threads), from /proc/<pid>/stat."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / TICKS
+
+
+# ----------------------------------------------------------------------------------------------- clusters
+
+@dataclass
+class Cluster:
+    impl: str
+    root: str  # ledgers root, "/<chroot>/ledgers"
+    zk_connect: str
+    bookies: list[Any] = field(default_factory=list)
+
+    @property
+    def chroot_connect(self) -> str:
+        return self.zk_connect + self.root[: -len("/ledgers")]
+
+    @property
+    def pids(self) -> list[int]:
+        return [b.proc.pid for b in self.bookies if b.proc is not None]
+
+
+async def _init_cluster(zk_connect: str, root: str) -> None:
+    from bookie.metadata.store import MetadataStore
+
+    async with MetadataStore(zk_connect, root) as store:
+        await store.init_cluster()
+
+
+def start_clusters(workdir: Path, zk_connect: str, count: int, impls: tuple[str, ...],
+                   started: dict[str, Cluster]) -> dict[str, Cluster]:
+    """Both clusters; ``started`` is filled as they come up, so that a failure still stops what runs."""
+    from bookie_fleet.java_bookies import plan_java_bookies
+    from bookie_fleet.java_bookies import start_all as start_java
+    from bookie_fleet.local_bookies import plan_bookies
+
+    java = Cluster("java", "/java/ledgers", zk_connect)
+    ours = Cluster("ours", "/ours/ledgers", zk_connect)
+    for c in (java, ours):
+        asyncio.run(_init_cluster(zk_connect, c.root))
+    # Same durability and group commit on both: fsync on, 1 ms group wait; Java's own storage defaults.
+    java.bookies = plan_java_bookies(count, workdir / "java", zk_connect, java.root, first_host=221,
+                                     journalSyncData=True, log_level="warn",
+                                     ledgerStorageClass="org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage")
+    ours.bookies = plan_bookies(count, workdir / "ours", zk_connect, ours.root, first_host=211,
+                                journalSyncData=True, journalMaxGroupWaitMSec=1, autoRecoveryDaemonEnabled=False)
+    started.update({c.impl: c for c in (java, ours) if c.impl in impls})
+    if "java" in impls:
+        start_java(java.bookies)
+    else:
+        java.bookies = []
+    if "ours" not in impls:
+        ours.bookies = []
+    for b in ours.bookies:
+        b.start(wait=False)
+    for b in ours.bookies:
+        try:
+            b.wait_ready(90)
+        except RuntimeError as exc:  # seen once under load: a fresh bookie refused its own new directory
+            print(f"bookie {b.bookie_id} failed to start, retrying on a clean directory: {str(exc)[-300:]}",
+                  flush=True)
+            b.stop()
+            shutil.rmtree(b.data_dir, ignore_errors=True)
+            b.start(wait=True, timeout=90)
+    return {c.impl: c for c in (java, ours) if c.impl in impls}
+
+
+def stop_clusters(clusters: dict[str, Cluster]) -> None:
+    for c in clusters.values():
+        for b in c.bookies:
+            with contextlib.suppress(Exception):
+                b.stop()
+
+
+# ----------------------------------------------------------------------------------------------- Java tools
+
+def java_tool(main: str, *args: str, limit_s: float) -> str:
+    lib = os.environ["BOOKIE_FLEET_BK_LIB"]
+    log4j = Path(tempfile.gettempdir()) / "bookie-fleet-bench-log4j2.properties"
+    log4j.write_text("status = error\nappender.c.type = Console\nappender.c.name = c\n"
+                     "appender.c.layout.type = PatternLayout\nappender.c.layout.pattern = %-5p %c{1} - %m%n\n"
+                     "rootLogger.level = warn\nrootLogger.appenderRef.c.ref = c\n"
+                     "logger.b.name = org.apache.bookkeeper.benchmark\nlogger.b.level = info\n")
+    command = [shutil.which("java") or "java", *CLIENT_JVM, f"-Dlog4j2.configurationFile={log4j}",
+               "-cp", f"{lib}/*", main, *args]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        raise RuntimeError(f"{main} did not finish in {limit_s}s:\n{out.decode(errors='replace')[-3000:]}") from None
+    text = out.decode(errors="replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{main} exited with {proc.returncode}:\n{text[-3000:]}")
+    return text
+
+
+def percentile(sorted_values: list[float], pct: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * pct / 100))]
+
+
+@dataclass
+class Point:
+    workload: str  # "btl" | "pyclient" | "catchup-java" | "catchup-py" | "tail-py"
+    impl: str
+    round: int
+    params: dict[str, Any]
+    ops_per_s: float
+    p50_ms: float = float("nan")
+    p99_ms: float = float("nan")
+    cpu_s_per_100k: float = float("nan")
+    load: float = 0.0
+    count: int = 0
+
+
+def run_btl(cluster: Cluster, size: int, ens: tuple[int, int, int], v2: bool, seconds: int, throttle: int,
+            workdir: Path) -> tuple[float, float, float, int]:
+    """BenchThroughputLatency once: (entries/s, p50 ms, p99 ms, completions)."""
+    latency_file = workdir / "latency.dat"
+    args = ["-zookeeper", cluster.chroot_connect, "-ensemble", str(ens[0]), "-quorum", str(ens[1]),
+            "-ackQuorum", str(ens[2]), "-entrysize", str(size), "-throttle", str(throttle), "-ledgers", str(LEDGERS),
+            "-time", str(seconds), "-sendlimit", "3000000", "-skipwarmup", "-latencyFile", str(latency_file),
+            "-timeout", str(seconds + 90)]
+    if v2:
+        args.append("-useV2")
+    text = java_tool(BTL, *args, limit_s=seconds + 120)
+    done = re.search(r"(\d+) completions in (\d+) milliseconds: (\d+) ops/sec", text)
+    if not done:
+        raise RuntimeError(f"BenchThroughputLatency printed no result:\n{text[-3000:]}")
+    lat = [int(line.split("\t", 1)[0]) / 1e6 for line in latency_file.read_text().splitlines() if line]
+    latency_file.unlink()
+    return int(done.group(3)), percentile(lat, 50), percentile(lat, 99), int(done.group(1))
+
+
+def run_brtl(cluster: Cluster, ledger_id: int) -> tuple[float, int]:
+    """BenchReadThroughputLatency on one closed ledger: (entries/s over its read time, entries read).
+
+    The tool re-opens the ledger until its LAC has not moved for 10 polls of 1 s, and counts only the time
+    spent reading, so the idle tail does not dilute the rate."""
+    text = java_tool(BRTL, "-zookeeper", cluster.chroot_connect, "-ledger", str(ledger_id), "-password",
+                     PASSWORD, "-ledgerManagerType", "hierarchical", limit_s=90)
+    reads = re.findall(r"Read (\d+) in (\d+)ms", text)
+    if not reads:
+        raise RuntimeError(f"BenchReadThroughputLatency printed no result:\n{text[-3000:]}")
+    entries, ms = int(reads[-1][0]), max(1, int(reads[-1][1]))
+    return entries * 1000 / ms, entries
+
+
+# ----------------------------------------------------------------------------------------------- our client
+
+def _client(cluster: Cluster, v2: bool = False) -> Any:
+    from bookie.client.bookkeeper import BookKeeper
+    from bookie.client.config import ClientConfig
+
+    return BookKeeper(ClientConfig(zk_servers=cluster.zk_connect, ledgers_root=cluster.root, use_v2_protocol=v2,
+                                   speculative_read_timeout_s=0))
+
+
+async def py_adds(cluster: Cluster, size: int, ens: tuple[int, int, int], seconds: float,
+                  window: int) -> tuple[float, float, float, int]:
+    """Our Python client: ``window`` outstanding ``LedgerHandle.append`` on one ledger for ``seconds``."""
+    from bookie.protocol.entry import DigestType
+
+    payload = b"x" * size
+    latencies: list[float] = []
+    async with _client(cluster) as bk:
+        lh = await bk.create_ledger(*ens, digest_type=DigestType.CRC32, password=PASSWORD.encode())
+        stop_at = time.monotonic() + seconds
+        sem = asyncio.Semaphore(window)
+        pending: set[asyncio.Future[int]] = set()
+
+        def done(started: float, fut: asyncio.Future[int]) -> None:
+            sem.release()
+            pending.discard(fut)
+            if not fut.cancelled() and fut.exception() is None:
+                latencies.append(time.perf_counter() - started)
+
+        started_at = time.monotonic()
+        while time.monotonic() < stop_at:
+            await sem.acquire()
+            sent_at = time.perf_counter()
+            fut = lh.append(payload)
+            pending.add(fut)
+            fut.add_done_callback(lambda f, t=sent_at: done(t, f))
+        if pending:
+            await asyncio.wait(pending)
+        elapsed = time.monotonic() - started_at
+        await lh.close()
+    latencies.sort()
+    return (len(latencies) / elapsed, 1000 * percentile(latencies, 50), 1000 * percentile(latencies, 99),
+            len(latencies))
+
+
+async def py_write_ledger(cluster: Cluster, entries: int, size: int) -> int:
+    """A closed 3/2/2 ledger of ``entries`` entries (CRC32, BookKeeper's benchmark password)."""
+    from bookie.protocol.entry import DigestType
+
+    payload = b"r" * size
+    async with _client(cluster) as bk:
+        lh = await bk.create_ledger(3, 2, 2, digest_type=DigestType.CRC32, password=PASSWORD.encode())
+        futures = []
+        for _ in range(entries):
+            futures.append(lh.append(payload))
+            if len(futures) >= 500:
+                await asyncio.gather(*futures)
+                futures = []
+        await asyncio.gather(*futures)
+        await lh.close()
+        return int(lh.ledger_id)
+
+
+async def py_catchup(cluster: Cluster, ledger_id: int, batch: int = 100) -> tuple[float, float, float, int]:
+    """Our client reads a closed ledger from the start, ``batch`` entries at a time: (entries/s, p50, p99 per
+    batch in ms, entries)."""
+    async with _client(cluster) as bk:
+        lh = await bk.open_ledger(ledger_id, PASSWORD.encode(), recovery=False)
+        last = lh.last_add_confirmed
+        times: list[float] = []
+        started = time.perf_counter()
+        for first in range(0, last + 1, batch):
+            t = time.perf_counter()
+            await lh.read(first, min(last, first + batch - 1))
+            times.append(time.perf_counter() - t)
+        elapsed = time.perf_counter() - started
+    times.sort()
+    return (last + 1) / elapsed, 1000 * percentile(times, 50), 1000 * percentile(times, 99), last + 1
+
+
+async def py_tail(cluster: Cluster, rate: int, seconds: float, size: int) -> tuple[float, float, float, int]:
+    """A writer adds at ``rate``/s; a second client tails with long-poll reads. Latency: append -> read."""
+    from bookie.protocol.entry import DigestType
+
+    payload = b"t" * size
+    sent: dict[int, float] = {}
+    lat: list[float] = []
+    async with _client(cluster) as writer_bk, _client(cluster) as reader_bk:
+        lh = await writer_bk.create_ledger(3, 2, 2, digest_type=DigestType.CRC32, password=PASSWORD.encode())
+        reader = await reader_bk.open_ledger(lh.ledger_id, PASSWORD.encode(), recovery=False)
+        total = int(rate * seconds)
+
+        async def write() -> None:
+            started = time.perf_counter()
+            for i in range(total + 1):  # one more: an entry is confirmed to readers by the next add's LAC
+                delay = started + i / rate - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                sent[i] = time.perf_counter()
+                lh.append(payload)
+            await lh.close()
+
+        async def tail() -> None:
+            next_id = 0
+            while next_id < total:
+                _, entry = await reader.read_lac_and_entry(next_id, 1000)
+                if entry is not None:
+                    lat.append(time.perf_counter() - sent[next_id])
+                    next_id += 1
+
+        started = time.perf_counter()
+        await asyncio.wait_for(asyncio.gather(write(), tail()), seconds + 60)
+        elapsed = time.perf_counter() - started
+    lat.sort()
+    return len(lat) / elapsed, 1000 * percentile(lat, 50), 1000 * percentile(lat, 99), len(lat)
+
+
+# ----------------------------------------------------------------------------------------------- the run
+
+@dataclass
+class Settings:
+    rounds: int = 3
+    seconds: int = 5
+    throttle: int = 1000
+    sizes: tuple[int, ...] = (100, 1024, 16 * 1024)
+    ensembles: tuple[tuple[int, int, int], ...] = ENSEMBLES
+    protocols: tuple[str, ...] = ("v3", "v2")
+    read_entries: int = 5000
+    tail_rate: int = 1000
+    py_window: int = 200
+    workloads: tuple[str, ...] = ("adds", "reads", "pyclient")
+    profile: bool = False
+
+
+def order_for(index: int) -> tuple[str, ...]:
+    return IMPLS if index % 2 == 0 else tuple(reversed(IMPLS))
+
+
+Measurement = tuple[float, float, float, int]  # ops/s, p50 ms, p99 ms, operations
+
+
+def _sync(coro: Coroutine[Any, Any, Measurement]) -> Measurement:
+    return asyncio.run(coro)
+
+
+def _brtl_point(cluster: Cluster, ledger_id: int) -> Measurement:
+    rate, entries = run_brtl(cluster, ledger_id)
+    return rate, float("nan"), float("nan"), entries
+
+
+def measured(cluster: Cluster, fn: Callable[[], tuple[float, float, float, int]]) -> tuple[float, float, float,
+                                                                                            int, float, float]:
+    load = load_average()
+    cpu_before = cpu_seconds(cluster.pids)
+    try:
+        ops, p50, p99, count = fn()
+    except Exception as exc:  # one failed point (a tool that hangs, say) must not lose the whole run
+        print(f"point failed on {cluster.impl}: {str(exc)[-1500:]}", flush=True)
+        nan = float("nan")
+        return nan, nan, nan, 0, nan, load
+    cpu = cpu_seconds(cluster.pids) - cpu_before
+    return ops, p50, p99, count, cpu * 100000 / max(1, count), load
+
+
+def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    from bookie_fleet.zookeeper import ZooKeeperServer
+
+    facts = {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+             "load_before": load_average(), "fdatasync_per_s": fdatasync_rate(workdir, 3 if settings.rounds > 1
+                                                                               else 0.5),
+             "seq_write_mb_s": sequential_write_mb_s(workdir, 512 if settings.rounds > 1 else 16)}
+    log(f"machine: {facts}")
+    points: list[Point] = []
+    zk = ZooKeeperServer(workdir / "zk").start()
+    clusters: dict[str, Cluster] = {}
+    try:
+        clusters = start_clusters(workdir, zk.connect_string, 3, IMPLS, started=clusters)
+        step = 0
+
+        def record(p: Point) -> None:
+            points.append(p)
+            log(f"r{p.round} {p.workload:<12} {p.impl:<4} {json.dumps(p.params)}: {p.ops_per_s:8.0f}/s "
+                f"p50 {p.p50_ms:7.2f} p99 {p.p99_ms:7.2f} ms cpu/100k {p.cpu_s_per_100k:6.2f} s "
+                f"load {p.load:.1f}")
+
+        for impl in clusters:  # warm-up: JIT of the Java bookies, connections and caches of both
+            run_btl(clusters[impl], 1024, (3, 2, 2), False, 2 if settings.rounds > 1 else 1, settings.throttle,
+                    workdir)
+        for r in range(settings.rounds):
+            if "adds" in settings.workloads:
+                for proto in settings.protocols:
+                    for ens in settings.ensembles:
+                        for size in settings.sizes:
+                            for impl in order_for(step):
+                                c = clusters[impl]
+                                ops, p50, p99, n, cpu, load = measured(c, partial(
+                                    run_btl, c, size, ens, proto == "v2", settings.seconds, settings.throttle,
+                                    workdir))
+                                record(Point("btl", impl, r, {"size": size, "ens": "/".join(map(str, ens)),
+                                                              "proto": proto}, ops, p50, p99, cpu, load, n))
+                            step += 1
+            if "pyclient" in settings.workloads:
+                for ens in settings.ensembles:
+                    for impl in order_for(step):
+                        c = clusters[impl]
+                        ops, p50, p99, n, cpu, load = measured(c, partial(
+                            _sync, py_adds(c, 1024, ens, settings.seconds, settings.py_window)))
+                        record(Point("pyclient", impl, r, {"size": 1024, "ens": "/".join(map(str, ens)),
+                                                           "proto": "v3"}, ops, p50, p99, cpu, load, n))
+                    step += 1
+            if "reads" in settings.workloads:
+                for impl in order_for(step):
+                    c = clusters[impl]
+                    ledger = asyncio.run(py_write_ledger(c, settings.read_entries, 1024))
+                    ops, p50, p99, n, cpu, load = measured(c, partial(_brtl_point, c, ledger))
+                    record(Point("catchup-java", impl, r, {"size": 1024, "ens": "3/2/2"}, ops, p50, p99, cpu,
+                                 load, n))
+                    ops, p50, p99, n, cpu, load = measured(c, partial(_sync, py_catchup(c, ledger)))
+                    record(Point("catchup-py", impl, r, {"size": 1024, "ens": "3/2/2"}, ops, p50, p99, cpu, load, n))
+                    ops, p50, p99, n, cpu, load = measured(c, partial(
+                        _sync, py_tail(c, settings.tail_rate, settings.seconds, 1024)))
+                    record(Point("tail-py", impl, r, {"size": 1024, "ens": "3/2/2", "rate": settings.tail_rate},
+                                 ops, p50, p99, cpu, load, n))
+                step += 1
+        if settings.profile:
+            facts["profile"] = profile_add_path(clusters["ours"], settings, workdir, log)
+    finally:
+        stop_clusters(clusters)
+        zk.stop()
+    facts["load_after"] = load_average()
+    return {"facts": facts, "settings": asdict(settings), "points": [asdict(p) for p in points]}
+
+
+def profile_add_path(cluster: Cluster, settings: Settings, workdir: Path, log: Callable[[str], None]) -> str:
+    """py-spy flame graph of one of our bookies during BenchThroughputLatency, 1 KiB, 3/2/2, v3."""
+    spy = py_spy()
+    if spy is None:
+        raise RuntimeError("py-spy is not installed (run with --profile so that the setup installs it)")
+    PROFILES.mkdir(parents=True, exist_ok=True)
+    out = PROFILES / "add-1k-322-v3.svg"
+    seconds = max(settings.seconds, 8)
+    proc = subprocess.Popen([spy, "record", "--pid", str(cluster.pids[0]), "--duration", str(seconds - 2),
+                             "--rate", "250", "--threads", "--format", "flamegraph", "--output", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    ops, _, p99, _ = run_btl(cluster, 1024, (3, 2, 2), False, seconds, settings.throttle, workdir)
+    proc.communicate(timeout=60)
+    log(f"profile: {out} ({ops:.0f} adds/s, p99 {p99:.1f} ms while sampling)")
+    return str(out.relative_to(REPO))
+
+
+# ----------------------------------------------------------------------------------------------- report
+
+def medians(points: list[dict[str, Any]], workload: str, impl: str, params: dict[str, Any]) -> dict[str, float]:
+    chosen = [p for p in points if p["workload"] == workload and p["impl"] == impl and p["count"] > 0
+              and all(p["params"].get(k) == v for k, v in params.items())]
+    if not chosen:
+        return {}
+    return {k: statistics.median(p[k] for p in chosen) for k in ("ops_per_s", "p50_ms", "p99_ms", "cpu_s_per_100k",
+                                                                  "load")}
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if not a or not b or a != a or b != b:
+        return "-"
+    return f"{a / b:.2f}x"
+
+
+def _num(v: float | None, fmt: str = ".0f") -> str:
+    return "-" if v is None or v != v else format(v, fmt)
+
+
+def report(results: dict[str, Any], command: str) -> str:
+    facts, s, pts = results["facts"], results["settings"], results["points"]
+    lines = [BEGIN, "## Suite: our bookie vs Apache BookKeeper 4.17.3, BookKeeper's own benchmark tools", "",
+             f"Command: `{command}`  ",
+             f"Machine: {facts['cores']} cores, {facts['platform']}, Python {facts['python']}. Measured in the same "
+             f"run: disk fdatasync **{facts['fdatasync_per_s']:.0f}/s** (4 KiB writes), sequential write "
+             f"**{facts['seq_write_mb_s']:.0f} MB/s** (1 MiB writes + fdatasync). Load average (1 min) "
+             f"{facts['load_before']:.1f} before, {facts['load_after']:.1f} after; each row gives the median load "
+             f"during its points.  ",
+             f"Clusters: 3 bookies per implementation on this machine (separate data directories, same disk), "
+             f"journal fsync on, 1 ms group wait; Apache BookKeeper with DbLedgerStorage. {s['rounds']} rounds, "
+             f"each point alternating which implementation goes first; medians over the rounds.", ""]
+    if any(p["workload"] == "btl" for p in pts):
+        lines += ["### Adds: BenchThroughputLatency (Java client)", "",
+                  f"`BenchThroughputLatency -throttle {s['throttle']} -ledgers {LEDGERS} -time {s['seconds']}` "
+                  f"(at most {s['throttle']} outstanding adds; each of the {LEDGERS} ledger handles is also "
+                  f"rate-limited to {s['throttle']}/s by the client's throttleValue), latencies from its dump. "
+                  "CPU: bookie processes' utime + stime per 100k entries acknowledged to the client "
+                  "(all bookies of the cluster).", "",
+                  "| proto | E/W/A | entry | ours adds/s | Java adds/s | ratio | ours p50 ms | Java p50 ms | "
+                  "ours p99 ms | Java p99 ms | p99 ratio | ours CPU s/100k | Java CPU s/100k | load |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for proto in s["protocols"]:
+            for ens in s["ensembles"]:
+                for size in s["sizes"]:
+                    key = {"size": size, "ens": "/".join(map(str, ens)), "proto": proto}
+                    o, j = medians(pts, "btl", "ours", key), medians(pts, "btl", "java", key)
+                    if not o or not j:
+                        continue
+                    lines.append(
+                        f"| {proto} | {key['ens']} | {size} B | {_num(o['ops_per_s'])} | {_num(j['ops_per_s'])} | "
+                        f"{_ratio(o['ops_per_s'], j['ops_per_s'])} | {_num(o['p50_ms'], '.1f')} | "
+                        f"{_num(j['p50_ms'], '.1f')} | {_num(o['p99_ms'], '.1f')} | {_num(j['p99_ms'], '.1f')} | "
+                        f"{_ratio(o['p99_ms'], j['p99_ms'])} | {_num(o['cpu_s_per_100k'], '.1f')} | "
+                        f"{_num(j['cpu_s_per_100k'], '.1f')} | {_num((o['load'] + j['load']) / 2, '.1f')} |")
+        lines += ["", "Throughput ratio > 1: ours faster. p99 ratio < 1: ours lower (better).", ""]
+    if any(p["workload"] == "pyclient" for p in pts):
+        lines += ["### Adds from our Python client (`LedgerHandle.append`), next to the Java client", "",
+                  f"{s['py_window']} outstanding appends on one ledger, 1 KiB entries, v3. The Java client column "
+                  "is BenchThroughputLatency's at the same point (table above).", "",
+                  "| E/W/A | bookies | Python client adds/s | p50 ms | p99 ms | Java client adds/s | Java p99 ms | "
+                  "Python/Java client |", "|---|---|---|---|---|---|---|---|"]
+        for ens in s["ensembles"]:
+            e = "/".join(map(str, ens))
+            for impl in ("ours", "java"):
+                py = medians(pts, "pyclient", impl, {"ens": e})
+                jc = medians(pts, "btl", impl, {"ens": e, "size": 1024, "proto": "v3"})
+                if not py:
+                    continue
+                lines.append(f"| {e} | {impl} | {_num(py['ops_per_s'])} | {_num(py['p50_ms'], '.1f')} | "
+                             f"{_num(py['p99_ms'], '.1f')} | {_num(jc.get('ops_per_s'))} | "
+                             f"{_num(jc.get('p99_ms'), '.1f')} | {_ratio(py['ops_per_s'], jc.get('ops_per_s'))} |")
+        lines.append("")
+    if any(p["workload"].startswith(("catchup", "tail")) for p in pts):
+        lines += ["### Reads", "",
+                  f"Catch-up: a closed 3/2/2 ledger of {s['read_entries']} entries of 1 KiB read from the start, "
+                  "by `BenchReadThroughputLatency -ledger` (Java client; its rate counts only its reading time) "
+                  "and by our client (100 entries per `read`; p50/p99 per batch). Tailing: our client's long-poll "
+                  f"`read_lac_and_entry` following a writer at {s['tail_rate']} entries/s; latency from append "
+                  "to the reader having the entry.", "",
+                  "| reading | ours entries/s | Java entries/s | ratio | ours p50 ms | Java p50 ms | ours p99 ms | "
+                  "Java p99 ms | ours CPU s/100k | Java CPU s/100k |", "|---|---|---|---|---|---|---|---|---|---|"]
+        names = {"catchup-java": "catch-up, BenchReadThroughputLatency", "catchup-py": "catch-up, our client",
+                 "tail-py": "tailing, our client"}
+        for w, name in names.items():
+            o, j = medians(pts, w, "ours", {}), medians(pts, w, "java", {})
+            if not o or not j:
+                continue
+            lines.append(f"| {name} | {_num(o['ops_per_s'])} | {_num(j['ops_per_s'])} | "
+                         f"{_ratio(o['ops_per_s'], j['ops_per_s'])} | {_num(o['p50_ms'], '.1f')} | "
+                         f"{_num(j['p50_ms'], '.1f')} | {_num(o['p99_ms'], '.1f')} | {_num(j['p99_ms'], '.1f')} | "
+                         f"{_num(o['cpu_s_per_100k'], '.1f')} | {_num(j['cpu_s_per_100k'], '.1f')} |")
+        lines.append("")
+    lines += ["Compaction side by side with Apache BookKeeper (live bytes rewritten per second, time to reclaim, "
+              "p99 adds during compaction) is not in this suite yet; our bookie's compaction alone is measured by "
+              "`bench/gc_bench.py` (section \"Garbage collection\" below).", END]
+    return "\n".join(lines)
+
+
+def write_docs(section: str) -> None:
+    text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n\nEvery number here comes from a command in bench/.\n"
+    if BEGIN in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        head, sep, rest = text.partition("<!-- adds:begin -->")
+        text = head + section + "\n\n" + sep + rest if sep else text.rstrip() + "\n\n" + section + "\n"
+    DOCS.write_text(text)
+
+
+def _parse_ensemble(text: str) -> tuple[int, int, int]:
+    ensemble, write, ack = (int(x) for x in text.split("/"))
+    return ensemble, write, ack
+
+
+def _parse_sizes(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(","))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny run for the test suite; docs untouched")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=5, help="per point")
+    parser.add_argument("--throttle", type=int, default=1000, help="BenchThroughputLatency -throttle")
+    parser.add_argument("--sizes", type=_parse_sizes, default=(100, 1024, 16 * 1024))
+    parser.add_argument("--protocols", default="v3,v2")
+    parser.add_argument("--ensembles", default="1/1/1,3/2/2")
+    parser.add_argument("--workloads", default="adds,pyclient,reads")
+    parser.add_argument("--profile", action="store_true", help="py-spy flame graph of our add path (1 KiB)")
+    parser.add_argument("--no-docs", action="store_true", help="do not touch docs/benchmarks.md")
+    parser.add_argument("--impls", default="java,ours", help="java,ours (ours alone: the optimisation loop)")
+    parser.add_argument("--workdir", default=None)
+    args = parser.parse_args(argv)
+    global IMPLS
+    IMPLS = tuple(args.impls.split(","))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the clusters on the way out
+    prepare(args.profile)
+    ensembles = tuple(_parse_ensemble(e) for e in args.ensembles.split(","))
+    settings = Settings(rounds=args.rounds, seconds=args.seconds, throttle=args.throttle, sizes=args.sizes,
+                        protocols=tuple(args.protocols.split(",")), ensembles=ensembles,
+                        workloads=tuple(args.workloads.split(",")), profile=args.profile)
+    if args.quick:
+        settings.rounds, settings.seconds, settings.sizes = 1, 1, (1024,)
+        settings.ensembles, settings.read_entries, settings.tail_rate = ((1, 1, 1),), 300, 200
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+        results = run(settings, Path(tmp), lambda line: print(line, flush=True))
+    command = "python bench/run_all.py" + ("" if argv is None else " " + " ".join(argv))
+    command = "python bench/run_all.py " + " ".join(sys.argv[1:]) if argv is None else command
+    section = report(results, command.strip())
+    print(section)
+    if not args.quick and not args.no_docs:
+        RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+        write_docs(section)
+    print(json.dumps(results["points"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
