@@ -176,7 +176,18 @@ async def _reconcile(t: Tick) -> None:
     await _window(t, spec, observed)
     ur = await _rolling(t, spec, observed, sts)
     await _scale_up(t, spec, plan, observed, current)
-    _record(t, spec, observed, plan, sts, replicas, degraded, ur)
+    registered = await _registered(t, spec)
+    _record(t, spec, observed, plan, sts, replicas, degraded, ur, registered)
+
+
+async def _registered(t: Tick, spec: BookieClusterSpec) -> set[str] | None:
+    """Bookie ids registered in ZooKeeper (writable or read-only); None when ZooKeeper cannot tell."""
+    try:
+        store = await _store(t, spec)
+        return set(await store.list_bookies()) | set(await store.list_bookies(readonly=True))
+    except zk.MetadataError as exc:
+        log.warning("cluster=%s/%s: cannot list registered bookies: %s", t.namespace, t.name, exc)
+        return None
 
 
 async def _metadata_ready(t: Tick, spec: BookieClusterSpec) -> bool:
@@ -530,7 +541,8 @@ async def _scale_up(t: Tick, spec: BookieClusterSpec, plan: decisions.ReadOnlyPl
 
 # ------------------------------------------------------------------------------------------------ status
 def _record(t: Tick, spec: BookieClusterSpec, observed: list[ObservedBookie], plan: decisions.ReadOnlyPlan,
-            sts: Obj | None, replicas: int, degraded: list[str], ur: int | None) -> None:
+            sts: Obj | None, replicas: int, degraded: list[str], ur: int | None,
+            registered: set[str] | None = None) -> None:
     s = t.status
     previous = {b.ordinal: b for b in t.previous.bookies}
     forced = t.forced
@@ -596,6 +608,11 @@ def _record(t: Tick, spec: BookieClusterSpec, observed: list[ObservedBookie], pl
         degraded.append(f"{ur} under-replicated ledgers")
     t.condition("Degraded", bool(degraded), "Problems" if degraded else "Healthy", "; ".join(degraded))
     all_ready = ready >= spec.replicas and s.replicas == spec.replicas and s.decommission is None
+    unregistered = [b.pod for b in observed if b.exists and registered is not None
+                    and b.bookie_id not in registered]
+    if unregistered:
+        all_ready = False
+        t.wait(f"{', '.join(unregistered)} not registered in ZooKeeper yet")
     if all_ready and writable >= spec.ensemble_size:
         t.condition("Ready", True, "BookiesReady", f"{ready} bookies ready, {writable} writable")
     else:

@@ -40,6 +40,10 @@ async def test_scale_down_with_an_operator_restart_loses_nothing_and_scale_up_wo
     config = ClientConfig(zk_servers=zookeeper.connect_string, ledgers_root=root)
     written: dict[int, list[bytes]] = {}
     async with BookKeeper(config) as bk:
+        for _ in range(100):                      # Ready means registered; writable may follow a moment later
+            if len(await bk.writable_bookies()) == 4:
+                break
+            await asyncio.sleep(0.2)
         for n in range(8):
             handle = await bk.create_ledger(ensemble_size=3, write_quorum=3, ack_quorum=2)
             written[handle.ledger_id] = [f"ledger {n} entry {i}".encode() for i in range(25)]
