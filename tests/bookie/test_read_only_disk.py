@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from bookie.metadata.ledger_metadata import new_ledger_metadata
 from bookie.metadata.store import MetadataStore
 from bookie.protocol.codes import StatusCode
 
@@ -48,7 +49,10 @@ async def test_full_disk_goes_read_only_and_recovers_below_low_water_mark(
     bookie.start()
     store = MetadataStore(cluster.zk_connect, cluster.ledgers_root)
     await store.connect()
-    ledger = random.randrange(1, 2**40)
+    # Ledgers in metadata, as a client creates them: a full disk starts GC at once, which drops unknown ledgers.
+    ledger, other = random.randrange(1, 2**40), random.randrange(1, 2**40)
+    for ledger_id in (ledger, other):
+        await store.create_ledger_metadata(ledger_id, new_ledger_metadata([bookie.bookie_id], 1, 1))
     filler = small_disk / "filler"
     try:
         async with await RawConnection.open(bookie.bookie_id, 3) as conn:
@@ -77,7 +81,6 @@ async def test_full_disk_goes_read_only_and_recovers_below_low_water_mark(
                 return bookie.bookie_id in await store.list_bookies(readonly=False)
 
             await _wait_for(writable)
-            other = random.randrange(1, 2**40)
             assert (await conn.add(other, 0)).status == StatusCode.EOK
     finally:
         await store.close()

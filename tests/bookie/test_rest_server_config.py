@@ -50,7 +50,7 @@ async def test_unknown_key_is_refused_by_name_and_nothing_is_applied(bookie_fact
 
 
 async def test_out_of_range_value_is_refused_naming_the_allowed_range(bookie_factory: BookieFactory) -> None:
-    bookie = bookie_factory(1)[0]
+    bookie = bookie_factory(1, diskUsageThreshold=0.95, diskUsageWarnThreshold=0.9)[0]
     answer = await put(bookie.http_url + PATH, {"diskCheckInterval": 800, "diskUsageThreshold": 1.5})
     assert answer.status == 400
     assert "diskUsageThreshold" in answer.text and "allowed: 0 < diskUsageThreshold < 1" in answer.text
