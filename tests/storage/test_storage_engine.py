@@ -109,3 +109,22 @@ async def test_a_restart_remembers_entries_keys_fences_and_explicit_lac(engines:
             await again.read_entry(7, 0)
     finally:
         await again.close()
+
+
+async def test_a_failed_checkpoint_keeps_its_entries_for_the_next_one(engines: Any, tmp_path: Path) -> None:
+    """A full disk (ENOSPC) during a checkpoint must not lose the cache it was flushing."""
+    engine = await engines()
+    await engine.add_entry(entry(3, 0, b"kept"), MASTER_KEY)
+    d = engine.dir_of(3)
+    real_flush = d.flush_cache
+
+    def full_disk(cache: Any) -> int:
+        raise OSError(28, "No space left on device")
+
+    d.flush_cache = full_disk
+    with pytest.raises(OSError):
+        await engine.checkpoint()
+    d.flush_cache = real_flush
+    assert await engine.read_entry(3, 0) == entry(3, 0, b"kept")
+    await engine.checkpoint()
+    assert d.locations.get(3, 0) is not None, "the next checkpoint indexed it"

@@ -484,6 +484,12 @@ class StorageEngine:
                     assert d.flushing is not None
                     await self._in_thread(self._flush_pool, d.flush_cache, d.flushing)
                 await self._in_thread(self._flush_pool, self._write_marks, marks)
+            except BaseException:
+                # The marks did not move, but the flushed cache must not be dropped either (a full disk,
+                # ENOSPC): its entries go back to the write cache and the next checkpoint writes them again.
+                for d in swapped:
+                    _restore(d)
+                raise
             finally:
                 for d in swapped:
                     d.flushing = None
@@ -637,6 +643,15 @@ class StorageEngine:
         db = self.dirs[dir_index].locations.db
         db.compact_range(None, None)
         return str(db.path())
+
+
+def _restore(d: LedgerDirStorage) -> None:
+    """Put a failed checkpoint's entries back in front of newer writes of the same entries."""
+    if d.flushing is None:
+        return
+    for ledger_id, entry_id, body in d.flushing.sorted_entries():
+        if d.write_cache.get(ledger_id, entry_id) is None:
+            d.write_cache.put(ledger_id, entry_id, body)
 
 
 def _ignore_result(fut: asyncio.Future[None]) -> None:
