@@ -230,6 +230,9 @@ def java_tool(main: str, *args: str, limit_s: float) -> str:
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         raise RuntimeError(f"{main} did not finish in {limit_s}s:\n{out.decode(errors='replace')[-3000:]}") from None
+    finally:
+        if proc.poll() is None:  # interrupted (Ctrl-C, SIGTERM): never leave the JVM behind
+            os.killpg(proc.pid, signal.SIGKILL)
     text = out.decode(errors="replace")
     if proc.returncode != 0:
         raise RuntimeError(f"{main} exited with {proc.returncode}:\n{text[-3000:]}")
