@@ -9,8 +9,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # polyglot.md: without the background-networking flags Chromium tries Google's hosts on this closed network.
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -28,8 +26,8 @@ def test_report_is_self_contained_with_four_plots(audit_out: Any) -> None:
     assert "Data loss: 1 entries" in html
 
 
-@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium missing (scripts/bootstrap.d/chromium.sh)")
 def test_report_renders_in_headless_chromium(audit_out: Any, tmp_path: Path) -> None:
+    assert os.path.exists(CHROMIUM), "Chromium missing: scripts/bootstrap.d/chromium.sh installs it"
     report = Path(audit_out[0]) / "report.html"
     shot = tmp_path / "report.png"
     dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",

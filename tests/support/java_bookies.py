@@ -9,7 +9,6 @@ Nothing is left running: every process is stopped in a ``finally``.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import itertools
 import uuid
 from collections.abc import Callable, Iterator
@@ -69,23 +68,9 @@ class BookieCluster:
                 b.kill()
 
 
-def python_bookies_available() -> bool:
-    """Our bookie server and its test launcher have landed (tests/support/bookies.py is their fixture)."""
-    if not (Path(__file__).parent / "bookies.py").exists():
-        return False
-    try:
-        importlib.import_module("bookie.server")
-        importlib.import_module("bookie_fleet.local_bookies")
-    except ImportError:
-        return False
-    return True
-
-
 def start_cluster(kind: str, count: int, base: Path, zk: ZooKeeperServer, first_host: int, *,
                   _root: str | None = None, **overrides: Any) -> BookieCluster:
     """``kind``: java, python or mixed (Java bookies first, then ours, on one ledgers root)."""
-    if kind == "mixed" and not python_bookies_available():
-        pytest.skip("the Python bookie server (bookie.server) is not available yet")
     root = _root or f"/{kind}-{uuid.uuid4().hex[:8]}/ledgers"
     if _root is None:
         with ThreadPoolExecutor(1) as pool:  # its own loop, whether or not the caller runs one
@@ -111,8 +96,6 @@ def start_cluster(kind: str, count: int, base: Path, zk: ZooKeeperServer, first_
             cluster.stop()
             raise
         return cluster
-    if not python_bookies_available():
-        pytest.skip("the Python bookie server (bookie.server) is not available yet")
     from bookie_fleet.local_bookies import plan_bookies
 
     values = {"journalSyncData": False, "zkTimeout": 6000, **overrides}
