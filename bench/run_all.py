@@ -94,21 +94,8 @@ def py_spy() -> str | None:
 
 # ----------------------------------------------------------------------------------------------- machine facts
 
-def fdatasync_rate(directory: Path, seconds: float) -> float:
-    """4 KiB write + fdatasync per iteration on the benchmark's disk."""
-    path = directory / "fsync-probe"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    block = os.urandom(4096)
-    count, deadline = 0, time.monotonic() + seconds
-    try:
-        while time.monotonic() < deadline:
-            os.pwrite(fd, block, (count % 256) * 4096)
-            os.fdatasync(fd)
-            count += 1
-    finally:
-        os.close(fd)
-        path.unlink()
-    return count / seconds
+# One probe for every benchmark: bench/ is on sys.path when a bench script runs.
+from add_bench import fdatasync_rate  # noqa: E402
 
 
 def sequential_write_mb_s(directory: Path, megabytes: int) -> float:
