@@ -24,6 +24,7 @@ from bookie.config import BookieConfig, describe_validation_error, unknown_key_m
 from bookie.gc.collector import GarbageCollector
 from bookie.http.api import build_app
 from bookie.listener import BookieConnection
+from bookie.metadata import service_info
 from bookie.metadata.ledger_metadata import LedgerMetadata, serialize_ledger_metadata
 from bookie.metadata.store import MetadataError, MetadataStore, NoNode
 from bookie.metrics import registry_for, render
@@ -163,7 +164,27 @@ class BookieServer:
         return self.autorecovery.autorecovery_routes() if self.autorecovery is not None else {}
 
     async def _register(self, read_only: bool) -> None:
-        await self.metadata.register_bookie(self.bookie_id, read_only)
+        await self.metadata.register_bookie(self.bookie_id, read_only, self.service_info())
+
+    def service_info(self) -> bytes:
+        """The endpoints clients dial: needed when the bookie id is a hostname nobody can resolve (Kubernetes
+        without cluster DNS), and what Apache BookKeeper publishes too."""
+        host = self.conf.advertised_address or _concrete(self.conf.listening_interface_address)
+        if host is None:
+            try:
+                host = service_info.parse_bookie_id(self.bookie_id)[0]
+            except ValueError:
+                host = "127.0.0.1"
+        http = None
+        if self.conf.http_server_enabled:
+            http = (_concrete(self.conf.http_server_host) or host, self.conf.http_server_port)
+        return service_info.encode(host, self.bound_port(), http)
+
+    def bound_port(self) -> int:
+        """The protocol port actually listened on (``bookiePort=0`` picks a free one)."""
+        if self._tcp is not None and self._tcp.sockets:
+            return int(self._tcp.sockets[0].getsockname()[1])
+        return self.conf.bookie_port
 
     async def _on_session_expired(self) -> None:
         log.warning("ZooKeeper session replaced: registering %s again", self.bookie_id)
@@ -292,7 +313,7 @@ class BookieServer:
         """Free and total disk space of every writable bookie, asked over the wire (GetBookieInfo) like
         BookKeeper's ``BookieInfoReader``; bookies that do not answer are left out."""
         from bookie.client import ClientConfig
-        from bookie.client.connection import BookieClient
+        from bookie.client.connection import BookieAddressResolver, BookieClient
         from bookie.protocol.codes import StatusCode
         from bookie.protocol.messages import GetBookieInfoResponse
 
@@ -301,7 +322,8 @@ class BookieServer:
         if not others:
             return out
         client = BookieClient(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root,
-                                           read_timeout_s=5, connect_timeout_s=5))
+                                           read_timeout_s=5, connect_timeout_s=5),
+                              BookieAddressResolver(self.metadata.bookie_service_info))
         try:
             answers = await asyncio.gather(*(client.get_bookie_info(b) for b in others), return_exceptions=True)
         finally:
@@ -357,6 +379,11 @@ def metadata_json(md: LedgerMetadata) -> dict[str, Any]:
         "closed": md.closed, "allEnsembles": {str(k): list(v) for k, v in md.ensembles.items()},
         "customMetadata": {k: v.decode(errors="replace") for k, v in md.custom_metadata.items()},
     }
+
+
+def _concrete(address: str) -> str | None:
+    """A listen address clients can dial; None for the wildcards."""
+    return None if address in ("", "0.0.0.0", "::") else address
 
 
 def _jsonable(value: Any) -> Any:

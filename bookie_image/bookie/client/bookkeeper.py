@@ -12,7 +12,7 @@ from types import TracebackType
 
 from bookie.client import errors as e
 from bookie.client.config import ClientConfig
-from bookie.client.connection import BookieClient
+from bookie.client.connection import BookieAddressResolver, BookieClient
 from bookie.client.ledger import LedgerHandle
 from bookie.client.placement import PlacementPolicy, placement_policy
 from bookie.client.recovery import recover_ledger
@@ -33,7 +33,7 @@ class BookKeeper:
         self._own_store = store is None
         self.store = store or ms.MetadataStore(config.zk_servers, config.ledgers_root,
                                                session_timeout_ms=config.zk_session_timeout_ms)
-        self.client = BookieClient(config)
+        self.client = BookieClient(config, BookieAddressResolver(self.store.bookie_service_info))
         self.placement = placement or placement_policy(config.placement, config.racks, config.default_rack)
 
     async def start(self) -> BookKeeper:

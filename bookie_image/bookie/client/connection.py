@@ -16,11 +16,12 @@ import logging
 import socket
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar, cast
 
 from bookie.client.config import ClientConfig
 from bookie.client.errors import BookieTimeout, BookieUnavailable, ProtocolNotSupported
+from bookie.metadata import service_info
 from bookie.protocol import messages as m
 from bookie.protocol.codec import MalformedFrame, decode_response, encode_request
 from bookie.protocol.framing import FrameReader, FrameTooLarge
@@ -31,12 +32,38 @@ R = TypeVar("R", bound=m.Response)
 _ADD, _READ = 1, 2  # v2 matching keys (opcode)
 
 
-def bookie_address(bookie_id: str) -> tuple[str, int]:
-    """``host:port`` of a bookie id (BookKeeper falls back to this when no service info is published)."""
-    host, _, port = bookie_id.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"bookie id {bookie_id!r} is not host:port")
-    return host, int(port)
+AddressLookup = Callable[[str], Awaitable[bytes | None]]
+
+
+class BookieAddressResolver:
+    """Bookie id -> ``(host, port)``: the ``bookie-rpc`` endpoint the bookie published in its registration
+    (``service_info``), else the id read as ``host:port``, like BookKeeper's ``DefaultBookieAddressResolver``.
+
+    Published addresses are cached until a connection to them fails, so a bookie that comes back on a new IP
+    (a rescheduled pod) is looked up again; fallbacks are never cached, the bookie may register later.
+    """
+
+    def __init__(self, lookup: AddressLookup | None = None) -> None:
+        self._lookup = lookup
+        self._cache: dict[str, tuple[str, int]] = {}
+
+    async def resolve(self, bookie_id: str) -> tuple[str, int]:
+        cached = self._cache.get(bookie_id)
+        if cached is not None:
+            return cached
+        data: bytes | None = None
+        if self._lookup is not None:
+            try:
+                data = await self._lookup(bookie_id)
+            except Exception as exc:  # metadata unreachable: the id itself may still be an address
+                log.debug("no service info for %s: %r", bookie_id, exc)
+        address = service_info.address_of(bookie_id, data)
+        if data:
+            self._cache[bookie_id] = address
+        return address
+
+    def forget(self, bookie_id: str) -> None:
+        self._cache.pop(bookie_id, None)
 
 
 class _Pending:
@@ -265,8 +292,9 @@ class BookieClient:
     always sent, and answered, in order.
     """
 
-    def __init__(self, config: ClientConfig) -> None:
+    def __init__(self, config: ClientConfig, resolver: BookieAddressResolver | None = None) -> None:
         self.config = config
+        self.resolver = resolver or BookieAddressResolver()
         self.version = 2 if config.use_v2_protocol else 3
         self.health = BookieHealth(config.bookie_error_threshold, config.bookie_error_window_s,
                                    config.bookie_quarantine_s)
@@ -278,6 +306,8 @@ class BookieClient:
         index = channel % max(1, self.config.connections_per_bookie)
         conn = self._conns.get((bookie_id, index))
         if conn is None or conn.closed:
+            if conn is not None:  # the bookie may be back elsewhere (a rescheduled pod): look it up again
+                self.resolver.forget(bookie_id)
             conn = self._open(bookie_id, index)
         return conn
 
@@ -295,10 +325,11 @@ class BookieClient:
     async def _connect(self, conn: BookieConnection) -> None:
         loop = asyncio.get_running_loop()
         try:
-            host, port = bookie_address(conn.bookie_id)
+            host, port = await self.resolver.resolve(conn.bookie_id)
             await asyncio.wait_for(loop.create_connection(lambda: conn, host, port),
                                    self.config.connect_timeout_s)
         except (OSError, TimeoutError, ValueError) as exc:
+            self.resolver.forget(conn.bookie_id)
             conn._fail(BookieUnavailable(f"cannot connect to bookie {conn.bookie_id}: {exc!r}",
                                          bookie=conn.bookie_id))
 

@@ -389,12 +389,15 @@ class MetadataStore:
             return []
         return sorted(c for c in children if readonly or c != lay.READONLY)
 
-    async def bookie_service_info(self, bookie_id: str, readonly: bool = False) -> bytes | None:
-        try:
-            data, _ = await self._get(self.layout.bookie(bookie_id, readonly))
-        except NoNode:
-            return None
-        return data
+    async def bookie_service_info(self, bookie_id: str) -> bytes | None:
+        """The data of a bookie's registration (writable or read-only); None when it is not registered."""
+        for readonly in (False, True):
+            try:
+                data, _ = await self._get(self.layout.bookie(bookie_id, readonly))
+            except NoNode:
+                continue
+            return data
+        return None
 
     # ------------------------------------------------------------ ledger ids and metadata
 
