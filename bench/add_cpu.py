@@ -19,6 +19,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from bookie.protocol.entry import package_entry
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 TICKS = os.sysconf("SC_CLK_TCK")
+STALL_S = 60.0  # a bookie that stops answering fails the run instead of hanging it
 
 
 def frames(count: int, size: int, v2: bool) -> list[bytes]:
@@ -62,7 +64,11 @@ async def drive(host: str, port: int, requests: list[bytes], window: int) -> flo
     pending = b""
     started = time.perf_counter()
     while received < len(requests):
-        data = await reader.read(1 << 20)
+        try:
+            data = await asyncio.wait_for(reader.read(1 << 20), STALL_S)
+        except TimeoutError:
+            raise RuntimeError(f"no answer from the bookie for {STALL_S:.0f} s ({received} of {len(requests)} "
+                               f"adds answered): see its log") from None
         if not data:
             raise RuntimeError("bookie closed the connection")
         pending += data
@@ -93,8 +99,9 @@ def start_py_spy(pid: int, output: str) -> subprocess.Popen[bytes]:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "py-spy"], check=True)
+    fmt = "raw" if output.endswith(".txt") else "flamegraph"  # raw: collapsed stacks, for scripts to rank
     proc = subprocess.Popen([spy, "record", "--pid", str(pid), "--duration", "2", "--rate", "250", "--threads",
-                             "--nonblocking", "--format", "flamegraph", "--output", output],
+                             "--nonblocking", "--format", fmt, "--output", output],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     time.sleep(0.3)
     return proc
@@ -109,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=500)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--flamegraph", default=None,
-                        help="py-spy flame graph (SVG) of the bookie during the second round (pip-installs py-spy)")
+                        help="py-spy profile of the bookie during the second round (pip-installs py-spy): a flame "
+                             "graph (SVG), or collapsed stacks when the name ends in .txt")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's SIGTERM still stops the bookie and ZK
     if args.quick:
         args.adds, args.rounds = 500, 1
     results = []

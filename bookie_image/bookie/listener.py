@@ -58,28 +58,22 @@ class BookieConnection(asyncio.Protocol):
 
     def _dispatch(self, request: m.Request) -> None:
         if type(request) is m.AddRequest:
-            outcome = self.processor.try_add(request)
-            if isinstance(outcome, m.Response):
-                self._send(codec.encode_response(request, outcome))
-                return
-            if outcome is not None:  # no task: answered from the journal's completion of its group
-                outcome.add_done_callback(lambda f: self._add_durable(request, f))
+            outcome = self.processor.try_add(request, lambda response: self._add_durable(request, response))
+            if outcome is True:  # no task: answered from the journal's completion of its group
                 self._pause_if_over(self.processor.adds)
+                return
+            if outcome is not False:
+                self._send(codec.encode_response(request, outcome))
                 return
         task = asyncio.ensure_future(self.processor.process(request))
         self.tasks.add(task)
         task.add_done_callback(lambda t: self._respond(request, t))
         self._pause_if_over(self.processor.counter_for(request))
 
-    def _add_durable(self, request: m.AddRequest, fut: asyncio.Future[None]) -> None:
-        self.processor.add_left()
-        if fut.cancelled() or self.transport is None or self.transport.is_closing():
+    def _add_durable(self, request: m.AddRequest, failure: m.Response | None) -> None:
+        if self.transport is None or self.transport.is_closing():
             return
-        exc = fut.exception()
-        if exc is not None:
-            self._send(codec.encode_response(request, self.processor.failure_response(request, exc)))
-            return
-        self._send(codec.encode_add_ok(request))
+        self._send(codec.encode_add_ok(request) if failure is None else codec.encode_response(request, failure))
 
     def _pause_if_over(self, counter: InFlight | None) -> None:
         if counter is not None and counter.must_pause() and not self._paused and self.transport:

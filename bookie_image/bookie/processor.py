@@ -49,6 +49,7 @@ class InFlight:
         self.in_progress_limit = in_progress_limit
         self.count = 0
         self._released = asyncio.Event()
+        self._waiting = 0  # readers paused in wait_below_limit: only they need a wake-up on leave
 
     def over_pending_limit(self) -> bool:
         return 0 < self.pending_limit <= self.count
@@ -61,12 +62,17 @@ class InFlight:
 
     def leave(self) -> None:
         self.count -= 1
-        self._released.set()
-        self._released.clear()
+        if self._waiting:
+            self._released.set()
+            self._released.clear()
 
     async def wait_below_limit(self) -> None:
-        while self.must_pause():
-            await self._released.wait()
+        self._waiting += 1
+        try:
+            while self.must_pause():
+                await self._released.wait()
+        finally:
+            self._waiting -= 1
 
 
 class RequestProcessor:
@@ -117,26 +123,27 @@ class RequestProcessor:
         finally:
             counter.leave()
 
-    def try_add(self, r: m.AddRequest) -> m.Response | asyncio.Future[None] | None:
-        """An add without a task (the hot path): a response now (refused or failed), or a future that completes
-        when the entry is durable (answer EOK then, or ``failure_response`` if it fails). None: this add needs
-        the general path (``process``): wrong version, pending limit, read-only, or a write cache that must
-        throttle. The caller must call ``add_left`` once the future is done."""
+    def try_add(self, r: m.AddRequest, answer: Callable[[m.Response | None], None]) -> m.Response | bool:
+        """An add without a task (the hot path). Returns a response now (refused or failed); True when the
+        entry went to the journal, and ``answer`` is then called on the loop with None once it is durable
+        (send EOK) or with the failure's response; False: this add needs the general path (``process``):
+        wrong version, pending limit, read-only, or a write cache that must throttle."""
         if r.wire.version == 3 and r.wire.protocol_version != 3:
-            return None
+            return False
         if self.adds.over_pending_limit() or self._refuse_write(r.wire.high_priority or r.recovery):
-            return None
+            return False
+
+        def durable(error: BaseException | None) -> None:
+            self.adds.leave()
+            answer(None if error is None else self.failure_response(r, error))
+
         try:
-            fut = self.engine.add_entry_nowait(r.body, r.master_key, recovery=r.recovery)
+            queued = self.engine.add_entry_nowait(r.body, r.master_key, durable, recovery=r.recovery)
         except Exception as exc:
             return self.failure_response(r, exc)
-        if fut is None:
-            return None
-        self.adds.enter()  # the caller calls ``add_left`` when the future completes (one callback per add)
-        return fut
-
-    def add_left(self) -> None:
-        self.adds.leave()
+        if queued:
+            self.adds.enter()
+        return queued
 
     def failure_response(self, request: m.Request, exc: BaseException) -> m.Response:
         status = status_of(exc)

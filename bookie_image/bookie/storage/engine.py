@@ -39,7 +39,7 @@ from bookie.storage.errors import (
     StorageThrottledError,
 )
 from bookie.storage.index import LedgerData, LedgerIndex, LocationIndex
-from bookie.storage.journal import Journal, JournalSettings, LogMark, replay_records
+from bookie.storage.journal import Durable, Journal, JournalSettings, LogMark, replay_records
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +82,7 @@ class LedgerDirStorage:
     # --- blocking parts (worker threads)
     def flush_cache(self, cache: WriteCache) -> int:
         """Append a swapped write cache to the entry log and index it; returns entries written."""
-        batch: list[tuple[int, int, int]] = []
-        for ledger_id, entry_id, body in cache.sorted_entries():
-            batch.append((ledger_id, entry_id, self.entry_logger.append(ledger_id, entry_id, body)))
+        batch = self.entry_logger.append_many(cache.sorted_entries())
         self.entry_logger.flush()
         if batch:
             self.locations.put_many(batch)
@@ -128,6 +126,7 @@ class StorageEngine:
             max_group_wait_s=conf.journal_max_group_wait_msec / 1000,
             buffered_writes_threshold=conf.journal_buffered_writes_threshold,
             buffered_entries_threshold=conf.journal_buffered_entries_threshold,
+            flush_when_queue_empty=conf.journal_flush_when_queue_empty,
             sync_data=conf.journal_sync_data,
             max_size_bytes=conf.journal_max_size_mb * 1024 * 1024,
             prealloc_bytes=conf.journal_pre_alloc_size_mb * 1024 * 1024,
@@ -251,18 +250,19 @@ class StorageEngine:
         self._advance_lac(state, lac)
         return ledger_id, entry_id
 
-    def add_entry_nowait(self, entry: bytes | memoryview, master_key: bytes, *,
-                         recovery: bool = False) -> asyncio.Future[None] | None:
-        """``add_entry`` without a coroutine, for the common case of a write cache with room: the same checks
-        and steps in the same order; the returned future completes once the entry is durable (its LAC has
-        advanced by then). None when the write cache is full: the caller uses ``add_entry``, which throttles."""
+    def add_entry_nowait(self, entry: bytes | memoryview, master_key: bytes, durable: Durable, *,
+                         recovery: bool = False) -> bool:
+        """``add_entry`` without a coroutine or a future, for the common case of a write cache with room: the
+        same checks and steps in the same order; ``durable(None)`` is called on the loop once the entry is
+        durable (its LAC has advanced by then), ``durable(error)`` if the journal failed. False when the write
+        cache is full: nothing was done, and the caller uses ``add_entry``, which throttles."""
         body = bytes(entry)
         if self._closed:
             raise StorageClosedError("storage is closed")
         ledger_id, entry_id, lac = _IDS_LAC.unpack_from(body)
         d = self.dir_of(ledger_id)
         if not d.write_cache.has_room(len(body)):
-            return None
+            return False
         state, _ = self._state_for_write(ledger_id, master_key)
         if state.data.fenced and not recovery:
             raise FencedError(ledger_id)
@@ -270,14 +270,14 @@ class StorageEngine:
         if d.write_cache.size >= d.write_cache.max_bytes:
             self._trigger_checkpoint()
         self._journal_key_once(ledger_id, state)
-        fut = self.journal_of(ledger_id).append(body)
-        fut.add_done_callback(lambda f: self._added(state, lac, f))
-        return fut
+        self.journal_of(ledger_id).append_then(body, lambda error: self._added(state, lac, error, durable))
+        return True
 
-    def _added(self, state: LedgerState, lac: int, fut: asyncio.Future[None]) -> None:
-        if not fut.cancelled() and fut.exception() is None:
+    def _added(self, state: LedgerState, lac: int, error: BaseException | None, durable: Durable) -> None:
+        if error is None:
             self.stats["adds"] += 1
             self._advance_lac(state, lac)
+        durable(error)
 
     async def _cache_put(self, ledger_id: int, entry_id: int, body: bytes) -> None:
         d = self.dir_of(ledger_id)
@@ -609,6 +609,19 @@ class StorageEngine:
             log_id = max(logger._last_id(), logger.active_log_id) + 1
             (logger.current_dir / "lastId").write_text(f"{log_id:x}\n")
             return log_id
+
+    def gc_append(self, dir_index: int, ledger_id: int, entry_id: int, body: bytes) -> int:
+        """Append a copy of an entry to the directory's current entry log, next to checkpointed entries; returns
+        its location. Non-transactional compaction (BookKeeper's ``EntryLogCompactor`` calls
+        ``entryLogger.addEntry``): neither write cache nor journal, the entry is already durable in its old
+        log. Not durable before ``gc_flush_log``, not read before ``gc_relocate`` points the index at it.
+        Blocking (the entry logger's lock, a write when its buffer is full); called from the GC thread."""
+        return self.dirs[dir_index].entry_logger.append(ledger_id, entry_id, body)
+
+    def gc_flush_log(self, dir_index: int) -> None:
+        """Write and fsync what ``gc_append`` buffered (and any checkpoint appends sharing the buffer). A log
+        that rolled meanwhile was fsynced when it was finalized. Blocking."""
+        self.dirs[dir_index].entry_logger.flush()
 
     def gc_relocate(self, dir_index: int, moves: list[tuple[int, int, int, int]]) -> int:
         """Point compacted entries at their new location where still unchanged, durably, on the checkpoint

@@ -15,8 +15,9 @@ import queue
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import cast
 
@@ -48,6 +49,7 @@ class JournalSettings:
     max_group_wait_s: float = 0.002
     buffered_writes_threshold: int = 512 * 1024
     buffered_entries_threshold: int = 0
+    flush_when_queue_empty: bool = False
     sync_data: bool = True
     max_size_bytes: int = 2048 * 1024 * 1024
     prealloc_bytes: int = 16 * 1024 * 1024
@@ -58,7 +60,13 @@ class JournalSettings:
 
 _STOP = object()
 _LENGTH = struct.Struct(">i")
-_Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+# While a group is open the writer sleeps in slices this long, then takes everything queued meanwhile at once.
+_GROUP_POLL_S = 0.00025
+# Told when its record is durable: None, or the write's error.
+Durable = Callable[[BaseException | None], None]
+# Who waits for a record: a future, or (hot add path) a plain callback, which costs no future and no
+# per-record loop callback.
+_Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None] | Durable"]
 
 
 class Journal:
@@ -116,6 +124,15 @@ class Journal:
         self._queue.put((payload, (loop, fut)))  # framed by the writer thread, off the event loop
         return fut
 
+    def append_then(self, payload: bytes, durable: Durable) -> None:
+        """``append`` for the hot path: ``durable(None)`` (or ``durable(error)``) is called on the event loop
+        once the record is durable, together with the rest of its group, in one loop callback."""
+        if self._closed:
+            raise StorageClosedError("journal is closed")
+        if self._failure is not None:
+            raise StorageIOError(f"journal failed earlier: {self._failure!r}")
+        self._queue.put((payload, (asyncio.get_running_loop(), durable)))
+
     def barrier(self) -> asyncio.Future[None]:
         """Completes when everything queued before it is durable (forceLedger)."""
         loop = asyncio.get_running_loop()
@@ -130,41 +147,65 @@ class Journal:
 
     # --- writer thread
     def _run(self) -> None:
-        pending: list[_Waiter] = []
-        buf = bytearray()
         stop = False
         while not stop:
-            item = self._queue.get()
-            first_at = time.monotonic()
-            stop = self._take(item, buf, pending)
-            while not stop and not self._group_full(buf, pending):
-                remaining = self.settings.max_group_wait_s - (time.monotonic() - first_at)
-                try:
-                    item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                stop = self._take(item, buf, pending)
+            items = [self._queue.get()]  # blocks, GIL released, until there is work
+            try:
+                stop = self._group(items)
+            except Exception as exc:  # a defect here must fail the waiters loudly, never leave them hanging
+                log.exception("journal writer failed in %s", self.current_dir)
+                self._failure = exc
+                self._complete([item[1] for item in items if isinstance(item, tuple)], exc)
+                stop = _STOP in items
+
+    def _group(self, items: list[object]) -> bool:
+        """Gather one group commit after its first record, write it; True once asked to stop."""
+        first_at = time.monotonic()
+        size = self._take_queued(items)
+        while _STOP not in items and not self._group_done(items, size, first_at):
+            # Sleep rather than wait on the queue: a wait would wake this thread, and take the GIL from the
+            # event loop, for every record; this way the loop runs undisturbed and the group is taken in one go.
+            remaining = self.settings.max_group_wait_s - (time.monotonic() - first_at)
+            if remaining > 0:
+                time.sleep(min(remaining, _GROUP_POLL_S))
+            size = self._take_queued(items, size)
+        stop = _STOP in items
+        if stop:
+            del items[items.index(_STOP):]
+        if items:
+            buf, pending = self._frame(cast(list[tuple[bytes | None, _Waiter]], items))
             self._flush(buf, pending)
-            buf.clear()
-            pending = []
+        return stop
 
-    def _take(self, item: object, buf: bytearray, pending: list[_Waiter]) -> bool:
-        if item is _STOP:
-            return True
-        payload, waiter = cast(tuple[bytes | None, _Waiter], item)
-        if payload is None:
-            self._force_requested = True  # a barrier: fsync even without journalSyncData
-        else:
-            buf += _LENGTH.pack(len(payload))  # the record: length, then the payload (``jf.frame``)
-            buf += payload
-        pending.append(waiter)
-        return False
+    def _take_queued(self, items: list[object], size: int = 0) -> int:
+        """Move whatever is queued now into ``items``; returns the payload bytes taken so far."""
+        if size == 0:
+            size = sum(len(item[0] or b"") for item in items if isinstance(item, tuple))
+        get = self._queue.get_nowait
+        try:
+            while True:
+                item = get()
+                items.append(item)
+                if isinstance(item, tuple) and item[0] is not None:
+                    size += len(item[0])
+        except queue.Empty:
+            return size
 
-    def _group_full(self, buf: bytearray, pending: list[_Waiter]) -> bool:
+    def _group_done(self, items: list[object], size: int, first_at: float) -> bool:
         s = self.settings
-        if len(buf) >= s.buffered_writes_threshold:
-            return True
-        return 0 < s.buffered_entries_threshold <= len(pending)
+        return (s.flush_when_queue_empty  # the queue was just drained
+                or time.monotonic() - first_at >= s.max_group_wait_s
+                or size >= s.buffered_writes_threshold
+                or 0 < s.buffered_entries_threshold <= len(items))
+
+    def _frame(self, items: list[tuple[bytes | None, _Waiter]]) -> tuple[bytearray, list[_Waiter]]:
+        """The group's records (length, then payload: ``jf.frame``), built by C-level iteration only."""
+        payloads, waiters = zip(*items, strict=True)
+        if None in payloads:  # a barrier: fsync even without journalSyncData
+            self._force_requested = True
+            payloads = tuple(p for p in payloads if p is not None)
+        records = chain.from_iterable(zip(map(_LENGTH.pack, map(len, payloads)), payloads, strict=True))
+        return bytearray().join(records), list(waiters)
 
     def _flush(self, buf: bytearray, pending: list[_Waiter]) -> None:
         error: BaseException | None = None
@@ -182,13 +223,17 @@ class Journal:
         except OSError as exc:
             log.error("journal write failed in %s: %r", self.current_dir, exc)
             self._failure = error = exc
+        self._complete(pending, error)
+
+    @staticmethod
+    def _complete(pending: list[_Waiter], error: BaseException | None) -> None:
         # One wake-up of each event loop per group (not one per record): the loop completes the whole group.
-        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
-        for loop, fut in pending:
-            by_loop.setdefault(loop, []).append(fut)
-        for loop, futures in by_loop.items():
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None] | Durable]] = {}
+        for loop, waiter in pending:
+            by_loop.setdefault(loop, []).append(waiter)
+        for loop, waiters in by_loop.items():
             try:
-                loop.call_soon_threadsafe(_complete_all, futures, error)
+                loop.call_soon_threadsafe(_complete_all, waiters, error)
             except RuntimeError:  # that loop is closed: nobody is waiting any more
                 pass
 
@@ -235,15 +280,21 @@ class Journal:
         return doomed
 
 
-def _complete_all(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
-    if error is None:
-        for fut in futures:
-            if not fut.done():
-                fut.set_result(None)
-        return
-    for fut in futures:
-        if not fut.done():
-            fut.set_exception(StorageIOError(f"journal write failed: {error!r}"))
+def _complete_all(waiters: list[asyncio.Future[None] | Durable], error: BaseException | None) -> None:
+    for waiter in waiters:
+        failure = None if error is None else StorageIOError(f"journal write failed: {error!r}")
+        if isinstance(waiter, asyncio.Future):
+            if waiter.done():
+                continue
+            if failure is None:
+                waiter.set_result(None)
+            else:
+                waiter.set_exception(failure)
+            continue
+        try:
+            waiter(failure)
+        except Exception:  # one broken waiter must not leave the rest of its group unanswered
+            log.exception("journal completion callback failed")
 
 
 def _fsync_dir(path: Path) -> None:
