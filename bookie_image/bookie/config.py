@@ -175,7 +175,11 @@ class BookieConfig(BaseModel):
     compaction_rate_by_bytes: int = Field(1000000, gt=0, description="Compaction throttle, bytes/s.")
     is_throttle_by_bytes: bool = Field(False, description="Throttle compaction by bytes, not entries.")
     compaction_max_outstanding_requests: int = Field(100000, gt=0, description="Entries per index flush.")
-    use_transactional_compaction: bool = Field(True, description="Compact through .compacting files.")
+    use_transactional_compaction: bool = Field(
+        True, description="true: compaction writes a new <id>.log.compacting file, then links it in (crash "
+        "leaves no duplicates); false (BookKeeper's default): copies live entries into the current entry log, "
+        "fsyncs, then updates the index (a crash may leave unread duplicates for a later GC)."
+    )
     force_allow_compaction: bool = Field(True, description="Allow forced compaction when disabled.")
     is_force_gc_allow_when_no_space: bool = Field(True, description="Forced GC runs on a full disk.")
     use_target_entry_log_size_for_gc: bool = Field(False, description="Usage against logSizeLimit.")

@@ -6,13 +6,17 @@ import asyncio
 import json
 import os
 import random
+import struct
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from bookie.client import BookKeeper, ClientConfig
+from bookie.gc.compactor import CRASH_ENV
 from bookie.storage import entrylog_format as ef
 from bookie_fleet.local_bookies import LocalBookie
+from rocksdict import AccessType, Options, Rdict
 
 from tests.support.bookies import BookieSet
 
@@ -21,6 +25,15 @@ GC_OVERRIDES: dict[str, Any] = {
     "logSizeLimit": 1024 * 1024, "gcWaitTime": 600000, "gcEntryLogDeletionPauseMs": 0,
     "compactionRateByEntries": 100000, "compactionReadRateByBytes": 0,
 }
+
+# BookKeeper's two compaction modes (useTransactionalCompaction): a new .compacting log linked in, or copies
+# appended to the current entry log. Compaction behaviour tests hold in both.
+COMPACTION_MODES = pytest.mark.parametrize("transactional", [True, False],
+                                           ids=["transactional", "into-current-log"])
+
+
+def compaction_overrides(transactional: bool, **extra: Any) -> dict[str, Any]:
+    return {**GC_OVERRIDES, "useTransactionalCompaction": transactional, **extra}
 
 
 def client(cluster: BookieSet) -> BookKeeper:
@@ -99,6 +112,66 @@ def entries_on_disk(bookie: LocalBookie) -> dict[tuple[int, int], list[tuple[int
         for rec in ef.iter_records(data):
             found.setdefault((rec.ledger_id, rec.entry_id), []).append((log_id, bytes(rec.data)))
     return found
+
+
+def records_at(bookie: LocalBookie) -> dict[int, tuple[int, int, bytes]]:
+    """Location (``(logId << 32) | offset``) -> (ledger, entry, entry bytes) of every record in every log."""
+    found = {}
+    for log_id in sorted(log_sizes(bookie)):
+        data = (current_dir(bookie) / ef.log_file_name(log_id)).read_bytes()
+        for rec in ef.iter_records(data):
+            location = ef.make_location(log_id, rec.offset + ef.RECORD_SIZE_PREFIX)
+            found[location] = (rec.ledger_id, rec.entry_id, bytes(rec.data))
+    return found
+
+
+def indexed_locations(bookie: LocalBookie) -> dict[tuple[int, int], int]:
+    """(ledger, entry) -> location, as the bookie's locations RocksDB holds them. The bookie must be stopped."""
+    db = Rdict(str(current_dir(bookie) / "locations"), Options(raw_mode=True), access_type=AccessType.read_only())
+    try:
+        found = {}
+        for key, value in db.items():
+            assert isinstance(key, bytes) and isinstance(value, bytes)
+            ledger_id, entry_id = struct.unpack(">qq", key)
+            found[(ledger_id, entry_id)] = struct.unpack(">q", value)[0]
+        return found
+    finally:
+        db.close()
+
+
+async def write_live_and_dead(bk: BookKeeper, live: dict[int, list[bytes]], dead: set[int], seed: int,
+                              entry_size: int = 8 * 1024) -> None:
+    """A live and a dead ledger written one after the other, so they share entry logs (more than one log's
+    worth with GC_OVERRIDES); adds them to ``live`` and ``dead``."""
+    lid, payloads = await write_ledger(bk, 60, entry_size, seed)
+    live[lid] = payloads
+    gone, _ = await write_ledger(bk, 110, entry_size, seed + 1)
+    await bk.delete_ledger(gone)
+    dead.add(gone)
+    await asyncio.sleep(1.2)  # past a checkpoint: nothing left to replay, so replay adds no copies
+
+
+async def kill_during_gc(bookie: LocalBookie, rnd: random.Random) -> None:
+    """Force a GC cycle and SIGKILL the bookie at a random moment within the next second; the caller starts it
+    again."""
+    await rest("PUT", f"{bookie.http_url}/api/v1/bookie/gc", {"forceMajor": True, "forceMinor": True})
+    await asyncio.sleep(rnd.uniform(0.0, 1.0))
+    bookie.kill()
+
+
+async def crash_at(bookie: LocalBookie, step: str) -> None:
+    """Restart the bookie with a fault injected at compaction step ``step`` and force GC: it SIGKILLs itself
+    there. Returns once it is dead; the caller inspects its files and starts it again."""
+    bookie.kill()
+    os.environ[CRASH_ENV] = step
+    try:
+        bookie.start()
+    finally:
+        del os.environ[CRASH_ENV]
+    await rest("PUT", f"{bookie.http_url}/api/v1/bookie/gc", {"forceMajor": True, "forceMinor": True})
+    assert bookie.proc is not None
+    await asyncio.to_thread(bookie.proc.wait, 60)
+    bookie.proc = None
 
 
 def leftovers(bookie: LocalBookie) -> list[str]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from bookie.storage import entrylog_format as ef
 
 from tests.gc.gcutil import (
-    GC_OVERRIDES,
+    COMPACTION_MODES,
     client,
+    compaction_overrides,
     current_dir,
     explain,
     gc_now,
@@ -20,8 +21,9 @@ from tests.gc.gcutil import (
 from tests.support.bookies import BookieFactory
 
 
-async def test_corrupt_log_quarantined_others_collected(bookie_factory: BookieFactory) -> None:
-    cluster = bookie_factory(1, **GC_OVERRIDES)
+@COMPACTION_MODES
+async def test_corrupt_log_quarantined_others_collected(bookie_factory: BookieFactory, transactional: bool) -> None:
+    cluster = bookie_factory(1, **compaction_overrides(transactional))
     bookie = cluster[0]
     async with client(cluster) as bk:
         before = set(log_sizes(bookie))

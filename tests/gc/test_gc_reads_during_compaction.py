@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.gc.gcutil import GC_OVERRIDES, client, gc_now, log_sizes, read_all, write_ledger
+from tests.gc.gcutil import COMPACTION_MODES, client, compaction_overrides, gc_now, log_sizes, read_all, write_ledger
 from tests.support.bookies import BookieFactory
 
 
-async def test_reads_and_writes_during_compaction(bookie_factory: BookieFactory) -> None:
-    # Throttled (about 2 s of compaction) with no read cache, so reads really go to the entry logs.
-    cluster = bookie_factory(1, **{**GC_OVERRIDES, "compactionRateByEntries": 150,
-                                   "dbStorage_readAheadCacheMaxSizeMb": 0})
+@COMPACTION_MODES
+async def test_reads_and_writes_during_compaction(bookie_factory: BookieFactory, transactional: bool) -> None:
+    # Throttled (about 2 s of compaction) with no read cache, so reads really go to the entry logs. Without
+    # transactions, compaction appends to the very log these writes go to.
+    cluster = bookie_factory(1, **compaction_overrides(transactional, compactionRateByEntries=150,
+                                                       dbStorage_readAheadCacheMaxSizeMb=0))
     bookie = cluster[0]
     async with client(cluster) as bk:
         live = {}

@@ -4,7 +4,20 @@ every live entry reads back byte-identical from its new location, and the disk s
 
 from __future__ import annotations
 
-from tests.gc.gcutil import GC_OVERRIDES, client, explain, gc_now, log_sizes, metrics, read_all, write_ledger
+from bookie.storage import entrylog_format as ef
+
+from tests.gc.gcutil import (
+    COMPACTION_MODES,
+    client,
+    compaction_overrides,
+    current_dir,
+    explain,
+    gc_now,
+    log_sizes,
+    metrics,
+    read_all,
+    write_ledger,
+)
 from tests.support.bookies import BookieFactory
 
 ENTRY = 8 * 1024
@@ -14,8 +27,10 @@ GROUPS = {"dead": (0, 60), "minor": (6, 54), "between": (30, 30), "kept": (54, 6
 TOLERANCE = 64 * 1024  # headers, ledgers maps and size prefixes
 
 
-async def test_dead_logs_deleted_sparse_logs_compacted_dense_logs_kept(bookie_factory: BookieFactory) -> None:
-    cluster = bookie_factory(1, **GC_OVERRIDES)
+@COMPACTION_MODES
+async def test_dead_logs_deleted_sparse_logs_compacted_dense_logs_kept(bookie_factory: BookieFactory,
+                                                                      transactional: bool) -> None:
+    cluster = bookie_factory(1, **compaction_overrides(transactional))
     bookie = cluster[0]
     live: dict[int, list[bytes]] = {}
     dead: list[int] = []
@@ -41,6 +56,10 @@ async def test_dead_logs_deleted_sparse_logs_compacted_dense_logs_kept(bookie_fa
         assert group_logs["between"] in after_minor and group_logs["kept"] in after_minor
         new_logs = set(after_minor) - set(sizes_before)
         assert len(new_logs) == 1, f"one compaction output expected, got {new_logs}"
+        (new_log,) = new_logs
+        header = ef.LogHeader.decode((current_dir(bookie) / ef.log_file_name(new_log)).read_bytes()[:ef.HEADER_SIZE])
+        assert header.has_ledgers_map == transactional, \
+            "transactional: a finished log of its own; else the copies went to the current, still open, log"
         freed = sum(sizes_before.values()) - sum(after_minor.values())
         expected = sizes_before[group_logs["dead"]] + GROUPS["minor"][1] * ENTRY
         assert abs(freed - expected) < TOLERANCE, (freed, expected)

@@ -7,7 +7,16 @@ from pathlib import Path
 
 from bookie.storage import entrylog_format as ef
 
-from tests.gc.gcutil import GC_OVERRIDES, client, explain, gc_now, read_all, rest, write_ledger
+from tests.gc.gcutil import (
+    COMPACTION_MODES,
+    client,
+    compaction_overrides,
+    explain,
+    gc_now,
+    read_all,
+    rest,
+    write_ledger,
+)
 from tests.support.bookies import BookieFactory
 
 
@@ -16,9 +25,10 @@ def logs_in(ledger_dir: Path) -> set[int]:
     return {i for i in ids if i is not None}
 
 
-async def test_gc_in_each_ledger_directory(bookie_factory: BookieFactory, tmp_path: Path) -> None:
+@COMPACTION_MODES
+async def test_gc_in_each_ledger_directory(bookie_factory: BookieFactory, tmp_path: Path, transactional: bool) -> None:
     dirs = [tmp_path / "disk-a", tmp_path / "disk-b"]
-    cluster = bookie_factory(1, start=False, **GC_OVERRIDES)
+    cluster = bookie_factory(1, start=False, **compaction_overrides(transactional))
     bookie = cluster[0]
     bookie.overrides["ledgerDirectories"] = ",".join(str(d) for d in dirs)
     bookie.start()

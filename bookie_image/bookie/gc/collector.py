@@ -99,6 +99,7 @@ class GarbageCollector:
         self.dirs: list[DirState] = []
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="gc")
         self._stop = threading.Event()
+        self._reader_closers: set[threading.Timer] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._force: ForceRequest | None = None
@@ -126,7 +127,8 @@ class GarbageCollector:
         d = self.engine.dirs[i]
         cache = MetaCache(d.current)
         refs = LogRefs(self.conf.gc_entry_log_forced_destroy_interval_ms / 1000)
-        compactor = Compactor(i, d.current, self.engine, d.locations, refs, cache)
+        compactor = Compactor(i, d.current, self.engine, d.locations, refs, cache,
+                              transactional=self.conf.use_transactional_compaction)
         now_ms = int(time.time() * 1000)  # BookKeeper starts both compaction clocks at start-up
         return DirState(i, d.ledger_dir, cache, refs, compactor, last_major_ms=now_ms, last_minor_ms=now_ms,
                         locations_path=str(d.locations.db.path()), last_location_compaction_ms=now_ms)
@@ -164,6 +166,8 @@ class GarbageCollector:
             except TimeoutError:
                 self._task.cancel()
         self._pool.shutdown(wait=True)
+        for timer in list(self._reader_closers):  # the engine closes its readers itself when it stops
+            timer.cancel()
 
     async def _loop(self) -> None:
         interval = self.conf.gc_wait_time / 1000
@@ -331,9 +335,20 @@ class GarbageCollector:
             return self._unlink_retired(d, unlinked)
         finally:
             if unlinked:
-                self._stop.wait(READER_GRACE_S)
-                for log_id in unlinked:
-                    self.engine.gc_close_reader(d.index, log_id)
+                self._close_readers_later(d.index, unlinked)
+
+    def _close_readers_later(self, dir_index: int, log_ids: list[int]) -> None:
+        """Close the engine's readers of unlinked logs after READER_GRACE_S (their space is freed then) on a
+        timer, so the GC cycle goes on instead of waiting; reads already under way meanwhile complete."""
+        def close() -> None:
+            self._reader_closers.discard(timer)
+            for log_id in log_ids:
+                self.engine.gc_close_reader(dir_index, log_id)
+
+        timer = threading.Timer(READER_GRACE_S, close)
+        timer.daemon = True
+        self._reader_closers.add(timer)
+        timer.start()
 
     def _unlink_retired(self, d: DirState, unlinked: list[int]) -> int:
         freed = 0
@@ -459,14 +474,15 @@ class GarbageCollector:
             d.cache.put(self._quarantine_meta(d, d.compactor.path_of(meta.log_id), meta.log_id,
                                               f"compaction failed: {exc}"))
             return
-        d.retired_kind[meta.log_id] = done.new_meta.file_size if done.new_meta else 0
+        # What replaced the old log's bytes: the new file (transactional) or the copies appended to the
+        # current log (non-transactional; that log is read by GC once it rolls).
+        d.retired_kind[meta.log_id] = done.new_meta.file_size if done.new_meta else done.copied_bytes
         if done.new_meta is not None:
             d.cache.put(done.new_meta)
-            self.counters["COMPACTED_ENTRY_TOTAL"] += done.entries
-            self.counters["COMPACTED_BYTES"] += done.new_meta.total_bytes
+        self.counters["COMPACTED_ENTRY_TOTAL"] += done.entries
+        self.counters["COMPACTED_BYTES"] += done.copied_bytes
         log.info("%s: compacted %x.log (usage %.2f) into %s: %d live entries copied, %d index entries moved",
-                 d.ledger_dir, meta.log_id, usage,
-                 f"{done.new_meta.log_id:x}.log" if done.new_meta else "nothing", done.entries, done.moved)
+                 d.ledger_dir, meta.log_id, usage, done.into, done.entries, done.moved)
 
     # ------------------------------------------------------------------ REST (BookKeeper's shapes)
     def trigger(self, force_major: bool | None = None, force_minor: bool | None = None) -> None:

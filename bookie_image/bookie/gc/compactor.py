@@ -1,20 +1,29 @@
-"""Transactional compaction of one entry log, and recovery of compactions a crash interrupted.
+"""Compaction of one entry log, in BookKeeper's two modes, and recovery of compactions a crash interrupted.
 
-Files (BookKeeper's TransactionalEntryLogCompactor names, reference section 5.3):
+Both modes copy only the live entries **the index points at** (a superseded copy, e.g. left by a journal
+replay, is never resurrected), point the index at the copies only where it still points at the old
+location (an entry deleted or rewritten meanwhile keeps its newer state), and retire the old log last.
+
+Transactional (``useTransactionalCompaction=true``, our default; BookKeeper's
+``TransactionalEntryLogCompactor`` and its file names, reference section 5.3):
 
 1. live entries are copied to ``<new>.log.compacting`` (a complete log: header, records, ledgers map),
    fsynced;
 2. it is hard-linked as ``<new>.log.<old>.compacted`` (the commit point: the copy is complete) and the
    ``.compacting`` name removed;
 3. it is hard-linked as ``<new>.log`` (readable by the engine) and the index is pointed at the new
-   locations, only where it still points at the old ones (an entry deleted or rewritten meanwhile keeps
-   its newer state);
+   locations;
 4. the old log is retired (deleted once no reader holds it) and the ``.compacted`` name removed.
 
 A crash before 2 leaves a ``.compacting`` file: deleted at recovery, the index never saw it. A crash after
-2 leaves the ``.compacted`` name: recovery redoes 3 and 4 (idempotent). Entries are copied only when the
-index points at them, so a superseded copy (journal replay after a crash) is never resurrected, and every
-live entry ends up in exactly one log.
+2 leaves the ``.compacted`` name: recovery redoes 3 and 4 (idempotent). Every live entry ends up stored in
+exactly one log. Recovery runs in both modes: a bookie switched to non-transactional still finishes them.
+
+Non-transactional (``useTransactionalCompaction=false``, BookKeeper's default, its ``EntryLogCompactor``): live
+entries are appended to the directory's *current* entry log through the engine's entry logger (the log
+checkpoints write to); every ``compactionMaxOutstandingRequests`` entries and at the end, that log is fsynced
+and then the index is pointed at the copies; the old log is retired once all are. See
+``Compactor._compact_into_current_log`` for why a crash at any point loses no entry.
 """
 
 from __future__ import annotations
@@ -23,7 +32,8 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -41,11 +51,16 @@ WRITE_CHUNK = 1024 * 1024
 CRASH_ENV = "BOOKIE_GC_TEST_CRASH_AT"  # fault injection for tests: SIGKILL ourselves at a named step
 
 
+Move = tuple[int, int, int, int]  # (ledger id, entry id, old location, new location)
+
+
 class Engine(Protocol):
     """The storage engine's GC hooks (``StorageEngine``'s "GC hooks" section)."""
 
     def gc_allocate_log_id(self, dir_index: int) -> int: ...
-    def gc_relocate(self, dir_index: int, moves: list[tuple[int, int, int, int]]) -> int: ...
+    def gc_append(self, dir_index: int, ledger_id: int, entry_id: int, body: bytes) -> int: ...
+    def gc_flush_log(self, dir_index: int) -> None: ...
+    def gc_relocate(self, dir_index: int, moves: list[Move]) -> int: ...
     def gc_delete_log(self, dir_index: int, log_id: int) -> int: ...
     def gc_close_reader(self, dir_index: int, log_id: int) -> None: ...
     def gc_compact_locations(self, dir_index: int) -> str: ...
@@ -67,7 +82,8 @@ class Limits:
 
 
 class Aborted(Exception):
-    """The bookie is stopping: the half-written ``.compacting`` file was removed, nothing else changed."""
+    """The bookie is stopping. The old log is kept; a transactional run removed its half-written
+    ``.compacting`` file, a non-transactional one indexed the copies it had made (``_salvage``)."""
 
 
 class Unindexed(Exception):
@@ -78,9 +94,11 @@ class Unindexed(Exception):
 @dataclass
 class Compacted:
     old_id: int
-    new_meta: LogMeta | None   # None: nothing live was left to copy
-    entries: int
-    moved: int
+    new_meta: LogMeta | None   # the transactional output log; None: nothing copied, or copied to the current log
+    entries: int               # live entries copied
+    moved: int                 # index entries pointed at the copies
+    copied_bytes: int          # bytes the copies take (entries and size prefixes)
+    into: str                  # where the copies went, for the log line
 
 
 def crash_point(step: str) -> None:
@@ -142,8 +160,9 @@ class Compactor:
     """Compaction for one ledger directory (runs in the GC thread)."""
 
     def __init__(self, dir_index: int, current: Path, engine: Engine, locations: Locations, refs: LogRefs,
-                 cache: MetaCache) -> None:
+                 cache: MetaCache, *, transactional: bool = True) -> None:
         self.dir_index = dir_index
+        self.transactional = transactional
         self.current = current
         self.engine = engine
         self.locations = locations
@@ -154,12 +173,19 @@ class Compactor:
         return self.current / ef.log_file_name(log_id)
 
     def compact(self, meta: LogMeta, alive: Callable[[int], bool], limits: Limits) -> Compacted:
-        """Copy the live, indexed entries of ``meta``'s log to a new log and retire the old one."""
+        """Copy the live, indexed entries of ``meta``'s log elsewhere, point the index at them, retire the log."""
+        if self.transactional:
+            return self._compact_to_new_log(meta, alive, limits)
+        return self._compact_into_current_log(meta, alive, limits)
+
+    def _compact_to_new_log(self, meta: LogMeta, alive: Callable[[int], bool], limits: Limits) -> Compacted:
+        """Transactional: a ``.compacting`` file, committed by its ``.compacted`` name (module docstring)."""
         new_id = self.engine.gc_allocate_log_id(self.dir_index)
         compacting = self.current / f"{ef.log_file_name(new_id)}{COMPACTING}"
         writer = _LogWriter(compacting, new_id)
         try:
-            moves = self._copy(meta, alive, writer, limits)
+            with closing(self._live_records(meta, alive, limits)) as records:
+                moves = [(rec.ledger_id, rec.entry_id, old, writer.append(rec)) for rec, old in records]
             size = writer.finish() if moves else 0
         except BaseException:
             writer.close()
@@ -169,7 +195,7 @@ class Compactor:
         if not moves:
             compacting.unlink()
             self._retire(meta.log_id)
-            return Compacted(meta.log_id, None, 0, 0)
+            return Compacted(meta.log_id, None, 0, 0, 0, "nothing")
         crash_point("before-commit")
         marker = self._commit(compacting, new_id, meta.log_id)
         crash_point("after-commit")
@@ -179,13 +205,82 @@ class Compactor:
         marker.unlink()
         fsync_dir(self.current)
         st = os.stat(self.path_of(new_id))
-        new_meta = LogMeta(new_id, sum(writer.ledgers.values()), dict(writer.ledgers), size, st.st_mtime,
+        copied = sum(writer.ledgers.values())
+        new_meta = LogMeta(new_id, copied, dict(writer.ledgers), size, st.st_mtime,
                            first_ledgers=len(writer.ledgers))
-        return Compacted(meta.log_id, new_meta, len(moves), moved)
+        return Compacted(meta.log_id, new_meta, len(moves), moved, copied, f"{new_id:x}.log")
 
-    def _copy(self, meta: LogMeta, alive: Callable[[int], bool], writer: _LogWriter,
-              limits: Limits) -> list[tuple[int, int, int, int]]:
-        moves: list[tuple[int, int, int, int]] = []
+    def _compact_into_current_log(self, meta: LogMeta, alive: Callable[[int], bool], limits: Limits) -> Compacted:
+        """Non-transactional (BookKeeper's ``EntryLogCompactor``): copies go to the current entry log.
+
+        Per batch of ``compactionMaxOutstandingRequests`` copies: append them through the engine's entry
+        logger, fsync that log, *then* point the index at them; the old log is retired only after the last
+        batch. Why a SIGKILL anywhere loses no live entry and makes none readable twice:
+
+        * before the index update of a batch (copied, flushed or not): the index still points at the old
+          log, which still exists, so every entry reads from there. The copies are referenced by nothing:
+          reads go through the index only (read-ahead may cache a copy, byte-identical to the indexed one)
+          and compaction copies only indexed entries. They are garbage, counted under their ledger in their
+          log's map (or scan, for the log the crash left unfinalized), reclaimed when that log is compacted
+          or the ledger deleted. GC's accounting of the old log did not change, so a later cycle compacts it
+          again, skipping entries already moved.
+        * after an index update: it went to RocksDB's WAL and was synced (``gc_relocate``) only after the
+          copies were fsynced, so every location the index holds is on disk. Entries of later batches still
+          point at the old log, which still exists.
+        * after the last update, before the old log is retired: no index entry points at it any more; the
+          next compaction of it finds nothing indexed to copy and retires it.
+
+        The index moves only where it still holds the old location (``replace_if_unchanged``), so a checkpoint
+        or ledger deletion racing with the compaction always wins. Unlike the transactional mode, a crash can
+        leave duplicates on disk (BookKeeper #571): unread, and reclaimed as above.
+        """
+        batch: list[Move] = []
+        entries = moved = copied = 0
+
+        def index_batch() -> None:
+            nonlocal moved
+            crash_point("before-flush")
+            self.engine.gc_flush_log(self.dir_index)
+            crash_point("before-relocate")
+            moved += self.engine.gc_relocate(self.dir_index, batch)
+            batch.clear()
+
+        try:
+            with closing(self._live_records(meta, alive, limits)) as records:
+                for rec, old in records:
+                    new = self.engine.gc_append(self.dir_index, rec.ledger_id, rec.entry_id, bytes(rec.data))
+                    batch.append((rec.ledger_id, rec.entry_id, old, new))
+                    entries += 1
+                    copied += ef.RECORD_SIZE_PREFIX + rec.size
+                    if len(batch) >= max(1, limits.batch):
+                        index_batch()
+            if batch:
+                index_batch()
+        except BaseException:
+            self._salvage(batch)
+            raise
+        crash_point("after-relocate")
+        self._retire(meta.log_id)
+        into = "the current entry log" if entries else "nothing"
+        return Compacted(meta.log_id, None, entries, moved, copied, into)
+
+    def _salvage(self, batch: list[Move]) -> None:
+        """A non-transactional compaction stopped half-way (GC stopping, an unindexed entry, a corrupt record,
+        an I/O error): the copies made so far were the indexed versions, so they are flushed and indexed
+        instead of left as garbage that every retry of this log would add to. If that fails too they are
+        garbage, which is safe (see ``_compact_into_current_log``). The old log is kept either way."""
+        if not batch:
+            return
+        try:
+            self.engine.gc_flush_log(self.dir_index)
+            self.engine.gc_relocate(self.dir_index, batch)
+        except Exception as exc:
+            log.warning("compaction stopped: %d copies left unindexed (garbage for a later GC): %r",
+                        len(batch), exc)
+
+    def _live_records(self, meta: LogMeta, alive: Callable[[int], bool],
+                      limits: Limits) -> Generator[tuple[ef.Record, int]]:
+        """(record, its location) of every entry of the log that must be copied, write-throttled."""
         fd = os.open(self.path_of(meta.log_id), os.O_RDONLY)
         try:
             size = os.fstat(fd).st_size
@@ -202,10 +297,9 @@ class Compactor:
                 if current != old:
                     continue  # superseded by a newer copy: never resurrect a stale one
                 limits.write.acquire(rec.size + ef.RECORD_SIZE_PREFIX if limits.write_by_bytes else 1)
-                moves.append((rec.ledger_id, rec.entry_id, old, writer.append(rec)))
+                yield rec, old
         finally:
             os.close(fd)
-        return moves
 
     def _commit(self, compacting: Path, new_id: int, old_id: int) -> Path:
         """Steps 2 and 3: the ``.compacted`` name is the commit point, then the log becomes readable."""
@@ -217,7 +311,7 @@ class Compactor:
         fsync_dir(self.current)
         return marker
 
-    def _relocate(self, moves: list[tuple[int, int, int, int]], batch: int) -> int:
+    def _relocate(self, moves: list[Move], batch: int) -> int:
         moved = 0
         for i in range(0, len(moves), max(1, batch)):
             moved += self.engine.gc_relocate(self.dir_index, moves[i:i + batch])
