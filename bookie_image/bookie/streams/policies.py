@@ -27,6 +27,7 @@ class Policies:
     retention_bytes: int | None = None  # total size kept; -1 unlimited
     delete_when: str | None = None  # deleteWhen: hours of the daily window, "04" or "02;04"
     disk_pressure_ratio: float | None = None  # fleet disk usage above which retention runs at once
+    clean_forcibly: bool | None = None  # cleanFileForciblyEnable: under pressure the oldest unexpired ledger goes too
     delete_pause_ms: int | None = None  # deletePhysicFilesInterval: pause between two ledger deletions
     min_cleanable_ratio: float | None = None  # min.cleanable.dirty.ratio
     delete_retention_ms: int | None = None  # delete.retention.ms: tombstones older than this are dropped
@@ -60,7 +61,7 @@ class Policies:
             kind = str(types[name])
             try:
                 values[name] = int(raw) if kind.startswith("int") else float(raw) if kind.startswith("float") \
-                    else raw
+                    else _boolean(raw) if kind.startswith("bool") else raw
             except ValueError as exc:
                 raise ValueError(f"bad policy {item!r}: {exc}") from exc
         return cls(**values).validated()
@@ -98,10 +99,19 @@ DEFAULTS = Policies(
     retention_bytes=-1,
     delete_when="04",
     disk_pressure_ratio=0.85,
+    clean_forcibly=False,  # RocketMQ enables it; here deleting unexpired data is the user's explicit choice
     delete_pause_ms=100,
     min_cleanable_ratio=0.5,
     delete_retention_ms=24 * HOUR_MS,
 )
+
+
+def _boolean(raw: str) -> bool:
+    if raw.strip().lower() in ("true", "1", "yes"):
+        return True
+    if raw.strip().lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(f"expected true or false, not {raw!r}")
 
 
 def delete_hours(delete_when: str) -> set[int]:

@@ -6,6 +6,9 @@
 * Deletion runs in the daily window ``delete_when`` (hours, ``"04"`` or ``"02;04"``, local time), unless the
   fleet is under disk pressure: the fullest bookie's disk usage (``/api/v1/bookie/info`` of every bookie) is
   above ``disk_pressure_ratio``; then it runs at once (``diskSpaceCleanForciblyRatio``).
+* With ``clean_forcibly`` (RocketMQ's ``cleanFileForciblyEnable``, off by default here), disk pressure also
+  deletes the oldest closed ledger that has not expired yet, one per stream per pass: data is given up,
+  oldest first, to keep the fleet writable; passes repeat while the pressure lasts.
 * ``delete_pause_ms`` between two ledger deletions (``deletePhysicFilesInterval``).
 * The stream's metadata moves first (segment out, ``start`` forward, ledger into ``pending_deletes``), then
   the ledger is deleted: a reader below ``start`` gets ``StreamTruncated``, never garbage.
@@ -69,8 +72,9 @@ class RetentionReport:
                 "bytes_deleted": sum(s.bytes_deleted for s in self.streams)}
 
 
-def expired_head(md: StreamMetadata, policies: Policies, now_ms: int) -> list[int]:
-    """Ledgers of the closed head segments that retention removes now, oldest first."""
+def expired_head(md: StreamMetadata, policies: Policies, now_ms: int, *, forcibly: bool = False) -> list[int]:
+    """Ledgers of the closed head segments that retention removes now, oldest first; ``forcibly``: plus the
+    first closed one that has not expired (never the open one)."""
     total = md.total_bytes
     out: list[int] = []
     for seg in md.segments:
@@ -80,6 +84,8 @@ def expired_head(md: StreamMetadata, policies: Policies, now_ms: int) -> list[in
                    and now_ms - seg.closed_ms >= policies.retention_ms)
         too_big = policies.retention_bytes is not None and 0 <= policies.retention_bytes < total
         if not (too_old or too_big):
+            if forcibly:
+                out.append(seg.ledger)
             break
         out.append(seg.ledger)
         total -= seg.bytes
@@ -119,8 +125,10 @@ class Retention:
             out.reason = f"outside the window (hour {hour:02d}, delete_when={policies.delete_when})"
             return out
         out.ran = True
-        out.reason = "disk pressure" if pressure and not in_window else "in the window"
-        for i, ledger_id in enumerate(expired_head(md, policies, now_ms)):
+        forcibly = bool(pressure and policies.clean_forcibly)
+        out.reason = "disk pressure, forcibly" if forcibly else \
+            "disk pressure" if pressure and not in_window else "in the window"
+        for i, ledger_id in enumerate(expired_head(md, policies, now_ms, forcibly=forcibly)):
             if i:
                 await self.sleep((policies.delete_pause_ms or 0) / 1000)
             removed = await self._truncate(namespace, name, ledger_id)
