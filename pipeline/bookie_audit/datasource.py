@@ -2,7 +2,7 @@
 
     spark.dataSource.register(EntryLogDataSource)
     spark.read.format("entrylog").option("mode", "metadata").load("/data/bookie-1")
-    spark.read.format("entrylog").option("logs", json.dumps([{"bookie": "b1", "path": "hdfs://..."}]))
+    spark.read.format("entrylog").option("logs", json.dumps([{"bookie": "b1", "path": "webhdfs://nn:9870/b1"}]))
          .option("mode", "scan").option("splitBytes", str(64 << 20)).load()
 
 Options:

@@ -1,4 +1,5 @@
-"""Finding entry logs and reading their bytes: local directories (mmap) or any pyarrow file-system URI.
+"""Finding entry logs and reading their bytes: local directories (mmap), ``webhdfs://`` URIs (HDFS over its REST
+API, ``bookie_audit.webhdfs``) or any other pyarrow file-system URI.
 
 A log input is ``[bookieId=]path``, searched recursively for ``<hex>.log`` files (RocksDB index
 directories, whose WAL files are named ``<n>.log`` too, are skipped). Without an explicit bookie id, each
@@ -11,13 +12,16 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from bookie.metadata.cookie import Cookie, CookieError
 from bookie.storage.entrylog_format import parse_log_file_name
+
+from bookie_audit import webhdfs
 
 
 class AuditInputError(ValueError):
@@ -55,20 +59,37 @@ def _filesystem(path: str) -> tuple[Any, str, bool]:
         return None, os.path.abspath(path), True
     from pyarrow import fs as pafs
 
+    if path.split("://", 1)[0].lower() == webhdfs.SCHEME:
+        filesystem, inner = webhdfs.filesystem_from_uri(path)
+        return filesystem, inner, False
     filesystem, inner = pafs.FileSystem.from_uri(path)
     return filesystem, inner, isinstance(filesystem, pafs.LocalFileSystem)
 
 
-def _cookie_bookie(directory: str, cache: dict[str, str | None]) -> str | None:
-    if directory not in cache:
+def _uri_prefix(uri: str, inner: str) -> str:
+    """What makes a path of ``uri``'s file system a URI again: ``scheme://authority`` where paths are absolute
+    (``hdfs://namenode:8020`` + ``/a/b``), ``scheme://`` where they start with the bucket (``s3://`` + ``b/k``)."""
+    parts = urlsplit(uri)
+    return f"{parts.scheme}://{parts.netloc}" if inner.startswith("/") else f"{parts.scheme}://"
+
+
+def _cookie_bookie(prefix: str, directory: str, read: Callable[[str], bytes],
+                   cache: dict[str, str | None]) -> str | None:
+    """The bookie id in ``directory/VERSION`` (``read`` gets a file's bytes), cached per ``prefix + directory``."""
+    key = prefix + directory
+    if key not in cache:
         found: str | None = None
         try:
-            with open(os.path.join(directory, "VERSION"), "rb") as f:
-                found = Cookie.parse(f.read()).bookie_id
+            found = Cookie.parse(read(f"{directory}/VERSION")).bookie_id
         except (OSError, CookieError, ValueError):
             found = None
-        cache[directory] = found
-    return cache[directory]
+        cache[key] = found
+    return cache[key]
+
+
+def _read_local(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 # DbLedgerStorage keeps RocksDB indexes in <dir>/current/{ledgers,locations}; RocksDB's WAL files are also
@@ -89,8 +110,10 @@ def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
     cookies: dict[str, str | None] = {}
     for item in inputs:
         filesystem, root, local = _filesystem(item.path)
-        entries: list[tuple[str, int, int]] = []  # path, size, mtime_ms
+        entries: list[tuple[str, int, int]] = []  # path in the file system, size, mtime_ms
+        read: Callable[[str], bytes]
         if filesystem is None or local:
+            prefix, read = "", _read_local
             if not os.path.exists(root):
                 raise AuditInputError(f"entry-log input {item.path} does not exist")
             if os.path.isfile(root):
@@ -109,28 +132,33 @@ def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
         else:
             from pyarrow import fs as pafs
 
-            info = filesystem.get_file_info(root)
+            prefix = _uri_prefix(item.path, root)
+            read = _remote_reader(filesystem)
+            try:
+                info = filesystem.get_file_info(root)
+                infos = [info] if info.type != pafs.FileType.Directory else filesystem.get_file_info(
+                    pafs.FileSelector(root, recursive=True))
+            except OSError as exc:
+                raise AuditInputError(f"entry-log input {item.path} cannot be listed: {exc}") from exc
             if info.type == pafs.FileType.NotFound:
                 raise AuditInputError(f"entry-log input {item.path} does not exist")
-            infos = [info] if info.type == pafs.FileType.File else filesystem.get_file_info(
-                pafs.FileSelector(root, recursive=True))
-            scheme = item.path.split("://", 1)[0]
             for fi in infos:
                 parent = fi.path.rsplit("/", 2)
                 if len(parent) == 3 and parent[0].endswith("/current") and parent[1] in _ROCKSDB_DIRS:
                     continue
                 if fi.type == pafs.FileType.File and parse_log_file_name(fi.base_name) is not None:
                     mtime = fi.mtime_ns // 1_000_000 if fi.mtime_ns is not None else 0
-                    entries.append((f"{scheme}://{fi.path}", fi.size, mtime))
-        for full, size, mtime_ms in entries:
-            name = full.rsplit("/", 1)[-1]
+                    entries.append((fi.path, fi.size, mtime))
+        for inner, size, mtime_ms in entries:
+            full = prefix + inner
+            name = inner.rsplit("/", 1)[-1]
             log_id = parse_log_file_name(name)
             assert log_id is not None
             bookie = item.bookie
-            if bookie is None and local:
-                bookie = _cookie_bookie(os.path.dirname(full), cookies)
             if bookie is None:
-                rel = full[len(root):].strip("/") if full.startswith(root) else name
+                bookie = _cookie_bookie(prefix, inner.rsplit("/", 1)[0], read, cookies)
+            if bookie is None:
+                rel = inner[len(root):].strip("/") if inner.startswith(root) else name
                 parts = rel.split("/")
                 bookie = parts[0] if len(parts) > 1 and parts[0] != "current" else (
                     os.path.basename(root.rstrip("/")) or root)
@@ -139,6 +167,15 @@ def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
         roots = ", ".join(i.path for i in inputs)
         raise AuditInputError(f"no entry logs (<hex>.log files) found under {roots}")
     return sorted(found.values(), key=lambda f: (f.bookie, f.path))
+
+
+def _remote_reader(filesystem: Any) -> Callable[[str], bytes]:
+    def read(path: str) -> bytes:
+        with filesystem.open_input_stream(path) as f:
+            data: bytes = f.read()
+            return data
+
+    return read
 
 
 class LogReader:

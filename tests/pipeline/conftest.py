@@ -3,6 +3,7 @@
 ``spark``        local[2], 4 shuffle partitions, no UI; stopped at the end of the session
 ``fleet``        tests/pipeline/fleetgen.py's fleet on disk, its ledgers created in ZooKeeper, a snapshot
 ``ledger_map``   the fleet read by the entrylog data source in metadata mode (cached)
+``hdfs``         a real HDFS (Hadoop's MiniDFSCluster, tests/support/hdfs.py), started once for the session
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ zookeeper = _support.zookeeper
 ledgers_root = _support.ledgers_root
 bookie_factory = importlib.import_module("tests.support.bookies").bookie_factory
 cluster_factory = importlib.import_module("tests.support.java_bookies").cluster_factory
+hdfs = importlib.import_module("tests.support.hdfs").hdfs
 
 
 @pytest.fixture(scope="session")
