@@ -8,18 +8,17 @@ crash (SIGKILL of the whole group); the data directory is kept so ``start()`` br
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bookie_fleet.local_bookies import free_port
+from bookie_fleet import processes
+from bookie_fleet.processes import BookieProcess, accepts, free_port, stop_all
+
+__all__ = ["JavaBookie", "bk_lib_dir", "plan_java_bookies", "start_all", "stop_all"]
 
 LIB_ENV = "BOOKIE_FLEET_BK_LIB"
 MAIN_CLASS = "org.apache.bookkeeper.server.Main"
@@ -47,8 +46,12 @@ def bk_lib_dir(lib_dir: str | Path | None = None) -> Path:
 
 
 @dataclass
-class JavaBookie:
+class JavaBookie(BookieProcess):
     """One Apache BookKeeper bookie process."""
+
+    kind = "Java bookie"
+    conf_name = "bk_server.conf"
+    ready_timeout = 90.0
 
     address: str
     port: int
@@ -58,6 +61,7 @@ class JavaBookie:
     overrides: dict[str, Any] = field(default_factory=dict)
     lib_dir: Path | None = None
     log_level: str = "info"
+    http_port: int | None = None  # BookKeeper's admin REST API (Vert.x), off unless a port is given
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -65,12 +69,10 @@ class JavaBookie:
         return f"{self.address}:{self.port}"
 
     @property
-    def conf_path(self) -> Path:
-        return self.data_dir / "bk_server.conf"
-
-    @property
-    def log_path(self) -> Path:
-        return self.data_dir / "bookie.log"
+    def http_url(self) -> str:
+        if self.http_port is None:
+            raise RuntimeError(f"Java bookie {self.bookie_id} was planned without an HTTP port")
+        return f"http://{self.address}:{self.http_port}"
 
     def conf_values(self) -> dict[str, Any]:
         values: dict[str, Any] = {
@@ -79,9 +81,9 @@ class JavaBookie:
             "allowLoopback": True,
             "metadataServiceUri": f"zk+hierarchical://{self.zk_connect.replace(',', ';')}{self.ledgers_root}",
             "journalDirectories": str(self.data_dir / "journal"),
-            "ledgerDirectories": str(self.data_dir / "ledgers"),
+            "ledgerDirectories": str(self.ledger_dir),
             "zkTimeout": 10000,
-            "httpServerEnabled": False,
+            "httpServerEnabled": self.http_port is not None,
             "autoRecoveryDaemonEnabled": False,
             # Tests kill processes, not machines: the page cache survives, fsync only costs time.
             "journalSyncData": False,
@@ -95,16 +97,15 @@ class JavaBookie:
             "numReadWorkerThreads": 2,
             "serverNumIOThreads": 2,
         }
+        if self.http_port is not None:
+            values["httpServerPort"] = self.http_port
+            # No default in 4.17: without a class the bookie refuses to start with the HTTP server enabled.
+            values["httpServerClass"] = "org.apache.bookkeeper.http.vertx.VertxHttpServer"
         values.update(self.overrides)
         return values
 
     def write_conf(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        lines = []
-        for key, value in self.conf_values().items():
-            text = str(value).lower() if isinstance(value, bool) else str(value)
-            lines.append(f"{key}={text}")
-        self.conf_path.write_text("\n".join(lines) + "\n")
+        super().write_conf()
         (self.data_dir / "log4j2.properties").write_text(_LOG4J.replace("{level}", self.log_level))
 
     def command(self) -> list[str]:
@@ -113,107 +114,47 @@ class JavaBookie:
         return [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
                 "-cp", f"{lib}/*", MAIN_CLASS, "-c", str(self.conf_path)]
 
-    def start(self, wait: bool = True, timeout: float = 90.0) -> JavaBookie:
-        if self.running:
-            return self
-        self.write_conf()
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
-        if wait:
-            self.wait_ready(timeout)
-        return self
-
-    def wait_ready(self, timeout: float = 90.0) -> None:
+    def wait_ready(self, timeout: float | None = None) -> None:
         """Until the bookie accepts connections and is registered under ``available/``."""
         from kazoo.client import KazooClient
 
-        deadline = time.monotonic() + timeout
         zk = KazooClient(hosts=self.zk_connect, timeout=10)
-        zk.start(timeout=timeout)
+        zk.start(timeout=self.ready_timeout if timeout is None else timeout)
         try:
             path = f"{self.ledgers_root}/available/{self.bookie_id}"
-            while time.monotonic() < deadline:
-                if self.proc is not None and self.proc.poll() is not None:
-                    raise RuntimeError(f"Java bookie {self.bookie_id} exited with {self.proc.returncode}; "
-                                       f"log:\n{self.tail_log()}")
-                if zk.exists(path) is not None and _accepts(self.address, self.port):
-                    return
-                time.sleep(0.2)
+            self._wait_until(lambda: zk.exists(path) is not None and accepts(self.address, self.port),
+                             timeout, poll=0.2)
         finally:
             zk.stop()
             zk.close()
-        raise TimeoutError(f"Java bookie {self.bookie_id} not ready after {timeout}s; log:\n{self.tail_log()}")
-
-    def tail_log(self, lines: int = 40) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        return "(no log)"
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def _signal(self, sig: int) -> None:
-        if self.proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, sig)
-
-    def stop(self, timeout: float = 20.0) -> None:
-        """SIGTERM (BookKeeper's shutdown hook closes the bookie), SIGKILL after ``timeout``."""
-        if self.proc is None:
-            return
-        self._signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self._signal(signal.SIGKILL)
-            self.proc.wait()
-        self._signal(signal.SIGKILL)  # anything left in the group
-        self.proc = None
-
-    def kill(self) -> None:
-        """SIGKILL the whole process group, as a crash would."""
-        if self.proc is None:
-            return
-        self._signal(signal.SIGKILL)
-        self.proc.wait()
-        self.proc = None
-
-
-def _accepts(host: str, port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
-        return True
-    return False
 
 
 def plan_java_bookies(count: int, base_dir: Path, zk_connect: str, ledgers_root: str, *, first_host: int = 51,
-                      **overrides: Any) -> list[JavaBookie]:
-    """``count`` Java bookies on 127.0.0.<first_host + i>, each with its own port and data directory.
+                      http: bool = False, **overrides: Any) -> list[JavaBookie]:
+    """``count`` Java bookies on 127.0.0.<first_host + i>, each with its own port and data directory (and, with
+    ``http``, its own admin REST port).
 
-    BookKeeper binds its port on every interface, so the ports differ even though the addresses do.
+    BookKeeper binds its ports on every interface, so the ports differ even though the addresses do.
     """
     bookies = []
     used: set[int] = set()
-    for i in range(count):
-        address = f"127.0.0.{first_host + i}"
+
+    def fresh_port() -> int:
         port = free_port("0.0.0.0")
         while port in used:
             port = free_port("0.0.0.0")
         used.add(port)
+        return port
+
+    for i in range(count):
+        address = f"127.0.0.{first_host + i}"
+        port = fresh_port()
         bookies.append(JavaBookie(address=address, port=port, data_dir=base_dir / f"java-bookie-{i}",
-                                  zk_connect=zk_connect, ledgers_root=ledgers_root, overrides=dict(overrides)))
+                                  zk_connect=zk_connect, ledgers_root=ledgers_root, overrides=dict(overrides),
+                                  http_port=fresh_port() if http else None))
     return bookies
 
 
 def start_all(bookies: list[JavaBookie], timeout: float = 120.0) -> None:
-    """Start every bookie, then wait for all (the JVMs boot in parallel)."""
-    for b in bookies:
-        b.start(wait=False)
-    for b in bookies:
-        b.wait_ready(timeout)
-
-
-def stop_all(bookies: list[JavaBookie]) -> None:
-    for b in bookies:
-        b.stop()
+    """Start every bookie, then wait for all; JVMs booting together on a few cores need more than one alone."""
+    processes.start_all(bookies, timeout)

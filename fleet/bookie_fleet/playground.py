@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bookie_fleet.local_bookies import LocalBookie, plan_bookies, stop_all
+from bookie_fleet.local_bookies import LocalBookie, plan_bookies, start_all, stop_all
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 LEDGERS_ROOT = "/ledgers"
@@ -92,10 +92,8 @@ def run_playground(args: argparse.Namespace) -> int:
         zk.start()
         say(f"ZooKeeper on {zk.connect_string}")
         bookies = plan_bookies(args.bookies, workdir, zk.connect_string, LEDGERS_ROOT)
+        start_all(bookies, 90)
         for b in bookies:
-            b.start(wait=False)
-        for b in bookies:
-            b.wait_ready(90)
             say(f"bookie {b.bookie_id} ready (admin API {b.http_url}, data {b.data_dir})")
         asyncio.run(exercise(zk, bookies, args.ledgers, args.entries))
         print_states(bookies)

@@ -8,7 +8,6 @@ ZooKeeper away mid-operation and bring the same ensemble back; ``pause()``/``res
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -17,6 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
+
+from bookie_fleet.processes import free_port, log_tail, signal_group, spawn, terminate, write_properties
 
 LIB_ENV = "BOOKIE_FLEET_BK_LIB"
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -47,12 +48,6 @@ def provided_classpath(lib_dir: Path) -> list[str]:
     return extra
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
 def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 1.0) -> str:
     """Send a ZooKeeper four-letter command and return the answer ('' if it cannot be asked)."""
     try:
@@ -78,7 +73,7 @@ class ZooKeeperServer:
                  java: str | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.host = host
-        self.port = port or _free_port(host)
+        self.port = port or free_port(host)
         self.tick_time_ms = tick_time_ms
         self.force_sync = force_sync
         lib = lib_dir or os.environ.get(LIB_ENV)
@@ -122,7 +117,7 @@ class ZooKeeperServer:
             "minSessionTimeout": 2 * self.tick_time_ms,
             "maxSessionTimeout": 60 * self.tick_time_ms,
         }
-        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+        write_properties(self.config_path, lines)
 
     def start(self, timeout: float = 60.0) -> ZooKeeperServer:
         """Launch the JVM and wait until it serves requests."""
@@ -132,9 +127,7 @@ class ZooKeeperServer:
         self.write_config()
         classpath = os.pathsep.join([f"{self.lib_dir}/*", *provided_classpath(self.lib_dir)])
         cmd = [self.java, *_JVM_OPTS, "-cp", classpath, MAIN_CLASS, str(self.config_path)]
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+        self.proc = spawn(cmd, self.log_path)
         self._paused = False
         self._wait_ready(timeout)
         return self
@@ -154,26 +147,16 @@ class ZooKeeperServer:
             f"ZooKeeper not ready on {self.connect_string} after {timeout}s:\n{self.log_tail()}")
 
     def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log_path, lines)
 
     def stop(self, timeout: float = 3.0) -> None:
         """Kill the whole process group and wait; the port and data directory are kept for ``start()``."""
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            if self._paused:
-                os.killpg(proc.pid, signal.SIGCONT)
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if self._paused:
+            signal_group(proc, signal.SIGCONT)  # a frozen JVM acts on no signal but SIGKILL
+        terminate(proc, timeout)
         self._paused = False
         self._wait_port_free()
 

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -62,16 +63,25 @@ def group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     # killpg(0) succeeds for zombies too: look for a live member.
+    return any(group == pgid and state != "Z" for _, state, group in _processes())
+
+
+def group_members(pgid: int) -> list[int]:
+    """The pids of process group ``pgid``, zombies included."""
+    return [pid for pid, _, group in _processes() if group == pgid]
+
+
+def _processes() -> Iterator[tuple[int, str, int]]:
+    """``(pid, state, pgid)`` of every process /proc lists (those gone while it is read are skipped)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
+            # After the last ")": the command name may itself hold spaces and parentheses.
             fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+        yield int(entry.name), fields[0], int(fields[2])
 
 
 def stop_group(pgid: int, grace: float = 10.0, sig: int = signal.SIGTERM) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bookie_fleet.local_bookies import LocalBookie, plan_bookies, stop_all
+from bookie_fleet.local_bookies import LocalBookie, plan_bookies, start_all, stop_all
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 # Private bookies take addresses from 127.0.0.100 up so they never collide with the shared ones.
@@ -57,10 +57,7 @@ def bookies(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
     planned = plan_bookies(3, tmp_path_factory.mktemp("bookies"), zookeeper.connect_string, root,
                            first_host=11, **TEST_OVERRIDES)
     try:
-        for b in planned:
-            b.start(wait=False)
-        for b in planned:
-            b.wait_ready(90)
+        start_all(planned, 90)
         yield BookieSet(planned, zookeeper.connect_string, root)
     finally:
         stop_all(planned)
@@ -81,10 +78,7 @@ def bookie_factory(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Booki
                                 **{**TEST_OVERRIDES, **overrides})[0] for i in range(count)]
         made.extend(planned)
         if start:
-            for b in planned:
-                b.start(wait=False)
-            for b in planned:
-                b.wait_ready(90)
+            start_all(planned, 90)
         return BookieSet(planned, zookeeper.connect_string, root)
 
     try:

@@ -1,8 +1,10 @@
 """pytest fixtures: real Apache BookKeeper bookies (and, once available, our own) in a real cluster.
 
-``java_cluster``: 4 Java bookies for the whole session, on their own ledgers root (tests must not kill them).
+``java_cluster``, ``python_cluster``: 4 bookies of that kind for the whole session, on their own ledgers root
+(tests must not kill them); ``cluster``: each of the two in turn, so one test specifies both.
 ``cluster_factory``: private clusters for tests that kill, pause or restart bookies; all stopped after the
-test. ``kind`` is ``"java"`` (``org.apache.bookkeeper.server.Main``) or ``"python"`` (``bookie serve``).
+test. ``kind`` is ``"java"`` (``org.apache.bookkeeper.server.Main``) or ``"python"`` (``bookie serve``);
+``bookie_kind`` gives each in turn.
 Nothing is left running: every process is stopped in a ``finally``.
 """
 
@@ -15,24 +17,15 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 from bookie.client import ClientConfig
 from bookie.metadata.store import MetadataStore
 from bookie_fleet.java_bookies import JavaBookie, plan_java_bookies
 from bookie_fleet.java_bookies import start_all as start_java
+from bookie_fleet.processes import BookieProcess  # what JavaBookie and LocalBookie share
 from bookie_fleet.zookeeper import ZooKeeperServer
-
-
-class BookieProcess(Protocol):
-    """What the tests use of a bookie process (``JavaBookie`` or ``LocalBookie``)."""
-
-    @property
-    def bookie_id(self) -> str: ...
-    def start(self, wait: bool = True, timeout: float = 60) -> Any: ...
-    def stop(self, timeout: float = 20) -> None: ...
-    def kill(self) -> None: ...
 
 
 async def init_cluster(zk_connect: str, ledgers_root: str) -> None:
@@ -96,15 +89,12 @@ def start_cluster(kind: str, count: int, base: Path, zk: ZooKeeperServer, first_
             cluster.stop()
             raise
         return cluster
-    from bookie_fleet.local_bookies import plan_bookies
+    from bookie_fleet.local_bookies import plan_bookies, start_all
 
     values = {"journalSyncData": False, "zkTimeout": 6000, **overrides}
     cluster.bookies = list(plan_bookies(count, base, zk.connect_string, root, first_host=first_host, **values))
     try:
-        for b in cluster.bookies:
-            b.start(wait=False)
-        for b in cluster.bookies:
-            b.wait_ready()
+        start_all(cluster.bookies)
     except BaseException:
         cluster.stop()
         raise
@@ -128,6 +118,19 @@ def python_cluster(zookeeper: ZooKeeperServer,
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(params=["java", "python"])
+def cluster(request: pytest.FixtureRequest) -> BookieCluster:
+    """The shared 4-bookie cluster of each kind, in turn (tests must not stop its bookies)."""
+    shared: BookieCluster = request.getfixturevalue(f"{request.param}_cluster")
+    return shared
+
+
+@pytest.fixture(params=["java", "python"])
+def bookie_kind(request: pytest.FixtureRequest) -> str:
+    """Each kind in turn, for fault tests that build their own cluster with ``cluster_factory(bookie_kind, ...)``."""
+    return str(request.param)
 
 
 _next_host = itertools.cycle(range(160, 250, 5))  # bookie_factory (tests/support/bookies.py) uses 100+
@@ -154,4 +157,5 @@ def cluster_factory(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Call
             cluster.stop()
 
 
-__all__ = ["BookieCluster", "BookieProcess", "JavaBookie", "cluster_factory", "java_cluster", "python_cluster"]
+__all__ = ["BookieCluster", "BookieProcess", "JavaBookie", "bookie_kind", "cluster", "cluster_factory", "java_cluster",
+           "python_cluster"]

@@ -15,6 +15,8 @@ import signal
 import threading
 from pathlib import Path
 
+from localkube import procs
+
 MARKER_ENV = "LOCALKUBE_STATE"
 # Pod IPs are claimed machine-wide (several clusters may run at once: a test session, a developer's), one
 # file per address, created exclusively; a claim whose runner process is gone is stale and taken over.
@@ -148,20 +150,6 @@ def _environ_has(pid: int, marker: bytes) -> bool:
         return False
 
 
-def _group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid:
-            members.append(int(entry.name))
-    return members
-
-
 def kill_leftover_pods(root: Path) -> list[int]:
     """SIGKILL every registered container process group that still runs and carries this root's marker."""
     procs_dir = root.resolve() / "procs"
@@ -173,7 +161,7 @@ def kill_leftover_pods(root: Path) -> list[int]:
         if not entry.name.isdigit():
             continue
         pgid = int(entry.name)
-        if any(_environ_has(pid, marker) for pid in _group_members(pgid)):
+        if any(_environ_has(pid, marker) for pid in procs.group_members(pgid)):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, signal.SIGKILL)
                 killed.append(pgid)

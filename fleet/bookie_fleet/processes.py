@@ -1,0 +1,185 @@
+"""What every launcher here shares: a child process in its own process group, writing to a log file.
+
+``LocalBookie`` (local_bookies.py), ``JavaBookie`` (java_bookies.py) and ``ZooKeeperServer`` (zookeeper.py)
+each run one such process. Its own process group, so that a stop or a kill reaches everything it started;
+its own log file, whose last lines go into every "did not start" error.
+``BookieProcess`` is the lifecycle both kinds of bookie share: write the configuration, start, wait until
+ready, stop gracefully, kill as a crash would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+
+def free_port(host: str = "127.0.0.1", preferred: int | None = None) -> int:
+    """A port free on ``host``: ``preferred`` when it is, else one the kernel picks."""
+    for candidate in ([preferred] if preferred else []) + [0]:
+        with socket.socket() as s:
+            # As the servers themselves bind: connections in TIME_WAIT must not make a port look taken.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((host, candidate))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise RuntimeError(f"no free port on {host}")
+
+
+def accepts(host: str, port: int) -> bool:
+    """Whether something listens on ``host:port`` (a connection succeeds within a second)."""
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
+        return True
+    return False
+
+
+def write_properties(path: Path, values: Mapping[str, Any]) -> None:
+    """``key=value`` lines, as Java's ``Properties`` read them: booleans as ``true``/``false``."""
+    lines = [f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in values.items()]
+    path.write_text("".join(f"{line}\n" for line in lines))
+
+
+def spawn(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` as the leader of a new process group, its output appended to ``log_path``."""
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+
+
+def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """Send ``sig`` to ``proc``'s process group; a group already gone is no error."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+
+
+def terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM the group and wait; SIGKILL it if the process is still there after ``timeout``."""
+    signal_group(proc, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        signal_group(proc, signal.SIGKILL)
+        proc.wait()
+
+
+def log_tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a log, for error messages."""
+    with contextlib.suppress(OSError):
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    return "(no log)"
+
+
+class BookieProcess:
+    """One bookie process (``LocalBookie`` or ``JavaBookie``, both dataclasses) and its data directory.
+
+    Subclasses say what to run (``conf_values``, ``command``) and when it is ready (``wait_ready``, through
+    ``_wait_until``); the rest is here. ``stop()``/``kill()`` keep the data directory, so ``start()`` brings
+    the same bookie back.
+    """
+
+    kind: ClassVar[str] = "bookie"  # how errors name it
+    conf_name: ClassVar[str]  # the configuration file, in the data directory
+    ready_timeout: ClassVar[float]  # the default wait of start() and wait_ready()
+
+    data_dir: Path
+    proc: subprocess.Popen[bytes] | None
+
+    @property
+    def bookie_id(self) -> str:
+        raise NotImplementedError
+
+    def conf_values(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        raise NotImplementedError
+
+    @property
+    def conf_path(self) -> Path:
+        return self.data_dir / self.conf_name
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "bookie.log"
+
+    @property
+    def ledger_dir(self) -> Path:
+        return self.data_dir / "ledgers"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def write_conf(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        write_properties(self.conf_path, self.conf_values())
+
+    def start(self, wait: bool = True, timeout: float | None = None) -> Self:
+        if self.running:
+            return self
+        self.write_conf()
+        self.proc = spawn(self.command(), self.log_path)
+        if wait:
+            self.wait_ready(timeout)
+        return self
+
+    def _wait_until(self, ready: Callable[[], bool], timeout: float | None, poll: float) -> None:
+        """Poll ``ready`` until it holds; fail at once, with the log, if the process exits meanwhile."""
+        timeout = self.ready_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"{self.kind} {self.bookie_id} exited with {self.proc.returncode}; "
+                                   f"log:\n{self.tail_log()}")
+            if ready():
+                return
+            time.sleep(poll)
+        raise TimeoutError(f"{self.kind} {self.bookie_id} not ready after {timeout}s; log:\n{self.tail_log()}")
+
+    def tail_log(self, lines: int = 40) -> str:
+        return log_tail(self.log_path, lines)
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """Graceful stop (SIGTERM: the bookie closes its journal and ledgers), SIGKILL after ``timeout``."""
+        if self.proc is None:
+            return
+        terminate(self.proc, timeout)
+        signal_group(self.proc, signal.SIGKILL)  # anything it left in its group
+        self.proc = None
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group, as a crash would."""
+        if self.proc is None:
+            return
+        signal_group(self.proc, signal.SIGKILL)
+        self.proc.wait()
+        self.proc = None
+
+    def restart(self, timeout: float | None = None) -> None:
+        self.stop()
+        self.start(wait=True, timeout=timeout)
+
+
+def start_all(bookies: Iterable[BookieProcess], timeout: float | None = None) -> None:
+    """Start every bookie, then wait for all: they boot in parallel."""
+    bookies = list(bookies)
+    for b in bookies:
+        b.start(wait=False)
+    for b in bookies:
+        b.wait_ready(timeout)
+
+
+def stop_all(bookies: Iterable[BookieProcess]) -> None:
+    for b in bookies:
+        b.stop()
