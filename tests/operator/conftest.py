@@ -6,8 +6,9 @@ ZooKeeper (tests/support/zookeeper.py) and real bookie processes run by the pod 
 group); ``start()``, ``kill()`` (SIGKILL, for restart tests) and the log text.
 ``small_ledger_volumes``: statically provisioned PersistentVolumes on size-limited tmpfs mounts, pre-bound to
 the ledger claims of a BookieCluster, so "filling one bookie's disk" fills exactly that bookie's filesystem.
-``cluster_dns``: resolves ``<pod>.<service>.<namespace>.svc.cluster.local`` in this test process from the
-pods' IPs, as CoreDNS does in a real cluster (the local control plane has no cluster DNS).
+Bookie ids are ``<pod>.<service>.<namespace>.svc.cluster.local:3181``, which nothing resolves here (the local
+control plane has no cluster DNS): clients reach the bookies through the endpoints each bookie publishes in
+its ZooKeeper registration, our bookies and Apache BookKeeper's alike.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ from tests.support.kube import KubeTarget, wait_for
 
 Obj = dict[str, Any]
 INTERVAL = 2.0
+
+# Spec fields that run Apache BookKeeper's bookies (the pod runner maps this image to the Maven-assembled
+# Java bookie) instead of ours; tests parametrized over IMPLEMENTATIONS run the same scenario on both.
+JAVA = {"implementation": "apache-bookkeeper", "image": "apache/bookkeeper:4.17.3"}
+IMPLEMENTATIONS = {"bookie-fleet": {}, "apache-bookkeeper": JAVA}
 
 
 @pytest.fixture(scope="session")
@@ -172,22 +178,6 @@ def small_ledger_volumes(kube: KubeTarget, kube_namespace: str, tmp_path: Path) 
             subprocess.run(["umount", "-l", str(path)], check=False)
 
 
-@pytest.fixture
-def cluster_dns(kube: KubeTarget, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = socket.getaddrinfo
-
-    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(host, str) and ".svc." in host:
-            pod, _service, namespace = host.split(".")[:3]
-            obj = kube.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")
-            ip = (obj or {}).get("status", {}).get("podIP")
-            if ip:
-                host = ip
-        return real(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-
-
 # ------------------------------------------------------------------------------------------- helpers
 def free_port() -> int:
     with socket.socket() as s:
@@ -196,13 +186,19 @@ def free_port() -> int:
 
 
 def bookie_cluster(name: str, zk: str, root: str, **spec: Any) -> Obj:
-    """A BookieCluster manifest: test-sized volumes and fast bookie checkpoints."""
+    """A BookieCluster manifest: test-sized volumes and fast bookie checkpoints.
+
+    Volumes without a storage class are directories on the machine's own disk, so the disk thresholds (the
+    operator's and the bookies' own) default to 99.9%: how full the CI machine's disk happens to be must never
+    make a bookie read-only. Tests of disk pressure use small tmpfs volumes and set their own marks."""
     body: Obj = {
         "replicas": 3,
         "ensembleSize": 2,
         "metadataService": {"zkServers": zk, "ledgersRoot": root},
         "storage": {"journal": {"size": "1Gi"}, "ledgers": {"size": "1Gi"}},
-        "config": {"flushInterval": 1000, "diskCheckInterval": 500, "journalSyncData": False},
+        "config": {"flushInterval": 1000, "diskCheckInterval": 500, "journalSyncData": False,
+                   "diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998},
+        "diskPolicy": {"readOnlyHighWaterMark": 0.999, "writableLowWaterMark": 0.99, "forceCompactionRatio": 0.999},
     }
     for key, value in spec.items():
         if isinstance(value, dict) and isinstance(body.get(key), dict):

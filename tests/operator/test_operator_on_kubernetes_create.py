@@ -16,7 +16,7 @@ from tests.support.kube import KubeTarget
 
 async def test_three_bookies_become_ready_registered_and_serve_a_client(
         kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
-        operator_factory: Callable[[str], OperatorProcess], cluster_dns: None) -> None:
+        operator_factory: Callable[[str], OperatorProcess]) -> None:
     ns, root = kube_namespace, f"/{kube_namespace}/ledgers"
     operator_factory(ns)
     kube.apply(bookie_cluster("bk", zookeeper.connect_string, root), namespace=ns)

@@ -44,7 +44,8 @@ def test_what_only_the_operator_can_judge_is_a_condition_and_an_event(
     operator_factory(ns)
     # Each key is in range, but the bookie configuration model refuses the combination.
     kube.apply(bookie_cluster("bk", zookeeper.connect_string, f"/{ns}/ledgers",
-                              config={"diskUsageLwmThreshold": 0.97, "diskUsageThreshold": 0.9}), namespace=ns)
+                              config={"diskUsageLwmThreshold": 0.97, "diskUsageThreshold": 0.9,
+                                      "diskUsageWarnThreshold": 0.85}), namespace=ns)
 
     def invalid() -> dict[str, Any] | None:
         obj = get_cluster(kube, ns, "bk")

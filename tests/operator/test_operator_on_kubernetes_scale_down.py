@@ -1,7 +1,8 @@
-"""Safe scale-down: 4 -> 3 decommissions the highest ordinal (read-only, re-replication through Apache
-BookKeeper's autorecovery, nothing left referencing it, cookie deleted, StatefulSet shrunk, volumes deleted),
-loses no entry and leaves no under-replicated ledger; an operator killed in the middle resumes from the state
-kept in status; scaling back up starts a fresh bookie without cookie errors."""
+"""Safe scale-down, on our bookies and on Apache BookKeeper's: 4 -> 3 decommissions the highest ordinal
+(read-only, re-replication through the bookies' own autorecovery, nothing left referencing it, cookie
+deleted, StatefulSet shrunk, volumes deleted), loses no entry and leaves no under-replicated ledger; an
+operator killed in the middle resumes from the state kept in status; scaling back up starts a fresh bookie
+without cookie errors. With the Retain policy, the ordinal comes back on its old volumes."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from bookie.client import BookKeeper
 from bookie.client.config import ClientConfig
 from bookie.metadata.store import MetadataStore
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 from tests.operator.conftest import (
+    IMPLEMENTATIONS,
     OperatorProcess,
     bookie_cluster,
     events,
@@ -24,17 +27,17 @@ from tests.operator.conftest import (
 )
 from tests.support.kube import KubeTarget, wait_for
 
-JAVA = {"implementation": "apache-bookkeeper", "image": "apache/bookkeeper:4.17.3"}
 
-
+@pytest.mark.parametrize("implementation", list(IMPLEMENTATIONS))
 async def test_scale_down_with_an_operator_restart_loses_nothing_and_scale_up_works(
         kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
-        operator_factory: Callable[[str], OperatorProcess], cluster_dns: None) -> None:
+        operator_factory: Callable[[str], OperatorProcess], implementation: str) -> None:
     ns, root = kube_namespace, f"/{kube_namespace}/ledgers"
     op = operator_factory(ns)
-    kube.apply(bookie_cluster("jbk", zookeeper.connect_string, root, replicas=4, **JAVA), namespace=ns)
-    wait_ready(kube, ns, "jbk", timeout=240)
-    gone = f"jbk-3.jbk-headless.{ns}.svc.cluster.local:3181"
+    kube.apply(bookie_cluster("bk", zookeeper.connect_string, root, replicas=4,
+                              **IMPLEMENTATIONS[implementation]), namespace=ns)
+    wait_ready(kube, ns, "bk", timeout=240)
+    gone = f"bk-3.bk-headless.{ns}.svc.cluster.local:3181"
 
     # Data on every bookie, including the one that will be removed.
     config = ClientConfig(zk_servers=zookeeper.connect_string, ledgers_root=root)
@@ -54,36 +57,36 @@ async def test_scale_down_with_an_operator_restart_loses_nothing_and_scale_up_wo
                    if any(gone in e for e in (await bk.ledger_metadata(lid)).value.ensembles.values())]
     assert on_gone, "no ledger was placed on the bookie to remove"
 
-    patch_spec(kube, ns, "jbk", {"replicas": 3})
+    patch_spec(kube, ns, "bk", {"replicas": 3})
 
     def decommissioning() -> dict[str, Any] | None:
-        return get_cluster(kube, ns, "jbk")["status"].get("decommission")
+        return get_cluster(kube, ns, "bk")["status"].get("decommission")
 
     started = wait_for(decommissioning, 30, interval=0.1, what="a decommission in status")
     assert started["ordinal"] == 3 and started["bookieId"] == gone
     op.kill()                                     # the operator dies in the middle of the decommission
-    kept = get_cluster(kube, ns, "jbk")["status"]["decommission"]
+    kept = get_cluster(kube, ns, "bk")["status"]["decommission"]
     assert kept["startedAt"] == started["startedAt"]
-    sts = kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/jbk")
+    sts = kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/bk")
     assert sts is not None and (sts["spec"]["replicas"] == 4 or kept["phase"] in ("ScalingDown",
                                                                                   "ApplyingPvcPolicy"))
     await asyncio.sleep(3)
     op.start()                                    # ... and resumes it from status after the restart
 
     def finished() -> dict[str, Any] | None:
-        obj = get_cluster(kube, ns, "jbk")
+        obj = get_cluster(kube, ns, "bk")
         return obj if gone in obj["status"].get("decommissioned", []) and not obj["status"].get("decommission") \
             else None
 
-    obj = wait_for(finished, 240, interval=0.5, what="the decommission of jbk-3 to finish")
+    obj = wait_for(finished, 240, interval=0.5, what="the decommission of bk-3 to finish")
     assert obj["status"]["replicas"] == 3
-    phases = [e["message"] for e in events(kube, ns, "jbk", "Decommissioning")]
+    phases = [e["message"] for e in events(kube, ns, "bk", "Decommissioning")]
     assert any("-> DeletingCookie" in m for m in phases) and any("-> ScalingDown" in m for m in phases)
-    assert len(events(kube, ns, "jbk", "DecommissionStarted")) == 1   # resumed, not restarted
-    assert kube.get(f"/api/v1/namespaces/{ns}/pods/jbk-3") is None
+    assert len(events(kube, ns, "bk", "DecommissionStarted")) == 1   # resumed, not restarted
+    assert kube.get(f"/api/v1/namespaces/{ns}/pods/bk-3") is None
     claims = kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
-    assert not [c for c in claims if c["metadata"]["name"].endswith("-jbk-3")]
-    wait_ready(kube, ns, "jbk")
+    assert not [c for c in claims if c["metadata"]["name"].endswith("-bk-3")]
+    wait_ready(kube, ns, "bk")
 
     async with MetadataStore(zookeeper.connect_string, root) as store:
         assert await store.list_underreplicated() == []
@@ -95,40 +98,41 @@ async def test_scale_down_with_an_operator_restart_loses_nothing_and_scale_up_wo
             reader = await bk.open_ledger(lid)
             assert [e.payload for e in await reader.read(0, len(payloads) - 1)] == payloads
 
-    # Back to 4: a fresh jbk-3 (new volumes, no stale cookie) starts cleanly.
-    patch_spec(kube, ns, "jbk", {"replicas": 4})
-    obj = wait_ready(kube, ns, "jbk", timeout=240)
+    # Back to 4: a fresh bk-3 (new volumes, no stale cookie) starts cleanly.
+    patch_spec(kube, ns, "bk", {"replicas": 4})
+    obj = wait_ready(kube, ns, "bk", timeout=240)
     assert obj["status"]["readyReplicas"] == 4
-    pod = kube.get(f"/api/v1/namespaces/{ns}/pods/jbk-3")
+    pod = kube.get(f"/api/v1/namespaces/{ns}/pods/bk-3")
     assert pod is not None and pod["status"]["containerStatuses"][0]["restartCount"] == 0
     async with MetadataStore(zookeeper.connect_string, root) as store:
         assert gone in await store.list_bookies()
         assert await store.read_cookie(gone) is not None
 
 
+@pytest.mark.parametrize("implementation", list(IMPLEMENTATIONS))
 def test_with_the_retain_policy_the_ordinal_comes_back_on_its_old_volumes_without_cookie_errors(
         kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
-        operator_factory: Callable[[str], OperatorProcess]) -> None:
+        operator_factory: Callable[[str], OperatorProcess], implementation: str) -> None:
     ns, root = kube_namespace, f"/{kube_namespace}/ledgers"
     operator_factory(ns)
-    kube.apply(bookie_cluster("jbk", zookeeper.connect_string, root, replicas=3, **JAVA,
+    kube.apply(bookie_cluster("bk", zookeeper.connect_string, root, replicas=3, **IMPLEMENTATIONS[implementation],
                               scaleDown={"pvcPolicy": "Retain"}), namespace=ns)
-    wait_ready(kube, ns, "jbk", timeout=240)
-    gone = f"jbk-2.jbk-headless.{ns}.svc.cluster.local:3181"
+    wait_ready(kube, ns, "bk", timeout=240)
+    gone = f"bk-2.bk-headless.{ns}.svc.cluster.local:3181"
     claims_before = {c["metadata"]["name"]: c["metadata"]["uid"] for c in
                      kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]}
 
-    patch_spec(kube, ns, "jbk", {"replicas": 2, "ensembleSize": 2})
-    wait_for(lambda: gone in get_cluster(kube, ns, "jbk")["status"].get("decommissioned", []), 180,
-             interval=0.5, what="jbk-2 decommissioned")
+    patch_spec(kube, ns, "bk", {"replicas": 2, "ensembleSize": 2})
+    wait_for(lambda: gone in get_cluster(kube, ns, "bk")["status"].get("decommissioned", []), 180,
+             interval=0.5, what="bk-2 decommissioned")
     claims = {c["metadata"]["name"]: c["metadata"]["uid"] for c in
               kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]}
-    assert claims == claims_before                       # the volumes of jbk-2 are kept
+    assert claims == claims_before                       # the volumes of bk-2 are kept
 
-    patch_spec(kube, ns, "jbk", {"replicas": 3})
-    obj = wait_ready(kube, ns, "jbk", timeout=240)
+    patch_spec(kube, ns, "bk", {"replicas": 3})
+    obj = wait_ready(kube, ns, "bk", timeout=240)
     assert obj["status"]["readyReplicas"] == 3
-    pod = kube.get(f"/api/v1/namespaces/{ns}/pods/jbk-2")
+    pod = kube.get(f"/api/v1/namespaces/{ns}/pods/bk-2")
     assert pod is not None and pod["status"]["containerStatuses"][0]["restartCount"] == 0
     claims_after = {c["metadata"]["name"]: c["metadata"]["uid"] for c in
                     kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]}
