@@ -22,7 +22,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from bookie.client import BookKeeper, ClientConfig
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
@@ -32,7 +32,19 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- gc:begin -->", "<!-- gc:end -->"
 MIB = 1 << 20
 ENTRY = 16 * 1024
+PER_LEDGER = 64  # entries of each ledger write_mixed writes: 1 MiB ledgers
 UNLIMITED = {"isThrottleByBytes": True, "compactionRateByBytes": 10**12, "compactionRateByEntries": 10**9}
+
+
+class AdminBookie(Protocol):
+    """What the GC helpers below need of a bookie: ours (LocalBookie) or Apache BookKeeper's (JavaBookie, planned
+    with an HTTP port), so bench/run_all.py drives both through the same REST calls."""
+
+    @property
+    def http_url(self) -> str: ...
+
+    @property
+    def ledger_dir(self) -> Path: ...
 
 
 def sequential_write_mb_s(directory: Path, mib: int) -> float:
@@ -62,16 +74,18 @@ def metrics(bookie: LocalBookie) -> dict[str, float]:
     return out
 
 
-def rest(bookie: LocalBookie, method: str, path: str, body: Any = None) -> Any:
+def rest(bookie: AdminBookie, method: str, path: str, body: Any = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(f"{bookie.http_url}{path}", data=data, method=method)
     with urllib.request.urlopen(req, timeout=600) as r:
         return json.loads(r.read())
 
 
-def forced_gc(bookie: LocalBookie) -> float:
+def forced_gc(bookie: AdminBookie, request: dict[str, bool] | None = None) -> float:
+    """One forced GC cycle (PUT /api/v1/bookie/gc with ``request``, major and minor by default), waited for
+    through GET /api/v1/bookie/gc: seconds from the request to the bookie no longer being in a forced GC."""
     started = time.monotonic()
-    rest(bookie, "PUT", "/api/v1/bookie/gc", {"forceMajor": True, "forceMinor": True})
+    rest(bookie, "PUT", "/api/v1/bookie/gc", {"forceMajor": True, "forceMinor": True} if request is None else request)
     while rest(bookie, "GET", "/api/v1/bookie/gc")["is_in_force_gc"] == "true":
         if time.monotonic() - started > 600:
             raise TimeoutError("forced GC still running after 600 s")
@@ -80,16 +94,15 @@ def forced_gc(bookie: LocalBookie) -> float:
 
 
 async def write_mixed(conf: ClientConfig, total_mib: int, live_share: float) -> tuple[list[int], list[int]]:
-    """Ledgers of 64 entries, live and dead interleaved; returns (live ids, dead ids)."""
-    per_ledger = 64
-    ledgers = max(4, int(total_mib * MIB / ENTRY / per_ledger))
+    """Ledgers of PER_LEDGER entries of ENTRY bytes, live and dead interleaved; returns (live ids, dead ids)."""
+    ledgers = max(4, int(total_mib * MIB / ENTRY / PER_LEDGER))
     live: list[int] = []
     dead: list[int] = []
     payload = os.urandom(ENTRY)
     async with BookKeeper(conf) as bk:
         for i in range(ledgers):
             handle = await bk.create_ledger(1, 1, 1, password=b"bench")
-            await asyncio.gather(*(handle.append(payload) for _ in range(per_ledger)))
+            await asyncio.gather(*(handle.append(payload) for _ in range(PER_LEDGER)))
             await handle.close()
             (live if (i % round(1 / live_share)) == 0 else dead).append(handle.ledger_id)
     return live, dead
@@ -101,7 +114,7 @@ async def delete(conf: ClientConfig, ids: list[int]) -> None:
             await bk.delete_ledger(lid)
 
 
-def log_bytes(bookie: LocalBookie) -> int:
+def log_bytes(bookie: AdminBookie) -> int:
     return sum(p.stat().st_size for p in (bookie.ledger_dir / "current").glob("*.log"))
 
 

@@ -12,14 +12,20 @@ data directory on the same disk, journal fsync on: three Apache BookKeeper booki
 time, and every workload point alternates which implementation goes first, round after round, so the drift
 of a shared machine cancels out in the ratios. Reported values are medians over the rounds.
 
-Workloads:
+Workloads (``--workloads``, comma-separated; all by default):
 
-* adds with BookKeeper's own ``BenchThroughputLatency`` (Java client, pointed at a ZooKeeper chroot): entry
+* ``adds``: BookKeeper's own ``BenchThroughputLatency`` (Java client, pointed at a ZooKeeper chroot): entry
   sizes, ensemble/write/ack quorum 1/1/1 and 3/2/2, v3 and v2; throughput, p50, p99 (from its latency dump)
   and the bookies' CPU seconds per 100k entries (utime + stime of the bookie processes, /proc/<pid>/stat);
-* catch-up reads of a closed 1 KiB ledger with ``BenchReadThroughputLatency`` and with our Python client;
-  tailing reads (our client's long-poll ``read_lac_and_entry`` following a writer at a fixed rate);
-* adds from our Python client (``LedgerHandle.append``) against the same bookies.
+* ``reads``: catch-up reads of a closed 1 KiB ledger with ``BenchReadThroughputLatency`` and with our Python
+  client; tailing reads (our client following a writer at a fixed rate: long-poll ``read_lac_and_entry`` when
+  caught up, batched reads of what is confirmed when behind);
+* ``pyclient``: adds from our Python client (``LedgerHandle.append``) against the same bookies;
+* ``compaction``: one more bookie per implementation, both with the same GC settings (GC_CONF), holding the same
+  prepared store (``--gc-mib`` of 1 MiB ledgers, ``--gc-garbage`` of them deleted, interleaved with the live
+  ones in every entry log); a forced major compaction (``PUT /api/v1/bookie/gc {"forceMajor": true}``) on
+  each, under a light add load from our client: live bytes rewritten per second, time to reclaim the space,
+  p99 of the adds with and without compaction.
 
 Machine facts (cores, load average at each point, fdatasync rate, sequential write bandwidth) are measured in
 the same run. Results go to bench/results.json and to docs/benchmarks.md between the suite's markers.
@@ -59,6 +65,7 @@ BRTL = "org.apache.bookkeeper.benchmark.BenchReadThroughputLatency"
 CLIENT_JVM = ("-Xmx512m", "-XX:+UseSerialGC", "-Djava.net.preferIPv4Stack=true",
               "-Dio.netty.leakDetection.level=disabled")
 ENSEMBLES = ((1, 1, 1), (3, 2, 2))
+DB_LEDGER_STORAGE = "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
 TICKS = os.sysconf("SC_CLK_TCK")
 # BenchThroughputLatency's -throttle is both its number of outstanding adds and, through the client's
 # throttleValue, a rate limit of each ledger handle (entries/s): 64 ledgers lift the cap to 64 x throttle.
@@ -168,7 +175,7 @@ def start_clusters(workdir: Path, zk_connect: str, count: int, impls: tuple[str,
     # Same durability and group commit on both: fsync on, 1 ms group wait; Java's own storage defaults.
     java.bookies = plan_java_bookies(count, workdir / "java", zk_connect, java.root, first_host=221,
                                      journalSyncData=True, log_level="warn",
-                                     ledgerStorageClass="org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage")
+                                     ledgerStorageClass=DB_LEDGER_STORAGE)
     ours.bookies = plan_bookies(count, workdir / "ours", zk_connect, ours.root, first_host=211,
                                 journalSyncData=True, journalMaxGroupWaitMSec=1, autoRecoveryDaemonEnabled=False)
     started.update({c.impl: c for c in (java, ours) if c.impl in impls})
@@ -234,7 +241,7 @@ def percentile(sorted_values: list[float], pct: float) -> float:
 
 @dataclass
 class Point:
-    workload: str  # "btl" | "pyclient" | "catchup-java" | "catchup-py" | "tail-py"
+    workload: str  # "btl" | "pyclient" | "catchup-java" | "catchup-py" | "tail-py" | "compaction"
     impl: str
     round: int
     params: dict[str, Any]
@@ -244,6 +251,7 @@ class Point:
     cpu_s_per_100k: float = float("nan")
     load: float = 0.0
     count: int = 0
+    extra: dict[str, float] = field(default_factory=dict)  # workload-specific values (compaction)
 
 
 def run_btl(cluster: Cluster, size: int, ens: tuple[int, int, int], v2: bool, seconds: int, throttle: int,
@@ -265,11 +273,36 @@ def run_btl(cluster: Cluster, size: int, ens: tuple[int, int, int], v2: bool, se
     return int(done.group(3)), percentile(lat, 50), percentile(lat, 99), int(done.group(1))
 
 
+# BenchReadThroughputLatency's -batchentries default: it reads a ledger in batches of this many entries.
+BRTL_BATCH = 1000
+
+
+def brtl_entries(wanted: int, batch: int = BRTL_BATCH) -> int:
+    """The largest ledger length <= ``wanted`` that BenchReadThroughputLatency 4.17.3 reads to the end and stops.
+
+    Its batch loop starts each batch at the last entry already read (``batchReadEntries(lastRead, batch)``) and
+    stops once it has *counted* more entries than the LAC: after k full batches it has counted k*batch entries
+    but reached only entry k*(batch-1). When k*(batch-1) < LAC < k*batch the loop ends short of the LAC, and the
+    tool then re-opens the ledger every second forever, waiting for its last entry read to equal the LAC (a
+    5000-entry ledger, LAC 4999, is such a length; it hangs the same way on Apache BookKeeper's bookies). Fixed
+    upstream after 4.17 (apache/bookkeeper#4220, "Fix BenchReadThroughputLatency batch read can't stop")."""
+    entries = wanted
+    while any((batch - 1) * k < entries - 1 < batch * k for k in range(1, entries // (batch - 1) + 2)):
+        entries -= 1
+    return entries
+
+
 def run_brtl(cluster: Cluster, ledger_id: int) -> tuple[float, int]:
-    """BenchReadThroughputLatency on one closed ledger: (entries/s over its read time, entries read).
+    """BenchReadThroughputLatency on one closed ledger (of a length from ``brtl_entries``): (entries/s over its
+    read time, entries it read; the batch loop reads each batch's first entry twice, so a few more than the
+    ledger holds).
 
     The tool re-opens the ledger until its LAC has not moved for 10 polls of 1 s, and counts only the time
     spent reading, so the idle tail does not dilute the rate."""
+    if not 0 < ledger_id < 2**31:
+        # It parses -ledger with Integer.parseInt, and takes 0 for "no ledger given" (it then waits for new
+        # ledgers to appear instead of reading).
+        raise ValueError(f"BenchReadThroughputLatency cannot read ledger {ledger_id}")
     text = java_tool(BRTL, "-zookeeper", cluster.chroot_connect, "-ledger", str(ledger_id), "-password",
                      PASSWORD, "-ledgerManagerType", "hierarchical", limit_s=90)
     reads = re.findall(r"Read (\d+) in (\d+)ms", text)
@@ -370,30 +403,235 @@ async def py_tail(cluster: Cluster, rate: int, seconds: float, size: int) -> tup
         lh = await writer_bk.create_ledger(3, 2, 2, digest_type=DigestType.CRC32, password=PASSWORD.encode())
         reader = await reader_bk.open_ledger(lh.ledger_id, PASSWORD.encode(), recovery=False)
         total = int(rate * seconds)
+        reader_done = asyncio.Event()
 
         async def write() -> None:
+            # The writer goes on until the reader has its ``total`` entries: readers learn that an entry is
+            # confirmed only from the LAC that later adds carry to the bookies (closing the ledger updates
+            # ZooKeeper, not the bookies), and at 1000/s an add is sent before the previous ones are acknowledged,
+            # so a writer stopping at ``total`` leaves the bookies' LAC a few entries short and the reader's long
+            # polls waiting for ever.
             started = time.perf_counter()
-            for i in range(total + 1):  # one more: an entry is confirmed to readers by the next add's LAC
-                delay = started + i / rate - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
+            i = 0
+            while not reader_done.is_set():
+                # sleep(0) when behind schedule still lets the reader run
+                await asyncio.sleep(max(0.0, started + i / rate - time.perf_counter()))
                 sent[i] = time.perf_counter()
                 lh.append(payload)
+                i += 1
             await lh.close()
 
         async def tail() -> None:
             next_id = 0
             while next_id < total:
+                if next_id <= reader.last_add_confirmed:
+                    # Behind the LAC: take every confirmed entry (up to 100) in one parallel read, as a tailing
+                    # reader that catches up does, instead of one round trip per entry.
+                    last = min(reader.last_add_confirmed, next_id + 99, total - 1)
+                    await reader.read(next_id, last)
+                    now = time.perf_counter()
+                    lat.extend(now - sent[i] for i in range(next_id, last + 1))
+                    next_id = last + 1
+                    continue
                 _, entry = await reader.read_lac_and_entry(next_id, 1000)
                 if entry is not None:
                     lat.append(time.perf_counter() - sent[next_id])
                     next_id += 1
+            reader_done.set()
 
         started = time.perf_counter()
         await asyncio.wait_for(asyncio.gather(write(), tail()), seconds + 60)
         elapsed = time.perf_counter() - started
     lat.sort()
     return len(lat) / elapsed, 1000 * percentile(lat, 50), 1000 * percentile(lat, 99), len(lat)
+
+
+# ----------------------------------------------------------------------------------------------- compaction
+
+# The same GC configuration on both implementations, so that the comparison is of the compactors and not of their
+# defaults. Entry-log size comes from the settings (--gc-log-mib).
+GC_CONF: dict[str, Any] = {
+    "majorCompactionThreshold": 0.8, "minorCompactionThreshold": 0.2,  # BookKeeper's defaults (ours too)
+    "majorCompactionInterval": 86400, "minorCompactionInterval": 3600,
+    "gcWaitTime": 600000,  # no scheduled cycle within a point: only the forced one is measured
+    "forceAllowCompaction": True,
+    # BookKeeper's default compactor (EntryLogCompactor: live entries appended to the current entry log);
+    # ours defaults to the transactional one, so it is set here for both.
+    "useTransactionalCompaction": False,
+    # Throttle off on both (BookKeeper reads the rates as ints, hence 2^31 - 1 rather than "unlimited").
+    "isThrottleByBytes": True, "compactionRateByBytes": 2**31 - 1, "compactionRateByEntries": 2**31 - 1,
+    "compactionMaxOutstandingRequests": 100000,
+    "flushInterval": 60000,  # BookKeeper's default checkpoint interval, set on ours (10 s by default) too
+    "journalSyncData": True, "journalMaxGroupWaitMSec": 1,  # as the add workloads' clusters
+}
+# Two knobs of ours that BookKeeper lacks, set to what BookKeeper does: compaction's reads are not rate-limited
+# (ours: 100 MB/s by default) and compacted logs are deleted without a pause between them (ours: 100 ms).
+GC_CONF_OURS = {"compactionReadRateByBytes": 0, "gcEntryLogDeletionPauseMs": 0, "autoRecoveryDaemonEnabled": False}
+GC_LOAD_ENTRY = 1024
+
+
+@dataclass
+class GcStore:
+    """The compaction workload's bookie of one implementation (a fresh one each round) and what it holds."""
+
+    impl: str
+    bookie: Any  # bookie_fleet's LocalBookie or JavaBookie (both have http_url and ledger_dir)
+    client_conf: Any  # bookie.client.ClientConfig for its own ledgers root
+    live: list[int] = field(default_factory=list)
+    dead: list[int] = field(default_factory=list)
+    prepared: dict[Path, int] = field(default_factory=dict)  # the entry logs written, and their sizes
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.bookie.proc.pid] if self.bookie.proc is not None else []
+
+
+def start_gc_stores(workdir: Path, zk_connect: str, r: int, log_mib: int, stores: dict[str, GcStore]) -> None:
+    """One bookie per implementation with GC_CONF, each alone under its own ledgers root, started in parallel;
+    ``stores`` is filled before they start, so that a failure still stops what runs."""
+    from bookie.client import ClientConfig
+    from bookie_fleet.java_bookies import plan_java_bookies
+    from bookie_fleet.local_bookies import plan_bookies
+
+    conf = {**GC_CONF, "logSizeLimit": log_mib * 1024 * 1024}
+    for impl in IMPLS:
+        root = f"/gc-{impl}-{r}/ledgers"
+        asyncio.run(_init_cluster(zk_connect, root))
+        bookie: Any
+        if impl == "java":
+            (bookie,) = plan_java_bookies(1, workdir / "java", zk_connect, root, first_host=241, http=True,
+                                          ledgerStorageClass=DB_LEDGER_STORAGE, **conf)
+        else:
+            (bookie,) = plan_bookies(1, workdir / "ours", zk_connect, root, first_host=231, **conf, **GC_CONF_OURS)
+        stores[impl] = GcStore(impl, bookie, ClientConfig(zk_servers=zk_connect, ledgers_root=root))
+    _start_gc_bookies(list(stores.values()))
+
+
+def _start_gc_bookies(stores: list[GcStore]) -> None:
+    from gc_bench import rest
+
+    for st in stores:
+        st.bookie.start(wait=False)
+    for st in stores:
+        st.bookie.wait_ready(120)
+        # BookKeeper registers the bookie before its HTTP server is up; the workload needs the REST API.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                rest(st.bookie, "GET", "/api/v1/bookie/gc")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+
+def prepare_gc_stores(stores: dict[str, GcStore], mib: int, garbage: float) -> None:
+    """Write ``mib`` MiB of 1 MiB ledgers to each store, one in 1/(1-garbage) kept live and interleaved with the
+    others (gc_bench.write_mixed), then restart the bookies: shutting down flushes every entry and the new
+    process writes to a new entry log, so every log written here is finalized and a candidate for compaction.
+    The dead ledgers are deleted later, by the point itself."""
+    from gc_bench import write_mixed
+
+    for st in stores.values():
+        st.live, st.dead = asyncio.run(write_mixed(st.client_conf, mib, 1 - garbage))
+    for st in stores.values():
+        st.bookie.stop()
+        st.prepared = {path: path.stat().st_size for path in (st.bookie.ledger_dir / "current").glob("*.log")}
+    _start_gc_bookies(list(stores.values()))
+
+
+def stop_gc_stores(stores: dict[str, GcStore]) -> None:
+    for st in stores.values():
+        with contextlib.suppress(Exception):
+            st.bookie.stop()
+        shutil.rmtree(st.bookie.data_dir, ignore_errors=True)
+
+
+async def paced_adds(lh: Any, rate: float, until: asyncio.Future[Any]) -> list[float]:
+    """Adds of GC_LOAD_ENTRY bytes at ``rate``/s until ``until`` is done, on schedule whatever their latency
+    (open loop, so a slow bookie shows as latency, not as fewer adds); their latencies in ms, sorted."""
+    payload = b"c" * GC_LOAD_ENTRY
+    latencies: list[float] = []
+    futures: list[asyncio.Future[int]] = []
+    started = time.perf_counter()
+    while not until.done():
+        delay = started + len(futures) / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.wait({until}, timeout=delay)  # the next slot, or the end
+            if until.done():
+                break
+        sent = time.perf_counter()
+        fut = lh.append(payload)
+        fut.add_done_callback(partial(_add_done, latencies, sent))
+        futures.append(fut)
+    await asyncio.gather(*futures)  # a failed add fails the point
+    return sorted(latencies)
+
+
+def _add_done(latencies: list[float], sent: float, fut: asyncio.Future[int]) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        latencies.append(1000 * (time.perf_counter() - sent))
+
+
+def _existing(paths: list[Path]) -> list[Path]:
+    return [path for path in paths if path.exists()]
+
+
+async def compaction_point(st: GcStore, rate: float, baseline_s: float, grace_s: float) -> dict[str, float]:
+    """One forced major compaction of a prepared store, under a light add load.
+
+    The load runs ``baseline_s`` first (p99 without compaction), then the dead ledgers are deleted and the same
+    load runs from the forced GC request until the bookie reports the forced cycle over (GET /api/v1/bookie/gc,
+    the flag both implementations clear when the cycle ends). Reclaim time: from the request until the last
+    prepared entry log is gone from disk (at most ``grace_s`` after the cycle ends, else NaN)."""
+    from bookie.client import BookKeeper
+    from gc_bench import ENTRY, PER_LEDGER, delete, forced_gc, rest
+
+    def last_major_ms() -> int:
+        # lastMajorCompactionTime rather than majorCompactionCounter: BookKeeper's counter stays 0 without a
+        # stats provider, its timestamp is set whenever a major compaction ends.
+        details = rest(st.bookie, "GET", "/api/v1/bookie/gc_details")
+        return max(int(d.get("lastMajorCompactionTime", 0)) for d in details)
+
+    async with BookKeeper(st.client_conf) as bk:
+        lh = await bk.create_ledger(1, 1, 1, password=PASSWORD.encode())
+        quiet = await paced_adds(lh, rate, asyncio.ensure_future(asyncio.sleep(baseline_s)))
+        await delete(st.client_conf, st.dead)
+        major_before = await asyncio.to_thread(last_major_ms)
+        prepared = list(st.prepared)
+        load, cpu_before = load_average(), cpu_seconds(st.pids)
+        started = time.monotonic()
+        cycle: asyncio.Future[float] = asyncio.ensure_future(
+            asyncio.to_thread(forced_gc, st.bookie, {"forceMajor": True}))
+
+        async def reclaimed() -> float:
+            ended_at: float | None = None
+            while await asyncio.to_thread(_existing, prepared):
+                if cycle.done():
+                    ended_at = ended_at or time.monotonic()
+                    if time.monotonic() - ended_at > grace_s:
+                        return float("nan")
+                await asyncio.sleep(0.02)
+            return time.monotonic() - started
+
+        reclaim = asyncio.ensure_future(reclaimed())
+        during = await paced_adds(lh, rate, cycle)
+        cycle_s = cycle.result()  # from the request to the forced flag seen cleared (polled every 50 ms)
+        cpu = cpu_seconds(st.pids) - cpu_before
+        reclaim_s = await reclaim
+        if await asyncio.to_thread(last_major_ms) <= major_before:
+            raise RuntimeError(f"{st.impl}: the forced GC ran no major compaction")
+        await lh.close()
+    left = sum(st.prepared[path] for path in await asyncio.to_thread(_existing, prepared))
+    live_bytes = len(st.live) * PER_LEDGER * ENTRY
+    return {"live_mb": live_bytes / 1e6, "cycle_s": cycle_s, "mb_s": live_bytes / 1e6 / cycle_s,
+            "entries": len(st.live) * PER_LEDGER, "reclaim_s": reclaim_s,
+            "prepared_mb": sum(st.prepared.values()) / 1e6, "freed_mb": (sum(st.prepared.values()) - left) / 1e6,
+            "garbage": len(st.dead) / max(1, len(st.dead) + len(st.live)),
+            "p50_ms": percentile(during, 50), "p99_ms": percentile(during, 99), "adds": len(during),
+            "quiet_p50_ms": percentile(quiet, 50), "quiet_p99_ms": percentile(quiet, 99), "quiet_adds": len(quiet),
+            "cpu_s": cpu, "load": load}
 
 
 # ----------------------------------------------------------------------------------------------- the run
@@ -409,7 +647,13 @@ class Settings:
     read_entries: int = 5000
     tail_rate: int = 1000
     py_window: int = 200
-    workloads: tuple[str, ...] = ("adds", "reads", "pyclient")
+    workloads: tuple[str, ...] = ("adds", "reads", "pyclient", "compaction")
+    gc_mib: int = 256  # prepared store per implementation
+    gc_garbage: float = 0.75  # share of its ledgers deleted before the forced compaction
+    gc_log_mib: int = 64  # logSizeLimit of both implementations' compaction bookies
+    gc_rate: int = 200  # light add load (1 KiB, 1/1/1) during and without compaction, adds/s
+    gc_baseline_s: float = 5.0  # the load's run without compaction
+    gc_grace_s: float = 30.0  # how long after the forced cycle the prepared logs may take to disappear
     profile: bool = False
 
 
@@ -460,9 +704,10 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
 
         def record(p: Point) -> None:
             points.append(p)
+            extra = f" {json.dumps({k: round(v, 3) for k, v in p.extra.items()})}" if p.extra else ""
             log(f"r{p.round} {p.workload:<12} {p.impl:<4} {json.dumps(p.params)}: {p.ops_per_s:8.0f}/s "
                 f"p50 {p.p50_ms:7.2f} p99 {p.p99_ms:7.2f} ms cpu/100k {p.cpu_s_per_100k:6.2f} s "
-                f"load {p.load:.1f}")
+                f"load {p.load:.1f}{extra}")
 
         for impl in clusters:  # warm-up: JIT of the Java bookies, connections and caches of both
             run_btl(clusters[impl], 1024, (3, 2, 2), False, 2 if settings.rounds > 1 else 1, settings.throttle,
@@ -492,7 +737,7 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
             if "reads" in settings.workloads:
                 for impl in order_for(step):
                     c = clusters[impl]
-                    ledger = asyncio.run(py_write_ledger(c, settings.read_entries, 1024))
+                    ledger = asyncio.run(py_write_ledger(c, brtl_entries(settings.read_entries), 1024))
                     ops, p50, p99, n, cpu, load = measured(c, partial(_brtl_point, c, ledger))
                     record(Point("catchup-java", impl, r, {"size": 1024, "ens": "3/2/2"}, ops, p50, p99, cpu,
                                  load, n))
@@ -503,6 +748,9 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
                     record(Point("tail-py", impl, r, {"size": 1024, "ens": "3/2/2", "rate": settings.tail_rate},
                                  ops, p50, p99, cpu, load, n))
                 step += 1
+            if "compaction" in settings.workloads:
+                compaction_round(workdir / f"gc-{r}", zk.connect_string, r, order_for(step), settings, record)
+                step += 1
         if settings.profile:
             facts["profile"] = profile_add_path(clusters["ours"], settings, workdir, log)
     finally:
@@ -510,6 +758,32 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
         zk.stop()
     facts["load_after"] = load_average()
     return {"facts": facts, "settings": asdict(settings), "points": [asdict(p) for p in points]}
+
+
+def compaction_round(workdir: Path, zk_connect: str, r: int, order: tuple[str, ...], settings: Settings,
+                     record: Callable[[Point], None]) -> None:
+    """Fresh compaction bookies, the same prepared store on each, then one compaction point per implementation
+    in ``order``. A failure is logged and recorded as failed points (count 0) rather than losing the run."""
+    params = {"mib": settings.gc_mib, "garbage": settings.gc_garbage, "log_mib": settings.gc_log_mib}
+    stores: dict[str, GcStore] = {}
+    done: set[str] = set()
+    try:
+        start_gc_stores(workdir, zk_connect, r, settings.gc_log_mib, stores)
+        prepare_gc_stores(stores, settings.gc_mib, settings.gc_garbage)
+        for impl in order:
+            res = asyncio.run(compaction_point(stores[impl], settings.gc_rate, settings.gc_baseline_s,
+                                               settings.gc_grace_s))
+            done.add(impl)
+            record(Point("compaction", impl, r, params, res["mb_s"], res["p50_ms"], res["p99_ms"],
+                         res["cpu_s"] * 100000 / max(1, res["entries"]), res["load"], int(res["entries"]), res))
+    except Exception as exc:
+        print(f"compaction round {r} failed: {str(exc)[-1500:]}", flush=True)
+        nan = float("nan")
+        for impl in order:
+            if impl not in done:
+                record(Point("compaction", impl, r, params, nan, nan, nan, nan, load_average(), 0))
+    finally:
+        stop_gc_stores(stores)
 
 
 def profile_add_path(cluster: Cluster, settings: Settings, workdir: Path, log: Callable[[str], None]) -> str:
@@ -536,8 +810,15 @@ def medians(points: list[dict[str, Any]], workload: str, impl: str, params: dict
               and all(p["params"].get(k) == v for k, v in params.items())]
     if not chosen:
         return {}
-    return {k: statistics.median(p[k] for p in chosen) for k in ("ops_per_s", "p50_ms", "p99_ms", "cpu_s_per_100k",
-                                                                  "load")}
+    keys = ["ops_per_s", "p50_ms", "p99_ms", "cpu_s_per_100k", "load"]
+    keys += sorted({k for p in chosen for k in p.get("extra", {})} - set(keys))
+
+    def median(key: str) -> float:
+        values = [v for p in chosen if (v := p[key] if key in p else p.get("extra", {}).get(key)) is not None
+                  and v == v]  # NaN (a value the point could not measure) left out
+        return statistics.median(values) if values else float("nan")
+
+    return {k: median(k) for k in keys}
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -605,11 +886,14 @@ def report(results: dict[str, Any], command: str) -> str:
         lines.append("")
     if any(p["workload"].startswith(("catchup", "tail")) for p in pts):
         lines += ["### Reads", "",
-                  f"Catch-up: a closed 3/2/2 ledger of {s['read_entries']} entries of 1 KiB read from the start, "
+                  f"Catch-up: a closed 3/2/2 ledger of {brtl_entries(s['read_entries'])} entries of 1 KiB read "
+                  "from the start (a length BenchReadThroughputLatency 4.17.3 stops on, see `brtl_entries`), "
                   "by `BenchReadThroughputLatency -ledger` (Java client; its rate counts only its reading time) "
-                  "and by our client (100 entries per `read`; p50/p99 per batch). Tailing: our client's long-poll "
-                  f"`read_lac_and_entry` following a writer at {s['tail_rate']} entries/s; latency from append "
-                  "to the reader having the entry.", "",
+                  "and by our client (100 entries per `read`; p50/p99 per batch). Tailing: our client following "
+                  f"a writer that adds at {s['tail_rate']} entries/s until the reader has {s['seconds']} s worth: "
+                  "long-poll `read_lac_and_entry` when caught up, one `read` of every confirmed entry (up to 100) "
+                  "when behind; latency from append to the reader having the entry (an entry becomes readable once "
+                  "a later add has carried its LAC to the bookies).", "",
                   "| reading | ours entries/s | Java entries/s | ratio | ours p50 ms | Java p50 ms | ours p99 ms | "
                   "Java p99 ms | ours CPU s/100k | Java CPU s/100k |", "|---|---|---|---|---|---|---|---|---|---|"]
         names = {"catchup-java": "catch-up, BenchReadThroughputLatency", "catchup-py": "catch-up, our client",
@@ -623,10 +907,59 @@ def report(results: dict[str, Any], command: str) -> str:
                          f"{_num(j['p50_ms'], '.1f')} | {_num(o['p99_ms'], '.1f')} | {_num(j['p99_ms'], '.1f')} | "
                          f"{_num(o['cpu_s_per_100k'], '.1f')} | {_num(j['cpu_s_per_100k'], '.1f')} |")
         lines.append("")
-    lines += ["Compaction side by side with Apache BookKeeper (live bytes rewritten per second, time to reclaim, "
-              "p99 adds during compaction) is not in this suite yet; our bookie's compaction alone is measured by "
-              "`bench/gc_bench.py` (section \"Garbage collection\" below).", END]
+    if any(p["workload"] == "compaction" for p in pts):
+        lines += compaction_report(pts, s)
+    lines.append(END)
     return "\n".join(lines)
+
+
+def compaction_report(pts: list[dict[str, Any]], s: dict[str, Any]) -> list[str]:
+    o, j = medians(pts, "compaction", "ours", {}), medians(pts, "compaction", "java", {})
+    keep = round(1 / (1 - s["gc_garbage"]))
+    lines = ["### Compaction: a forced major compaction of the same prepared store", "",
+             f"One bookie per implementation, fresh each round. Our client writes {s['gc_mib']} MiB to it as 1 MiB "
+             f"ledgers (64 entries of 16 KiB, 1/1/1), one ledger in {keep} to keep and the others to delete "
+             f"({s['gc_garbage']:.0%} garbage), interleaved so every entry log mixes both; the bookie is restarted "
+             "(every entry flushed, every log written finalized), the dead ledgers are deleted, then "
+             "`PUT /api/v1/bookie/gc {\"forceMajor\": true}` and `GET /api/v1/bookie/gc` every 50 ms until the "
+             "forced cycle is over. Meanwhile our client adds 1 KiB entries to a 1/1/1 ledger on the same bookie "
+             f"at {s['gc_rate']}/s (open loop); the same load for {s['gc_baseline_s']:g} s before the deletions "
+             "gives the latency without compaction. Same GC settings on both: "
+             f"logSizeLimit {s['gc_log_mib']} MiB, majorCompactionThreshold 0.8, minorCompactionThreshold 0.2, "
+             "useTransactionalCompaction=false (BookKeeper's compactor: live entries appended to the current entry "
+             "log), throttle off (isThrottleByBytes, compactionRateByBytes 2^31-1), gcWaitTime 600 s (no scheduled "
+             "cycle), flushInterval 60 s, journal fsync on; ours also compactionReadRateByBytes=0 and "
+             "gcEntryLogDeletionPauseMs=0 (BookKeeper has neither a read throttle nor a pause between deletions). "
+             "Apache BookKeeper with DbLedgerStorage.", "",
+             "| measurement | ours | Java | ours/Java |", "|---|---|---|---|"]
+    if not o or not j:
+        return [*lines, "| (no successful point on both) | - | - | - |", ""]
+    rows = [("live data rewritten per second of the forced cycle, MB/s", "ops_per_s", ".1f"),
+            ("forced cycle: request to the forced flag cleared, s", "cycle_s", ".2f"),
+            ("time to reclaim: request to the last prepared entry log deleted, s", "reclaim_s", ".2f"),
+            ("entry logs prepared / freed, MB", None, ""),
+            ("live data in them, MB", "live_mb", ".1f"),
+            ("adds p99 without compaction, ms", "quiet_p99_ms", ".1f"),
+            ("adds p99 during compaction, ms", "p99_ms", ".1f"),
+            ("adds p50 without / during compaction, ms", None, ""),
+            ("bookie CPU during the cycle (light load included), s", "cpu_s", ".2f"),
+            ("load average during the point", "load", ".1f")]
+    for name, key, fmt in rows:
+        if key is None and name.startswith("entry logs"):
+            lines.append(f"| {name} | {_num(o.get('prepared_mb'), '.1f')} / {_num(o.get('freed_mb'), '.1f')} | "
+                         f"{_num(j.get('prepared_mb'), '.1f')} / {_num(j.get('freed_mb'), '.1f')} | - |")
+        elif key is None:
+            lines.append(f"| {name} | {_num(o.get('quiet_p50_ms'), '.1f')} / {_num(o.get('p50_ms'), '.1f')} | "
+                         f"{_num(j.get('quiet_p50_ms'), '.1f')} / {_num(j.get('p50_ms'), '.1f')} | - |")
+        else:
+            lines.append(f"| {name} | {_num(o.get(key), fmt)} | {_num(j.get(key), fmt)} | "
+                         f"{_ratio(o.get(key), j.get(key)) if key != 'load' else '-'} |")
+    lines += ["", "Rewrite rate: ours/Java > 1 is ours faster. Times, latencies and CPU: ours/Java < 1 is ours "
+              "lower (better). The rate is the live data of the prepared logs over the whole forced cycle (ledger "
+              "scan, entry-log metadata, compaction, deletions), as seen from outside: BookKeeper exports no count "
+              "of the bytes it copies. Our bookie's compaction alone, throttle accuracy included, is measured by "
+              "`bench/gc_bench.py` (section \"Garbage collection\" below).", ""]
+    return lines
 
 
 def write_docs(section: str) -> None:
@@ -658,7 +991,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=_parse_sizes, default=(100, 1024, 16 * 1024))
     parser.add_argument("--protocols", default="v3,v2")
     parser.add_argument("--ensembles", default="1/1/1,3/2/2")
-    parser.add_argument("--workloads", default="adds,pyclient,reads")
+    parser.add_argument("--workloads", default="adds,pyclient,reads,compaction")
+    parser.add_argument("--gc-mib", type=int, default=Settings.gc_mib, help="compaction: prepared store, MiB")
+    parser.add_argument("--gc-garbage", type=float, default=Settings.gc_garbage,
+                        help="compaction: share of the store deleted (1 - 1/n)")
+    parser.add_argument("--gc-log-mib", type=int, default=Settings.gc_log_mib, help="compaction: logSizeLimit, MiB")
     parser.add_argument("--profile", action="store_true", help="py-spy flame graph of our add path (1 KiB)")
     parser.add_argument("--no-docs", action="store_true", help="do not touch docs/benchmarks.md")
     parser.add_argument("--impls", default="java,ours", help="java,ours (ours alone: the optimisation loop)")
@@ -666,15 +1003,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     global IMPLS
     IMPLS = tuple(args.impls.split(","))
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the clusters on the way out
+    signal.signal(signal.SIGTERM, _exit_once)  # stop the clusters on the way out
     prepare(args.profile)
     ensembles = tuple(_parse_ensemble(e) for e in args.ensembles.split(","))
     settings = Settings(rounds=args.rounds, seconds=args.seconds, throttle=args.throttle, sizes=args.sizes,
                         protocols=tuple(args.protocols.split(",")), ensembles=ensembles,
-                        workloads=tuple(args.workloads.split(",")), profile=args.profile)
+                        workloads=tuple(args.workloads.split(",")), profile=args.profile, gc_mib=args.gc_mib,
+                        gc_garbage=args.gc_garbage, gc_log_mib=args.gc_log_mib)
     if args.quick:
         settings.rounds, settings.seconds, settings.sizes = 1, 1, (1024,)
         settings.ensembles, settings.read_entries, settings.tail_rate = ((1, 1, 1),), 300, 200
+        # 8 ledgers of 1 MiB in 2 MiB logs: every log still mixes a kept ledger with deleted ones, or is all dead
+        settings.gc_mib, settings.gc_log_mib, settings.gc_rate, settings.gc_baseline_s = 8, 2, 100, 1.0
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         results = run(settings, Path(tmp), lambda line: print(line, flush=True))
     command = "python bench/run_all.py" + ("" if argv is None else " " + " ".join(argv))
@@ -686,6 +1026,14 @@ def main(argv: list[str] | None = None) -> int:
         write_docs(section)
     print(json.dumps(results["points"]))
     return 0
+
+
+def _exit_once(*_: object) -> None:
+    """SIGTERM: leave through the ``finally`` blocks that stop the clusters. Further SIGTERMs (``timeout`` and
+    ``pkill`` both signal, and ``timeout`` forwards its own) are ignored, or they would abort that cleanup half
+    way and leave bookies running."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(143)
 
 
 if __name__ == "__main__":
