@@ -973,13 +973,28 @@ def write_docs(section: str) -> None:
     DOCS.write_text(text)
 
 
-def _parse_ensemble(text: str) -> tuple[int, int, int]:
-    ensemble, write, ack = (int(x) for x in text.split("/"))
-    return ensemble, write, ack
+def _parse_ensembles(text: str) -> tuple[tuple[int, int, int], ...]:
+    """``E/W/A,...``; each must satisfy A <= W <= E <= the 3 bookies each cluster has."""
+    out = []
+    for item in text.split(","):
+        try:
+            ensemble, write, ack = (int(x) for x in item.split("/"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not ensemble/write quorum/ack quorum, e.g. 3/2/2") from None
+        if not 1 <= ack <= write <= ensemble <= 3:
+            raise argparse.ArgumentTypeError(f"{item!r}: need 1 <= ack <= write <= ensemble <= 3 (bookies per cluster)")
+        out.append((ensemble, write, ack))
+    return tuple(out)
 
 
 def _parse_sizes(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split(","))
+    try:
+        sizes = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of entry sizes in bytes") from None
+    if any(size <= 0 for size in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: entry sizes must be positive")
+    return sizes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -990,7 +1005,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--throttle", type=int, default=1000, help="BenchThroughputLatency -throttle")
     parser.add_argument("--sizes", type=_parse_sizes, default=(100, 1024, 16 * 1024))
     parser.add_argument("--protocols", default="v3,v2")
-    parser.add_argument("--ensembles", default="1/1/1,3/2/2")
+    parser.add_argument("--ensembles", type=_parse_ensembles, default=((1, 1, 1), (3, 2, 2)), help="E/W/A,...")
     parser.add_argument("--workloads", default="adds,pyclient,reads,compaction")
     parser.add_argument("--gc-mib", type=int, default=Settings.gc_mib, help="compaction: prepared store, MiB")
     parser.add_argument("--gc-garbage", type=float, default=Settings.gc_garbage,
@@ -1001,11 +1016,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--impls", default="java,ours", help="java,ours (ours alone: the optimisation loop)")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args(argv)
+    for option, given, known in (("--impls", args.impls, ("java", "ours")),
+                                 ("--workloads", args.workloads, ("adds", "pyclient", "reads", "compaction")),
+                                 ("--protocols", args.protocols, ("v3", "v2"))):
+        unknown = sorted(set(given.split(",")) - set(known))
+        if unknown:
+            parser.error(f"{option}: unknown {', '.join(unknown)} (choose from {', '.join(known)})")
+    if args.workdir is not None:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
     global IMPLS
     IMPLS = tuple(args.impls.split(","))
     signal.signal(signal.SIGTERM, _exit_once)  # stop the clusters on the way out
     prepare(args.profile)
-    ensembles = tuple(_parse_ensemble(e) for e in args.ensembles.split(","))
+    ensembles = args.ensembles
     settings = Settings(rounds=args.rounds, seconds=args.seconds, throttle=args.throttle, sizes=args.sizes,
                         protocols=tuple(args.protocols.split(",")), ensembles=ensembles,
                         workloads=tuple(args.workloads.split(",")), profile=args.profile, gc_mib=args.gc_mib,
