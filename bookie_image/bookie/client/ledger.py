@@ -79,6 +79,34 @@ def write_set(entry_id: int, ensemble_size: int, write_quorum: int) -> list[int]
     return [(entry_id + i) % ensemble_size for i in range(write_quorum)]
 
 
+# A long poll of a bookie whose LAC is unknown may be dropped by Apache BookKeeper's bookie (see
+# long_poll_targets), so it is kept short: enough for a bookie to answer with its LAC.
+UNINFORMED_POLL_MS = 100
+NOT_KNOWN = -2  # a bookie's LAC before it answered a long poll (-1 is a real LAC: nothing confirmed yet)
+
+
+def long_poll_targets(write_set_bookies: Sequence[str], ensemble: Sequence[str], known_lac: dict[str, int],
+                      previous_lac: int) -> list[str]:
+    """Which bookies a long-poll LAC read for entry ``previous_lac + 1`` asks, in order.
+
+    Apache BookKeeper's bookie drops a long-poll waiter the first time that ledger's LAC moves on that bookie,
+    even when it moves to a value not past the waiter's ``previousLAC`` (its LAC watchers are one-shot); the
+    poll then answers only at its timeout. That happens whenever a poll reaches a bookie whose own LAC is
+    behind ``previousLAC``, which striping makes common (the reader learned the LAC from another bookie). So
+    ask first a bookie known to have reached ``previous_lac`` already: one of the entry's write set if there is
+    one (it can piggyback the entry), else the ensemble's bookie with the highest known LAC (it answers as soon
+    as the LAC passes, without the entry; the entry is then read normally). Otherwise, the write set in order.
+    """
+    targets = list(write_set_bookies)
+    caught_up = [b for b in targets if known_lac.get(b, NOT_KNOWN) >= previous_lac]
+    if caught_up:
+        return caught_up + [b for b in targets if b not in caught_up]
+    others = [b for b in ensemble if b not in targets and known_lac.get(b, NOT_KNOWN) >= previous_lac]
+    if others:
+        return [max(others, key=lambda b: known_lac[b]), *targets]
+    return targets
+
+
 def _entry_from(ledger_id: int, entry_id: int, body: bytes | memoryview, dm: DigestManager) -> LedgerEntry:
     payload = verify_entry(dm, body, ledger_id=ledger_id, entry_id=entry_id)
     header = parse_entry_header(body)
@@ -117,6 +145,7 @@ class LedgerHandle:
         self._ensemble_changes = 0
         self._change_task: asyncio.Task[None] | None = None
         self._sticky: int | None = None
+        self._bookie_lac: dict[str, int] = {}  # LAC each bookie last reported to a long poll (see long_poll_targets)
         self._space = asyncio.Event()
         self._space.set()
         self._explicit_lac_sent = -1
@@ -631,21 +660,44 @@ class LedgerHandle:
     async def read_lac_and_entry(self, entry_id: int, timeout_ms: int = 1000, *,
                                  parallel: bool = False) -> tuple[int, LedgerEntry | None]:
         """Long-poll tailing read (``readLastAddConfirmedAndEntry``): wait up to ``timeout_ms`` for the LAC
-        to reach ``entry_id``; returns (LAC, the entry if it is now confirmed)."""
+        to reach ``entry_id``; returns (LAC, the entry if it is now confirmed).
+
+        While no bookie of the ensemble is known to have reached ``entry_id - 1`` (a new reader, or one that
+        learned the LAC from an explicit LAC), it polls in short slices (``UNINFORMED_POLL_MS``), each answer
+        saying how far that bookie is; then the rest of the time goes to one poll of a bookie that has (see
+        ``long_poll_targets``)."""
         if entry_id <= self.last_add_confirmed:
             return self.last_add_confirmed, await self.read_entry(entry_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while not self._knows_bookie_at(entry_id - 1):
+            started, remaining = loop.time(), deadline - loop.time()
+            if remaining <= 0:
+                return self.last_add_confirmed, None
+            slice_s = min(remaining, UNINFORMED_POLL_MS / 1000)
+            lac, entry = await self._long_poll(entry_id, int(slice_s * 1000), parallel)
+            if entry is not None or lac >= entry_id:
+                return lac, entry
+            await asyncio.sleep(max(0.0, started + slice_s - loop.time()))  # an error answered at once: no spin
+        return await self._long_poll(entry_id, max(0, int((deadline - loop.time()) * 1000)), parallel)
+
+    def _knows_bookie_at(self, lac: int) -> bool:
+        return any(self._bookie_lac.get(b, NOT_KNOWN) >= lac for b in self.ensemble)
+
+    async def _long_poll(self, entry_id: int, timeout_ms: int, parallel: bool) -> tuple[int, LedgerEntry | None]:
         md = self.metadata
         ensemble = self.ensemble
-        order = write_set(entry_id, md.ensemble_size, md.write_quorum_size)
+        stores = [ensemble[i] for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size)]
+        targets = long_poll_targets(stores, ensemble, self._bookie_lac, entry_id - 1)
         timeout = self.config.read_timeout_s + timeout_ms / 1000
 
-        def ask(index: int) -> asyncio.Future[m.Response]:
-            return self.client.read_entry(ensemble[index], self.ledger_id, -1, previous_lac=entry_id - 1,
+        def ask(bookie: str) -> asyncio.Future[m.Response]:
+            return self.client.read_entry(bookie, self.ledger_id, -1, previous_lac=entry_id - 1,
                                           long_poll_timeout_ms=timeout_ms, piggyback=True, timeout=timeout)
 
-        futures = [ask(i) for i in order] if parallel else []
-        for position, index in enumerate(order):
-            fut = futures[position] if parallel else ask(index)
+        futures = [ask(b) for b in targets] if parallel else []
+        for position, bookie in enumerate(targets):
+            fut = futures[position] if parallel else ask(bookie)
             try:
                 response = await fut
             except e.BookieError:
@@ -654,6 +706,7 @@ class LedgerHandle:
                 continue
             if response.max_lac is not None:
                 self.last_add_confirmed = max(self.last_add_confirmed, response.max_lac)
+                self._bookie_lac[bookie] = max(self._bookie_lac.get(bookie, NOT_KNOWN), response.max_lac)
             if response.body is not None:
                 try:
                     entry = _entry_from(self.ledger_id, entry_id, response.body, self.digest)
@@ -663,7 +716,7 @@ class LedgerHandle:
                 return self.last_add_confirmed, entry
             if self.last_add_confirmed < entry_id:
                 return self.last_add_confirmed, None  # long poll timed out: nothing new yet
-            break
+            break  # the LAC passed entry_id without the entry (a bookie outside its write set): read it below
         if entry_id <= self.last_add_confirmed:
             return self.last_add_confirmed, await self.read_entry(entry_id)
         return self.last_add_confirmed, None
