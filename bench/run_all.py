@@ -673,6 +673,16 @@ def _brtl_point(cluster: Cluster, ledger_id: int) -> Measurement:
     return rate, float("nan"), float("nan"), entries
 
 
+def report_exited_bookies(cluster: Cluster) -> None:
+    """After a failed point: which bookies of the cluster are no longer running, with the end of their logs."""
+    from bookie_fleet.processes import log_tail
+
+    for b in cluster.bookies:
+        if not b.running:
+            print(f"bookie {b.bookie_id} ({cluster.impl}) exited with {b.proc.returncode if b.proc else None}; "
+                  f"its log ends:\n{log_tail(b.log_path, 40)}", flush=True)
+
+
 def measured(cluster: Cluster, fn: Callable[[], tuple[float, float, float, int]]) -> tuple[float, float, float,
                                                                                             int, float, float]:
     load = load_average()
@@ -681,6 +691,7 @@ def measured(cluster: Cluster, fn: Callable[[], tuple[float, float, float, int]]
         ops, p50, p99, count = fn()
     except Exception as exc:  # one failed point (a tool that hangs, say) must not lose the whole run
         print(f"point failed on {cluster.impl}: {str(exc)[-1500:]}", flush=True)
+        report_exited_bookies(cluster)
         nan = float("nan")
         return nan, nan, nan, 0, nan, load
     cpu = cpu_seconds(cluster.pids) - cpu_before
@@ -737,7 +748,12 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
             if "reads" in settings.workloads:
                 for impl in order_for(step):
                     c = clusters[impl]
-                    ledger = asyncio.run(py_write_ledger(c, brtl_entries(settings.read_entries), 1024))
+                    try:
+                        ledger = asyncio.run(py_write_ledger(c, brtl_entries(settings.read_entries), 1024))
+                    except Exception as exc:  # the read points fail below (no such ledger), the run goes on
+                        print(f"read ledger not written on {impl}: {str(exc)[-1500:]}", flush=True)
+                        report_exited_bookies(c)
+                        ledger = -1
                     ops, p50, p99, n, cpu, load = measured(c, partial(_brtl_point, c, ledger))
                     record(Point("catchup-java", impl, r, {"size": 1024, "ens": "3/2/2"}, ops, p50, p99, cpu,
                                  load, n))
