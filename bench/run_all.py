@@ -161,6 +161,9 @@ async def _init_cluster(zk_connect: str, root: str) -> None:
         await store.init_cluster()
 
 
+JOURNAL_RETENTION = {"journalMaxBackups": 1}
+
+
 def start_clusters(workdir: Path, zk_connect: str, count: int, impls: tuple[str, ...],
                    started: dict[str, Cluster]) -> dict[str, Cluster]:
     """Both clusters; ``started`` is filled as they come up, so that a failure still stops what runs."""
@@ -172,12 +175,14 @@ def start_clusters(workdir: Path, zk_connect: str, count: int, impls: tuple[str,
     ours = Cluster("ours", "/ours/ledgers", zk_connect)
     for c in (java, ours):
         asyncio.run(_init_cluster(zk_connect, c.root))
-    # Same durability and group commit on both: fsync on, 1 ms group wait; Java's own storage defaults.
+    # Same durability and group commit on both: fsync on, 1 ms group wait; Java's own storage defaults. One old
+    # journal file kept instead of 5 on both: six bookies x six 2 GB journals would not fit this machine's disk.
     java.bookies = plan_java_bookies(count, workdir / "java", zk_connect, java.root, first_host=221,
                                      journalSyncData=True, log_level="warn", http=True,
-                                     ledgerStorageClass=DB_LEDGER_STORAGE)
+                                     ledgerStorageClass=DB_LEDGER_STORAGE, **JOURNAL_RETENTION)
     ours.bookies = plan_bookies(count, workdir / "ours", zk_connect, ours.root, first_host=211,
-                                journalSyncData=True, journalMaxGroupWaitMSec=1, autoRecoveryDaemonEnabled=False)
+                                journalSyncData=True, journalMaxGroupWaitMSec=1, autoRecoveryDaemonEnabled=False,
+                                **JOURNAL_RETENTION)
     started.update({c.impl: c for c in (java, ours) if c.impl in impls})
     if "java" in impls:
         start_java(java.bookies)
