@@ -36,6 +36,7 @@ from bookie_operator.builders import Owner
 from bookie_operator.decisions import GcInfo, ObservedBookie, iso, parse_time
 from bookie_operator.kube import Kube, KubeError
 from bookie_operator.models import BookieClusterSpec, BookieClusterStatus, BookieStatus, InvalidSpec
+from bookie_operator.status_patch import merge_patch
 
 log = logging.getLogger("bookie_operator.reconcile")
 DRIFT_CHECK_S = 300.0
@@ -118,9 +119,7 @@ class Tick:
         new = self.status.model_dump(by_alias=True, exclude_none=True)
         old = self.previous.model_dump(by_alias=True, exclude_none=True)
         if new != old:
-            # A merge patch: fields that disappeared must be nulled explicitly.
-            patch: Obj = {**{k: None for k in old if k not in new}, **new}
-            await self.op.kube.patch_status(self.namespace, self.name, patch)
+            await self.op.kube.patch_status(self.namespace, self.name, merge_patch(old, new))
         self.outcome.status = self.status
 
 
