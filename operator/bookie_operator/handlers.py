@@ -13,8 +13,10 @@ import aiohttp
 import kopf
 
 from bookie_operator import models
+from bookie_operator.bookie_client import BookieAdmin
 from bookie_operator.kube import Kube
 from bookie_operator.reconcile import Operator, reconcile
+from bookie_operator.zk import MetadataService
 
 INTERVAL = float(os.environ.get("BOOKIE_OPERATOR_INTERVAL", "30"))
 RETRY_DELAY = max(1.0, min(INTERVAL, 15.0))
@@ -33,9 +35,16 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.watching.client_timeout = 310
     # Our own Events say what happened; Kopf's per-handler log Events would repeat every tick.
     settings.posting.level = logging.ERROR
-    memo.operator = Operator(kube=await Kube.connect(os.environ.get("BOOKIE_OPERATOR_KUBECONFIG")),
-                             http=aiohttp.ClientSession())
+    memo.operator = await connect()
     log.info("bookie operator started (interval %.1fs)", INTERVAL)
+
+
+async def connect() -> Operator:
+    """The operator's real clients: the Kubernetes API, the bookies' admin APIs, their ZooKeeper metadata."""
+    kube = await Kube.connect(os.environ.get("BOOKIE_OPERATOR_KUBECONFIG"))
+    http = aiohttp.ClientSession()
+    return Operator(kube=kube, admin_for=lambda host, port: BookieAdmin(http, host, port),
+                    metadata=MetadataService(), closers=[http.close, kube.close])
 
 
 @kopf.on.cleanup()

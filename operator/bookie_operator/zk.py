@@ -1,8 +1,8 @@
 """What the operator reads and changes in the bookies' ZooKeeper metadata (through bookie.metadata).
 
-Used only for what the REST API cannot tell: which ledgers still reference a bookie being decommissioned,
-how many ledgers are under-replicated, and the bookie's cookie. One ``MetadataStore`` per metadata service,
-kept open between ticks.
+Used only for what the REST API cannot tell: whether the metadata layout exists, which bookies are
+registered, which ledgers still reference a bookie being decommissioned, how many ledgers are
+under-replicated, and a bookie's cookie. One ``MetadataStore`` per metadata service, kept open between ticks.
 """
 
 from __future__ import annotations
@@ -12,23 +12,65 @@ import asyncio
 from bookie.metadata.store import MetadataError, MetadataStore, NoNode
 
 
+class ClusterMetadata:
+    """One cluster's metadata (``zk_servers`` + ``ledgers_root``); every method raises MetadataError when
+    ZooKeeper cannot tell, never a guess."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.store = store
+
+    async def init_cluster(self) -> str:
+        return await self.store.init_cluster()
+
+    async def registered_bookies(self) -> set[str]:
+        return set(await self.store.list_bookies()) | set(await self.store.list_bookies(readonly=True))
+
+    async def ledgers_referencing(self, bookie_id: str, parallel: int = 32) -> int:
+        """How many ledgers have ``bookie_id`` in any ensemble."""
+        ids = await self.store.all_ledger_ids()
+        gate = asyncio.Semaphore(parallel)
+
+        async def references(ledger_id: int) -> bool:
+            async with gate:
+                try:
+                    md = (await self.store.read_ledger_metadata(ledger_id)).value
+                except NoNode:
+                    return False  # deleted meanwhile
+            return any(bookie_id in ensemble for ensemble in md.ensembles.values())
+
+        return sum(await asyncio.gather(*(references(i) for i in ids)))
+
+    async def under_replicated(self) -> int:
+        return len(await self.store.list_underreplicated())
+
+    async def cookie_exists(self, bookie_id: str) -> bool:
+        return await self.store.read_cookie(bookie_id) is not None
+
+    async def delete_cookie(self, bookie_id: str) -> None:
+        try:
+            await self.store.delete_cookie(bookie_id)
+        except NoNode:
+            pass
+
+
 class MetadataService:
+    """The metadata of every cluster the operator manages, one ZooKeeper session per metadata service."""
+
     def __init__(self) -> None:
         self._stores: dict[tuple[str, str], MetadataStore] = {}
         self._lock = asyncio.Lock()
 
-    async def store(self, zk_servers: str, ledgers_root: str) -> MetadataStore:
+    async def cluster(self, zk_servers: str, ledgers_root: str) -> ClusterMetadata:
         key = (zk_servers, ledgers_root)
         async with self._lock:
             store = self._stores.get(key)
-            if store is not None and store.connected:
-                return store
-            if store is not None:
-                await store.close()
-            store = MetadataStore(zk_servers, ledgers_root, session_timeout_ms=10000, connect_timeout_s=10)
-            await store.connect()
-            self._stores[key] = store
-            return store
+            if store is None or not store.connected:
+                if store is not None:
+                    await store.close()
+                store = MetadataStore(zk_servers, ledgers_root, session_timeout_ms=10000, connect_timeout_s=10)
+                await store.connect()
+                self._stores[key] = store
+            return ClusterMetadata(store)
 
     async def close(self) -> None:
         async with self._lock:
@@ -37,37 +79,4 @@ class MetadataService:
             self._stores.clear()
 
 
-async def ledgers_referencing(store: MetadataStore, bookie_id: str, parallel: int = 32) -> int:
-    """How many ledgers have ``bookie_id`` in any ensemble (raises MetadataError when unsure)."""
-    ids = await store.all_ledger_ids()
-    gate = asyncio.Semaphore(parallel)
-
-    async def references(ledger_id: int) -> bool:
-        async with gate:
-            try:
-                md = (await store.read_ledger_metadata(ledger_id)).value
-            except NoNode:
-                return False  # deleted meanwhile
-        return any(bookie_id in ensemble for ensemble in md.ensembles.values())
-
-    found = await asyncio.gather(*(references(i) for i in ids))
-    return sum(found)
-
-
-async def under_replicated(store: MetadataStore) -> int:
-    return len(await store.list_underreplicated())
-
-
-async def cookie_exists(store: MetadataStore, bookie_id: str) -> bool:
-    return await store.read_cookie(bookie_id) is not None
-
-
-async def delete_cookie(store: MetadataStore, bookie_id: str) -> None:
-    try:
-        await store.delete_cookie(bookie_id)
-    except NoNode:
-        pass
-
-
-__all__ = ["MetadataError", "MetadataService", "cookie_exists", "delete_cookie", "ledgers_referencing",
-           "under_replicated"]
+__all__ = ["ClusterMetadata", "MetadataError", "MetadataService"]

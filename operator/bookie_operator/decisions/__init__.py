@@ -1,0 +1,54 @@
+"""Pure decisions: observed state (+ what the operator remembered in status) -> what to do next.
+
+Nothing here does I/O or reads the clock; ``now`` is passed in. The reconcile gathers observations, asks
+these functions, performs the actions they return (enums the executors handle exhaustively) and writes the
+returned status. Every function is total: an unknown or unreachable bookie is a fact to decide on, not an
+exception. One module per concern:
+
+- ``observed``: what a reconcile saw of each bookie, time helpers;
+- ``read_only``: read-only control from disk usage, forced GC, scale-up under pressure;
+- ``compaction``: the compaction schedule;
+- ``decommission``: the scale-down state machine;
+- ``rolling``: rolling restarts;
+- ``conditions``: Ready, Degraded, Progressing, Decommissioning.
+"""
+
+from bookie_operator.decisions.compaction import CompactionAction, CompactionStep, compaction_tick, in_window
+from bookie_operator.decisions.conditions import (
+    ClusterConditions,
+    ClusterFacts,
+    ConditionValue,
+    cluster_conditions,
+    condition,
+    set_condition,
+)
+from bookie_operator.decisions.decommission import (
+    CANCELLABLE,
+    UNREACHABLE_GRACE_S,
+    DecommissionAction,
+    DecommissionFacts,
+    DecommissionStep,
+    decommission_step,
+    ordinal_to_decommission,
+    start_decommission,
+    statefulset_replicas,
+)
+from bookie_operator.decisions.observed import GcInfo, ObservedBookie, iso, parse_time, sort_by_ordinal
+from bookie_operator.decisions.read_only import (
+    FORCED_GC_COOLDOWN,
+    ReadOnlyDecision,
+    ReadOnlyPlan,
+    plan_read_only,
+    scale_up_for_pressure,
+    should_force_gc,
+)
+from bookie_operator.decisions.rolling import pod_to_restart
+
+__all__ = [
+    "CANCELLABLE", "FORCED_GC_COOLDOWN", "UNREACHABLE_GRACE_S", "ClusterConditions", "ClusterFacts",
+    "CompactionAction", "CompactionStep", "ConditionValue", "DecommissionAction", "DecommissionFacts",
+    "DecommissionStep", "GcInfo", "ObservedBookie", "ReadOnlyDecision", "ReadOnlyPlan", "cluster_conditions",
+    "compaction_tick", "condition", "decommission_step", "in_window", "iso", "ordinal_to_decommission",
+    "parse_time", "plan_read_only", "pod_to_restart", "scale_up_for_pressure", "set_condition",
+    "should_force_gc", "sort_by_ordinal", "start_decommission", "statefulset_replicas",
+]

@@ -1,0 +1,105 @@
+"""Conditions: Ready, Degraded, Progressing and Decommissioning from what a reconcile observed and did."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from bookie_operator.decisions.observed import iso
+from bookie_operator.models import Condition, DecommissionStatus
+
+
+def set_condition(conditions: list[Condition], type_: str, status: bool | None, reason: str, message: str,
+                  now: dt.datetime, generation: int | None) -> list[Condition]:
+    """Upsert a condition; lastTransitionTime changes only when the status does."""
+    value = {True: "True", False: "False", None: "Unknown"}[status]
+    out = []
+    found = False
+    for c in conditions:
+        if c.type == type_:
+            found = True
+            when = c.last_transition_time if c.status == value else iso(now)
+            out.append(Condition(type=type_, status=value, reason=reason, message=message,  # type: ignore[arg-type]
+                                 last_transition_time=when, observed_generation=generation))
+        else:
+            out.append(c)
+    if not found:
+        out.append(Condition(type=type_, status=value, reason=reason, message=message,  # type: ignore[arg-type]
+                             last_transition_time=iso(now), observed_generation=generation))
+    return out
+
+
+def condition(conditions: list[Condition], type_: str) -> Condition | None:
+    return next((c for c in conditions if c.type == type_), None)
+
+
+@dataclass(frozen=True)
+class ConditionValue:
+    type: str
+    status: bool | None
+    reason: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What one reconcile saw and did, as far as the cluster's conditions are concerned."""
+
+    desired_replicas: int
+    ensemble_size: int
+    existing: int                       # bookie pods that exist
+    ready: int                          # ... and are Ready
+    writable: int                       # ... Ready and writable
+    scaling: bool                       # the StatefulSet's replicas differ from what the spec asks
+    outdated: list[str]                 # pods not at the StatefulSet's update revision
+    compaction_run: str | None          # the fire time of the compaction run in progress
+    decommission: DecommissionStatus | None
+    unregistered: list[str]             # pods whose bookie is not registered in ZooKeeper
+    under_replicated: int | None
+    problems: list[str] = field(default_factory=list)   # what the steps could not do this tick
+
+
+@dataclass(frozen=True)
+class ClusterConditions:
+    conditions: list[ConditionValue]
+    waiting: list[str]                  # what the cluster waits for before it is Ready
+
+
+def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
+    """Progressing, Decommissioning, Degraded and Ready, and what Ready still waits for."""
+    progressing = []
+    if f.scaling:
+        progressing.append(f"scaling to {f.desired_replicas}")
+    if f.outdated:
+        progressing.append(f"rolling {', '.join(f.outdated)}")
+    if f.compaction_run is not None:
+        progressing.append(f"compacting (run for {f.compaction_run})")
+    if f.ready < f.desired_replicas:
+        progressing.append(f"{f.ready}/{f.desired_replicas} bookies ready")
+    out = [ConditionValue("Progressing", bool(progressing), "Reconciling" if progressing else "Settled",
+                          "; ".join(progressing))]
+    if f.decommission is not None:
+        d = f.decommission
+        message = f"{d.pod} ({d.bookie_id}): {d.message}".rstrip(": ")
+        out.append(ConditionValue("Decommissioning", True, d.phase, message))
+    else:
+        out.append(ConditionValue("Decommissioning", False, "Idle"))
+    problems = list(f.problems)
+    if f.writable < f.ensemble_size and f.ready >= f.ensemble_size:
+        problems.append(f"only {f.writable} writable bookies, ensembleSize is {f.ensemble_size}")
+    if f.under_replicated:
+        problems.append(f"{f.under_replicated} under-replicated ledgers")
+    out.append(ConditionValue("Degraded", bool(problems), "Problems" if problems else "Healthy", "; ".join(problems)))
+    waiting = []
+    all_ready = f.ready >= f.desired_replicas and f.existing == f.desired_replicas and f.decommission is None
+    if f.unregistered:
+        all_ready = False
+        waiting.append(f"{', '.join(f.unregistered)} not registered in ZooKeeper yet")
+    if all_ready and f.writable >= f.ensemble_size:
+        out.append(ConditionValue("Ready", True, "BookiesReady", f"{f.ready} bookies ready, {f.writable} writable"))
+    else:
+        why = "Decommissioning" if f.decommission else ("NotEnoughWritable" if all_ready else "BookiesNotReady")
+        out.append(ConditionValue("Ready", False, why, f"{f.ready}/{f.desired_replicas} ready, {f.writable} writable"))
+        if not all_ready:
+            waiting.append(f"{f.ready}/{f.desired_replicas} bookies ready")
+    return ClusterConditions(out, waiting)

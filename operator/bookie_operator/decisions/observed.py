@@ -1,0 +1,55 @@
+"""What a reconcile observed of each bookie, and the time helpers every decision uses."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+
+def iso(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(dt.UTC)
+
+
+@dataclass(frozen=True)
+class GcInfo:
+    """``GET /api/v1/bookie/gc`` + ``gc_details`` summed over the ledger directories."""
+
+    in_force_gc: bool
+    compacting: bool
+    major_count: int
+    minor_count: int
+    last_major_ms: int
+    last_minor_ms: int
+
+
+@dataclass(frozen=True)
+class ObservedBookie:
+    ordinal: int
+    pod: str
+    bookie_id: str
+    exists: bool = True                 # the pod exists
+    ready: bool = False                 # pod Ready condition
+    reachable: bool = False             # the admin REST API answered
+    read_only: bool | None = None
+    free_bytes: int | None = None
+    total_bytes: int | None = None
+    gc: GcInfo | None = None
+    revision: str | None = None         # controller-revision-hash of the pod
+    terminating: bool = False
+
+    @property
+    def used_fraction(self) -> float | None:
+        if self.free_bytes is None or not self.total_bytes:
+            return None
+        return 1 - self.free_bytes / self.total_bytes
+
+
+def sort_by_ordinal(bookies: list[ObservedBookie]) -> list[ObservedBookie]:
+    """Integer order (``-2`` before ``-10``), never the pod name's string order (datastax/kaap#251)."""
+    return sorted(bookies, key=lambda b: b.ordinal)

@@ -1,0 +1,62 @@
+"""The one idempotent reconcile of a BookieCluster, as a chain of named steps over one ``Tick``.
+
+Called by Kopf from create/update/resume and from a timer, so the actual state is re-read every tick
+(level-based). Each step is a module of this package with one concern; decisions are pure functions in
+``bookie_operator.decisions``. What the tick waits for is returned (``Outcome.waiting``); the Kopf handler
+turns it into ``kopf.TemporaryError``.
+"""
+
+from __future__ import annotations
+
+from bookie_operator import metrics, models
+from bookie_operator.reconcile.apply import apply_desired
+from bookie_operator.reconcile.compaction import apply_compaction_window, run_compaction_schedule
+from bookie_operator.reconcile.context import Operator, Outcome, Tick
+from bookie_operator.reconcile.decommission import decommission
+from bookie_operator.reconcile.observe import ensure_metadata, observe, observe_registrations, parse_spec
+from bookie_operator.reconcile.ports import Obj
+from bookie_operator.reconcile.read_only import control_read_only, force_gc
+from bookie_operator.reconcile.rolling import roll_outdated_pods, scale_up_for_disk_pressure
+from bookie_operator.reconcile.status import record_status
+
+
+async def steps(t: Tick) -> None:
+    if not parse_spec(t):                # an invalid spec: a condition and an Event, nothing applied
+        return
+    if not await ensure_metadata(t):     # BookKeeper's metadata layout, created once
+        return
+    await observe(t)                     # StatefulSet, pods, each bookie's state, disk and GC
+    await decommission(t)                # scale-down: the resumable state machine in status.decommission
+    await apply_desired(t)               # ConfigMap, Services, PDB, StatefulSet
+    await control_read_only(t)           # read-only from disk usage, with the ensemble floor
+    await force_gc(t)                    # forced GC above the force-compaction ratio
+    await run_compaction_schedule(t)     # scheduled compaction, one bookie at a time
+    await apply_compaction_window(t)     # the bookies' own compaction only inside the window
+    await roll_outdated_pods(t)          # one outdated pod at a time
+    await scale_up_for_disk_pressure(t)  # one more bookie when pressure holds bookies writable
+    await observe_registrations(t)       # which bookies ZooKeeper knows
+    record_status(t)                     # per-bookie status and conditions
+
+
+async def reconcile(op: Operator, body: Obj) -> Outcome:
+    uid = body["metadata"].get("uid", body["metadata"]["name"])
+    with metrics.RECONCILE_SECONDS.time():
+        async with op.lock(uid):
+            # Level-based: the object as it is now, not the (possibly older) copy an event or timer carried,
+            # so a status written by the previous tick is never acted on twice.
+            fresh = await op.kube.get(models.KIND, body["metadata"]["namespace"], body["metadata"]["name"])
+            if fresh is None or fresh["metadata"].get("uid") != body["metadata"].get("uid"):
+                return Outcome()
+            tick = Tick(op, fresh)
+            try:
+                await steps(tick)
+                metrics.RECONCILES.labels("waiting" if tick.outcome.waiting else "done").inc()
+            except Exception:
+                metrics.RECONCILES.labels("error").inc()
+                raise
+            finally:
+                await tick.flush()
+            return tick.outcome
+
+
+__all__ = ["Operator", "Outcome", "Tick", "reconcile", "steps"]

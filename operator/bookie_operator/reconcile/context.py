@@ -1,0 +1,135 @@
+"""The reconcile's two contexts: ``Operator`` (clients shared by every reconcile) and ``Tick`` (one reconcile of
+one BookieCluster: what it observed, the status it builds, the Events it will post, what it waits for)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from bookie_operator import decisions, models
+from bookie_operator.builders import Owner
+from bookie_operator.decisions import ObservedBookie, ReadOnlyPlan, parse_time
+from bookie_operator.models import BookieClusterSpec, BookieClusterStatus
+from bookie_operator.reconcile.ports import AdminFactory, BookieAdminApi, ClusterMetadataApi, KubeApi, MetadataApi, Obj
+from bookie_operator.status_patch import merge_patch
+
+log = logging.getLogger("bookie_operator.reconcile")
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass
+class Operator:
+    """Long-lived clients shared by every reconcile."""
+
+    kube: KubeApi
+    admin_for: AdminFactory
+    metadata: MetadataApi
+    now: Callable[[], dt.datetime] = _utcnow
+    monotonic: Callable[[], float] = time.monotonic
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    # (cluster uid, kind, name) -> (digest of the desired object, when the live object last matched it)
+    checked: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)
+    bookie_port: int = models.HTTP_PORT
+
+    def lock(self, uid: str) -> asyncio.Lock:
+        return self.locks.setdefault(uid, asyncio.Lock())
+
+    async def close(self) -> None:
+        await self.metadata.close()
+        for close in self.closers:
+            await close()
+
+
+@dataclass
+class Outcome:
+    waiting: list[str] = field(default_factory=list)
+    status: BookieClusterStatus | None = None
+
+    @property
+    def message(self) -> str:
+        return "; ".join(self.waiting)
+
+
+class Tick:
+    """One reconcile of one BookieCluster. Steps read what earlier steps observed from it and add to it."""
+
+    spec: BookieClusterSpec            # set by the first step (an invalid spec ends the tick)
+
+    def __init__(self, op: Operator, body: Obj) -> None:
+        self.op = op
+        self.body = body
+        meta = body["metadata"]
+        self.name: str = meta["name"]
+        self.namespace: str = meta["namespace"]
+        self.uid: str = meta.get("uid", "")
+        self.owner = Owner(self.name, self.namespace, self.uid)
+        self.generation: int | None = meta.get("generation")
+        self.now = op.now()
+        self.created = parse_time(meta.get("creationTimestamp")) or self.now
+        self.previous = models.parse_status(body.get("status"))
+        self.status = self.previous.model_copy(deep=True)
+        self.outcome = Outcome()
+        self.events: list[tuple[str, str, str]] = []
+        self.problems: list[str] = []          # what a step could not do: the Degraded condition says it
+        # Observations, filled in by the steps in order.
+        self.statefulset: Obj | None = None
+        self.current_replicas: int | None = None
+        self.bookies: list[ObservedBookie] = []
+        self.admins: dict[int, BookieAdminApi] = {}
+        self.replicas = 0                      # what the StatefulSet is given this tick
+        self.plan = ReadOnlyPlan({})
+        self.forced: dict[int, str] = {}       # ordinal -> when a forced GC was triggered this tick
+        self.under_replicated: int | None = None
+        self.registered: set[str] | None = None
+
+    # ----------------------------------------------------------------------------------- recording
+    def event(self, type_: str, reason: str, message: str) -> None:
+        self.events.append((type_, reason, message))
+        log.info("event cluster=%s/%s type=%s reason=%s message=%s", self.namespace, self.name, type_, reason,
+                 message)
+
+    def condition(self, type_: str, status: bool | None, reason: str, message: str = "") -> None:
+        self.status.conditions = decisions.set_condition(self.status.conditions, type_, status, reason, message,
+                                                         self.now, self.generation)
+
+    def was(self, type_: str) -> str | None:
+        c = decisions.condition(self.previous.conditions, type_)
+        return c.status if c else None
+
+    def previous_message(self, type_: str) -> str | None:
+        c = decisions.condition(self.previous.conditions, type_)
+        return c.message if c else None
+
+    def wait(self, what: str) -> None:
+        self.outcome.waiting.append(what)
+
+    @property
+    def decommissioning(self) -> int | None:
+        return self.status.decommission.ordinal if self.status.decommission else None
+
+    async def cluster_metadata(self) -> ClusterMetadataApi:
+        ms = self.spec.metadata_service
+        return await self.op.metadata.cluster(ms.zk_servers, ms.ledgers_root)
+
+    async def flush(self) -> None:
+        """Write the status if it changed (a merge patch that removes what is gone), then post the Events.
+
+        Status first: a transition is announced only once it is recorded, so an operator that dies in between
+        never announces it twice (the next tick, reading the recorded state, has nothing to announce).
+        """
+        new = self.status.model_dump(by_alias=True, exclude_none=True)
+        old = self.previous.model_dump(by_alias=True, exclude_none=True)
+        if new != old:
+            await self.op.kube.patch_status(self.namespace, self.name, merge_patch(old, new))
+        self.outcome.status = self.status
+        for type_, reason, message in self.events:
+            await self.op.kube.event(self.body, type_, reason, message)
+        self.events.clear()

@@ -1,0 +1,115 @@
+"""The first steps of a tick: parse the spec, make sure the metadata exists, observe pods and bookies."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from bookie_operator import builders, metrics, models
+from bookie_operator.bookie_client import BookieApiError
+from bookie_operator.decisions import ObservedBookie
+from bookie_operator.models import InvalidSpec
+from bookie_operator.reconcile.context import Tick
+from bookie_operator.reconcile.ports import Obj
+from bookie_operator.zk import MetadataError
+
+log = logging.getLogger("bookie_operator.reconcile")
+
+
+def parse_spec(t: Tick) -> bool:
+    """The spec, validated; an invalid one becomes a condition and one Event, and nothing is applied."""
+    try:
+        t.spec = models.parse_spec(t.body.get("spec") or {})
+        return True
+    except InvalidSpec as exc:
+        message = str(exc)
+        if t.was("Degraded") != "True" or t.previous_message("Degraded") != message:
+            t.event("Warning", "InvalidSpec", message)
+        t.condition("Ready", False, "InvalidSpec", message)
+        t.condition("Degraded", True, "InvalidSpec", message)
+        t.status.observed_generation = t.generation
+        return False
+
+
+async def ensure_metadata(t: Tick) -> bool:
+    """The BookKeeper metadata layout exists (created once, idempotently, for Python and Java bookies)."""
+    if t.status.instance_id:
+        return True
+    ms = t.spec.metadata_service
+    try:
+        t.status.instance_id = await (await t.cluster_metadata()).init_cluster()
+    except MetadataError as exc:
+        message = f"metadata service {ms.zk_servers}{ms.ledgers_root}: {exc}"
+        if t.was("Degraded") != "True":
+            t.event("Warning", "MetadataServiceUnavailable", message)
+        t.condition("Degraded", True, "MetadataServiceUnavailable", message)
+        t.condition("Ready", False, "MetadataServiceUnavailable", message)
+        t.wait(message)
+        return False
+    t.event("Normal", "MetadataInitialized", f"BookKeeper metadata at {ms.ledgers_root} "
+            f"(instance {t.status.instance_id})")
+    return True
+
+
+async def observe(t: Tick) -> None:
+    """The StatefulSet, the bookie pods, and each running bookie's state, disk and GC through its admin API."""
+    kube = t.op.kube
+    t.statefulset = await kube.get("StatefulSet", t.namespace, builders.statefulset_name(t.name))
+    t.current_replicas = int(t.statefulset["spec"]["replicas"]) if t.statefulset else None
+    pods = await kube.list("Pod", t.namespace, builders.label_selector(t.name))
+    by_ordinal: dict[int, Obj] = {}
+    for pod in pods:
+        ordinal = builders.ordinal_of(pod["metadata"]["name"])
+        if ordinal is not None and pod["metadata"]["name"] == builders.pod_name(t.name, ordinal):
+            by_ordinal[ordinal] = pod
+    expected = t.current_replicas if t.current_replicas is not None else t.spec.replicas
+    ordinals = sorted(set(by_ordinal) | set(range(expected)))
+    t.bookies = list(await asyncio.gather(*(_observe_bookie(t, o, by_ordinal.get(o)) for o in ordinals)))
+
+
+async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBookie:
+    base: dict[str, Any] = dict(ordinal=ordinal, pod=builders.pod_name(t.name, ordinal),
+                                bookie_id=builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain))
+    if pod is None:
+        return ObservedBookie(**base, exists=False)
+    st = pod.get("status", {})
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions", []))
+    info: dict[str, Any] = dict(
+        exists=True, ready=ready, terminating=bool(pod["metadata"].get("deletionTimestamp")),
+        revision=pod["metadata"].get("labels", {}).get("controller-revision-hash"))
+    ip = st.get("podIP")
+    if ip and st.get("phase") == "Running" and not info["terminating"]:
+        admin = t.op.admin_for(ip, t.op.bookie_port)
+        t.admins[ordinal] = admin
+        try:
+            state = await admin.state()
+            free, total = await admin.info()
+            info.update(reachable=True, read_only=bool(state.get("readOnly")), free_bytes=free, total_bytes=total)
+            metrics.BOOKIE_REQUESTS.labels("ok").inc()
+        except BookieApiError as exc:
+            metrics.BOOKIE_REQUESTS.labels("error").inc()
+            log.debug("bookie %s unreachable: %s", base["pod"], exc)
+        if info.get("reachable"):
+            try:
+                info["gc"] = await admin.gc_info()
+            except (BookieApiError, ValueError, TypeError, AttributeError):
+                info["gc"] = None
+    return ObservedBookie(**base, **info)
+
+
+async def observe_registrations(t: Tick) -> None:
+    """Bookie ids registered in ZooKeeper (writable or read-only); None when ZooKeeper cannot tell."""
+    try:
+        t.registered = await (await t.cluster_metadata()).registered_bookies()
+    except MetadataError as exc:
+        log.warning("cluster=%s/%s: cannot list registered bookies: %s", t.namespace, t.name, exc)
+        t.registered = None
+
+
+async def observe_under_replication(t: Tick) -> int | None:
+    try:
+        return await (await t.cluster_metadata()).under_replicated()
+    except MetadataError as exc:
+        t.wait(f"ZooKeeper: {exc}")
+        return None

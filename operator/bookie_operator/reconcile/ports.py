@@ -1,0 +1,75 @@
+"""What the reconcile needs from the outside world, as typed interfaces.
+
+The real implementations are ``bookie_operator.kube.Kube`` (the Kubernetes API), ``bookie_client.BookieAdmin``
+(a bookie's admin REST API) and ``zk.MetadataService`` (the bookies' ZooKeeper metadata); the reconcile's
+unit tests run the same code against in-memory ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from bookie_operator.decisions import GcInfo
+
+Obj = dict[str, Any]
+
+
+class KubeApi(Protocol):
+    async def get(self, kind: str, namespace: str, name: str) -> Obj | None: ...
+
+    async def list(self, kind: str, namespace: str, selector: str | None = None) -> list[Obj]: ...
+
+    async def apply(self, obj: Obj) -> Obj: ...
+
+    async def delete(self, kind: str, namespace: str, name: str, *, propagation: str = "Background") -> bool: ...
+
+    async def patch_status(self, namespace: str, name: str, status: Obj) -> None: ...
+
+    async def patch_replicas(self, namespace: str, name: str, replicas: int) -> None: ...
+
+    async def event(self, owner: Obj, type_: str, reason: str, message: str) -> None: ...
+
+
+class BookieAdminApi(Protocol):
+    """One bookie's admin REST API (ours and Apache BookKeeper's answer the same paths)."""
+
+    async def state(self) -> dict[str, Any]: ...
+
+    async def info(self) -> tuple[int, int]: ...
+
+    async def set_read_only(self, read_only: bool) -> bool: ...
+
+    async def trigger_gc(self, force_major: bool = True, force_minor: bool = True) -> None: ...
+
+    async def gc_info(self) -> GcInfo: ...
+
+    async def suspend_compaction(self, suspend: bool) -> None: ...
+
+    async def recover_bookie(self, bookie_ids: list[str]) -> None: ...
+
+
+# (pod IP, admin port) -> that bookie's admin API
+AdminFactory = Callable[[str, int], BookieAdminApi]
+
+
+class ClusterMetadataApi(Protocol):
+    """What the operator reads and changes in one cluster's BookKeeper metadata."""
+
+    async def init_cluster(self) -> str: ...
+
+    async def registered_bookies(self) -> set[str]: ...
+
+    async def ledgers_referencing(self, bookie_id: str) -> int: ...
+
+    async def under_replicated(self) -> int: ...
+
+    async def cookie_exists(self, bookie_id: str) -> bool: ...
+
+    async def delete_cookie(self, bookie_id: str) -> None: ...
+
+
+class MetadataApi(Protocol):
+    async def cluster(self, zk_servers: str, ledgers_root: str) -> ClusterMetadataApi: ...
+
+    async def close(self) -> None: ...
