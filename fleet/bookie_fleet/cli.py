@@ -1,6 +1,7 @@
-"""The ``bookie-fleet`` command: the local fleet playground and the local Kubernetes cluster.
+"""The ``bookie-fleet`` command: the playground and the local Kubernetes cluster.
 
-    bookie-fleet playground [--bookies 3] [--keep-running]
+    bookie-fleet playground [--short] [--keep-running]     the operator's story on a local Kubernetes
+    bookie-fleet playground --bookies-only [--bookies 3]   ZooKeeper + bookies on this machine, no Kubernetes
     bookie-fleet cluster up|down|status
 """
 
@@ -20,18 +21,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bookie-fleet", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    play = sub.add_parser("playground", help="local fleet: ZooKeeper + bookies; write, read, delete ledgers")
-    play.add_argument("--bookies", type=int, default=3)
-    play.add_argument("--ledgers", type=int, default=3)
-    play.add_argument("--entries", type=int, default=100)
+    play = sub.add_parser("playground", help="the operator's story on a local Kubernetes (or --bookies-only)")
+    play.add_argument("--short", action="store_true", help="smaller disks and entries (the CI run)")
+    play.add_argument("--bookies-only", action="store_true",
+                      help="no Kubernetes: ZooKeeper + bookies on 127.0.0.x; write, read, delete ledgers")
+    play.add_argument("--bookies", type=int, default=3, help="with --bookies-only")
+    play.add_argument("--ledgers", type=int, default=3, help="with --bookies-only")
+    play.add_argument("--entries", type=int, default=100, help="with --bookies-only")
     play.add_argument("--workdir", default=None, help="default: a fresh directory under the cache")
     play.add_argument("--keep-running", action="store_true", help="leave the fleet running until Ctrl-C")
     sub.add_parser("cluster", help="local Kubernetes control plane: up|down|status")
     args = parser.parse_args(argv)
-    if args.command == "playground":
+    if args.command == "playground" and args.bookies_only:
         from bookie_fleet.playground import run_playground
 
         return run_playground(args)
+    if args.command == "playground":
+        from pathlib import Path
+
+        from bookie_fleet.playground import default_workdir
+        from bookie_fleet.story import run_story
+
+        return run_story(Path(args.workdir) if args.workdir else default_workdir(), args.short, args.keep_running)
     return 2
 
 

@@ -1,4 +1,4 @@
-"""The README's main job runs end to end and leaves nothing running."""
+"""The playground without Kubernetes (`--bookies-only`) runs end to end and leaves nothing running."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 def test_playground_writes_reads_deletes_and_prints_states(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "bookie_fleet.cli", "playground", "--workdir", str(tmp_path), "--ledgers", "3",
-         "--entries", "50"],
+        [sys.executable, "-m", "bookie_fleet.cli", "playground", "--bookies-only", "--workdir", str(tmp_path),
+         "--ledgers", "3", "--entries", "50"],
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
