@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from bookie_audit.report import REPORT_NAME
 from localkube.binaries import find_binary
 from localkube.cluster import LocalCluster
 from localkube.kapi import KubeAPI
@@ -311,7 +312,7 @@ class Story:
                                 capture_output=True, text=True)
         if result.returncode != 0:
             raise StoryFailed(f"bookie-audit run failed: {result.stderr.strip()[-2000:]}")
-        report = out / "index.html"
+        report = out / REPORT_NAME
         if not report.exists():
             raise StoryFailed(f"the audit wrote no report in {out}")
         say(f"   {result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ''}")

@@ -10,7 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.timeout(1500)
 def test_the_playground_story_runs_end_to_end_and_cleans_up(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "bookie_fleet.cli", "playground", "--short", "--workdir",
                              str(tmp_path)], capture_output=True, text=True, timeout=1500)
