@@ -23,58 +23,30 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bookie import disks
 from bookie.config import BookieConfig
+from bookie.gc import explain as ex
 from bookie.gc import policy as pol
 from bookie.gc.compactor import Aborted, Compactor, Limits, Unindexed
+from bookie.gc.extract import Listing, MetaExtractor, quarantined
 from bookie.gc.ledgers import LedgerGc, LedgerGcAborted
-from bookie.gc.logmeta import CorruptLog, LogMeta, MetaCache, read_meta
+from bookie.gc.metacache import MetaCache
 from bookie.gc.refs import Destroy, LogRefs
+from bookie.gc.state import DirState, ForceRequest
 from bookie.gc.throttle import Throttle
 from bookie.metadata.store import MetadataStore
 from bookie.state import BookieStatus, ReadOnlyReason, StateManager
 from bookie.storage import entrylog_format as ef
 from bookie.storage.engine import StorageEngine
+from bookie.storage.logmeta import LogMeta
 
 log = logging.getLogger(__name__)
 
 COMPACTION_RESERVE_BYTES = 1024 * 1024  # free space kept after a compaction's copy
 READER_GRACE_S = 0.5  # an unlinked log's cached reader stays open this long: reads already under way finish
-
-
-@dataclass
-class ForceRequest:
-    major: bool
-    minor: bool
-
-
-@dataclass
-class DirState:
-    """One ledger directory's GC state (what ``gc_details`` reports per directory)."""
-
-    index: int
-    ledger_dir: Path
-    cache: MetaCache
-    refs: LogRefs
-    compactor: Compactor
-    major_compacting: bool = False
-    minor_compacting: bool = False
-    force_compacting: bool = False
-    last_major_ms: int = 0
-    last_minor_ms: int = 0
-    major_count: int = 0
-    minor_count: int = 0
-    active_log_id: int = -1
-    retired_kind: dict[int, int] = field(default_factory=dict)  # log id -> bytes of its replacement, -1: dead
-    locations_path: str = ""
-    location_compact_requested: bool = False
-    location_compacting: bool = False
-    last_location_compaction_ms: int = 0
-    location_compaction_count: int = 0
 
 
 class GarbageCollector:
@@ -98,6 +70,8 @@ class GarbageCollector:
                                   overreplicated_concurrency=conf.gc_overreplicated_ledger_max_concurrent_requests)
         self.dirs: list[DirState] = []
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="gc")
+        self._meta_pool = ThreadPoolExecutor(1, thread_name_prefix="gc-meta")  # never waits on a GC cycle
+        self._round: _Round | None = None
         self._stop = threading.Event()
         self._reader_closers: set[threading.Timer] = set()
         self._wake = asyncio.Event()
@@ -144,8 +118,11 @@ class GarbageCollector:
     async def start(self) -> None:
         """Load persisted log metadata and repair interrupted compactions, then schedule cycles."""
         self.dirs = [self._dir_state(i) for i in range(len(self.engine.dirs))]
+        self._extractor = MetaExtractor(self.engine.gc_flushed_logs, self.engine.has_ledger, self.counters,
+                                        self.conf.compaction_read_rate_by_bytes, self._stop)
         for d in self.dirs:
             await self._in_thread(self._load_dir, d)
+        self._request_extraction()  # what the persisted metadata lacks, in the background
         self._task = asyncio.create_task(self._loop(), name="gc")
 
     def _load_dir(self, d: DirState) -> None:
@@ -166,6 +143,7 @@ class GarbageCollector:
             except TimeoutError:
                 self._task.cancel()
         self._pool.shutdown(wait=True)
+        self._meta_pool.shutdown(wait=True)
         for timer in list(self._reader_closers):  # the engine closes its readers itself when it stops
             timer.cancel()
 
@@ -251,6 +229,7 @@ class GarbageCollector:
             log.warning("%s: %s", d.ledger_dir, action)
         self._extract_meta(d)
         self._gc_entry_logs(d)
+        d.last_cycle_at = time.time()
         freed = self._destroy_retired(d)
         self._compact(d, request)
         freed += self._destroy_retired(d)
@@ -278,40 +257,17 @@ class GarbageCollector:
         log.info("%s: locations index compacted in %.2f s", d.locations_path, time.monotonic() - started)
 
     def _extract_meta(self, d: DirState) -> None:
-        """Metadata of logs not seen yet (ledgers map, else throttled scan); forget vanished logs."""
-        started = time.monotonic()
-        ids, active = self.engine.gc_flushed_logs(d.index)
-        d.active_log_id = active
+        """Forget vanished logs, then read the metadata of logs not seen yet (ledgers map, else throttled
+        scan): the extractor's code, so a log read here or for a request is read the same way."""
+        ids, _ = self.engine.gc_flushed_logs(d.index)
         present = set(ids)
-        for gone in [i for i in d.cache.logs if i not in present]:
+        for gone in [i for i in list(d.cache.logs) if i not in present]:
             d.cache.drop(gone)
-        read_throttle = Throttle(self.conf.compaction_read_rate_by_bytes, self._stop)
-        for log_id in ids:
-            if log_id == active or log_id in d.cache.logs or self._stop.is_set():
-                continue
-            path = d.compactor.path_of(log_id)
-            try:
-                meta = read_meta(path, log_id, read_throttle)
-            except CorruptLog as exc:
-                meta = self._quarantine_meta(d, path, log_id, exc.reason)
-            except FileNotFoundError:
-                continue
-            self.counters["ENTRY_LOG_META_READ_TOTAL"] += 1
-            self.counters["ENTRY_LOG_SCAN_TOTAL"] += meta.from_scan
-            d.cache.put(meta)
-        self.counters["EXTRACT_META_RUNTIME_SECONDS"] += time.monotonic() - started
-
-    def _quarantine_meta(self, d: DirState, path: Path, log_id: int, reason: str) -> LogMeta:
-        st = path.stat()
-        log.error("%s: entry log %x.log QUARANTINED, GC will neither compact nor delete it: %s. "
-                  "Inspect it with `bookie entrylog dump %s`; GC goes on with the other logs.",
-                  d.ledger_dir, log_id, reason, path)
-        self.counters["QUARANTINED_ENTRY_LOG_TOTAL"] += 1
-        return LogMeta(log_id, 0, {}, st.st_size, st.st_mtime, quarantined=reason)
+        self._extractor.extract_missing(d)
 
     def _gc_entry_logs(self, d: DirState) -> None:
         """doGcEntryLogs: drop dead ledgers from each log's map; logs left empty are retired."""
-        for meta in list(d.cache.logs.values()):
+        for meta in d.cache.snapshot():
             if meta.quarantined or meta.pending_delete:
                 continue
             if meta.remove_dead(self.engine.has_ledger):
@@ -471,8 +427,8 @@ class GarbageCollector:
             log.warning("%s: not compacting %x.log this cycle: %s", d.ledger_dir, meta.log_id, exc)
             return
         except (ef.CorruptRecord, OSError) as exc:
-            d.cache.put(self._quarantine_meta(d, d.compactor.path_of(meta.log_id), meta.log_id,
-                                              f"compaction failed: {exc}"))
+            d.cache.put(quarantined(d, d.compactor.path_of(meta.log_id), meta.log_id,
+                                    f"compaction failed: {exc}", self.counters))
             return
         # What replaced the old log's bytes: the new file (transactional) or the copies appended to the
         # current log (non-transactional; that log is read by GC once it rolls).
@@ -533,15 +489,80 @@ class GarbageCollector:
 
     # ------------------------------------------------------------------ metrics and explain
     def metrics(self) -> tuple[dict[str, float], dict[str, float]]:
-        from bookie.gc.explain import gauges
-        return dict(self.counters), gauges(self)
+        """Counters and gauges; a scrape also starts reading logs not seen yet, for the next scrape."""
+        if self.dirs and not self._stop.is_set():
+            self._request_extraction()
+        target = self.conf.log_size_limit if self.conf.use_target_entry_log_size_for_gc else 0
+        return dict(self.counters), ex.gauges(self.dirs, target, len(self.engine.ledger_ids()))
 
     async def explain(self, limit: int) -> dict[str, Any]:
-        from bookie.gc.explain import entry_logs
-        return await asyncio.to_thread(entry_logs, self, limit)
+        """Every entry log on disk now: logs no cycle has read yet are read first (up to EXPLAIN_WAIT_S; the
+        rest are listed as not known yet), on the extractor's thread, never the event loop or the GC thread."""
+        asked = time.time()
+        round_ = self._request_extraction()
+        try:
+            await asyncio.wait_for(asyncio.shield(round_.done), EXPLAIN_WAIT_S)
+            pending = ""
+        except TimeoutError:
+            pending = (f"metadata extraction under way for {time.time() - round_.started_at:.0f} s "
+                       "(start-up or a large backlog of logs): ask again shortly")
+        listings = await asyncio.to_thread(self._listings)
+        return ex.entry_logs(ex.ExplainInput(self.bookie_id, self.settings(), asked, pending), listings, limit)
+
+    def _listings(self) -> list[ex.DirListing]:
+        out = []
+        for d in self.dirs:
+            ids, active = self.engine.gc_flushed_logs(d.index)
+            active_map = self.engine.gc_active_log_ledgers(d.index) if active >= 0 else {}
+            out.append(ex.DirListing(d, Listing(ids, active), active_map, self.engine.has_ledger))
+        return out
+
+    def _request_extraction(self) -> _Round:
+        """A round reading every directory's missing metadata that starts from now on: the one queued and not
+        started yet if any (one at a time, in order), else a new one."""
+        if self._round is not None and not self._round.started:
+            return self._round
+        round_ = _Round(asyncio.get_running_loop().create_future())
+        self._round = round_
+        pending = self._meta_pool.submit(self._extraction_round, round_)
+        pending.add_done_callback(lambda f: round_.finish(f.exception()))
+        return round_
+
+    def _extraction_round(self, round_: _Round) -> None:
+        round_.started, round_.started_at = True, time.time()
+        for d in self.dirs:
+            if self._stop.is_set():
+                return
+            self._extractor.extract_missing(d)
+            d.cache.save()
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+
+EXPLAIN_WAIT_S = 10.0  # how long the explain endpoint waits for logs to be read before answering without them
+
+
+class _Round:
+    """One pass of the metadata extractor over every directory; ``done`` completes on the event loop."""
+
+    def __init__(self, done: asyncio.Future[None]) -> None:
+        self.done = done
+        self.started = False
+        self.started_at = time.time()
+        self._loop = done.get_loop()
+
+    def finish(self, error: BaseException | None) -> None:
+        if error is not None:
+            log.error("reading entry-log metadata failed: %r", error)
+        try:
+            self._loop.call_soon_threadsafe(self._set)
+        except RuntimeError:  # the loop is closed: the bookie stopped, nobody waits any more
+            pass
+
+    def _set(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
 
 
 def _size(path: Path) -> int:

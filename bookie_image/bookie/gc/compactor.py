@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 from collections.abc import Callable, Generator
 from contextlib import closing
@@ -38,17 +37,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from bookie.gc.logmeta import LogMeta, MetaCache, iter_log_records
+from bookie import failpoints
+from bookie.gc.metacache import MetaCache
 from bookie.gc.refs import LogRefs
 from bookie.gc.throttle import Throttle
 from bookie.storage import entrylog_format as ef
+from bookie.storage.logmeta import LogMeta, iter_log_records
 
 log = logging.getLogger(__name__)
 
 COMPACTING = ".compacting"
 COMPACTED = ".compacted"
 WRITE_CHUNK = 1024 * 1024
-CRASH_ENV = "BOOKIE_GC_TEST_CRASH_AT"  # fault injection for tests: SIGKILL ourselves at a named step
 
 
 Move = tuple[int, int, int, int]  # (ledger id, entry id, old location, new location)
@@ -99,12 +99,6 @@ class Compacted:
     moved: int                 # index entries pointed at the copies
     copied_bytes: int          # bytes the copies take (entries and size prefixes)
     into: str                  # where the copies went, for the log line
-
-
-def crash_point(step: str) -> None:
-    if os.environ.get(CRASH_ENV) == step:
-        log.warning("fault injection: SIGKILL at %s", step)
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def fsync_dir(path: Path) -> None:
@@ -196,11 +190,11 @@ class Compactor:
             compacting.unlink()
             self._retire(meta.log_id)
             return Compacted(meta.log_id, None, 0, 0, 0, "nothing")
-        crash_point("before-commit")
+        failpoints.hit("gc.compaction.before-commit")
         marker = self._commit(compacting, new_id, meta.log_id)
-        crash_point("after-commit")
+        failpoints.hit("gc.compaction.after-commit")
         moved = self._relocate(moves, limits.batch)
-        crash_point("after-relocate")
+        failpoints.hit("gc.compaction.after-relocate")
         self._retire(meta.log_id)
         marker.unlink()
         fsync_dir(self.current)
@@ -239,9 +233,9 @@ class Compactor:
 
         def index_batch() -> None:
             nonlocal moved
-            crash_point("before-flush")
+            failpoints.hit("gc.compaction.before-flush")
             self.engine.gc_flush_log(self.dir_index)
-            crash_point("before-relocate")
+            failpoints.hit("gc.compaction.before-relocate")
             moved += self.engine.gc_relocate(self.dir_index, batch)
             batch.clear()
 
@@ -259,7 +253,7 @@ class Compactor:
         except BaseException:
             self._salvage(batch)
             raise
-        crash_point("after-relocate")
+        failpoints.hit("gc.compaction.after-relocate")
         self._retire(meta.log_id)
         into = "the current entry log" if entries else "nothing"
         return Compacted(meta.log_id, None, entries, moved, copied, into)

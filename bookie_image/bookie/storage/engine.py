@@ -602,6 +602,10 @@ class StorageEngine:
 
         return self._flush_pool.submit(snapshot).result()
 
+    def gc_active_log_ledgers(self, dir_index: int) -> dict[int, int]:
+        """Bytes per ledger appended to the directory's active log so far (its ledgers map to be)."""
+        return self.dirs[dir_index].entry_logger.active_ledgers()
+
     def gc_allocate_log_id(self, dir_index: int) -> int:
         """A fresh entry-log id for a compaction output, recorded in ``lastId`` so the engine never reuses it."""
         logger = self.dirs[dir_index].entry_logger
