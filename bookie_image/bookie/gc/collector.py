@@ -17,7 +17,6 @@ and a failing cycle is logged and retried at the next one (BookKeeper #2103, #45
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 import threading
 import time
@@ -26,20 +25,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bookie import disks
 from bookie.config import BookieConfig
 from bookie.gc import explain as ex
 from bookie.gc import policy as pol
-from bookie.gc.compactor import Aborted, Compactor, Limits, Unindexed
-from bookie.gc.extract import Listing, MetaExtractor, quarantined
+from bookie.gc.compaction_run import CompactionRun, compaction_settings
+from bookie.gc.compactor import Compactor
+from bookie.gc.extract import BackgroundExtraction, Listing, MetaExtractor
 from bookie.gc.ledgers import LedgerGc, LedgerGcAborted
 from bookie.gc.metacache import MetaCache
 from bookie.gc.refs import Destroy, LogRefs
 from bookie.gc.state import DirState, ForceRequest
-from bookie.gc.throttle import Throttle
 from bookie.metadata.store import MetadataStore
 from bookie.state import BookieStatus, ReadOnlyReason, StateManager
-from bookie.storage import entrylog_format as ef
 from bookie.storage.engine import StorageEngine
 from bookie.storage.logmeta import LogMeta
 
@@ -70,8 +67,7 @@ class GarbageCollector:
                                   overreplicated_concurrency=conf.gc_overreplicated_ledger_max_concurrent_requests)
         self.dirs: list[DirState] = []
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="gc")
-        self._meta_pool = ThreadPoolExecutor(1, thread_name_prefix="gc-meta")  # never waits on a GC cycle
-        self._round: _Round | None = None
+        self._background: BackgroundExtraction | None = None
         self._stop = threading.Event()
         self._reader_closers: set[threading.Timer] = set()
         self._wake = asyncio.Event()
@@ -98,14 +94,13 @@ class GarbageCollector:
             self._wake.set()
 
     def _dir_state(self, i: int) -> DirState:
-        d = self.engine.dirs[i]
-        cache = MetaCache(d.current)
+        paths = self.engine.gc_dir_paths(i)
+        cache = MetaCache(paths.current)
         refs = LogRefs(self.conf.gc_entry_log_forced_destroy_interval_ms / 1000)
-        compactor = Compactor(i, d.current, self.engine, d.locations, refs, cache,
-                              transactional=self.conf.use_transactional_compaction)
+        compactor = Compactor(i, self.engine, refs, cache, transactional=self.conf.use_transactional_compaction)
         now_ms = int(time.time() * 1000)  # BookKeeper starts both compaction clocks at start-up
-        return DirState(i, d.ledger_dir, cache, refs, compactor, last_major_ms=now_ms, last_minor_ms=now_ms,
-                        locations_path=str(d.locations.db.path()), last_location_compaction_ms=now_ms)
+        return DirState(i, paths.ledger_dir, cache, refs, compactor, last_major_ms=now_ms, last_minor_ms=now_ms,
+                        locations_path=paths.locations_index, last_location_compaction_ms=now_ms)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -117,12 +112,14 @@ class GarbageCollector:
 
     async def start(self) -> None:
         """Load persisted log metadata and repair interrupted compactions, then schedule cycles."""
-        self.dirs = [self._dir_state(i) for i in range(len(self.engine.dirs))]
+        self.dirs = [self._dir_state(i) for i in range(self.engine.dir_count())]
         self._extractor = MetaExtractor(self.engine.gc_flushed_logs, self.engine.has_ledger, self.counters,
                                         self.conf.compaction_read_rate_by_bytes, self._stop)
+        self._background = BackgroundExtraction(self._extractor, self.dirs, self._stop)
+        self._compaction = CompactionRun(self.conf, self.counters, self._stop, self.engine.has_ledger)
         for d in self.dirs:
             await self._in_thread(self._load_dir, d)
-        self._request_extraction()  # what the persisted metadata lacks, in the background
+        self._background.request()  # what the persisted metadata lacks, in the background
         self._task = asyncio.create_task(self._loop(), name="gc")
 
     def _load_dir(self, d: DirState) -> None:
@@ -143,7 +140,8 @@ class GarbageCollector:
             except TimeoutError:
                 self._task.cancel()
         self._pool.shutdown(wait=True)
-        self._meta_pool.shutdown(wait=True)
+        if self._background is not None:
+            self._background.shutdown()
         for timer in list(self._reader_closers):  # the engine closes its readers itself when it stops
             timer.cancel()
 
@@ -340,105 +338,10 @@ class GarbageCollector:
 
     # ------------------------------------------------------------------ compaction (GC thread)
     def settings(self) -> pol.CompactionSettings:
-        c = self.conf
-        return pol.CompactionSettings(
-            c.minor_compaction_threshold, c.minor_compaction_interval, c.minor_compaction_max_time_millis,
-            c.major_compaction_threshold, c.major_compaction_interval, c.major_compaction_max_time_millis,
-            c.force_allow_compaction, c.is_force_gc_allow_when_no_space, c.disk_usage_threshold,
-            c.disk_usage_warn_threshold, c.gc_disk_pressure_ratio, pol.parse_window(c.major_compaction_window))
-
-    def _decide(self, d: DirState, request: ForceRequest | None, used: float) -> pol.CompactionDecision:
-        s = self.settings()
-        pressure = pol.disk_pressure(used, s)
-        if request is not None:  # a REST trigger: its own flags, like BookKeeper's triggerGC(force, ...)
-            force, sus_major, sus_minor = True, not request.major, not request.minor
-        else:
-            force = pressure.force
-            sus_major = self._suspend_major or pressure.suspend_major
-            sus_minor = self._suspend_minor or pressure.suspend_minor
-        now = time.time()
-        return pol.choose_compaction(pol.CompactionRequest(
-            now, datetime.datetime.now().time(), d.last_major_ms / 1000, d.last_minor_ms / 1000, force,
-            sus_major, sus_minor, pressure.ignore_window), s)
+        return compaction_settings(self.conf)
 
     def _compact(self, d: DirState, request: ForceRequest | None) -> None:
-        used = disks.measure([d.ledger_dir])[0].used_fraction
-        decision = self._decide(d, request, used)
-        if decision.kind is pol.Compaction.NONE:
-            if decision.reason:
-                log.info("%s: %s", d.ledger_dir, decision.reason)
-            return
-        major = decision.kind is pol.Compaction.MAJOR
-        d.force_compacting = request is not None
-        d.major_compacting, d.minor_compacting = major, not major
-        started = time.monotonic()
-        try:
-            self._compact_logs(d, decision)
-        finally:  # never leave a "compacting" flag set (BookKeeper #2103)
-            d.major_compacting = d.minor_compacting = d.force_compacting = False
-            self.counters["COMPACT_RUNTIME_SECONDS"] += time.monotonic() - started
-        now_ms = int(time.time() * 1000)
-        if major:
-            d.last_major_ms, d.major_count = now_ms, d.major_count + 1
-            self.counters["MAJOR_COMPACTION_TOTAL"] += 1
-        else:
-            d.last_minor_ms, d.minor_count = now_ms, d.minor_count + 1
-            self.counters["MINOR_COMPACTION_TOTAL"] += 1
-
-    def _limits(self) -> Limits:
-        c = self.conf
-        rate = c.compaction_rate_by_bytes if c.is_throttle_by_bytes else c.compaction_rate_by_entries
-        return Limits(Throttle(rate, self._stop), c.is_throttle_by_bytes,
-                      Throttle(c.compaction_read_rate_by_bytes, self._stop), c.compaction_max_outstanding_requests,
-                      self._stop)
-
-    def _compact_logs(self, d: DirState, decision: pol.CompactionDecision) -> None:
-        target = self.conf.log_size_limit if self.conf.use_target_entry_log_size_for_gc else 0
-        usages = [self._usage(d, m) for m in list(d.cache.logs.values())]
-        chosen = pol.select_for_compaction(usages, decision.threshold, target)
-        log.info("%s: %s compaction (%s), threshold %.2f: %d of %d entry logs below it", d.ledger_dir,
-                 decision.kind.value, decision.reason, decision.threshold, len(chosen), len(usages))
-        deadline = time.monotonic() + decision.max_time_ms / 1000 if decision.max_time_ms > 0 else None
-        limits = self._limits()
-        for u in chosen:
-            if self._stop.is_set() or (deadline is not None and time.monotonic() > deadline):
-                break
-            meta = d.cache.logs.get(u.log_id)
-            if meta is None or meta.pending_delete:
-                continue
-            free = disks.measure([d.ledger_dir])[0].free_bytes
-            if not pol.free_space_allows(meta.remaining_bytes, free, COMPACTION_RESERVE_BYTES):
-                log.warning("%s: not compacting %x.log: its %d live bytes do not fit in %d free bytes",
-                            d.ledger_dir, u.log_id, meta.remaining_bytes, free)
-                continue
-            self._compact_one(d, meta, limits)
-
-    def _usage(self, d: DirState, m: LogMeta) -> pol.LogUsage:
-        eligible = not (m.quarantined or m.pending_delete or m.log_id == d.active_log_id)
-        return pol.LogUsage(m.log_id, m.total_bytes, m.remaining_bytes, eligible)
-
-    def _compact_one(self, d: DirState, meta: LogMeta, limits: Limits) -> None:
-        usage = meta.remaining_bytes / max(1, meta.total_bytes)
-        try:
-            done = d.compactor.compact(meta, self.engine.has_ledger, limits)
-        except Aborted:
-            return
-        except Unindexed as exc:
-            log.warning("%s: not compacting %x.log this cycle: %s", d.ledger_dir, meta.log_id, exc)
-            return
-        except (ef.CorruptRecord, OSError) as exc:
-            d.cache.put(quarantined(d, d.compactor.path_of(meta.log_id), meta.log_id,
-                                    f"compaction failed: {exc}", self.counters))
-            return
-        # What replaced the old log's bytes: the new file (transactional) or the copies appended to the
-        # current log (non-transactional; that log is read by GC once it rolls).
-        d.retired_kind[meta.log_id] = done.new_meta.file_size if done.new_meta else done.copied_bytes
-        if done.new_meta is not None:
-            d.cache.put(done.new_meta)
-        self.counters["COMPACTED_ENTRY_TOTAL"] += done.entries
-        self.counters["COMPACTED_BYTES"] += done.copied_bytes
-        log.info("%s: compacted %x.log (usage %.2f) into %s: %d live entries copied, %d index entries moved",
-                 d.ledger_dir, meta.log_id, usage, done.into, done.entries, done.moved)
+        self._compaction.run(d, request, self._suspend_major, self._suspend_minor)
 
     # ------------------------------------------------------------------ REST (BookKeeper's shapes)
     def trigger(self, force_major: bool | None = None, force_minor: bool | None = None) -> None:
@@ -490,8 +393,8 @@ class GarbageCollector:
     # ------------------------------------------------------------------ metrics and explain
     def metrics(self) -> tuple[dict[str, float], dict[str, float]]:
         """Counters and gauges; a scrape also starts reading logs not seen yet, for the next scrape."""
-        if self.dirs and not self._stop.is_set():
-            self._request_extraction()
+        if self._background is not None and not self._stop.is_set():
+            self._background.request()
         target = self.conf.log_size_limit if self.conf.use_target_entry_log_size_for_gc else 0
         return dict(self.counters), ex.gauges(self.dirs, target, len(self.engine.ledger_ids()))
 
@@ -499,13 +402,14 @@ class GarbageCollector:
         """Every entry log on disk now: logs no cycle has read yet are read first (up to EXPLAIN_WAIT_S; the
         rest are listed as not known yet), on the extractor's thread, never the event loop or the GC thread."""
         asked = time.time()
-        round_ = self._request_extraction()
-        try:
-            await asyncio.wait_for(asyncio.shield(round_.done), EXPLAIN_WAIT_S)
-            pending = ""
-        except TimeoutError:
-            pending = (f"metadata extraction under way for {time.time() - round_.started_at:.0f} s "
-                       "(start-up or a large backlog of logs): ask again shortly")
+        pending = ""
+        if self._background is not None:
+            round_ = self._background.request()
+            try:
+                await asyncio.wait_for(asyncio.shield(round_.done), EXPLAIN_WAIT_S)
+            except TimeoutError:
+                pending = (f"metadata extraction under way for {time.time() - round_.started_at:.0f} s "
+                           "(start-up or a large backlog of logs): ask again shortly")
         listings = await asyncio.to_thread(self._listings)
         return ex.entry_logs(ex.ExplainInput(self.bookie_id, self.settings(), asked, pending), listings, limit)
 
@@ -517,52 +421,11 @@ class GarbageCollector:
             out.append(ex.DirListing(d, Listing(ids, active), active_map, self.engine.has_ledger))
         return out
 
-    def _request_extraction(self) -> _Round:
-        """A round reading every directory's missing metadata that starts from now on: the one queued and not
-        started yet if any (one at a time, in order), else a new one."""
-        if self._round is not None and not self._round.started:
-            return self._round
-        round_ = _Round(asyncio.get_running_loop().create_future())
-        self._round = round_
-        pending = self._meta_pool.submit(self._extraction_round, round_)
-        pending.add_done_callback(lambda f: round_.finish(f.exception()))
-        return round_
-
-    def _extraction_round(self, round_: _Round) -> None:
-        round_.started, round_.started_at = True, time.time()
-        for d in self.dirs:
-            if self._stop.is_set():
-                return
-            self._extractor.extract_missing(d)
-            d.cache.save()
-
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
 
 EXPLAIN_WAIT_S = 10.0  # how long the explain endpoint waits for logs to be read before answering without them
-
-
-class _Round:
-    """One pass of the metadata extractor over every directory; ``done`` completes on the event loop."""
-
-    def __init__(self, done: asyncio.Future[None]) -> None:
-        self.done = done
-        self.started = False
-        self.started_at = time.time()
-        self._loop = done.get_loop()
-
-    def finish(self, error: BaseException | None) -> None:
-        if error is not None:
-            log.error("reading entry-log metadata failed: %r", error)
-        try:
-            self._loop.call_soon_threadsafe(self._set)
-        except RuntimeError:  # the loop is closed: the bookie stopped, nobody waits any more
-            pass
-
-    def _set(self) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
 
 
 def _size(path: Path) -> int:

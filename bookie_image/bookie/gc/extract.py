@@ -7,10 +7,12 @@ does start-up for whatever the persisted metadata lacks. What any of them reads 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,3 +85,58 @@ def quarantined(d: DirState, path: Path, log_id: int, reason: str, counters: dic
               d.ledger_dir, log_id, reason, path)
     counters["QUARANTINED_ENTRY_LOG_TOTAL"] += 1
     return LogMeta(log_id, 0, {}, st.st_size, st.st_mtime, quarantined=reason)
+
+
+class Round:
+    """One pass of the extractor over every directory; ``done`` completes on the event loop."""
+
+    def __init__(self, done: asyncio.Future[None]) -> None:
+        self.done = done
+        self.started = False
+        self.started_at = time.time()
+        self._loop = done.get_loop()
+
+    def finish(self, error: BaseException | None) -> None:
+        if error is not None:
+            log.error("reading entry-log metadata failed: %r", error)
+        try:
+            self._loop.call_soon_threadsafe(self._set)
+        except RuntimeError:  # the loop is closed: the bookie stopped, nobody waits any more
+            pass
+
+    def _set(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+class BackgroundExtraction:
+    """Rounds of extraction on a thread of their own, so neither the event loop nor a running GC cycle (which
+    may be compacting for minutes) holds up a request; at most one round queued behind the running one."""
+
+    def __init__(self, extractor: MetaExtractor, dirs: list[DirState], stop: threading.Event) -> None:
+        self._extractor = extractor
+        self._dirs = dirs
+        self._stop = stop
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="gc-meta")
+        self._queued: Round | None = None
+
+    def request(self) -> Round:
+        """A round that starts from now on: the one queued and not started yet if any, else a new one.
+        Call on the event loop."""
+        if self._queued is not None and not self._queued.started:
+            return self._queued
+        round_ = Round(asyncio.get_running_loop().create_future())
+        self._queued = round_
+        self._pool.submit(self._run, round_).add_done_callback(lambda f: round_.finish(f.exception()))
+        return round_
+
+    def _run(self, round_: Round) -> None:
+        round_.started, round_.started_at = True, time.time()
+        for d in self._dirs:
+            if self._stop.is_set():
+                return
+            self._extractor.extract_missing(d)
+            d.cache.save()
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
