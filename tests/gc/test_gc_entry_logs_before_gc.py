@@ -46,6 +46,10 @@ async def test_every_log_listed_before_any_gc_cycle(bookie_factory: BookieFactor
     assert all(e["metadataFrom"] == "ledgers map" for e in flushed.values())
     pinned = {p["ledgerId"] for e in listed.values() for p in e["pinningLedgers"]}
     assert pinned == {lid for lid, _ in written}, "every ledger written pins some log"
+    gauges = await metrics(bookie)  # from the same metadata, cached by the request
+    assert gauges["bookie_ACTIVE_ENTRY_LOG_TOTAL"] == len(flushed)
+    assert gauges["bookie_ACTIVE_ENTRY_LOG_SPACE_BYTES"] == sum(e["remainingBytes"] for e in flushed.values())
+    assert gauges["bookie_OLDEST_ENTRY_LOG_AGE_SECONDS"] > 0
 
     await gc_now(bookie, major=False, minor=False)  # entry-log GC only: no log is compacted
     after = _by_file(await explain(bookie))
