@@ -1,8 +1,8 @@
 """Entry-logs endpoint benchmark: how long after a bookie starts does ``GET /api/v1/bookie/entry_logs`` know
 every entry log on disk, when none of them is in the persisted GC metadata? One real ZooKeeper, one real bookie.
 
-    python bench/entry_logs_bench.py            # 1,000 logs; rewrites the "Entry-logs endpoint" section of docs/benchmarks.md
-    python bench/entry_logs_bench.py --quick    # 100 logs, docs untouched
+    python bench/entry_logs_bench.py          # 1,000 logs; rewrites its section of docs/benchmarks.md
+    python bench/entry_logs_bench.py --quick  # 100 logs, docs untouched
 
 The bookie writes the logs itself (logSizeLimit just over 64 KiB, 8 KiB entries: ~7 entries per log), stops,
 and its ``gc-entrylog-meta.json`` is deleted, so start-up must read every log again. Two start-ups are timed:
