@@ -22,7 +22,6 @@ import struct
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -32,7 +31,6 @@ from bookie.storage.caches import WriteCache
 from bookie.storage.errors import (
     FencedError,
     MasterKeyMismatchError,
-    NoEntryError,
     NoLedgerError,
     StorageClosedError,
     StorageThrottledError,
@@ -40,7 +38,8 @@ from bookie.storage.errors import (
 from bookie.storage.gc_api import GcStorageApi
 from bookie.storage.index import LedgerData
 from bookie.storage.journal import Durable, Journal, JournalSettings, LogMark, replay_records
-from bookie.storage.ledger_dir import LedgerDirStorage, restore_flushing
+from bookie.storage.ledger_dir import LedgerDirStorage, LedgerState, restore_flushing
+from bookie.storage.reads import EngineReads
 
 log = logging.getLogger(__name__)
 
@@ -52,18 +51,7 @@ def sign_safe_mod(value: int, n: int) -> int:
     return value % n  # Python's % is already non-negative for positive n
 
 
-@dataclass
-class LedgerState:
-    """In-memory view of one ledger on this bookie (``TransientLedgerInfo`` + ``LedgerData``)."""
-
-    data: LedgerData
-    lac: int | None = None           # None: not computed yet since start
-    lac_updated_ms: int = 0
-    key_journaled: bool = False      # master key record written in this run
-    watchers: list[asyncio.Future[None]] = field(default_factory=list)
-
-
-class StorageEngine(GcStorageApi):
+class StorageEngine(EngineReads, GcStorageApi):
     """Ledgers and entries on this bookie's directories (see the module docstring)."""
 
     def __init__(self, conf: BookieConfig) -> None:
@@ -282,110 +270,6 @@ class StorageEngine(GcStorageApi):
 
     async def force_ledger(self, ledger_id: int) -> None:
         await self.journal_of(ledger_id).barrier()
-
-    # ------------------------------------------------------------------ reads
-    async def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
-        """An entry's bytes; ``entry_id == -1`` is the last entry stored here."""
-        state = self._state(ledger_id)
-        self.stats["reads"] += 1
-        if entry_id == -1:
-            last = await self._last_entry(ledger_id)
-            if last is None:
-                raise NoEntryError(ledger_id, entry_id)
-            entry_id = last
-        body = await self._read_body(ledger_id, entry_id)
-        if state.lac is None:
-            await self._ensure_lac(ledger_id, state)
-        return body
-
-    async def _read_body(self, ledger_id: int, entry_id: int) -> bytes:
-        d = self.dir_of(ledger_id)
-        body = d.write_cache.get(ledger_id, entry_id)
-        if body is None and d.flushing is not None:
-            body = d.flushing.get(ledger_id, entry_id)
-        if body is None:
-            body = d.read_cache.get(ledger_id, entry_id)
-            if body is not None:
-                self.stats["read_cache_hits"] += 1
-        if body is None:
-            body = await self._in_thread(self._read_pool, d.read_from_disk, ledger_id, entry_id)
-        return body
-
-    async def _last_entry(self, ledger_id: int) -> int | None:
-        d = self.dir_of(ledger_id)
-        candidates = [d.write_cache.last_entry(ledger_id)]
-        if d.flushing is not None:
-            candidates.append(d.flushing.last_entry(ledger_id))
-        candidates.append(await self._in_thread(self._read_pool, d.last_entry_on_disk, ledger_id))
-        found = [c for c in candidates if c is not None]
-        return max(found) if found else None
-
-    async def _ensure_lac(self, ledger_id: int, state: LedgerState) -> int:
-        """The cached LAC; computed from the last stored entry the first time after a start."""
-        if state.lac is None:
-            lac = -1
-            last = await self._last_entry(ledger_id)
-            if last is not None:
-                body = await self._read_body(ledger_id, last)
-                if len(body) >= _IDS_LAC.size:
-                    lac = _IDS_LAC.unpack_from(body)[2]
-            if state.lac is None or lac > state.lac:
-                state.lac = lac
-        return state.lac
-
-    def last_add_confirmed(self, ledger_id: int) -> int:
-        state = self.ledgers.get(ledger_id)
-        return -1 if state is None or state.lac is None else state.lac
-
-    def lac_update_timestamp(self, ledger_id: int) -> int:
-        state = self.ledgers.get(ledger_id)
-        return 0 if state is None else state.lac_updated_ms
-
-    async def wait_for_lac(self, ledger_id: int, previous: int, timeout_s: float) -> int:
-        """Long poll: the LAC as soon as it passes ``previous``, or whatever it is after ``timeout_s``."""
-        state = self._state(ledger_id)
-        lac = await self._ensure_lac(ledger_id, state)
-        deadline = time.monotonic() + timeout_s
-        while lac <= previous and not self._closed:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            state.watchers.append(fut)
-            try:
-                await asyncio.wait_for(fut, remaining)
-            except TimeoutError:
-                pass
-            finally:
-                if fut in state.watchers:
-                    state.watchers.remove(fut)
-            lac = self.last_add_confirmed(ledger_id)
-        return lac
-
-    async def read_explicit_lac(self, ledger_id: int) -> bytes | None:
-        return self._state(ledger_id).data.explicit_lac
-
-    async def list_entries(self, ledger_id: int) -> list[int]:
-        self._state(ledger_id)
-        d = self.dir_of(ledger_id)
-        on_disk = await self._in_thread(self._read_pool, lambda: [e for e, _ in d.locations.entries(ledger_id)])
-        cached = set(d.write_cache.entry_ids(ledger_id))
-        if d.flushing is not None:
-            cached.update(d.flushing.entry_ids(ledger_id))
-        return sorted(cached.union(on_disk))
-
-    def ledger_ids(self) -> list[int]:
-        return sorted(lid for lid, s in self.ledgers.items() if s.data.exists)
-
-    def has_ledger(self, ledger_id: int) -> bool:
-        state = self.ledgers.get(ledger_id)
-        return state is not None and state.data.exists
-
-    async def entry_locations(self, ledger_id: int) -> list[tuple[int, int]]:
-        """(entry id, location) of a ledger's flushed entries (tools and the REST API)."""
-        self._state(ledger_id)
-        d = self.dir_of(ledger_id)
-        return await self._in_thread(self._read_pool, lambda: list(d.locations.entries(ledger_id)))
 
     # ------------------------------------------------------------------ deletes (GC)
     async def delete_ledger(self, ledger_id: int) -> None:

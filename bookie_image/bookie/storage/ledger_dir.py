@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookie.config import BookieConfig
 from bookie.storage.caches import ReadCache, WriteCache
 from bookie.storage.entrylog import EntryLogger
 from bookie.storage.errors import NoEntryError
-from bookie.storage.index import LedgerIndex, LocationIndex
+from bookie.storage.index import LedgerData, LedgerIndex, LocationIndex
+
+
+@dataclass
+class LedgerState:
+    """In-memory view of one ledger on this bookie (``TransientLedgerInfo`` + ``LedgerData``)."""
+
+    data: LedgerData
+    lac: int | None = None           # None: not computed yet since start
+    lac_updated_ms: int = 0
+    key_journaled: bool = False      # master key record written in this run
+    watchers: list[asyncio.Future[None]] = field(default_factory=list)
 
 
 class LedgerDirStorage:
