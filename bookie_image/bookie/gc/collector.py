@@ -401,7 +401,6 @@ class GarbageCollector:
     async def explain(self, limit: int) -> dict[str, Any]:
         """Every entry log on disk now: logs no cycle has read yet are read first (up to EXPLAIN_WAIT_S; the
         rest are listed as not known yet), on the extractor's thread, never the event loop or the GC thread."""
-        asked = time.time()
         pending = ""
         if self._background is not None:
             round_ = self._background.request()
@@ -410,16 +409,16 @@ class GarbageCollector:
             except TimeoutError:
                 pending = (f"metadata extraction under way for {time.time() - round_.started_at:.0f} s "
                            "(start-up or a large backlog of logs): ask again shortly")
-        listings = await asyncio.to_thread(self._listings)
-        return ex.entry_logs(ex.ExplainInput(self.bookie_id, self.settings(), asked, pending), listings, limit)
+        return await asyncio.to_thread(self._explain_now, pending, limit)
 
-    def _listings(self) -> list[ex.DirListing]:
-        out = []
+    def _explain_now(self, pending: str, limit: int) -> dict[str, Any]:
+        """The answer from the logs on disk now (listing and ``stat`` calls: a worker thread, not the loop)."""
+        listings = []
         for d in self.dirs:
             ids, active = self.engine.gc_flushed_logs(d.index)
             active_map = self.engine.gc_active_log_ledgers(d.index) if active >= 0 else {}
-            out.append(ex.DirListing(d, Listing(ids, active), active_map, self.engine.has_ledger))
-        return out
+            listings.append(ex.DirListing(d, Listing(ids, active), active_map, self.engine.has_ledger))
+        return ex.entry_logs(ex.ExplainInput(self.bookie_id, self.settings(), pending), listings, limit)
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)

@@ -57,7 +57,6 @@ def _compact_ratio(usages: list[pol.LogUsage]) -> float:
 class ExplainInput:
     bookie_id: str
     settings: pol.CompactionSettings
-    asked_at: float          # when the request came in (epoch s)
     pending: str             # why logs not read yet are not: extraction still under way ("" if it finished)
 
 

@@ -126,6 +126,9 @@ class BackgroundExtraction:
         if self._queued is not None and not self._queued.started:
             return self._queued
         round_ = Round(asyncio.get_running_loop().create_future())
+        if self._stop.is_set():  # GC is stopping: nothing more is read, nobody waits for it
+            round_.done.set_result(None)
+            return round_
         self._queued = round_
         self._pool.submit(self._run, round_).add_done_callback(lambda f: round_.finish(f.exception()))
         return round_
