@@ -37,7 +37,7 @@ from bookie.gc.refs import Destroy, LogRefs
 from bookie.gc.state import DirState, ForceRequest
 from bookie.metadata.store import MetadataStore
 from bookie.state import BookieStatus, ReadOnlyReason, StateManager
-from bookie.storage.engine import StorageEngine
+from bookie.storage.gc_api import GcStorageApi
 from bookie.storage.logmeta import LogMeta
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ READER_GRACE_S = 0.5  # an unlinked log's cached reader stays open this long: re
 class GarbageCollector:
     """Ledger GC, entry-log GC and compaction for one bookie (see the module docstring)."""
 
-    def __init__(self, conf: BookieConfig, engine: StorageEngine | Callable[[], StorageEngine],
+    def __init__(self, conf: BookieConfig, engine: GcStorageApi | Callable[[], GcStorageApi],
                  store: MetadataStore, *, bookie_id: str,
                  on_space_freed: Callable[[], Awaitable[None]] | None = None,
                  state: StateManager | None = None) -> None:
@@ -59,7 +59,7 @@ class GarbageCollector:
         if state is not None:
             state.on_change.append(self._on_state_change)
         self._engine_source = engine
-        self._engine: StorageEngine | None = None
+        self._engine: GcStorageApi | None = None
         self.bookie_id = bookie_id
         self.on_space_freed = on_space_freed
         self.ledger_gc = LedgerGc(store, bookie_id, verify=conf.verify_metadata_on_gc,
@@ -104,10 +104,10 @@ class GarbageCollector:
 
     # ------------------------------------------------------------------ lifecycle
     @property
-    def engine(self) -> StorageEngine:
+    def engine(self) -> GcStorageApi:
         if self._engine is None:
             source = self._engine_source
-            self._engine = source if isinstance(source, StorageEngine) else source()
+            self._engine = source if isinstance(source, GcStorageApi) else source()
         return self._engine
 
     async def start(self) -> None:

@@ -28,11 +28,26 @@ class DirPaths:
 
 
 class GcStorageApi:
-    """Mixed into ``StorageEngine``: its GC-facing methods (see the module docstring)."""
+    """Mixed into ``StorageEngine``: its GC-facing methods (see the module docstring). GC depends on this
+    class only, never on the engine itself."""
 
     dirs: list[LedgerDirStorage]
     _flush_pool: ThreadPoolExecutor
 
+    # --- ledgers (implemented by the engine's read and delete paths)
+    def ledger_ids(self) -> list[int]:
+        """Ledgers stored here."""
+        raise NotImplementedError
+
+    def has_ledger(self, ledger_id: int) -> bool:
+        """Whether a ledger is still stored here (thread-safe: one dict look-up)."""
+        raise NotImplementedError
+
+    async def delete_ledger(self, ledger_id: int) -> None:
+        """Forget a ledger: its bytes in entry logs become garbage for GC."""
+        raise NotImplementedError
+
+    # --- directories and entry logs
     def dir_count(self) -> int:
         return len(self.dirs)
 
