@@ -12,7 +12,6 @@ import contextlib
 import logging
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
 import uvloop
@@ -265,25 +264,19 @@ class BookieServer:
 
     def list_disk_files(self) -> dict[str, list[str]]:
         """File names (not paths), as BookKeeper's ``list_disk_file`` prints them."""
-        out: dict[str, list[str]] = {"journal": [], "entrylog": [], "index": []}
-        for journal in self.engine.journals:
-            out["journal"] += [f"{i:x}.txn" for i in journal.journal_ids()]
-        for d in self.engine.dirs:
-            out["entrylog"] += [d.entry_logger.path_of(i).name for i in d.entry_logger.log_ids()]
-            out["index"] += [Path(d.ledger_index.db.path()).name, Path(d.locations.db.path()).name]
-        return out
+        return self.engine.disk_files()
 
     def metrics_text(self) -> tuple[bytes, str]:
         return render(self._metrics)
 
     def metrics_snapshot(self) -> dict[str, Any]:
+        write_cache_bytes, read_cache_bytes = self.engine.cache_sizes()
         counters = {k: float(v) for k, v in self.engine.stats.items()}
         gauges = {"ledgers": float(len(self.engine.ledgers)), "read_only": float(self.state.read_only),
                   "adds_in_progress": float(self.processor.adds.count),
                   "reads_in_progress": float(self.processor.reads.count),
                   "connections": float(len(self.connections)),
-                  "write_cache_bytes": float(sum(d.write_cache.size for d in self.engine.dirs)),
-                  "read_cache_bytes": float(sum(d.read_cache.size for d in self.engine.dirs))}
+                  "write_cache_bytes": float(write_cache_bytes), "read_cache_bytes": float(read_cache_bytes)}
         if self.gc is not None and hasattr(self.gc, "metrics"):
             gc_counters, gc_gauges = self.gc.metrics()
             counters.update(gc_counters)

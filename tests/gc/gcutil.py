@@ -12,8 +12,8 @@ from typing import Any
 
 import aiohttp
 import pytest
+from bookie import failpoints
 from bookie.client import BookKeeper, ClientConfig
-from bookie.gc.compactor import CRASH_ENV
 from bookie.storage import entrylog_format as ef
 from bookie_fleet.local_bookies import LocalBookie
 from rocksdict import AccessType, Options, Rdict
@@ -163,11 +163,11 @@ async def crash_at(bookie: LocalBookie, step: str) -> None:
     """Restart the bookie with a fault injected at compaction step ``step`` and force GC: it SIGKILLs itself
     there. Returns once it is dead; the caller inspects its files and starts it again."""
     bookie.kill()
-    os.environ[CRASH_ENV] = step
+    os.environ[failpoints.ENV] = f"gc.compaction.{step}"
     try:
         bookie.start()
     finally:
-        del os.environ[CRASH_ENV]
+        del os.environ[failpoints.ENV]
     await rest("PUT", f"{bookie.http_url}/api/v1/bookie/gc", {"forceMajor": True, "forceMinor": True})
     assert bookie.proc is not None
     await asyncio.to_thread(bookie.proc.wait, 60)

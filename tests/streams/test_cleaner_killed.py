@@ -14,6 +14,7 @@ import signal
 import subprocess
 
 import pytest
+from bookie import failpoints
 from bookie.streams import Policies, Record, Streams
 from bookie.streams.cleaner import Cleaner
 from bookie.streams.compaction import model
@@ -70,7 +71,7 @@ async def test_a_killed_cleaner_loses_and_duplicates_nothing(streams: Streams, c
     else:
         if kill_at == "mid_write":
             kill_at = f"mid_write:{random.randint(1, 3)}"  # after 100, 200 or 300 of the 400 records
-        env = {**os.environ, "BOOKIE_STREAM_CLEANER_KILL_AT": kill_at}
+        env = {**os.environ, failpoints.ENV: f"stream.cleaner.{kill_at}"}
         proc = await asyncio.to_thread(subprocess.run, command, env=env, capture_output=True, text=True,
                                        timeout=180)
         assert proc.returncode == -9, f"the cleaner was not killed at {kill_at}: {proc.stderr}"

@@ -17,28 +17,28 @@ and a failing cycle is logged and retried at the next one (BookKeeper #2103, #45
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bookie import disks
 from bookie.config import BookieConfig
+from bookie.gc import explain as ex
 from bookie.gc import policy as pol
-from bookie.gc.compactor import Aborted, Compactor, Limits, Unindexed
+from bookie.gc.compaction_run import CompactionRun, compaction_settings
+from bookie.gc.compactor import Compactor
+from bookie.gc.extract import BackgroundExtraction, Listing, MetaExtractor
 from bookie.gc.ledgers import LedgerGc, LedgerGcAborted
-from bookie.gc.logmeta import CorruptLog, LogMeta, MetaCache, read_meta
+from bookie.gc.metacache import MetaCache
 from bookie.gc.refs import Destroy, LogRefs
-from bookie.gc.throttle import Throttle
+from bookie.gc.state import DirState, ForceRequest
 from bookie.metadata.store import MetadataStore
 from bookie.state import BookieStatus, ReadOnlyReason, StateManager
-from bookie.storage import entrylog_format as ef
-from bookie.storage.engine import StorageEngine
+from bookie.storage.gc_api import GcStorageApi
+from bookie.storage.logmeta import LogMeta
 
 log = logging.getLogger(__name__)
 
@@ -46,41 +46,10 @@ COMPACTION_RESERVE_BYTES = 1024 * 1024  # free space kept after a compaction's c
 READER_GRACE_S = 0.5  # an unlinked log's cached reader stays open this long: reads already under way finish
 
 
-@dataclass
-class ForceRequest:
-    major: bool
-    minor: bool
-
-
-@dataclass
-class DirState:
-    """One ledger directory's GC state (what ``gc_details`` reports per directory)."""
-
-    index: int
-    ledger_dir: Path
-    cache: MetaCache
-    refs: LogRefs
-    compactor: Compactor
-    major_compacting: bool = False
-    minor_compacting: bool = False
-    force_compacting: bool = False
-    last_major_ms: int = 0
-    last_minor_ms: int = 0
-    major_count: int = 0
-    minor_count: int = 0
-    active_log_id: int = -1
-    retired_kind: dict[int, int] = field(default_factory=dict)  # log id -> bytes of its replacement, -1: dead
-    locations_path: str = ""
-    location_compact_requested: bool = False
-    location_compacting: bool = False
-    last_location_compaction_ms: int = 0
-    location_compaction_count: int = 0
-
-
 class GarbageCollector:
     """Ledger GC, entry-log GC and compaction for one bookie (see the module docstring)."""
 
-    def __init__(self, conf: BookieConfig, engine: StorageEngine | Callable[[], StorageEngine],
+    def __init__(self, conf: BookieConfig, engine: GcStorageApi | Callable[[], GcStorageApi],
                  store: MetadataStore, *, bookie_id: str,
                  on_space_freed: Callable[[], Awaitable[None]] | None = None,
                  state: StateManager | None = None) -> None:
@@ -90,7 +59,7 @@ class GarbageCollector:
         if state is not None:
             state.on_change.append(self._on_state_change)
         self._engine_source = engine
-        self._engine: StorageEngine | None = None
+        self._engine: GcStorageApi | None = None
         self.bookie_id = bookie_id
         self.on_space_freed = on_space_freed
         self.ledger_gc = LedgerGc(store, bookie_id, verify=conf.verify_metadata_on_gc,
@@ -98,6 +67,7 @@ class GarbageCollector:
                                   overreplicated_concurrency=conf.gc_overreplicated_ledger_max_concurrent_requests)
         self.dirs: list[DirState] = []
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="gc")
+        self._background: BackgroundExtraction | None = None
         self._stop = threading.Event()
         self._reader_closers: set[threading.Timer] = set()
         self._wake = asyncio.Event()
@@ -124,28 +94,32 @@ class GarbageCollector:
             self._wake.set()
 
     def _dir_state(self, i: int) -> DirState:
-        d = self.engine.dirs[i]
-        cache = MetaCache(d.current)
+        paths = self.engine.gc_dir_paths(i)
+        cache = MetaCache(paths.current)
         refs = LogRefs(self.conf.gc_entry_log_forced_destroy_interval_ms / 1000)
-        compactor = Compactor(i, d.current, self.engine, d.locations, refs, cache,
-                              transactional=self.conf.use_transactional_compaction)
+        compactor = Compactor(i, self.engine, refs, cache, transactional=self.conf.use_transactional_compaction)
         now_ms = int(time.time() * 1000)  # BookKeeper starts both compaction clocks at start-up
-        return DirState(i, d.ledger_dir, cache, refs, compactor, last_major_ms=now_ms, last_minor_ms=now_ms,
-                        locations_path=str(d.locations.db.path()), last_location_compaction_ms=now_ms)
+        return DirState(i, paths.ledger_dir, cache, refs, compactor, last_major_ms=now_ms, last_minor_ms=now_ms,
+                        locations_path=paths.locations_index, last_location_compaction_ms=now_ms)
 
     # ------------------------------------------------------------------ lifecycle
     @property
-    def engine(self) -> StorageEngine:
+    def engine(self) -> GcStorageApi:
         if self._engine is None:
             source = self._engine_source
-            self._engine = source if isinstance(source, StorageEngine) else source()
+            self._engine = source if isinstance(source, GcStorageApi) else source()
         return self._engine
 
     async def start(self) -> None:
         """Load persisted log metadata and repair interrupted compactions, then schedule cycles."""
-        self.dirs = [self._dir_state(i) for i in range(len(self.engine.dirs))]
+        self.dirs = [self._dir_state(i) for i in range(self.engine.dir_count())]
+        self._extractor = MetaExtractor(self.engine.gc_flushed_logs, self.engine.has_ledger, self.counters,
+                                        self.conf.compaction_read_rate_by_bytes, self._stop)
+        self._background = BackgroundExtraction(self._extractor, self.dirs, self._stop)
+        self._compaction = CompactionRun(self.conf, self.counters, self._stop, self.engine.has_ledger)
         for d in self.dirs:
             await self._in_thread(self._load_dir, d)
+        self._background.request()  # what the persisted metadata lacks, in the background
         self._task = asyncio.create_task(self._loop(), name="gc")
 
     def _load_dir(self, d: DirState) -> None:
@@ -166,6 +140,8 @@ class GarbageCollector:
             except TimeoutError:
                 self._task.cancel()
         self._pool.shutdown(wait=True)
+        if self._background is not None:
+            self._background.shutdown()
         for timer in list(self._reader_closers):  # the engine closes its readers itself when it stops
             timer.cancel()
 
@@ -251,6 +227,7 @@ class GarbageCollector:
             log.warning("%s: %s", d.ledger_dir, action)
         self._extract_meta(d)
         self._gc_entry_logs(d)
+        d.last_cycle_at = time.time()
         freed = self._destroy_retired(d)
         self._compact(d, request)
         freed += self._destroy_retired(d)
@@ -278,40 +255,17 @@ class GarbageCollector:
         log.info("%s: locations index compacted in %.2f s", d.locations_path, time.monotonic() - started)
 
     def _extract_meta(self, d: DirState) -> None:
-        """Metadata of logs not seen yet (ledgers map, else throttled scan); forget vanished logs."""
-        started = time.monotonic()
-        ids, active = self.engine.gc_flushed_logs(d.index)
-        d.active_log_id = active
+        """Forget vanished logs, then read the metadata of logs not seen yet (ledgers map, else throttled
+        scan): the extractor's code, so a log read here or for a request is read the same way."""
+        ids, _ = self.engine.gc_flushed_logs(d.index)
         present = set(ids)
-        for gone in [i for i in d.cache.logs if i not in present]:
+        for gone in [i for i in list(d.cache.logs) if i not in present]:
             d.cache.drop(gone)
-        read_throttle = Throttle(self.conf.compaction_read_rate_by_bytes, self._stop)
-        for log_id in ids:
-            if log_id == active or log_id in d.cache.logs or self._stop.is_set():
-                continue
-            path = d.compactor.path_of(log_id)
-            try:
-                meta = read_meta(path, log_id, read_throttle)
-            except CorruptLog as exc:
-                meta = self._quarantine_meta(d, path, log_id, exc.reason)
-            except FileNotFoundError:
-                continue
-            self.counters["ENTRY_LOG_META_READ_TOTAL"] += 1
-            self.counters["ENTRY_LOG_SCAN_TOTAL"] += meta.from_scan
-            d.cache.put(meta)
-        self.counters["EXTRACT_META_RUNTIME_SECONDS"] += time.monotonic() - started
-
-    def _quarantine_meta(self, d: DirState, path: Path, log_id: int, reason: str) -> LogMeta:
-        st = path.stat()
-        log.error("%s: entry log %x.log QUARANTINED, GC will neither compact nor delete it: %s. "
-                  "Inspect it with `bookie entrylog dump %s`; GC goes on with the other logs.",
-                  d.ledger_dir, log_id, reason, path)
-        self.counters["QUARANTINED_ENTRY_LOG_TOTAL"] += 1
-        return LogMeta(log_id, 0, {}, st.st_size, st.st_mtime, quarantined=reason)
+        self._extractor.extract_missing(d)
 
     def _gc_entry_logs(self, d: DirState) -> None:
         """doGcEntryLogs: drop dead ledgers from each log's map; logs left empty are retired."""
-        for meta in list(d.cache.logs.values()):
+        for meta in d.cache.snapshot():
             if meta.quarantined or meta.pending_delete:
                 continue
             if meta.remove_dead(self.engine.has_ledger):
@@ -384,105 +338,10 @@ class GarbageCollector:
 
     # ------------------------------------------------------------------ compaction (GC thread)
     def settings(self) -> pol.CompactionSettings:
-        c = self.conf
-        return pol.CompactionSettings(
-            c.minor_compaction_threshold, c.minor_compaction_interval, c.minor_compaction_max_time_millis,
-            c.major_compaction_threshold, c.major_compaction_interval, c.major_compaction_max_time_millis,
-            c.force_allow_compaction, c.is_force_gc_allow_when_no_space, c.disk_usage_threshold,
-            c.disk_usage_warn_threshold, c.gc_disk_pressure_ratio, pol.parse_window(c.major_compaction_window))
-
-    def _decide(self, d: DirState, request: ForceRequest | None, used: float) -> pol.CompactionDecision:
-        s = self.settings()
-        pressure = pol.disk_pressure(used, s)
-        if request is not None:  # a REST trigger: its own flags, like BookKeeper's triggerGC(force, ...)
-            force, sus_major, sus_minor = True, not request.major, not request.minor
-        else:
-            force = pressure.force
-            sus_major = self._suspend_major or pressure.suspend_major
-            sus_minor = self._suspend_minor or pressure.suspend_minor
-        now = time.time()
-        return pol.choose_compaction(pol.CompactionRequest(
-            now, datetime.datetime.now().time(), d.last_major_ms / 1000, d.last_minor_ms / 1000, force,
-            sus_major, sus_minor, pressure.ignore_window), s)
+        return compaction_settings(self.conf)
 
     def _compact(self, d: DirState, request: ForceRequest | None) -> None:
-        used = disks.measure([d.ledger_dir])[0].used_fraction
-        decision = self._decide(d, request, used)
-        if decision.kind is pol.Compaction.NONE:
-            if decision.reason:
-                log.info("%s: %s", d.ledger_dir, decision.reason)
-            return
-        major = decision.kind is pol.Compaction.MAJOR
-        d.force_compacting = request is not None
-        d.major_compacting, d.minor_compacting = major, not major
-        started = time.monotonic()
-        try:
-            self._compact_logs(d, decision)
-        finally:  # never leave a "compacting" flag set (BookKeeper #2103)
-            d.major_compacting = d.minor_compacting = d.force_compacting = False
-            self.counters["COMPACT_RUNTIME_SECONDS"] += time.monotonic() - started
-        now_ms = int(time.time() * 1000)
-        if major:
-            d.last_major_ms, d.major_count = now_ms, d.major_count + 1
-            self.counters["MAJOR_COMPACTION_TOTAL"] += 1
-        else:
-            d.last_minor_ms, d.minor_count = now_ms, d.minor_count + 1
-            self.counters["MINOR_COMPACTION_TOTAL"] += 1
-
-    def _limits(self) -> Limits:
-        c = self.conf
-        rate = c.compaction_rate_by_bytes if c.is_throttle_by_bytes else c.compaction_rate_by_entries
-        return Limits(Throttle(rate, self._stop), c.is_throttle_by_bytes,
-                      Throttle(c.compaction_read_rate_by_bytes, self._stop), c.compaction_max_outstanding_requests,
-                      self._stop)
-
-    def _compact_logs(self, d: DirState, decision: pol.CompactionDecision) -> None:
-        target = self.conf.log_size_limit if self.conf.use_target_entry_log_size_for_gc else 0
-        usages = [self._usage(d, m) for m in list(d.cache.logs.values())]
-        chosen = pol.select_for_compaction(usages, decision.threshold, target)
-        log.info("%s: %s compaction (%s), threshold %.2f: %d of %d entry logs below it", d.ledger_dir,
-                 decision.kind.value, decision.reason, decision.threshold, len(chosen), len(usages))
-        deadline = time.monotonic() + decision.max_time_ms / 1000 if decision.max_time_ms > 0 else None
-        limits = self._limits()
-        for u in chosen:
-            if self._stop.is_set() or (deadline is not None and time.monotonic() > deadline):
-                break
-            meta = d.cache.logs.get(u.log_id)
-            if meta is None or meta.pending_delete:
-                continue
-            free = disks.measure([d.ledger_dir])[0].free_bytes
-            if not pol.free_space_allows(meta.remaining_bytes, free, COMPACTION_RESERVE_BYTES):
-                log.warning("%s: not compacting %x.log: its %d live bytes do not fit in %d free bytes",
-                            d.ledger_dir, u.log_id, meta.remaining_bytes, free)
-                continue
-            self._compact_one(d, meta, limits)
-
-    def _usage(self, d: DirState, m: LogMeta) -> pol.LogUsage:
-        eligible = not (m.quarantined or m.pending_delete or m.log_id == d.active_log_id)
-        return pol.LogUsage(m.log_id, m.total_bytes, m.remaining_bytes, eligible)
-
-    def _compact_one(self, d: DirState, meta: LogMeta, limits: Limits) -> None:
-        usage = meta.remaining_bytes / max(1, meta.total_bytes)
-        try:
-            done = d.compactor.compact(meta, self.engine.has_ledger, limits)
-        except Aborted:
-            return
-        except Unindexed as exc:
-            log.warning("%s: not compacting %x.log this cycle: %s", d.ledger_dir, meta.log_id, exc)
-            return
-        except (ef.CorruptRecord, OSError) as exc:
-            d.cache.put(self._quarantine_meta(d, d.compactor.path_of(meta.log_id), meta.log_id,
-                                              f"compaction failed: {exc}"))
-            return
-        # What replaced the old log's bytes: the new file (transactional) or the copies appended to the
-        # current log (non-transactional; that log is read by GC once it rolls).
-        d.retired_kind[meta.log_id] = done.new_meta.file_size if done.new_meta else done.copied_bytes
-        if done.new_meta is not None:
-            d.cache.put(done.new_meta)
-        self.counters["COMPACTED_ENTRY_TOTAL"] += done.entries
-        self.counters["COMPACTED_BYTES"] += done.copied_bytes
-        log.info("%s: compacted %x.log (usage %.2f) into %s: %d live entries copied, %d index entries moved",
-                 d.ledger_dir, meta.log_id, usage, done.into, done.entries, done.moved)
+        self._compaction.run(d, request, self._suspend_major, self._suspend_minor)
 
     # ------------------------------------------------------------------ REST (BookKeeper's shapes)
     def trigger(self, force_major: bool | None = None, force_minor: bool | None = None) -> None:
@@ -533,15 +392,39 @@ class GarbageCollector:
 
     # ------------------------------------------------------------------ metrics and explain
     def metrics(self) -> tuple[dict[str, float], dict[str, float]]:
-        from bookie.gc.explain import gauges
-        return dict(self.counters), gauges(self)
+        """Counters and gauges; a scrape also starts reading logs not seen yet, for the next scrape."""
+        if self._background is not None and not self._stop.is_set():
+            self._background.request()
+        target = self.conf.log_size_limit if self.conf.use_target_entry_log_size_for_gc else 0
+        return dict(self.counters), ex.gauges(self.dirs, target, len(self.engine.ledger_ids()))
 
     async def explain(self, limit: int) -> dict[str, Any]:
-        from bookie.gc.explain import entry_logs
-        return await asyncio.to_thread(entry_logs, self, limit)
+        """Every entry log on disk now: logs no cycle has read yet are read first (up to EXPLAIN_WAIT_S; the
+        rest are listed as not known yet), on the extractor's thread, never the event loop or the GC thread."""
+        pending = ""
+        if self._background is not None:
+            round_ = self._background.request()
+            try:
+                await asyncio.wait_for(asyncio.shield(round_.done), EXPLAIN_WAIT_S)
+            except TimeoutError:
+                pending = (f"metadata extraction under way for {time.time() - round_.started_at:.0f} s "
+                           "(start-up or a large backlog of logs): ask again shortly")
+        return await asyncio.to_thread(self._explain_now, pending, limit)
+
+    def _explain_now(self, pending: str, limit: int) -> dict[str, Any]:
+        """The answer from the logs on disk now (listing and ``stat`` calls: a worker thread, not the loop)."""
+        listings = []
+        for d in self.dirs:
+            ids, active = self.engine.gc_flushed_logs(d.index)
+            active_map = self.engine.gc_active_log_ledgers(d.index) if active >= 0 else {}
+            listings.append(ex.DirListing(d, Listing(ids, active), active_map, self.engine.has_ledger))
+        return ex.entry_logs(ex.ExplainInput(self.bookie_id, self.settings(), pending), listings, limit)
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+
+EXPLAIN_WAIT_S = 10.0  # how long the explain endpoint waits for logs to be read before answering without them
 
 
 def _size(path: Path) -> int:

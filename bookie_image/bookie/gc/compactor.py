@@ -5,7 +5,7 @@ replay, is never resurrected), point the index at the copies only where it still
 location (an entry deleted or rewritten meanwhile keeps its newer state), and retire the old log last.
 
 Transactional (``useTransactionalCompaction=true``, our default; BookKeeper's
-``TransactionalEntryLogCompactor`` and its file names, reference section 5.3):
+``TransactionalEntryLogCompactor`` and its file names, which storage owns: ``bookie.storage.compaction_log``):
 
 1. live entries are copied to ``<new>.log.compacting`` (a complete log: header, records, ledgers map),
    fsynced;
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 from collections.abc import Callable, Generator
 from contextlib import closing
@@ -38,36 +37,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from bookie.gc.logmeta import LogMeta, MetaCache, iter_log_records
+from bookie import failpoints
+from bookie.gc.metacache import MetaCache
 from bookie.gc.refs import LogRefs
 from bookie.gc.throttle import Throttle
 from bookie.storage import entrylog_format as ef
+from bookie.storage.compaction_log import CompactionLog
+from bookie.storage.logmeta import LogMeta, iter_log_records
 
 log = logging.getLogger(__name__)
 
-COMPACTING = ".compacting"
-COMPACTED = ".compacted"
-WRITE_CHUNK = 1024 * 1024
-CRASH_ENV = "BOOKIE_GC_TEST_CRASH_AT"  # fault injection for tests: SIGKILL ourselves at a named step
 
 
 Move = tuple[int, int, int, int]  # (ledger id, entry id, old location, new location)
 
 
 class Engine(Protocol):
-    """The storage engine's GC hooks (``StorageEngine``'s "GC hooks" section)."""
+    """What compaction needs of the storage engine (``bookie.storage.gc_api``)."""
 
-    def gc_allocate_log_id(self, dir_index: int) -> int: ...
+    def gc_log_path(self, dir_index: int, log_id: int) -> Path: ...
+    def gc_location(self, dir_index: int, ledger_id: int, entry_id: int) -> int | None: ...
+    def gc_new_compaction_log(self, dir_index: int, old_log_id: int) -> CompactionLog: ...
+    def gc_incomplete_compactions(self, dir_index: int) -> tuple[list[CompactionLog], list[str]]: ...
     def gc_append(self, dir_index: int, ledger_id: int, entry_id: int, body: bytes) -> int: ...
     def gc_flush_log(self, dir_index: int) -> None: ...
     def gc_relocate(self, dir_index: int, moves: list[Move]) -> int: ...
-    def gc_delete_log(self, dir_index: int, log_id: int) -> int: ...
-    def gc_close_reader(self, dir_index: int, log_id: int) -> None: ...
-    def gc_compact_locations(self, dir_index: int) -> str: ...
-
-
-class Locations(Protocol):
-    def get(self, ledger_id: int, entry_id: int) -> int | None: ...
 
 
 @dataclass
@@ -101,76 +95,19 @@ class Compacted:
     into: str                  # where the copies went, for the log line
 
 
-def crash_point(step: str) -> None:
-    if os.environ.get(CRASH_ENV) == step:
-        log.warning("fault injection: SIGKILL at %s", step)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-class _LogWriter:
-    """A compaction output log, written with the engine's format and finalized with its ledgers map."""
-
-    def __init__(self, path: Path, log_id: int) -> None:
-        self.path = path
-        self.log_id = log_id
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        os.pwrite(self.fd, ef.LogHeader().encode(), 0)
-        self.position = self.flushed = ef.HEADER_SIZE
-        self.buffer = bytearray()
-        self.ledgers: dict[int, int] = {}
-
-    def append(self, rec: ef.Record) -> int:
-        location = ef.make_location(self.log_id, self.position + ef.RECORD_SIZE_PREFIX)
-        self.buffer += rec.size.to_bytes(4, "big")
-        self.buffer += rec.data
-        record_size = ef.RECORD_SIZE_PREFIX + rec.size
-        self.position += record_size
-        self.ledgers[rec.ledger_id] = self.ledgers.get(rec.ledger_id, 0) + record_size
-        if len(self.buffer) >= WRITE_CHUNK:
-            self._write()
-        return location
-
-    def _write(self) -> None:
-        os.pwrite(self.fd, self.buffer, self.flushed)
-        self.flushed += len(self.buffer)
-        self.buffer.clear()
-
-    def finish(self) -> int:
-        """Append the ledgers map, point the header at it, fsync; returns the file size."""
-        self._write()
-        data = ef.encode_ledgers_map(self.ledgers)
-        os.pwrite(self.fd, data, self.position)
-        os.pwrite(self.fd, ef.encode_map_location(self.position, len(self.ledgers)), ef.MAP_LOCATION_OFFSET)
-        os.fsync(self.fd)
-        return self.position + len(data)
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-
 class Compactor:
     """Compaction for one ledger directory (runs in the GC thread)."""
 
-    def __init__(self, dir_index: int, current: Path, engine: Engine, locations: Locations, refs: LogRefs,
-                 cache: MetaCache, *, transactional: bool = True) -> None:
+    def __init__(self, dir_index: int, engine: Engine, refs: LogRefs, cache: MetaCache, *,
+                 transactional: bool = True) -> None:
         self.dir_index = dir_index
         self.transactional = transactional
-        self.current = current
         self.engine = engine
-        self.locations = locations
         self.refs = refs
         self.cache = cache
 
     def path_of(self, log_id: int) -> Path:
-        return self.current / ef.log_file_name(log_id)
+        return self.engine.gc_log_path(self.dir_index, log_id)
 
     def compact(self, meta: LogMeta, alive: Callable[[int], bool], limits: Limits) -> Compacted:
         """Copy the live, indexed entries of ``meta``'s log elsewhere, point the index at them, retire the log."""
@@ -180,35 +117,31 @@ class Compactor:
 
     def _compact_to_new_log(self, meta: LogMeta, alive: Callable[[int], bool], limits: Limits) -> Compacted:
         """Transactional: a ``.compacting`` file, committed by its ``.compacted`` name (module docstring)."""
-        new_id = self.engine.gc_allocate_log_id(self.dir_index)
-        compacting = self.current / f"{ef.log_file_name(new_id)}{COMPACTING}"
-        writer = _LogWriter(compacting, new_id)
+        out = self.engine.gc_new_compaction_log(self.dir_index, meta.log_id)
         try:
             with closing(self._live_records(meta, alive, limits)) as records:
-                moves = [(rec.ledger_id, rec.entry_id, old, writer.append(rec)) for rec, old in records]
-            size = writer.finish() if moves else 0
+                moves = [(rec.ledger_id, rec.entry_id, old, out.append(rec)) for rec, old in records]
+            size = out.finish() if moves else 0
         except BaseException:
-            writer.close()
-            compacting.unlink(missing_ok=True)
+            out.abort()
             raise
-        writer.close()
         if not moves:
-            compacting.unlink()
+            out.abort()
             self._retire(meta.log_id)
             return Compacted(meta.log_id, None, 0, 0, 0, "nothing")
-        crash_point("before-commit")
-        marker = self._commit(compacting, new_id, meta.log_id)
-        crash_point("after-commit")
+        failpoints.hit("gc.compaction.before-commit")
+        out.mark_compacted()
+        out.make_available()
+        failpoints.hit("gc.compaction.after-commit")
         moved = self._relocate(moves, limits.batch)
-        crash_point("after-relocate")
+        failpoints.hit("gc.compaction.after-relocate")
         self._retire(meta.log_id)
-        marker.unlink()
-        fsync_dir(self.current)
-        st = os.stat(self.path_of(new_id))
-        copied = sum(writer.ledgers.values())
-        new_meta = LogMeta(new_id, copied, dict(writer.ledgers), size, st.st_mtime,
-                           first_ledgers=len(writer.ledgers))
-        return Compacted(meta.log_id, new_meta, len(moves), moved, copied, f"{new_id:x}.log")
+        out.finalize_and_cleanup()
+        st = os.stat(out.path)
+        copied = sum(out.ledgers.values())
+        new_meta = LogMeta(out.new_id, copied, dict(out.ledgers), size, st.st_mtime,
+                           first_ledgers=len(out.ledgers))
+        return Compacted(meta.log_id, new_meta, len(moves), moved, copied, f"{out.new_id:x}.log")
 
     def _compact_into_current_log(self, meta: LogMeta, alive: Callable[[int], bool], limits: Limits) -> Compacted:
         """Non-transactional (BookKeeper's ``EntryLogCompactor``): copies go to the current entry log.
@@ -239,9 +172,9 @@ class Compactor:
 
         def index_batch() -> None:
             nonlocal moved
-            crash_point("before-flush")
+            failpoints.hit("gc.compaction.before-flush")
             self.engine.gc_flush_log(self.dir_index)
-            crash_point("before-relocate")
+            failpoints.hit("gc.compaction.before-relocate")
             moved += self.engine.gc_relocate(self.dir_index, batch)
             batch.clear()
 
@@ -259,7 +192,7 @@ class Compactor:
         except BaseException:
             self._salvage(batch)
             raise
-        crash_point("after-relocate")
+        failpoints.hit("gc.compaction.after-relocate")
         self._retire(meta.log_id)
         into = "the current entry log" if entries else "nothing"
         return Compacted(meta.log_id, None, entries, moved, copied, into)
@@ -290,7 +223,7 @@ class Compactor:
                 if rec.ledger_id not in meta.ledgers or not alive(rec.ledger_id):
                     continue
                 old = ef.make_location(meta.log_id, offset + ef.RECORD_SIZE_PREFIX)
-                current = self.locations.get(rec.ledger_id, rec.entry_id)
+                current = self.engine.gc_location(self.dir_index, rec.ledger_id, rec.entry_id)
                 if current is None:
                     raise Unindexed(f"ledger {rec.ledger_id} entry {rec.entry_id} in {meta.log_id:x}.log is "
                                     "not in the index")
@@ -300,16 +233,6 @@ class Compactor:
                 yield rec, old
         finally:
             os.close(fd)
-
-    def _commit(self, compacting: Path, new_id: int, old_id: int) -> Path:
-        """Steps 2 and 3: the ``.compacted`` name is the commit point, then the log becomes readable."""
-        marker = self.current / f"{ef.log_file_name(new_id)}.{old_id:x}{COMPACTED}"
-        os.link(compacting, marker)
-        compacting.unlink()
-        fsync_dir(self.current)
-        os.link(marker, self.path_of(new_id))
-        fsync_dir(self.current)
-        return marker
 
     def _relocate(self, moves: list[Move], batch: int) -> int:
         moved = 0
@@ -333,49 +256,23 @@ class Compactor:
     # ------------------------------------------------------------------ recovery
     def recover(self) -> list[str]:
         """Finish committed compactions, drop uncommitted ones (``cleanUpAndRecover``); returns what it did."""
+        committed, removed = self.engine.gc_incomplete_compactions(self.dir_index)
         done = []
-        for marker in sorted(self.current.glob(f"*{COMPACTED}")):
-            parsed = parse_compacted(marker.name)
-            if parsed is None:
-                continue
-            new_id, old_id = parsed
-            moved = self._finish(marker, new_id, old_id)
-            done.append(f"finished compaction of {old_id:x}.log into {new_id:x}.log ({moved} entries moved)")
-        for leftover in sorted(self.current.glob(f"*{COMPACTING}")):
-            leftover.unlink()
-            done.append(f"removed interrupted {leftover.name}")
-        if done:
-            fsync_dir(self.current)
-        return done
+        for out in committed:
+            moved = self._finish(out)
+            done.append(f"finished compaction of {out.old_id:x}.log into {out.new_id:x}.log ({moved} entries moved)")
+        return done + [f"removed interrupted {name}" for name in removed]
 
-    def _finish(self, marker: Path, new_id: int, old_id: int) -> int:
-        target = self.path_of(new_id)
-        if not target.exists():
-            os.link(marker, target)
-            fsync_dir(self.current)
+    def _finish(self, out: CompactionLog) -> int:
+        """Steps 3 and 4 again: the new log readable, the index pointed at it where it still names the old log."""
+        out.make_available()
         moves = []
-        fd = os.open(target, os.O_RDONLY)
-        try:
-            for offset, rec in iter_log_records(fd, os.fstat(fd).st_size):
-                current = self.locations.get(rec.ledger_id, rec.entry_id)
-                if current is not None and ef.split_location(current)[0] == old_id:
-                    new = ef.make_location(new_id, offset + ef.RECORD_SIZE_PREFIX)
-                    moves.append((rec.ledger_id, rec.entry_id, current, new))
-        finally:
-            os.close(fd)
+        for new, rec in out.records():
+            current = self.engine.gc_location(self.dir_index, rec.ledger_id, rec.entry_id)
+            if current is not None and ef.split_location(current)[0] == out.old_id:
+                moves.append((rec.ledger_id, rec.entry_id, current, new))
         moved = self._relocate(moves, 100000)
-        if self.path_of(old_id).exists():
-            self._retire(old_id)
-        marker.unlink()
+        if self.path_of(out.old_id).exists():
+            self._retire(out.old_id)
+        out.finalize_and_cleanup()
         return moved
-
-
-def parse_compacted(name: str) -> tuple[int, int] | None:
-    """``<new>.log.<old>.compacted`` -> (new, old)."""
-    parts = name.split(".")
-    if len(parts) != 4 or parts[1] != "log" or parts[3] != COMPACTED[1:]:
-        return None
-    try:
-        return int(parts[0], 16), int(parts[2], 16)
-    except ValueError:
-        return None

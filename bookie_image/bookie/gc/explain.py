@@ -1,34 +1,34 @@
 """Why is this entry log still on disk? Gauges for Prometheus and the ``GET /api/v1/bookie/entry_logs`` answer.
 
 Both read a snapshot of GC's per-directory metadata (copied whole, so the GC thread can keep working) and
-never touch the disk except ``stat`` for sizes and ages.
+never touch the disk except ``stat`` for sizes and ages. The answer lists every log on disk at the time of
+the request and says for each where its figures come from: ``fresh`` (its file read for this answer or
+since the last GC cycle, live ledgers as of now), ``lastGcCycle`` (as that cycle left them, with its time)
+or ``unknown`` (with why).
 """
 
 from __future__ import annotations
 
+import os
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from bookie.gc import policy as pol
-from bookie.gc.logmeta import LogMeta
-
-if TYPE_CHECKING:
-    from bookie.gc.collector import DirState, GarbageCollector
+from bookie.gc.extract import Listing
+from bookie.gc.state import DirState
+from bookie.storage.logmeta import LogMeta
 
 PINNING_LEDGERS_SHOWN = 10
 
 
-def _snapshot(d: DirState) -> list[LogMeta]:
-    return list(d.cache.logs.values())  # one C-level copy: atomic with respect to the GC thread
-
-
-def gauges(gc: GarbageCollector) -> dict[str, float]:
+def gauges(dirs: list[DirState], target_log_size: int, ledger_count: int) -> dict[str, float]:
     """BookKeeper's GC gauges (summed over ledger directories) plus ours (quarantined, pending, oldest)."""
-    target = gc.conf.log_size_limit if gc.conf.use_target_entry_log_size_for_gc else 0
     logs: list[LogMeta] = []
     pending = 0
-    for d in gc.dirs:
-        logs += _snapshot(d)
+    for d in dirs:
+        logs += d.cache.snapshot()
         pending += len(d.refs.retired())
     live = [m for m in logs if not m.pending_delete]
     usages = [pol.LogUsage(m.log_id, m.total_bytes, m.remaining_bytes) for m in live if not m.quarantined]
@@ -36,13 +36,13 @@ def gauges(gc: GarbageCollector) -> dict[str, float]:
         "ACTIVE_ENTRY_LOG_TOTAL": float(len(live)),
         "ACTIVE_ENTRY_LOG_SPACE_BYTES": float(sum(m.remaining_bytes for m in live)),
         "ENTRY_LOG_SPACE_BYTES": float(sum(m.file_size for m in logs)),
-        "ACTIVE_LEDGER_TOTAL": float(len(gc.engine.ledger_ids())),
+        "ACTIVE_LEDGER_TOTAL": float(ledger_count),
         "ENTRY_LOG_COMPACT_RATIO": _compact_ratio(usages),
         "QUARANTINED_ENTRY_LOGS": float(sum(1 for m in logs if m.quarantined)),
         "PENDING_DELETION_ENTRY_LOGS": float(pending),
         "OLDEST_ENTRY_LOG_AGE_SECONDS": max((time.time() - m.mtime for m in live), default=0.0),
     }
-    for i, count in enumerate(pol.usage_buckets(usages, target)):
+    for i, count in enumerate(pol.usage_buckets(usages, target_log_size)):
         out[f"entry_log_usage_buckets_le_{(i + 1) * 10}"] = float(count)
     return out
 
@@ -53,49 +53,94 @@ def _compact_ratio(usages: list[pol.LogUsage]) -> float:
     return (total - sum(u.remaining_bytes for u in usages)) / total if total else 0.0
 
 
-def entry_logs(gc: GarbageCollector, limit: int) -> dict[str, Any]:
-    """Every entry log, oldest first, with what keeps it: the ``explain`` endpoint's JSON."""
-    s = gc.settings()
+@dataclass
+class ExplainInput:
+    bookie_id: str
+    settings: pol.CompactionSettings
+    pending: str             # why logs not read yet are not: extraction still under way ("" if it finished)
+
+
+@dataclass
+class DirListing:
+    """One directory at request time: GC's state, the logs on disk, what the active log holds so far."""
+
+    state: DirState
+    listing: Listing
+    active_ledgers: dict[int, int]
+    alive: Callable[[int], bool]
+
+
+def entry_logs(req: ExplainInput, dirs: list[DirListing], limit: int) -> dict[str, Any]:
+    """Every entry log on disk, oldest first, with what keeps it: the ``explain`` endpoint's JSON."""
     now = time.time()
-    dirs = []
-    for d in gc.dirs:
-        retired = d.refs.retired()
-        metas = sorted(_snapshot(d), key=lambda m: m.mtime)
-        logs = [_describe(d, m, s, now, retired) for m in metas]
-        active = d.active_log_id
-        dirs.append({"ledgerDir": str(d.ledger_dir), "activeLogId": f"{active:x}" if active >= 0 else None,
-                     "entryLogCount": len(logs), "entryLogs": logs[:limit] if limit > 0 else logs})
-    return {"bookieId": gc.bookie_id, "minorCompactionThreshold": s.minor_threshold,
-            "majorCompactionThreshold": s.major_threshold, "ledgerDirs": dirs}
+    out = []
+    for dl in dirs:
+        known = {m.log_id: m for m in dl.state.cache.snapshot()}
+        found = (_entry(req, dl, known.get(log_id), log_id, now) for log_id in dl.listing.log_ids)
+        logs = [e for e in found if e is not None]
+        logs.sort(key=lambda e: -e["ageSeconds"])
+        active = dl.listing.active
+        out.append({"ledgerDir": str(dl.state.ledger_dir), "activeLogId": f"{active:x}" if active >= 0 else None,
+                    "entryLogCount": len(logs), "entryLogs": logs[:limit] if limit > 0 else logs})
+    return {"bookieId": req.bookie_id, "minorCompactionThreshold": req.settings.minor_threshold,
+            "majorCompactionThreshold": req.settings.major_threshold, "ledgerDirs": out}
 
 
-def _describe(d: DirState, m: LogMeta, s: pol.CompactionSettings, now: float,
-              retired: dict[int, float]) -> dict[str, Any]:
-    usage = m.remaining_bytes / m.total_bytes if m.total_bytes else 0.0
-    pinning = sorted(m.ledgers.items(), key=lambda kv: -kv[1])[:PINNING_LEDGERS_SHOWN]
-    return {
-        "logId": f"{m.log_id:x}", "file": str(d.compactor.path_of(m.log_id)), "sizeBytes": m.file_size,
-        "totalBytes": m.total_bytes, "remainingBytes": m.remaining_bytes, "usage": round(usage, 4),
-        "ageSeconds": round(now - m.mtime, 1), "liveLedgerCount": len(m.ledgers),
-        "pinningLedgers": [{"ledgerId": lid, "bytes": size} for lid, size in pinning],
-        "metadataFrom": "scan" if m.from_scan else "ledgers map",
-        "readers": d.refs.holders(m.log_id),
-        "verdict": _verdict(d, m, usage, s, retired),
-    }
+def _entry(req: ExplainInput, dl: DirListing, meta: LogMeta | None, log_id: int,
+           now: float) -> dict[str, Any] | None:
+    d = dl.state
+    path = d.compactor.path_of(log_id)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None  # deleted since the listing
+    base = {"logId": f"{log_id:x}", "file": str(path), "sizeBytes": st.st_size,
+            "ageSeconds": round(now - st.st_mtime, 1), "readers": d.refs.holders(log_id)}
+    if log_id == dl.listing.active:
+        live = {lid: size for lid, size in dl.active_ledgers.items() if dl.alive(lid)}
+        return {**base, **_figures(live, sum(dl.active_ledgers.values()), "checkpoints so far"),
+                "active": True, "figures": {"state": "fresh", "extractedAt": _ms(now)},
+                "verdict": "active: checkpoints append to it; GC considers it once it is full and rolls"}
+    if meta is None:
+        why = req.pending or "written after the metadata extraction this request waited for: ask again"
+        return {**base, "active": False, "figures": {"state": "unknown", "why": why},
+                "verdict": "not known yet"}
+    from_cycle = d.last_cycle_at > 0 and meta.read_at <= d.last_cycle_at
+    if from_cycle:
+        ledgers, figures = meta.ledgers, {"state": "lastGcCycle", "gcCycleAt": _ms(d.last_cycle_at)}
+    else:
+        ledgers = {lid: size for lid, size in list(meta.ledgers.items()) if dl.alive(lid)}
+        figures = {"state": "fresh", "extractedAt": _ms(meta.read_at)}
+    usage = sum(ledgers.values()) / meta.total_bytes if meta.total_bytes else 0.0
+    return {**base, **_figures(ledgers, meta.total_bytes, "scan" if meta.from_scan else "ledgers map"),
+            "active": False, "figures": figures, "verdict": _verdict(d, meta, ledgers, usage, req.settings)}
 
 
-def _verdict(d: DirState, m: LogMeta, usage: float, s: pol.CompactionSettings,
-             retired: dict[int, float]) -> str:
+def _figures(ledgers: dict[int, int], total: int, source: str) -> dict[str, Any]:
+    remaining = sum(ledgers.values())
+    pinning = sorted(ledgers.items(), key=lambda kv: -kv[1])[:PINNING_LEDGERS_SHOWN]
+    return {"totalBytes": total, "remainingBytes": remaining,
+            "usage": round(remaining / total, 4) if total else 0.0, "liveLedgerCount": len(ledgers),
+            "pinningLedgers": [{"ledgerId": lid, "bytes": size} for lid, size in pinning],
+            "metadataFrom": source}
+
+
+def _ms(t: float) -> int:
+    return int(t * 1000)
+
+
+def _verdict(d: DirState, m: LogMeta, ledgers: dict[int, int], usage: float, s: pol.CompactionSettings) -> str:
+    retired = d.refs.retired()
     if m.quarantined:
         return f"quarantined: {m.quarantined}"
     if m.log_id in retired:
         return (f"deleted as soon as its readers release it (retired {retired[m.log_id]:.0f} s ago; "
                 f"forced after {d.refs.forced_destroy_s:.0f} s)")
-    if not m.ledgers:
+    if not ledgers:
         return "no live ledger: deleted at the next GC cycle"
     if s.minor_enabled and usage < s.minor_threshold:
         return f"usage {usage:.2f} < minorCompactionThreshold {s.minor_threshold}: compacted at the next minor"
     if s.major_enabled and usage < s.major_threshold:
         return f"usage {usage:.2f} < majorCompactionThreshold {s.major_threshold}: compacted at the next major"
-    return (f"kept: {len(m.ledgers)} live ledgers hold {usage:.0%} of it, above every compaction threshold "
+    return (f"kept: {len(ledgers)} live ledgers hold {usage:.0%} of it, above every compaction threshold "
             f"(deleted when those ledgers are deleted)")

@@ -22,24 +22,24 @@ import struct
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 from bookie.config import BookieConfig
 from bookie.storage import journal_format as jf
-from bookie.storage.caches import ReadCache, WriteCache
-from bookie.storage.entrylog import EntryLogger
+from bookie.storage.caches import WriteCache
 from bookie.storage.errors import (
     FencedError,
     MasterKeyMismatchError,
-    NoEntryError,
     NoLedgerError,
     StorageClosedError,
     StorageThrottledError,
 )
-from bookie.storage.index import LedgerData, LedgerIndex, LocationIndex
+from bookie.storage.gc_api import GcStorageApi
+from bookie.storage.index import LedgerData
 from bookie.storage.journal import Durable, Journal, JournalSettings, LogMark, replay_records
+from bookie.storage.ledger_dir import LedgerDirStorage, LedgerState, restore_flushing
+from bookie.storage.reads import EngineReads
 
 log = logging.getLogger(__name__)
 
@@ -51,67 +51,7 @@ def sign_safe_mod(value: int, n: int) -> int:
     return value % n  # Python's % is already non-negative for positive n
 
 
-@dataclass
-class LedgerState:
-    """In-memory view of one ledger on this bookie (``TransientLedgerInfo`` + ``LedgerData``)."""
-
-    data: LedgerData
-    lac: int | None = None           # None: not computed yet since start
-    lac_updated_ms: int = 0
-    key_journaled: bool = False      # master key record written in this run
-    watchers: list[asyncio.Future[None]] = field(default_factory=list)
-
-
-class LedgerDirStorage:
-    """One ledger directory: its entry logs, indexes and caches (``SingleDirectoryDbLedgerStorage``)."""
-
-    def __init__(self, ledger_dir: Path, index_dir: Path, conf: BookieConfig, n_dirs: int) -> None:
-        self.ledger_dir = ledger_dir
-        self.current = ledger_dir / "current"
-        self.entry_logger = EntryLogger(self.current, conf.log_size_limit)
-        self.ledger_index = LedgerIndex(index_dir / "current")
-        self.locations = LocationIndex(index_dir / "current")
-        half = max(1, conf.db_storage_write_cache_max_size_mb * 1024 * 1024 // n_dirs // 2)
-        self.write_cache = WriteCache(half)
-        self.flushing: WriteCache | None = None
-        self.read_cache = ReadCache(conf.db_storage_read_ahead_cache_max_size_mb * 1024 * 1024 // n_dirs)
-        self.read_ahead_entries = conf.db_storage_read_ahead_cache_batch_size
-        bytes_limit = conf.db_storage_read_ahead_cache_batch_bytes_size
-        self.read_ahead_bytes = bytes_limit if bytes_limit > 0 else 1024 * 1024
-
-    # --- blocking parts (worker threads)
-    def flush_cache(self, cache: WriteCache) -> int:
-        """Append a swapped write cache to the entry log and index it; returns entries written."""
-        batch = self.entry_logger.append_many(cache.sorted_entries())
-        self.entry_logger.flush()
-        if batch:
-            self.locations.put_many(batch)
-        self.locations.sync()
-        self.ledger_index.sync()
-        return len(batch)
-
-    def read_from_disk(self, ledger_id: int, entry_id: int) -> bytes:
-        location = self.locations.get(ledger_id, entry_id)
-        if location is None:
-            raise NoEntryError(ledger_id, entry_id)
-        body = self.entry_logger.read(ledger_id, entry_id, location)
-        if self.read_ahead_entries > 1 and self.read_cache.max_bytes > 0:
-            budget = min(self.read_ahead_bytes, self.read_cache.max_bytes // 2)
-            for next_id, next_body in self.entry_logger.read_ahead(
-                    ledger_id, location, self.read_ahead_entries - 1, budget):
-                self.read_cache.put(ledger_id, next_id, next_body)
-        return body
-
-    def last_entry_on_disk(self, ledger_id: int) -> int | None:
-        return self.locations.last_entry(ledger_id)
-
-    def close(self) -> None:
-        self.entry_logger.close()
-        self.locations.close()
-        self.ledger_index.close()
-
-
-class StorageEngine:
+class StorageEngine(EngineReads, GcStorageApi):
     """Ledgers and entries on this bookie's directories (see the module docstring)."""
 
     def __init__(self, conf: BookieConfig) -> None:
@@ -331,110 +271,6 @@ class StorageEngine:
     async def force_ledger(self, ledger_id: int) -> None:
         await self.journal_of(ledger_id).barrier()
 
-    # ------------------------------------------------------------------ reads
-    async def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
-        """An entry's bytes; ``entry_id == -1`` is the last entry stored here."""
-        state = self._state(ledger_id)
-        self.stats["reads"] += 1
-        if entry_id == -1:
-            last = await self._last_entry(ledger_id)
-            if last is None:
-                raise NoEntryError(ledger_id, entry_id)
-            entry_id = last
-        body = await self._read_body(ledger_id, entry_id)
-        if state.lac is None:
-            await self._ensure_lac(ledger_id, state)
-        return body
-
-    async def _read_body(self, ledger_id: int, entry_id: int) -> bytes:
-        d = self.dir_of(ledger_id)
-        body = d.write_cache.get(ledger_id, entry_id)
-        if body is None and d.flushing is not None:
-            body = d.flushing.get(ledger_id, entry_id)
-        if body is None:
-            body = d.read_cache.get(ledger_id, entry_id)
-            if body is not None:
-                self.stats["read_cache_hits"] += 1
-        if body is None:
-            body = await self._in_thread(self._read_pool, d.read_from_disk, ledger_id, entry_id)
-        return body
-
-    async def _last_entry(self, ledger_id: int) -> int | None:
-        d = self.dir_of(ledger_id)
-        candidates = [d.write_cache.last_entry(ledger_id)]
-        if d.flushing is not None:
-            candidates.append(d.flushing.last_entry(ledger_id))
-        candidates.append(await self._in_thread(self._read_pool, d.last_entry_on_disk, ledger_id))
-        found = [c for c in candidates if c is not None]
-        return max(found) if found else None
-
-    async def _ensure_lac(self, ledger_id: int, state: LedgerState) -> int:
-        """The cached LAC; computed from the last stored entry the first time after a start."""
-        if state.lac is None:
-            lac = -1
-            last = await self._last_entry(ledger_id)
-            if last is not None:
-                body = await self._read_body(ledger_id, last)
-                if len(body) >= _IDS_LAC.size:
-                    lac = _IDS_LAC.unpack_from(body)[2]
-            if state.lac is None or lac > state.lac:
-                state.lac = lac
-        return state.lac
-
-    def last_add_confirmed(self, ledger_id: int) -> int:
-        state = self.ledgers.get(ledger_id)
-        return -1 if state is None or state.lac is None else state.lac
-
-    def lac_update_timestamp(self, ledger_id: int) -> int:
-        state = self.ledgers.get(ledger_id)
-        return 0 if state is None else state.lac_updated_ms
-
-    async def wait_for_lac(self, ledger_id: int, previous: int, timeout_s: float) -> int:
-        """Long poll: the LAC as soon as it passes ``previous``, or whatever it is after ``timeout_s``."""
-        state = self._state(ledger_id)
-        lac = await self._ensure_lac(ledger_id, state)
-        deadline = time.monotonic() + timeout_s
-        while lac <= previous and not self._closed:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            state.watchers.append(fut)
-            try:
-                await asyncio.wait_for(fut, remaining)
-            except TimeoutError:
-                pass
-            finally:
-                if fut in state.watchers:
-                    state.watchers.remove(fut)
-            lac = self.last_add_confirmed(ledger_id)
-        return lac
-
-    async def read_explicit_lac(self, ledger_id: int) -> bytes | None:
-        return self._state(ledger_id).data.explicit_lac
-
-    async def list_entries(self, ledger_id: int) -> list[int]:
-        self._state(ledger_id)
-        d = self.dir_of(ledger_id)
-        on_disk = await self._in_thread(self._read_pool, lambda: [e for e, _ in d.locations.entries(ledger_id)])
-        cached = set(d.write_cache.entry_ids(ledger_id))
-        if d.flushing is not None:
-            cached.update(d.flushing.entry_ids(ledger_id))
-        return sorted(cached.union(on_disk))
-
-    def ledger_ids(self) -> list[int]:
-        return sorted(lid for lid, s in self.ledgers.items() if s.data.exists)
-
-    def has_ledger(self, ledger_id: int) -> bool:
-        state = self.ledgers.get(ledger_id)
-        return state is not None and state.data.exists
-
-    async def entry_locations(self, ledger_id: int) -> list[tuple[int, int]]:
-        """(entry id, location) of a ledger's flushed entries (tools and the REST API)."""
-        self._state(ledger_id)
-        d = self.dir_of(ledger_id)
-        return await self._in_thread(self._read_pool, lambda: list(d.locations.entries(ledger_id)))
-
     # ------------------------------------------------------------------ deletes (GC)
     async def delete_ledger(self, ledger_id: int) -> None:
         """Forget a ledger: index entries and caches. Its bytes in entry logs become garbage for GC."""
@@ -488,7 +324,7 @@ class StorageEngine:
                 # The marks did not move, but the flushed cache must not be dropped either (a full disk,
                 # ENOSPC): its entries go back to the write cache and the next checkpoint writes them again.
                 for d in swapped:
-                    _restore(d)
+                    restore_flushing(d)
                 raise
             finally:
                 for d in swapped:
@@ -579,92 +415,24 @@ class StorageEngine:
         if changed:
             self._replay_dirty.add(lid)
 
+    # ------------------------------------------------------------------ for the admin API
+    def disk_files(self) -> dict[str, list[str]]:
+        """File names (not paths) by type: journals, entry logs, index databases (``list_disk_file``)."""
+        out: dict[str, list[str]] = {"journal": [], "entrylog": [], "index": []}
+        for journal in self.journals:
+            out["journal"] += [f"{i:x}.txn" for i in journal.journal_ids()]
+        for d in self.dirs:
+            out["entrylog"] += [d.entry_logger.path_of(i).name for i in d.entry_logger.log_ids()]
+            out["index"] += [Path(d.ledger_index.db.path()).name, Path(d.locations.db.path()).name]
+        return out
+
+    def cache_sizes(self) -> tuple[int, int]:
+        """Bytes held by the write caches and by the read caches of every ledger directory."""
+        return sum(d.write_cache.size for d in self.dirs), sum(d.read_cache.size for d in self.dirs)
+
     # ------------------------------------------------------------------ helpers
     async def _in_thread(self, pool: ThreadPoolExecutor, fn: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
-
-    # ------------------------------------------------------------------ GC hooks (bookie.gc, issue 3)
-    # What garbage collection needs from the engine, kept in one place. Blocking hooks are called from the
-    # GC thread; index updates go through the checkpoint thread so they are ordered with checkpoints and
-    # ledger deletions.
-    def gc_flushed_logs(self, dir_index: int) -> tuple[list[int], int]:
-        """(ids of the directory's entry logs, id of the active log) as one consistent snapshot.
-
-        Taken on the checkpoint thread, between checkpoints: a log that a running checkpoint rolled past is
-        complete but its entries are indexed only when that checkpoint ends, so GC must not see it before.
-        And under the entry logger's lock: a log being created must never look like a finished empty one.
-        """
-        logger = self.dirs[dir_index].entry_logger
-
-        def snapshot() -> tuple[list[int], int]:
-            with logger._lock:
-                return logger.log_ids(), logger.active_log_id
-
-        return self._flush_pool.submit(snapshot).result()
-
-    def gc_allocate_log_id(self, dir_index: int) -> int:
-        """A fresh entry-log id for a compaction output, recorded in ``lastId`` so the engine never reuses it."""
-        logger = self.dirs[dir_index].entry_logger
-        with logger._lock:
-            log_id = max(logger._last_id(), logger.active_log_id) + 1
-            (logger.current_dir / "lastId").write_text(f"{log_id:x}\n")
-            return log_id
-
-    def gc_append(self, dir_index: int, ledger_id: int, entry_id: int, body: bytes) -> int:
-        """Append a copy of an entry to the directory's current entry log, next to checkpointed entries; returns
-        its location. Non-transactional compaction (BookKeeper's ``EntryLogCompactor`` calls
-        ``entryLogger.addEntry``): neither write cache nor journal, the entry is already durable in its old
-        log. Not durable before ``gc_flush_log``, not read before ``gc_relocate`` points the index at it.
-        Blocking (the entry logger's lock, a write when its buffer is full); called from the GC thread."""
-        return self.dirs[dir_index].entry_logger.append(ledger_id, entry_id, body)
-
-    def gc_flush_log(self, dir_index: int) -> None:
-        """Write and fsync what ``gc_append`` buffered (and any checkpoint appends sharing the buffer). A log
-        that rolled meanwhile was fsynced when it was finalized. Blocking."""
-        self.dirs[dir_index].entry_logger.flush()
-
-    def gc_relocate(self, dir_index: int, moves: list[tuple[int, int, int, int]]) -> int:
-        """Point compacted entries at their new location where still unchanged, durably, on the checkpoint
-        thread; returns how many moved. Blocks the calling (GC) thread, never the event loop."""
-        locations = self.dirs[dir_index].locations
-
-        def apply() -> int:
-            moved = locations.replace_if_unchanged(moves)
-            locations.sync()
-            return moved
-
-        return self._flush_pool.submit(apply).result()
-
-    def gc_delete_log(self, dir_index: int, log_id: int) -> int:
-        """Unlink an entry log; returns its size. Blocking. The engine's cached reader stays open so a read
-        that found the old location just before compaction moved the index still completes: GC closes it
-        with ``gc_close_reader`` a moment later (the space is freed then)."""
-        logger = self.dirs[dir_index].entry_logger
-        if log_id == logger.active_log_id:
-            raise ValueError(f"entry log {log_id:x} is the active log")
-        path = logger.path_of(log_id)
-        size = path.stat().st_size
-        path.unlink()
-        return size
-
-    def gc_close_reader(self, dir_index: int, log_id: int) -> None:
-        self.dirs[dir_index].entry_logger.forget_reader(log_id)
-
-    def gc_compact_locations(self, dir_index: int) -> str:
-        """RocksDB compaction of the directory's locations index (tombstones of deleted ledgers, BookKeeper
-        PR #3802); returns its path. Blocking, safe alongside writes."""
-        db = self.dirs[dir_index].locations.db
-        db.compact_range(None, None)
-        return str(db.path())
-
-
-def _restore(d: LedgerDirStorage) -> None:
-    """Put a failed checkpoint's entries back in front of newer writes of the same entries."""
-    if d.flushing is None:
-        return
-    for ledger_id, entry_id, body in d.flushing.sorted_entries():
-        if d.write_cache.get(ledger_id, entry_id) is None:
-            d.write_cache.put(ledger_id, entry_id, body)
 
 
 def _ignore_result(fut: asyncio.Future[None]) -> None:

@@ -14,7 +14,6 @@ import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from bookie.storage import entrylog_format as ef
@@ -26,21 +25,6 @@ _SIZE = struct.Struct(">i")
 _IDS = struct.Struct(">qq")
 WRITE_BUFFER_BYTES = 1024 * 1024
 MAX_OPEN_READERS = 64
-
-
-@dataclass(slots=True)
-class LogMetadata:
-    """What one entry log holds: bytes per ledger, as GC needs it."""
-
-    log_id: int
-    ledgers: dict[int, int]
-    total_bytes: int
-    from_scan: bool = False
-    corrupt_at: int | None = None
-
-    @property
-    def live_bytes(self) -> int:
-        return sum(self.ledgers.values())
 
 
 class EntryLogger:
@@ -67,6 +51,19 @@ class EntryLogger:
 
     def path_of(self, log_id: int) -> Path:
         return self.current_dir / ef.log_file_name(log_id)
+
+    def snapshot_ids(self) -> tuple[list[int], int]:
+        """(ids of the log files, id of the active log) under the lock: a log being created never looks like a
+        finished empty one."""
+        with self._lock:
+            return self.log_ids(), self.active_log_id
+
+    def reserve_log_id(self) -> int:
+        """A fresh log id for a compaction output, recorded in ``lastId`` so the active log never takes it."""
+        with self._lock:
+            log_id = max(self._last_id(), self.active_log_id) + 1
+            (self.current_dir / "lastId").write_text(f"{log_id:x}\n")
+            return log_id
 
     def _last_id(self) -> int:
         known = self.log_ids()
@@ -220,38 +217,6 @@ class EntryLogger:
             yield eid, bytes(chunk[offset + 4:offset + 4 + size])
             offset += 4 + size
 
-    # --- metadata for GC
-    def metadata(self, log_id: int) -> LogMetadata:
-        """The ledgers map of a finalized log, else a full scan (crashed or old logs)."""
-        path = self.path_of(log_id)
-        with open(path, "rb") as f:
-            head = f.read(ef.HEADER_SIZE)
-            total = os.fstat(f.fileno()).st_size
-            try:
-                header = ef.LogHeader.decode(head)
-            except ef.CorruptRecord:
-                header = ef.LogHeader(ef.HEADER_V0)
-            if header.has_ledgers_map and header.ledgers_map_offset < total:
-                f.seek(0)
-                try:
-                    mapping = ef.decode_ledgers_map(f.read(), header)
-                    return LogMetadata(log_id, mapping, header.ledgers_map_offset)
-                except ef.CorruptRecord as exc:
-                    log.warning("entry log %x: bad ledgers map (%s); scanning", log_id, exc)
-            f.seek(0)
-            data = f.read()
-        return scan_metadata(log_id, data)
-
-    def delete_log(self, log_id: int) -> int:
-        """Remove a log file; returns the bytes freed."""
-        if log_id == self.active_log_id:
-            raise ValueError(f"entry log {log_id:x} is the active log")
-        self.forget_reader(log_id)
-        path = self.path_of(log_id)
-        size = path.stat().st_size
-        path.unlink()
-        return size
-
     def close(self) -> None:
         self.roll()
         with self._readers_lock:
@@ -259,14 +224,3 @@ class EntryLogger:
                 os.close(fd)
             self._readers.clear()
 
-
-def scan_metadata(log_id: int, data: bytes) -> LogMetadata:
-    ledgers: dict[int, int] = {}
-    corrupt_at = None
-    try:
-        for record in ef.iter_records(data):
-            ledgers[record.ledger_id] = ledgers.get(record.ledger_id, 0) + record.size + ef.RECORD_SIZE_PREFIX
-    except ef.CorruptRecord as exc:
-        corrupt_at = exc.offset
-        log.warning("entry log %x: scan stopped at %s", log_id, exc)
-    return LogMetadata(log_id, ledgers, len(data), from_scan=True, corrupt_at=corrupt_at)

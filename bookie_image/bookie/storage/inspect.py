@@ -16,7 +16,6 @@ from rocksdict import AccessType, Options, Rdict
 from bookie.config import BookieConfig
 from bookie.storage import entrylog_format as ef
 from bookie.storage import journal_format as jf
-from bookie.storage.entrylog import scan_metadata
 from bookie.storage.index import LedgerData
 
 _LOC_KEY = struct.Struct(">qq")
@@ -51,11 +50,10 @@ def dump_entry_log(path: Path, *, include_records: bool = True, limit: int | Non
         except ef.CorruptRecord as exc:
             out["ledgers_map_error"] = str(exc)
     else:
-        log_id = ef.parse_log_file_name(path.name) or 0
-        meta = scan_metadata(log_id, data)
-        out["scanned_ledgers"] = {str(k): v for k, v in meta.ledgers.items()}
-        if meta.corrupt_at is not None:
-            out["corrupt_at"] = meta.corrupt_at
+        ledgers, corrupt_at = _scan_ledgers(data)
+        out["scanned_ledgers"] = {str(k): v for k, v in ledgers.items()}
+        if corrupt_at is not None:
+            out["corrupt_at"] = corrupt_at
     if include_records:
         records: list[dict[str, Any]] = []
         try:
@@ -68,6 +66,18 @@ def dump_entry_log(path: Path, *, include_records: bool = True, limit: int | Non
             records.append({"offset": exc.offset, "error": exc.reason})
         out["records"] = records
     return out
+
+
+def _scan_ledgers(data: bytes) -> tuple[dict[int, int], int | None]:
+    """Bytes per ledger of a log without a ledgers map, and the offset of the first bad record if any: every
+    record shown, where GC's reader (``storage.logmeta``) stops quietly at a torn tail."""
+    ledgers: dict[int, int] = {}
+    try:
+        for record in ef.iter_records(data):
+            ledgers[record.ledger_id] = ledgers.get(record.ledger_id, 0) + record.size + ef.RECORD_SIZE_PREFIX
+    except ef.CorruptRecord as exc:
+        return ledgers, exc.offset
+    return ledgers, None
 
 
 def _read_only(path: Path) -> Rdict:

@@ -24,12 +24,12 @@ import asyncio
 import dataclasses
 import logging
 import os
-import signal
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from bookie import failpoints
 from bookie.client import errors as e
 from bookie.client.ledger import LedgerHandle
 from bookie.streams import records as rec
@@ -73,24 +73,6 @@ class CleanerError(StreamError):
     pass
 
 
-def kill_hook_from_env(spec: str | None) -> Hook | None:
-    """``BOOKIE_STREAM_CLEANER_KILL_AT=step[:n]``: SIGKILL this process the n-th time ``step`` is reached
-    (fault-injection for tests; steps: after_map, ledger_created, mid_write, before_swap, after_swap,
-    mid_delete)."""
-    if not spec:
-        return None
-    step, _, count = spec.partition(":")
-    remaining = {"n": int(count or 1)}
-
-    async def hook(name: str, info: dict[str, object]) -> None:
-        if name == step:
-            remaining["n"] -= 1
-            if remaining["n"] <= 0:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-    return hook
-
-
 class Cleaner:
     def __init__(self, streams: Streams, *, cleaner_id: str | None = None, map_bytes: int = 64 * 1024 * 1024,
                  hash_fn: Callable[[bytes], int] = default_hash, hook: Hook | None = None,
@@ -105,6 +87,7 @@ class Cleaner:
         self._registered = False
 
     async def _at(self, step: str, **info: object) -> None:
+        failpoints.hit(f"stream.cleaner.{step}")
         if self.hook is not None:
             await self.hook(step, info)
 

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from bookie.client import errors as e
 from bookie.client.progress import ProgressBar
 from bookie.metadata import store as ms
-from bookie.streams.cleaner import Cleaner, kill_hook_from_env
+from bookie.streams.cleaner import Cleaner
 from bookie.streams.metadata import StreamError
 from bookie.streams.policies import Policies
 from bookie.streams.records import Record
@@ -163,8 +163,7 @@ async def cmd_clean(s: Streams, args: argparse.Namespace) -> None:
             bar = ProgressBar("clean", total, unit="records")
         bar.set(done, total)
 
-    cleaner = Cleaner(s, map_bytes=args.map_bytes, progress=progress,
-                      hook=kill_hook_from_env(os.environ.get("BOOKIE_STREAM_CLEANER_KILL_AT")))
+    cleaner = Cleaner(s, map_bytes=args.map_bytes, progress=progress)
     if args.stream:
         ns, name = _split(args.stream)
         result = await cleaner.clean(ns, name)

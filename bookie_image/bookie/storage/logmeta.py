@@ -1,31 +1,35 @@
-"""Entry-log metadata for GC: which ledgers each log holds and how many of its bytes are still live.
+"""Entry-log metadata: which ledgers each log holds and how many of its bytes each one takes.
 
-Read from the ledgers map at the end of a finalized log; a log without a trustworthy map (crashed bookie,
-BookKeeper PR #4607) is scanned record by record, throttled. The map of every ledger directory is persisted
-in ``current/gc-entrylog-meta.json`` so a restart does not rescan every log (BookKeeper keeps an in-heap
-map and rescans everything after each restart; its ``metadata-cache`` RocksDB is the same idea).
+The one reader of a log's ledgers map: read from the end of a finalized log; a log without a trustworthy
+map (crashed bookie, BookKeeper PR #4607) is scanned record by record, paced by the caller's throttle
+(BookKeeper's ``extractEntryLogMetadataFromIndex`` / ``extractEntryLogMetadataByScanning``). GC keeps what
+it reads here per ledger directory (``bookie.gc.metacache``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import struct
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from bookie.gc.throttle import Throttle
 from bookie.storage import entrylog_format as ef
 
 log = logging.getLogger(__name__)
 
-CACHE_FILE = "gc-entrylog-meta.json"
-CACHE_VERSION = 1
 SCAN_CHUNK = 4 * 1024 * 1024
 _INT32 = struct.Struct(">i")
 _IDS = struct.Struct(">qq")
+
+
+class Throttle(Protocol):
+    """Paces a scan: ``acquire(n)`` blocks the calling thread until ``n`` more bytes may be read."""
+
+    def acquire(self, amount: float) -> None: ...
 
 
 class CorruptLog(Exception):
@@ -50,6 +54,7 @@ class LogMeta:
     quarantined: str | None = None   # why GC leaves this log alone
     pending_delete: bool = False     # compacted away or dead, waiting for readers (refs)
     first_ledgers: int = field(default=0)  # how many ledgers the log held when read (explain endpoint)
+    read_at: float = field(default_factory=time.time)  # when the file was read (epoch s)
 
     @property
     def remaining_bytes(self) -> int:
@@ -63,7 +68,7 @@ class LogMeta:
     def to_json(self) -> dict[str, object]:
         return {"total": self.total_bytes, "size": self.file_size, "mtime": self.mtime, "scan": self.from_scan,
                 "quarantined": self.quarantined, "pending": self.pending_delete, "first": self.first_ledgers,
-                "ledgers": sorted(self.ledgers.items())}
+                "read": self.read_at, "ledgers": sorted(self.ledgers.items())}
 
     @staticmethod
     def from_json(log_id: int, d: dict[str, object]) -> LogMeta:
@@ -73,7 +78,8 @@ class LogMeta:
         return LogMeta(log_id, int(d["total"]), ledgers, int(d["size"]),  # type: ignore[call-overload]
                        float(d["mtime"]), bool(d["scan"]),  # type: ignore[arg-type]
                        d.get("quarantined") or None, bool(d.get("pending")),  # type: ignore[arg-type]
-                       int(d.get("first", len(ledgers))))  # type: ignore[call-overload]
+                       int(d.get("first", len(ledgers))),  # type: ignore[call-overload]
+                       float(d.get("read", d["mtime"])))  # type: ignore[arg-type]
 
 
 def iter_log_records(fd: int, file_size: int, throttle: Throttle | None = None,
@@ -162,53 +168,3 @@ def _read_map(fd: int, size: int, header: ef.LogHeader, log_id: int) -> dict[int
     except ef.CorruptRecord as exc:
         log.warning("entry log %x: ledgers map unusable (%s); scanning the log", log_id, exc.reason)
         return None
-
-
-class MetaCache:
-    """The entry-log metadata of one ledger directory, persisted next to the logs."""
-
-    def __init__(self, current_dir: Path) -> None:
-        self.path = current_dir / CACHE_FILE
-        self.logs: dict[int, LogMeta] = {}
-        self.dirty = False
-
-    def load(self, path_of: Callable[[int], Path]) -> int:
-        """Read the persisted map, keeping only logs whose file is still there with the same size."""
-        try:
-            data = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return 0
-        except (OSError, ValueError) as exc:
-            log.warning("%s unreadable (%s): entry logs will be read again", self.path, exc)
-            return 0
-        if data.get("version") != CACHE_VERSION:
-            return 0
-        for key, value in data.get("logs", {}).items():
-            try:
-                meta = LogMeta.from_json(int(key, 16), value)
-                if path_of(meta.log_id).stat().st_size == meta.file_size:
-                    self.logs[meta.log_id] = meta
-            except (OSError, ValueError, KeyError, TypeError, AssertionError):
-                continue
-        return len(self.logs)
-
-    def save(self) -> None:
-        """Atomically replace the file (write, fsync, rename): a crash leaves the old or the new map."""
-        if not self.dirty:
-            return
-        payload = {"version": CACHE_VERSION, "logs": {f"{i:x}": m.to_json() for i, m in self.logs.items()}}
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(payload, f, separators=(",", ":"))
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(self.path)
-        self.dirty = False
-
-    def put(self, meta: LogMeta) -> None:
-        self.logs[meta.log_id] = meta
-        self.dirty = True
-
-    def drop(self, log_id: int) -> None:
-        if self.logs.pop(log_id, None) is not None:
-            self.dirty = True

@@ -1,0 +1,83 @@
+"""One ledger directory of the storage engine: its entry logs, its two indexes and its caches."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bookie.config import BookieConfig
+from bookie.storage.caches import ReadCache, WriteCache
+from bookie.storage.entrylog import EntryLogger
+from bookie.storage.errors import NoEntryError
+from bookie.storage.index import LedgerData, LedgerIndex, LocationIndex
+
+
+@dataclass
+class LedgerState:
+    """In-memory view of one ledger on this bookie (``TransientLedgerInfo`` + ``LedgerData``)."""
+
+    data: LedgerData
+    lac: int | None = None           # None: not computed yet since start
+    lac_updated_ms: int = 0
+    key_journaled: bool = False      # master key record written in this run
+    watchers: list[asyncio.Future[None]] = field(default_factory=list)
+
+
+class LedgerDirStorage:
+    """One ledger directory: its entry logs, indexes and caches (``SingleDirectoryDbLedgerStorage``)."""
+
+    def __init__(self, ledger_dir: Path, index_dir: Path, conf: BookieConfig, n_dirs: int) -> None:
+        self.ledger_dir = ledger_dir
+        self.current = ledger_dir / "current"
+        self.entry_logger = EntryLogger(self.current, conf.log_size_limit)
+        self.ledger_index = LedgerIndex(index_dir / "current")
+        self.locations = LocationIndex(index_dir / "current")
+        half = max(1, conf.db_storage_write_cache_max_size_mb * 1024 * 1024 // n_dirs // 2)
+        self.write_cache = WriteCache(half)
+        self.flushing: WriteCache | None = None
+        self.read_cache = ReadCache(conf.db_storage_read_ahead_cache_max_size_mb * 1024 * 1024 // n_dirs)
+        self.read_ahead_entries = conf.db_storage_read_ahead_cache_batch_size
+        bytes_limit = conf.db_storage_read_ahead_cache_batch_bytes_size
+        self.read_ahead_bytes = bytes_limit if bytes_limit > 0 else 1024 * 1024
+
+    # --- blocking parts (worker threads)
+    def flush_cache(self, cache: WriteCache) -> int:
+        """Append a swapped write cache to the entry log and index it; returns entries written."""
+        batch = self.entry_logger.append_many(cache.sorted_entries())
+        self.entry_logger.flush()
+        if batch:
+            self.locations.put_many(batch)
+        self.locations.sync()
+        self.ledger_index.sync()
+        return len(batch)
+
+    def read_from_disk(self, ledger_id: int, entry_id: int) -> bytes:
+        location = self.locations.get(ledger_id, entry_id)
+        if location is None:
+            raise NoEntryError(ledger_id, entry_id)
+        body = self.entry_logger.read(ledger_id, entry_id, location)
+        if self.read_ahead_entries > 1 and self.read_cache.max_bytes > 0:
+            budget = min(self.read_ahead_bytes, self.read_cache.max_bytes // 2)
+            for next_id, next_body in self.entry_logger.read_ahead(
+                    ledger_id, location, self.read_ahead_entries - 1, budget):
+                self.read_cache.put(ledger_id, next_id, next_body)
+        return body
+
+    def last_entry_on_disk(self, ledger_id: int) -> int | None:
+        return self.locations.last_entry(ledger_id)
+
+    def close(self) -> None:
+        self.entry_logger.close()
+        self.locations.close()
+        self.ledger_index.close()
+
+
+
+def restore_flushing(d: LedgerDirStorage) -> None:
+    """Put a failed checkpoint's entries back in front of newer writes of the same entries."""
+    if d.flushing is None:
+        return
+    for ledger_id, entry_id, body in d.flushing.sorted_entries():
+        if d.write_cache.get(ledger_id, entry_id) is None:
+            d.write_cache.put(ledger_id, entry_id, body)
