@@ -354,6 +354,17 @@ class Condition(Model):
     observed_generation: int | None = None
 
 
+class StartFailureStatus(Model):
+    """Why a bookie's container cannot start, from its termination message."""
+
+    reason: str = Field(description="CookieMismatch, InvalidConfig, DirectoryNotWritable, MetadataUnreachable, "
+                        "DiskFull, PortInUse or StartupFailed.")
+    message: str = Field(description="The bookie's own words (its termination message, at most 4 KiB).")
+    since: str = Field(description="When the operator first saw this reason for this bookie.")
+    exit_code: int | None = None
+    restart_count: int | None = Field(default=None, description="Restarts of the container so far.")
+
+
 class BookieStatus(Model):
     pod: str
     ordinal: int
@@ -368,6 +379,7 @@ class BookieStatus(Model):
     major_compactions: int | None = None
     minor_compactions: int | None = None
     forced_gc_at: str | None = Field(default=None, description="When the operator last forced a GC for disk usage.")
+    start_failure: StartFailureStatus | None = Field(default=None, description="Why the bookie cannot start.")
 
 
 class CompactionRunStatus(Model):

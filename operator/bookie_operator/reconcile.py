@@ -30,7 +30,7 @@ from typing import Any
 
 import aiohttp
 
-from bookie_operator import builders, decisions, metrics, models, zk
+from bookie_operator import builders, decisions, metrics, models, start_failures, zk
 from bookie_operator.bookie_client import BookieAdmin, BookieApiError
 from bookie_operator.builders import Owner
 from bookie_operator.decisions import GcInfo, ObservedBookie, iso, parse_time
@@ -164,6 +164,7 @@ async def _reconcile(t: Tick) -> None:
     current = int(sts["spec"]["replicas"]) if sts else None
     pods = await kube.list("Pod", t.namespace, builders.label_selector(t.name))
     observed = await _observe(t, spec, pods, current)
+    failures = start_failures.observe(t.name, pods)
 
     degraded: list[str] = []
     await _decommission(t, spec, observed, current, degraded)
@@ -177,7 +178,7 @@ async def _reconcile(t: Tick) -> None:
     ur = await _rolling(t, spec, observed, sts)
     await _scale_up(t, spec, plan, observed, current)
     registered = await _registered(t, spec)
-    _record(t, spec, observed, plan, sts, replicas, degraded, ur, registered)
+    _record(t, spec, observed, plan, sts, replicas, degraded, ur, registered, failures)
 
 
 async def _registered(t: Tick, spec: BookieClusterSpec) -> set[str] | None:
@@ -542,8 +543,9 @@ async def _scale_up(t: Tick, spec: BookieClusterSpec, plan: decisions.ReadOnlyPl
 # ------------------------------------------------------------------------------------------------ status
 def _record(t: Tick, spec: BookieClusterSpec, observed: list[ObservedBookie], plan: decisions.ReadOnlyPlan,
             sts: Obj | None, replicas: int, degraded: list[str], ur: int | None,
-            registered: set[str] | None = None) -> None:
+            registered: set[str] | None = None, failures: dict[int, start_failures.StartFailure] | None = None) -> None:
     s = t.status
+    failures = failures or {}
     previous = {b.ordinal: b for b in t.previous.bookies}
     forced = t.forced
     bookies = []
@@ -570,7 +572,9 @@ def _record(t: Tick, spec: BookieClusterSpec, observed: list[ObservedBookie], pl
             next_compaction_time=s.compaction.next_schedule_time,
             major_compactions=b.gc.major_count if b.gc else None,
             minor_compactions=b.gc.minor_count if b.gc else None,
-            forced_gc_at=forced.get(b.ordinal) or (prev.forced_gc_at if prev else None)))
+            forced_gc_at=forced.get(b.ordinal) or (prev.forced_gc_at if prev else None),
+            start_failure=start_failures.status_of(failures[b.ordinal], prev, iso(t.now))
+            if b.ordinal in failures else None))
         if used is not None:
             metrics.DISK_USED.labels(t.namespace, t.name, b.pod).set(used)
     s.bookies = bookies
@@ -606,7 +610,8 @@ def _record(t: Tick, spec: BookieClusterSpec, observed: list[ObservedBookie], pl
         degraded.append(f"only {writable} writable bookies, ensembleSize is {spec.ensemble_size}")
     if ur:
         degraded.append(f"{ur} under-replicated ledgers")
-    t.condition("Degraded", bool(degraded), "Problems" if degraded else "Healthy", "; ".join(degraded))
+    failed = _start_failures(t, spec, failures, degraded)
+    t.condition("Degraded", bool(degraded), failed or ("Problems" if degraded else "Healthy"), "; ".join(degraded))
     all_ready = ready >= spec.replicas and s.replicas == spec.replicas and s.decommission is None
     unregistered = [b.pod for b in observed if b.exists and registered is not None
                     and b.bookie_id not in registered]
@@ -620,6 +625,19 @@ def _record(t: Tick, spec: BookieClusterSpec, observed: list[ObservedBookie], pl
         t.condition("Ready", False, why, f"{ready}/{spec.replicas} ready, {writable} writable")
         if not all_ready:
             t.wait(f"{ready}/{spec.replicas} bookies ready")
+
+
+def _start_failures(t: Tick, spec: BookieClusterSpec, failures: dict[int, start_failures.StartFailure],
+                    degraded: list[str]) -> str | None:
+    """Bookies that cannot start: one Warning Event per new reason, first in Degraded; returns its reason."""
+    for f in start_failures.transitions(failures, t.previous.bookies):
+        t.event("Warning", f.reason, start_failures.event_message(f))
+    found = start_failures.degraded(failures, t.name, spec, t.status.instance_id)
+    if found is None:
+        return None
+    degraded.insert(0, found.message)
+    t.wait(found.message)
+    return found.reason
 
 
 def dumps(status: BookieClusterStatus) -> str:
