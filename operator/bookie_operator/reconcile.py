@@ -165,6 +165,7 @@ async def _reconcile(t: Tick) -> None:
     pods = await kube.list("Pod", t.namespace, builders.label_selector(t.name))
     observed = await _observe(t, spec, pods, current)
     failures = start_failures.observe(t.name, pods)
+    await _reclaim(t, spec, failures)
 
     degraded: list[str] = []
     await _decommission(t, spec, observed, current, degraded)
@@ -638,6 +639,22 @@ def _start_failures(t: Tick, spec: BookieClusterSpec, failures: dict[int, start_
     degraded.insert(0, found.message)
     t.wait(found.message)
     return found.reason
+
+
+async def _reclaim(t: Tick, spec: BookieClusterSpec, failures: dict[int, start_failures.StartFailure]) -> None:
+    """spec.storage.reclaimVolumesOfInstance: delete the claims, then the pod, of bookies on that instance's volumes."""
+    for f in start_failures.to_reclaim(failures, spec):
+        claims = builders.volume_claim_names(t.name, spec, f.ordinal)
+        try:
+            for claim in claims:
+                await t.op.kube.delete("PersistentVolumeClaim", t.namespace, claim)
+            await t.op.kube.delete("Pod", t.namespace, f.pod)
+        except KubeError as exc:
+            t.wait(f"reclaiming the volumes of {f.pod}: {exc}")
+            continue
+        t.event("Warning", "VolumesReclaimed", f"{f.pod}: claims {', '.join(claims)} of BookKeeper instance "
+                f"{spec.storage.reclaim_volumes_of_instance} deleted (spec.storage.reclaimVolumesOfInstance), "
+                "the bookie starts again empty")
 
 
 def dumps(status: BookieClusterStatus) -> str:

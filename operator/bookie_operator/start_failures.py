@@ -64,6 +64,7 @@ class StartFailure:
     exit_code: int | None
     restart_count: int | None
     finished_at: str | None
+    terminating: bool = False
 
     @property
     def instance_ids(self) -> tuple[str | None, str | None] | None:
@@ -72,15 +73,19 @@ class StartFailure:
 
 
 def classify(message: str) -> tuple[str, str]:
-    """A termination message -> (reason, message without its reason prefix)."""
+    """A termination message -> (reason, what it says: without the reason prefix; of a log's end, the line
+    naming a known exception, else the last line)."""
     text = message.strip()
     m = _PREFIX.match(text)
     if m and m["reason"] in REASONS:
         return m["reason"], m["rest"].strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     for pattern, reason in _JAVA:
-        if pattern.search(text):
-            return reason, text
-    return STARTUP_FAILED, text
+        # A log's end: the line that says it (the whole end stays in the pod's status).
+        line = next((line for line in lines if pattern.search(line)), None)
+        if line is not None:
+            return reason, line
+    return STARTUP_FAILED, lines[-1] if lines else ""
 
 
 def instance_ids(message: str) -> tuple[str | None, str | None] | None:
@@ -111,7 +116,8 @@ def pod_failure(pod: Obj, ordinal: int) -> StartFailure | None:
         return None
     reason, message = classify(term["message"])
     return StartFailure(ordinal, pod["metadata"]["name"], reason, message, term.get("exitCode"),
-                        status.get("restartCount"), term.get("finishedAt"))
+                        status.get("restartCount"), term.get("finishedAt"),
+                        terminating=bool(pod["metadata"].get("deletionTimestamp")))
 
 
 def observe(cluster: str, pods: Iterable[Obj]) -> dict[int, StartFailure]:
@@ -149,6 +155,17 @@ def transitions(failures: Mapping[int, StartFailure], previous: Iterable[BookieS
     """Failures whose reason is new for their bookie (one Warning Event each, not one per tick)."""
     before = {b.ordinal: b.start_failure.reason for b in previous if b.start_failure is not None}
     return [f for o, f in sorted(failures.items()) if before.get(o) != f.reason]
+
+
+def to_reclaim(failures: Mapping[int, StartFailure], spec: BookieClusterSpec) -> list[StartFailure]:
+    """Bookies whose volumes the spec's explicit opt-in lets the operator delete: their cookies belong to exactly
+    ``spec.storage.reclaimVolumesOfInstance``, another instance than the metadata service's (``instance_ids``
+    never pairs an instance with itself). Pods already going away are left to finish."""
+    allowed = spec.storage.reclaim_volumes_of_instance
+    if allowed is None:
+        return []
+    return [f for _, f in sorted(failures.items())
+            if not f.terminating and f.instance_ids is not None and f.instance_ids[1] == allowed]
 
 
 @dataclass(frozen=True)
@@ -192,8 +209,9 @@ def _foreign_volumes(group: list[StartFailure], ids: tuple[str | None, str | Non
             f"BookKeeper instance {found!r} but the metadata service {where} is instance "
             f"{(expected or instance_id)!r}: the claims outlived an earlier cluster. Either delete the claims "
             f"{', '.join(claims)} and then the pods (they start again as new, empty bookies: the data on the "
-            f"volumes is lost), or point spec.metadataService at the metadata service of instance {found!r}")
+            f"volumes is lost; spec.storage.reclaimVolumesOfInstance: {found!r} lets the operator do it), or "
+            f"point spec.metadataService at the metadata service of instance {found!r}")
 
 
 __all__ = ["REASONS", "Degraded", "StartFailure", "classify", "degraded", "event_message", "instance_ids", "observe",
-           "status_of", "transitions"]
+           "status_of", "to_reclaim", "transitions"]

@@ -118,3 +118,29 @@ def test_read_only_ledger_volume_is_directory_not_writable(
     [pod] = kube.pods(ns)
     assert termination_message(pod).startswith("DirectoryNotWritable: directory /bookie/ledgers-0 is not writable")
     assert len(events(kube, ns, "ro", "DirectoryNotWritable")) == 1
+
+
+def test_the_operator_reclaims_old_volumes_only_when_the_spec_names_their_instance(
+        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
+        operator_factory: Callable[[str], OperatorProcess]) -> None:
+    ns = kube_namespace
+    operator_factory(ns)
+    one = {"replicas": 1, "ensembleSize": 1}
+    kube.apply(bookie_cluster("re", zookeeper.connect_string, f"/{ns}/first/ledgers", **one), namespace=ns)
+    old_id = wait_ready(kube, ns, "re")["status"]["instanceId"]
+    kube.kubectl("-n", ns, "delete", f"{crd.models.PLURAL}.{crd.models.GROUP}", "re", "--wait=true")
+    wait_for(lambda: not kube.pods(ns), 120, what="the old bookie gone")
+    kube.apply(bookie_cluster("re", zookeeper.connect_string, f"/{ns}/second/ledgers", **one), namespace=ns)
+    wait_for(degraded_with(kube, ns, "re", "CookieMismatch", 1), 240, interval=1, what="Degraded CookieMismatch")
+    claims = kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
+    assert len(claims) == 2, "nothing is deleted without the opt-in"
+
+    kube.apply(bookie_cluster("re", zookeeper.connect_string, f"/{ns}/second/ledgers",
+                              storage={"reclaimVolumesOfInstance": old_id}, **one), namespace=ns)
+    obj = wait_ready(kube, ns, "re", timeout=300)
+    assert not obj["status"]["bookies"][0].get("startFailure")
+    reclaimed = events(kube, ns, "re", "VolumesReclaimed")
+    assert len(reclaimed) == 1 and "journal-0-re-0, ledgers-0-re-0" in reclaimed[0]["message"]
+    uids = {c["metadata"]["uid"] for c in claims}
+    now = kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
+    assert len(now) == 2 and not uids & {c["metadata"]["uid"] for c in now}, "new, empty claims"

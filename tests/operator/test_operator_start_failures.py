@@ -40,7 +40,10 @@ def test_unknown_prefixes_and_java_logs() -> None:
     assert sf.classify("Nonsense: not one of ours")[0] == "StartupFailed"
     java = ("ERROR Failed to start bookie\norg.apache.bookkeeper.bookie.BookieException$InvalidCookieException: "
             "Cookie [4\nbookieHost: ...] is not matching with [4\nbookieHost: ...]")
-    assert sf.classify(java)[0] == "CookieMismatch"
+    assert sf.classify(java) == ("CookieMismatch", "org.apache.bookkeeper.bookie.BookieException$"
+                                                   "InvalidCookieException: Cookie [4")
+    assert sf.classify("INFO starting\nERROR boom\nRuntimeError: it broke\n") == \
+        ("StartupFailed", "RuntimeError: it broke")
     assert sf.classify("java.io.IOException: No space left on device")[0] == "DiskFull"
 
 
@@ -97,3 +100,18 @@ def test_event_message_puts_the_instance_ids_first() -> None:
     text = sf.event_message(failure)
     assert text.startswith(f"bk-0 cannot start: its volumes hold a cookie of BookKeeper instance '{OLD}', "
                            f"the metadata service is instance '{NEW}'")
+
+
+def test_volumes_are_reclaimed_only_for_the_instance_the_spec_names() -> None:
+    failures = sf.observe("bk", [pod("bk-0", MISMATCH), pod("bk-1", "DiskFull: full"),
+                                 pod("bk-2", MISMATCH.replace(OLD, "another-one"))])
+    assert sf.to_reclaim(failures, spec()) == [], "never by default"
+    uuid = "0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9"
+    named = MISMATCH.replace(OLD, uuid)
+    failures = sf.observe("bk", [pod("bk-0", named), pod("bk-1", "DiskFull: full"),
+                                 pod("bk-2", MISMATCH)])
+    assert [f.pod for f in sf.to_reclaim(failures, spec(storage={"reclaimVolumesOfInstance": uuid}))] == ["bk-0"]
+    going = sf.observe("bk", [{**pod("bk-0", named), "metadata": {"name": "bk-0", "deletionTimestamp": "t"}}])
+    assert sf.to_reclaim(going, spec(storage={"reclaimVolumesOfInstance": uuid})) == []
+    own = sf.observe("bk", [pod("bk-0", f"CookieMismatch: cookie mismatch (instance id '{uuid}' != '{uuid}')")])
+    assert sf.to_reclaim(own, spec(storage={"reclaimVolumesOfInstance": uuid})) == [], "never its own instance"
