@@ -31,7 +31,9 @@ REASONS = (COOKIE_MISMATCH, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, DISK_FULL, M
            STARTUP_FAILED)
 
 _PREFIX = re.compile(r"^(?P<reason>[A-Z][A-Za-z]+): (?P<rest>.*)$", re.S)
-_INSTANCE_IDS = re.compile(r"instance id (?:'(?P<expected>[^']*)'|None) != (?:'(?P<found>[^']*)'|None)")
+# Ours: "instance id 'A' != 'B'"; Apache BookKeeper's: "instanceId A is not matching with B" (A expected).
+_INSTANCE_IDS = (re.compile(r"instance id (?:'(?P<expected>[^']*)'|None) != (?:'(?P<found>[^']*)'|None)"),
+                 re.compile(r"instanceId (?P<expected>[\w-]+) is not matching with (?P<found>[\w-]+)"))
 # Apache BookKeeper's exceptions, as the end of its log shows them.
 _JAVA = (
     (re.compile(r"InvalidCookieException|Cookie .* is not matching"), COOKIE_MISMATCH),
@@ -89,11 +91,12 @@ def classify(message: str) -> tuple[str, str]:
 
 
 def instance_ids(message: str) -> tuple[str | None, str | None] | None:
-    """``instance id 'A' != 'B'`` of a cookie mismatch: (expected = the metadata service's, found = the volumes')."""
-    m = _INSTANCE_IDS.search(message)
-    if m is None or m["expected"] == m["found"]:
-        return None
-    return m["expected"], m["found"]
+    """The two instance ids of a cookie mismatch: (expected = the metadata service's, found = the volumes')."""
+    for pattern in _INSTANCE_IDS:
+        m = pattern.search(message)
+        if m is not None:
+            return (m["expected"], m["found"]) if m["expected"] != m["found"] else None
+    return None
 
 
 def _terminated(status: Obj) -> Obj | None:

@@ -4,7 +4,9 @@ Warning Event per bookie and reason.
 
 The volume-reuse case: a BookieCluster deleted with its claims kept (the default) and created again against a
 fresh metadata root; its bookies find cookies of the old BookKeeper instance on their volumes. Following the
-documented fix (delete the claims, then the pods) brings it to Ready. And a read-only ledger volume."""
+documented fix (delete the claims, then the pods) brings it to Ready, and so does the explicit opt-in that lets
+the operator delete them. Apache BookKeeper's bookies, which write no termination message, are recognised
+from the end of their log. And a read-only ledger volume."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import crd
 
 from tests.operator.conftest import (
+    JAVA,
     OperatorProcess,
     SmallVolumes,
     bookie_cluster,
@@ -144,3 +147,29 @@ def test_the_operator_reclaims_old_volumes_only_when_the_spec_names_their_instan
     uids = {c["metadata"]["uid"] for c in claims}
     now = kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
     assert len(now) == 2 and not uids & {c["metadata"]["uid"] for c in now}, "new, empty claims"
+
+
+def test_apache_bookkeeper_bookies_on_old_claims_are_cookie_mismatch_from_their_log(
+        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
+        operator_factory: Callable[[str], OperatorProcess]) -> None:
+    ns = kube_namespace
+    operator_factory(ns)
+    java = {"replicas": 1, "ensembleSize": 1, **JAVA}
+    kube.apply(bookie_cluster("jb", zookeeper.connect_string, f"/{ns}/first/ledgers", **java), namespace=ns)
+    old_id = wait_ready(kube, ns, "jb", timeout=240)["status"]["instanceId"]
+    kube.kubectl("-n", ns, "delete", f"{crd.models.PLURAL}.{crd.models.GROUP}", "jb", "--wait=true")
+    wait_for(lambda: not kube.pods(ns), 120, what="the old bookie gone")
+    kube.apply(bookie_cluster("jb", zookeeper.connect_string, f"/{ns}/second/ledgers", **java), namespace=ns)
+    obj = wait_for(degraded_with(kube, ns, "jb", "CookieMismatch", 1), 300, interval=1,
+                   what="Degraded CookieMismatch")
+    new_id = obj["status"]["instanceId"]
+    message = condition(obj, "Degraded")["message"]  # type: ignore[index]
+    assert message.startswith("jb-0 cannot start (CookieMismatch): their volumes hold cookies of BookKeeper "
+                              f"instance '{old_id}' but the metadata service {zookeeper.connect_string}/{ns}/second/"
+                              f"ledgers is instance '{new_id}'"), message
+    failure = obj["status"]["bookies"][0]["startFailure"]
+    assert failure["message"] == ("org.apache.bookkeeper.bookie.BookieException$InvalidCookieException: "
+                                  f"instanceId {new_id} is not matching with {old_id}")
+    [pod] = kube.pods(ns)
+    assert failure["message"] in termination_message(pod), "the end of the Java bookie's log"
+    assert len(events(kube, ns, "jb", "CookieMismatch")) == 1

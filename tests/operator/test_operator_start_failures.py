@@ -51,6 +51,8 @@ def test_instance_ids_of_a_mismatch() -> None:
     assert sf.instance_ids(MISMATCH) == (NEW, OLD)
     assert sf.instance_ids("cookie mismatch (instance id 'a' != None)") == ("a", None)
     assert sf.instance_ids("cookie mismatch (bookie id 'a:1' != 'b:1')") is None
+    java = "BookieException$InvalidCookieException: instanceId c9ef-01 is not matching with 3bf5-02"
+    assert sf.instance_ids(java) == ("c9ef-01", "3bf5-02")
 
 
 def test_only_failed_runs_with_a_message_of_pods_not_ready() -> None:
