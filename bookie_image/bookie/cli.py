@@ -1,6 +1,6 @@
 """The ``bookie`` command: run a bookie, and inspect its files at 3 a.m.
 
-    bookie serve --conf bookie.conf
+    bookie serve --conf bookie.conf [--termination-log PATH]
     bookie journal dump FILE.txn [--limit N]
     bookie entrylog dump FILE.log [--limit N] [--map-only]
     bookie ledger locations --conf bookie.conf LEDGER_ID
