@@ -1,6 +1,6 @@
 """The ``bookie`` command: run a bookie, and inspect its files at 3 a.m.
 
-    bookie serve --conf bookie.conf
+    bookie serve --conf bookie.conf [--termination-log PATH]
     bookie journal dump FILE.txn [--limit N]
     bookie entrylog dump FILE.log [--limit N] [--map-only]
     bookie ledger locations --conf bookie.conf LEDGER_ID
@@ -26,12 +26,23 @@ def _print_json(value: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """Run a bookie; a start-up failure is also the container's termination message (``bookie.termination``)."""
+    from bookie import termination
     from bookie.server import run_bookie
 
-    conf = BookieConfig.from_file(args.conf)
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return run_bookie(conf)
+    try:
+        conf = BookieConfig.from_file(args.conf)
+    except ConfigError as exc:
+        termination.write(termination.INVALID_CONFIG, str(exc), args.termination_log)
+        raise
+    try:
+        return run_bookie(conf)
+    except termination.StartFailure as exc:
+        termination.write(exc.reason, str(exc), args.termination_log)
+        print(f"bookie: cannot start ({exc.reason}): {exc}", file=sys.stderr)
+        return 1
 
 
 def cmd_journal_dump(args: argparse.Namespace) -> int:
@@ -86,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run a bookie")
     serve.add_argument("--conf", required=True, help="bk_server.conf-style file")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--termination-log", default=None, metavar="PATH",
+                       help="file for the reason of a failed start (default: $BOOKIE_TERMINATION_LOG, else "
+                            "/dev/termination-log when it exists; '' for none)")
     serve.set_defaults(func=cmd_serve)
 
     journal = sub.add_parser("journal", help="journal files").add_subparsers(dest="action", required=True)

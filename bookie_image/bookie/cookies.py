@@ -7,19 +7,56 @@ wiped disk under an id whose data other bookies and clients expect.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from pathlib import Path
 
+from bookie import termination
 from bookie.config import BookieConfig
 from bookie.metadata.cookie import Cookie, CookieError, CookieMismatch, decode_dirs
 from bookie.metadata.store import MetadataStore
+from bookie.termination import StartFailure
 
 log = logging.getLogger(__name__)
+_PROBE = ".bookie-write-check"
+_PROBE_BYTES = 4096  # one block: a full disk refuses it even when creating an empty file still works
 
 
-class CookieCheckFailed(Exception):
+class CookieCheckFailed(StartFailure):
     """The bookie must not start: the message says which directory or znode disagrees and why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, termination.COOKIE_MISMATCH)
+
+
+def check_writable(dirs: list[Path]) -> None:
+    """Every journal, ledger and index directory can be created and written, before anything else touches them.
+
+    Raises ``StartFailure`` with reason ``DiskFull`` (no space or quota left) or ``DirectoryNotWritable``
+    (read-only filesystem, permissions, a file in the way), naming the directory.
+    """
+    for d in dirs:
+        probe = d / _PROBE
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, b"\0" * _PROBE_BYTES)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            reason = termination.reason_for_error(exc)
+            if reason == termination.DISK_FULL:
+                raise StartFailure(f"directory {d}: no space left ({exc.strerror}): free space on its volume or "
+                                   "give it a larger one", reason) from None
+            raise StartFailure(f"directory {d} is not writable ({exc.strerror}): the bookie must be able to "
+                               "create files in every journal, ledger and index directory (check the volume's "
+                               "mount options and ownership)", termination.DIRECTORY_NOT_WRITABLE) from None
+        finally:
+            with contextlib.suppress(OSError):
+                probe.unlink()
 
 
 def expected_cookie(conf: BookieConfig, instance_id: str | None) -> Cookie:
@@ -73,6 +110,10 @@ def _verify(expected: Cookie, found: Cookie, expand: bool, where: str) -> None:
                 hint = " (directories were added: set allowStorageExpansion=true to accept new empty ones)"
             except CookieMismatch:
                 pass
+        if expected.instance_id != found.instance_id:
+            hint += (f" (this directory belongs to BookKeeper instance {found.instance_id!r}, the metadata service "
+                     f"is instance {expected.instance_id!r}: delete the directory's data, or point the bookie at "
+                     "the metadata service it belongs to)")
         raise CookieCheckFailed(f"{where}: {exc}{hint}") from None
 
 

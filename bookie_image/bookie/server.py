@@ -32,12 +32,13 @@ from bookie.protocol.entry import digest_manager
 from bookie.state import DiskThresholds, DiskUsage, StateManager
 from bookie.storage.engine import StorageEngine
 from bookie.storage.errors import NoEntryError, NoLedgerError
+from bookie.termination import METADATA_UNREACHABLE, StartFailure, reason_for_error
 
 log = logging.getLogger(__name__)
 
 
-class StartupError(Exception):
-    """The bookie cannot start; the message says why and what to do."""
+class StartupError(StartFailure):
+    """The bookie cannot start; the message says why and what to do, ``reason`` classifies it."""
 
 
 class BookieServer:
@@ -70,11 +71,12 @@ class BookieServer:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
+        await asyncio.to_thread(cookies.check_writable, cookies.cookie_dirs(self.conf))
         await self._connect_metadata()
         try:
             await cookies.check_and_write(self.conf, self.metadata)
         except cookies.CookieCheckFailed as exc:
-            raise StartupError(f"cookie check failed: {exc}") from None
+            raise StartupError(f"cookie check failed: {exc}", exc.reason) from None
         self._engine = StorageEngine(self.conf)
         self._processor = RequestProcessor(self.conf, self._engine, self.state, self.disk_space)
         await self._engine.start()
@@ -117,7 +119,8 @@ class BookieServer:
             # Idempotent and safe when several bookies of a new cluster start at once; refuses a foreign layout.
             await self.metadata.init_cluster()
         except MetadataError as exc:
-            raise StartupError(f"metadata service {self.conf.zk_connect}{self.conf.ledgers_root}: {exc}") from None
+            raise StartupError(f"metadata service {self.conf.zk_connect}{self.conf.ledgers_root}: {exc}",
+                               METADATA_UNREACHABLE) from None
 
     async def stop(self) -> None:
         """Unregister, stop accepting, finish in-flight requests, checkpoint, close."""
@@ -395,10 +398,14 @@ async def serve(conf: BookieConfig) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         await server.start()
-    except StartupError as exc:
+    except StartFailure as exc:
         log.error("bookie %s cannot start: %s", server.bookie_id, exc)
         await _close_quietly(server)
-        return 1
+        raise
+    except Exception as exc:  # a full disk, a taken port, ...: still reported with its reason
+        log.exception("bookie %s cannot start", server.bookie_id)
+        await _close_quietly(server)
+        raise StartupError(f"{type(exc).__name__}: {exc}", reason_for_error(exc)) from exc
     await stop.wait()
     log.info("signal received: stopping bookie %s", server.bookie_id)
     await server.stop()
@@ -414,4 +421,5 @@ async def _close_quietly(server: BookieServer) -> None:
 
 
 def run_bookie(conf: BookieConfig) -> int:
+    """Serve until SIGTERM/SIGINT; raises ``StartFailure`` when the bookie cannot start."""
     return uvloop.run(serve(conf))

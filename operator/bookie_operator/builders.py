@@ -227,6 +227,9 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         "livenessProbe": _probe("/heartbeat", initialDelaySeconds=30, periodSeconds=10, timeoutSeconds=5,
                                 failureThreshold=6),
         "resources": spec.resources,
+        # Our bookie writes why it cannot start to /dev/termination-log; Apache BookKeeper's does not, and the
+        # end of its log takes the message's place. The operator reads either (start_failures).
+        "terminationMessagePolicy": "FallbackToLogsOnError",
     }
     if spec.implementation == "apache-bookkeeper":
         mounts.append({"name": "config", "mountPath": JAVA_CONF, "subPath": "bk_server.conf", "readOnly": True})

@@ -30,6 +30,7 @@ QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"
 ZK_PATTERN = r"^[A-Za-z0-9.\-]+:[0-9]{1,5}(,[A-Za-z0-9.\-]+:[0-9]{1,5})*$"
 ZNODE_PATTERN = r"^(/[A-Za-z0-9_.\-]+)+$"
 HHMM_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 # Keys of bookie.config.BookieConfig the operator writes itself: they cannot be overridden in spec.config
 # (the value points at the spec field that controls them, or says why the operator owns it).
@@ -111,6 +112,12 @@ class StorageSpec(Model):
                                 description="Ledger (entry log and index) volumes.")
     delete_claims_with_cluster: bool = Field(
         default=False, description="Delete the volumes when the BookieCluster is deleted (default: keep the data).")
+    reclaim_volumes_of_instance: str | None = Field(
+        default=None, pattern=UUID_PATTERN, description="Opt-in, never the default: the BookKeeper instance id "
+        "(named by a CookieMismatch condition) whose leftover volumes the operator may delete. A bookie whose "
+        "volumes hold cookies of exactly this other instance gets its claims and pod deleted, and starts again "
+        "as a new, empty bookie; the data on those volumes is lost (or kept by a Retain reclaim policy, "
+        "unused). Volumes of the cluster's own instance are never touched.")
 
 
 class CompactionWindow(Model):
@@ -354,6 +361,17 @@ class Condition(Model):
     observed_generation: int | None = None
 
 
+class StartFailureStatus(Model):
+    """Why a bookie's container cannot start, from its termination message."""
+
+    reason: str = Field(description="CookieMismatch, InvalidConfig, DirectoryNotWritable, MetadataUnreachable, "
+                        "DiskFull, PortInUse or StartupFailed.")
+    message: str = Field(description="The bookie's own words (its termination message, at most 4 KiB).")
+    since: str = Field(description="When the operator first saw this reason for this bookie.")
+    exit_code: int | None = None
+    restart_count: int | None = Field(default=None, description="Restarts of the container so far.")
+
+
 class BookieStatus(Model):
     pod: str
     ordinal: int
@@ -368,6 +386,7 @@ class BookieStatus(Model):
     major_compactions: int | None = None
     minor_compactions: int | None = None
     forced_gc_at: str | None = Field(default=None, description="When the operator last forced a GC for disk usage.")
+    start_failure: StartFailureStatus | None = Field(default=None, description="Why the bookie cannot start.")
 
 
 class CompactionRunStatus(Model):

@@ -79,3 +79,9 @@ def parse_error_for(body: dict[str, object]) -> str:
     with pytest.raises(InvalidSpec) as err:
         parse_spec(body)
     return str(err.value)
+
+
+def test_reclaiming_volumes_needs_an_instance_id() -> None:
+    assert spec().storage.reclaim_volumes_of_instance is None
+    assert "spec.storage.reclaimVolumesOfInstance" in refused(storage={"reclaimVolumesOfInstance": "yes"})
+    assert "spec.storage.reclaimVolumesOfInstance" in refused(storage={"reclaimVolumesOfInstance": True})

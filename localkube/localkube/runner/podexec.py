@@ -1,9 +1,12 @@
 """Container launcher, run by the pod runner in place of a container runtime (standard library only).
 
 ``python -I -S podexec.py SPEC.json``: dies with its parent (PR_SET_PDEATHSIG), enters a new mount and
-UTS namespace, takes the pod's hostname, bind-mounts the pod's volumes (and its /etc/hosts) at the
-container's paths (read-only where asked), changes to the working directory and execs the container's
-command with exactly the environment of the spec.
+UTS namespace, takes the pod's hostname, bind-mounts the pod's volumes (and its /etc/hosts and termination
+message file) at the container's paths (read-only where asked), changes to the working directory and execs
+the container's command with exactly the environment of the spec.
+
+A mount point that does not exist under /dev (``/dev/termination-log``) is made in a private /dev: a tmpfs
+holding binds of the host's device nodes, so the machine's own /dev never gets the container's files.
 """
 
 import ctypes
@@ -18,6 +21,7 @@ MS_RDONLY = 1
 MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
+MS_MOVE = 8192
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
 
@@ -40,6 +44,22 @@ def bind(source: str, target: str) -> None:
     check(libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"bind {source} {target}")
 
 
+def private_dev(staging: str) -> None:
+    os.makedirs(staging, exist_ok=True)
+    check(libc.mount(b"tmpfs", staging.encode(), b"tmpfs", 0, b"mode=755"), "tmpfs for /dev")
+    for name in os.listdir("/dev"):
+        source, target = os.path.join("/dev", name), os.path.join(staging, name)
+        if os.path.islink(source):
+            os.symlink(os.readlink(source), target)
+        else:
+            bind(source, target)
+    check(libc.mount(staging.encode(), b"/dev", None, MS_MOVE, None), "move the private /dev")
+
+
+def needs_private_dev(mounts: list) -> bool:
+    return any(m["target"].startswith("/dev/") and not os.path.exists(m["target"]) for m in mounts)
+
+
 def make_readonly(target: str) -> None:
     check(libc.mount(None, target.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC, None),
           f"read-only {target}")
@@ -59,6 +79,8 @@ def main() -> int:
         if hostname:
             name = hostname.encode()
             check(libc.sethostname(name, len(name)), "sethostname")
+        if needs_private_dev(mounts):
+            private_dev(sys.argv[1] + ".dev")
         # All binds first (mount points of nested mounts may have to be created), then the read-only ones.
         for m in mounts:
             bind(m["source"], m["target"])

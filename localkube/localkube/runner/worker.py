@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from localkube import procs
 from localkube.kapi import ApiError
-from localkube.runner import images
+from localkube.runner import images, termination
 from localkube.runner.envvars import EnvError, container_env, expand
 from localkube.runner.probes import ProbeState, run_probe
 from localkube.runner.volumes import VolumeError, VolumeManager, VolumeNotReady, container_mounts
@@ -272,7 +272,9 @@ class PodWorker(threading.Thread):
             command = [expand(a, c.env) for a in c.spec.get("command") or []] or None
             args = [expand(a, c.env) for a in c.spec.get("args") or []] or None
             argv = images.resolve_argv(entry, command, args)
-            c.mounts = container_mounts(c.spec, self.volumes.paths, c.env)
+            c.mounts = sorted([*container_mounts(c.spec, self.volumes.paths, c.env),
+                               termination.mount_for(c.spec, self.pod_dir)],
+                              key=lambda m: str(m["target"]).count("/"))
         except (EnvError, images.CommandError, VolumeError, ApiError) as exc:
             reason = "CreateContainerConfigError" if isinstance(exc, EnvError | VolumeError) else "CreateContainerError"
             c.state = {"waiting": {"reason": reason, "message": str(exc)}}
@@ -331,6 +333,7 @@ class PodWorker(threading.Thread):
         if argv is None:
             c.backoff_until = time.monotonic() + 2
             return
+        termination.clear(self.pod_dir, c.name)
         c.proc = self._spawn(c, argv, c.mounts, c.env, c.cwd, c.log_path, c.name)
         c.started_mono = time.monotonic()
         c.started_at = now_rfc3339()
@@ -366,6 +369,9 @@ class PodWorker(threading.Thread):
         c.state = {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
                                   "startedAt": c.started_at, "finishedAt": finished,
                                   "containerID": f"localkube://{c.proc.pid}"}}
+        message = termination.read_message(c.spec, self.pod_dir, c.log_path, exit_code)
+        if message:
+            c.state["terminated"]["message"] = message
         c.ready = False
         ran = time.monotonic() - c.started_mono
         c.crashes = 0 if ran >= BACKOFF_RESET else c.crashes + 1

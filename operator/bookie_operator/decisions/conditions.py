@@ -57,6 +57,7 @@ class ClusterFacts:
     unregistered: list[str]             # pods whose bookie is not registered in ZooKeeper
     under_replicated: int | None
     problems: list[str] = field(default_factory=list)   # what the steps could not do this tick
+    problem_reason: str | None = None                   # a specific Degraded reason (bookies that cannot start)
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
         problems.append(f"only {f.writable} writable bookies, ensembleSize is {f.ensemble_size}")
     if f.under_replicated:
         problems.append(f"{f.under_replicated} under-replicated ledgers")
-    out.append(ConditionValue("Degraded", bool(problems), "Problems" if problems else "Healthy", "; ".join(problems)))
+    reason = f.problem_reason or ("Problems" if problems else "Healthy")
+    out.append(ConditionValue("Degraded", bool(problems), reason, "; ".join(problems)))
     waiting = []
     all_ready = f.ready >= f.desired_replicas and f.existing == f.desired_replicas and f.decommission is None
     if f.unregistered:

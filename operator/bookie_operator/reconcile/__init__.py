@@ -17,6 +17,7 @@ from bookie_operator.reconcile.observe import ensure_metadata, observe, observe_
 from bookie_operator.reconcile.ports import Obj
 from bookie_operator.reconcile.read_only import control_read_only, force_gc
 from bookie_operator.reconcile.rolling import roll_outdated_pods, scale_up_for_disk_pressure
+from bookie_operator.reconcile.start_failures import reclaim_foreign_volumes, report_start_failures
 from bookie_operator.reconcile.status import record_status
 
 
@@ -26,6 +27,7 @@ async def steps(t: Tick) -> None:
     if not await ensure_metadata(t):     # BookKeeper's metadata layout, created once
         return
     await observe(t)                     # StatefulSet, pods, each bookie's state, disk and GC
+    await reclaim_foreign_volumes(t)     # only with the explicit opt-in, another instance's claims
     await decommission(t)                # scale-down: the resumable state machine in status.decommission
     await apply_desired(t)               # ConfigMap, Services, PDB, StatefulSet
     await control_read_only(t)           # read-only from disk usage, with the ensemble floor
@@ -35,6 +37,7 @@ async def steps(t: Tick) -> None:
     await roll_outdated_pods(t)          # one outdated pod at a time
     await scale_up_for_disk_pressure(t)  # one more bookie when pressure holds bookies writable
     await observe_registrations(t)       # which bookies ZooKeeper knows
+    report_start_failures(t)             # bookies that cannot start: why, and what to do
     record_status(t)                     # per-bookie status and conditions
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from bookie_operator import decisions, models
 from bookie_operator.builders import Owner
 from bookie_operator.decisions import ObservedBookie, ReadOnlyPlan, parse_time
+from bookie_operator.decisions.start_failures import StartFailure
 from bookie_operator.models import BookieClusterSpec, BookieClusterStatus
 from bookie_operator.reconcile.ports import AdminFactory, BookieAdminApi, ClusterMetadataApi, KubeApi, MetadataApi, Obj
 from bookie_operator.status_patch import merge_patch
@@ -89,6 +90,8 @@ class Tick:
         self.forced: dict[int, str] = {}       # ordinal -> when a forced GC was triggered this tick
         self.under_replicated: int | None = None
         self.registered: set[str] | None = None
+        self.start_failures: dict[int, StartFailure] = {}   # ordinal -> why its container could not start
+        self.failure_reason: str | None = None               # the Degraded reason they give, if any
 
     # ----------------------------------------------------------------------------------- recording
     def event(self, type_: str, reason: str, message: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from bookie_operator import builders, metrics, models
 from bookie_operator.bookie_client import BookieApiError
-from bookie_operator.decisions import ObservedBookie
+from bookie_operator.decisions import ObservedBookie, start_failures
 from bookie_operator.models import InvalidSpec
 from bookie_operator.reconcile.context import Tick
 from bookie_operator.reconcile.ports import Obj
@@ -66,6 +66,7 @@ async def observe(t: Tick) -> None:
     expected = t.current_replicas if t.current_replicas is not None else t.spec.replicas
     ordinals = sorted(set(by_ordinal) | set(range(expected)))
     t.bookies = list(await asyncio.gather(*(_observe_bookie(t, o, by_ordinal.get(o)) for o in ordinals)))
+    t.start_failures = start_failures.observe(t.name, pods)
 
 
 async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBookie:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from bookie_operator import builders, decisions, metrics
-from bookie_operator.decisions import ClusterFacts, ObservedBookie, iso
+from bookie_operator.decisions import ClusterFacts, ObservedBookie, iso, start_failures
 from bookie_operator.models import BookieStatus
 from bookie_operator.reconcile.context import Tick
 
@@ -37,7 +37,7 @@ def record_status(t: Tick) -> None:
         decommission=s.decommission,
         unregistered=[b.pod for b in t.bookies if b.exists and t.registered is not None
                       and b.bookie_id not in t.registered],
-        under_replicated=t.under_replicated, problems=t.problems)
+        under_replicated=t.under_replicated, problems=t.problems, problem_reason=t.failure_reason)
     verdict = decisions.cluster_conditions(facts)
     for c in verdict.conditions:
         t.condition(c.type, c.status, c.reason, c.message)
@@ -66,4 +66,6 @@ def _bookie_status(t: Tick, b: ObservedBookie) -> BookieStatus:
         next_compaction_time=t.status.compaction.next_schedule_time,
         major_compactions=b.gc.major_count if b.gc else None,
         minor_compactions=b.gc.minor_count if b.gc else None,
-        forced_gc_at=t.forced.get(b.ordinal) or (previous.forced_gc_at if previous else None))
+        forced_gc_at=t.forced.get(b.ordinal) or (previous.forced_gc_at if previous else None),
+        start_failure=start_failures.status_of(t.start_failures[b.ordinal], previous, iso(t.now))
+        if b.ordinal in t.start_failures else None)

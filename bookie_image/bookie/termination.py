@@ -1,0 +1,92 @@
+"""Why a bookie could not start, written where operators look: the container's termination message.
+
+Kubernetes shows the file at a container's ``terminationMessagePath`` (``/dev/termination-log`` by default) in
+``containerStatuses[].lastState.terminated.message``, ``kubectl describe pod`` and to the operator. The first
+word of the message is a machine-readable reason (``CookieMismatch: ...``), the rest says why and what to do.
+Outside Kubernetes the default path does not exist and nothing is written; ``bookie serve
+--termination-log PATH`` (or ``BOOKIE_TERMINATION_LOG``) names another file, ``""`` turns it off.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PATH = "/dev/termination-log"
+ENV_VAR = "BOOKIE_TERMINATION_LOG"
+MAX_BYTES = 4096  # what the kubelet reads of a termination message file
+
+COOKIE_MISMATCH = "CookieMismatch"
+INVALID_CONFIG = "InvalidConfig"
+DIRECTORY_NOT_WRITABLE = "DirectoryNotWritable"
+METADATA_UNREACHABLE = "MetadataUnreachable"
+DISK_FULL = "DiskFull"
+PORT_IN_USE = "PortInUse"
+STARTUP_FAILED = "StartupFailed"
+REASONS = (COOKIE_MISMATCH, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, METADATA_UNREACHABLE, DISK_FULL, PORT_IN_USE,
+           STARTUP_FAILED)
+
+_SPACE_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
+
+
+class StartFailure(Exception):
+    """The bookie must not start; ``reason`` is one of ``REASONS``, the message says why and what to do."""
+
+    def __init__(self, message: str, reason: str = STARTUP_FAILED) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def reason_for_error(exc: BaseException) -> str:
+    """The reason of an unexpected start-up error: a full disk and a taken port are told apart."""
+    if isinstance(exc, StartFailure):
+        return exc.reason
+    if isinstance(exc, OSError):
+        if exc.errno in _SPACE_ERRNOS:
+            return DISK_FULL
+        if exc.errno == errno.EADDRINUSE:
+            return PORT_IN_USE
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return DIRECTORY_NOT_WRITABLE
+    if "No space left on device" in str(exc):  # RocksDB's IOError carries the text, not an errno
+        return DISK_FULL
+    return STARTUP_FAILED
+
+
+def render(reason: str, message: str) -> bytes:
+    """``Reason: message`` in at most ``MAX_BYTES`` bytes of UTF-8 (cut on a character boundary)."""
+    data = f"{reason}: {message}".encode()
+    if len(data) <= MAX_BYTES:
+        return data
+    return data[:MAX_BYTES - 3].decode(errors="ignore").encode() + b"..."
+
+
+def configured_path(flag: str | None) -> tuple[str, bool]:
+    """(path, explicit): the flag, else the environment variable, else Kubernetes' default path."""
+    if flag is not None:
+        return flag, True
+    if ENV_VAR in os.environ:
+        return os.environ[ENV_VAR], True
+    return DEFAULT_PATH, False
+
+
+def write(reason: str, message: str, flag: str | None = None) -> Path | None:
+    """Write the termination message; returns the file written, None when there is none to write.
+
+    The default path is written only when it exists (a container's); an explicitly named file is created.
+    A failure to write is logged, never raised: the bookie is exiting for the reason being reported.
+    """
+    path, explicit = configured_path(flag)
+    if not path or (not explicit and not os.path.exists(path)):
+        return None
+    try:
+        with open(path, "wb") as f:
+            f.write(render(reason, message))
+    except OSError as exc:
+        log.warning("cannot write the termination message to %s: %s", path, exc)
+        return None
+    return Path(path)
