@@ -8,9 +8,10 @@ The bookie writes the logs itself (logSizeLimit just over 64 KiB, 8 KiB entries:
 and its ``gc-entrylog-meta.json`` is deleted, so start-up must read every log again. Two start-ups are timed:
 logs with their ledgers maps, and the same logs with the maps cut off the headers (a crashed bookie's logs),
 which are scanned at ``compactionReadRateByBytes`` (default 100 MB/s). "Complete" is the first answer of
-the endpoint, polled every 0.1 s from the process start, that lists every ``*.log`` file with known figures.
-Add latency is measured for sequential adds of 1 KiB right after the bookie is ready, i.e. during the
-start-up extraction (when it lasts that long), and again once it is over.
+the endpoint (polled every 0.1 s once the bookie is ready, timed from the process start) that lists every
+``*.log`` file with known figures.
+Add latency is measured for sequential adds of 1 KiB from the moment the bookie is ready, while the endpoint
+is polled, i.e. during the start-up extraction (for as long as it lasts), and again once it is over.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import platform
 import statistics
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -89,18 +91,28 @@ def complete(bookie: LocalBookie, expected: set[str]) -> bool:
     return expected <= names and all(e["figures"]["state"] != "unknown" for e in logs)
 
 
+def _poll_complete(bookie: LocalBookie, expected: set[str], started: float, done: dict[str, float]) -> None:
+    while time.monotonic() - started < 1800:
+        if complete(bookie, expected):
+            done["complete_s"] = time.monotonic() - started
+            return
+        time.sleep(0.1)
+
+
 def timed_start(bookie: LocalBookie, conf: ClientConfig, adds: int) -> dict[str, Any]:
     (bookie.ledger_dir / "current" / "gc-entrylog-meta.json").unlink(missing_ok=True)
     expected = {p.name for p in log_files(bookie)}
     started = time.monotonic()
     bookie.start()
     ready_s = time.monotonic() - started
+    done: dict[str, float] = {}
+    poller = threading.Thread(target=_poll_complete, args=(bookie, expected, started, done))
+    poller.start()  # the endpoint is asked every 0.1 s while the adds run
     during = asyncio.run(add_latencies_ms(conf, adds))
-    while not complete(bookie, expected):
-        if time.monotonic() - started > 1800:
-            raise TimeoutError("endpoint not complete 30 min after start")
-        time.sleep(0.1)
-    complete_s = time.monotonic() - started
+    poller.join()
+    if "complete_s" not in done:
+        raise TimeoutError("endpoint not complete 30 min after start")
+    complete_s = done["complete_s"]
     after = asyncio.run(add_latencies_ms(conf, adds))
     metrics = urllib.request.urlopen(f"{bookie.http_url}/metrics", timeout=10).read().decode()
     scans = next(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
@@ -153,8 +165,10 @@ def table(res: dict[str, Any], command: str) -> str:
         "|---|---|---|---|---|---|",
         *rows,
         "",
-        "\"Complete\": every `*.log` listed with known figures. Adds are sequential 1 KiB adds of the Python client",
-        "(fsync on), 'right after ready' overlapping the start-up extraction only while it lasts.",
+        "\"Complete\": every `*.log` listed with known figures (polled every 0.1 s once ready; times from the",
+        "process start). Adds are sequential 1 KiB adds of the Python client (fsync on) started once the bookie",
+        "is ready, while the endpoint is polled: they overlap the start-up extraction for as long as it lasts",
+        "(the rest of them, and the 'after' column, run against an idle bookie).",
     ])
 
 
