@@ -91,7 +91,7 @@ def fetch(lock: Path, target: Path, cache: Path | None) -> None:
         os.replace(out.name, target / jar.file_name)
         os.chmod(target / jar.file_name, 0o644)
         if cached is not None:
-            cache.mkdir(parents=True, exist_ok=True)
+            cached.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(target / jar.file_name, cached)
 
 

@@ -55,8 +55,8 @@ mirror="$(sed -n 's/^URIs: *\(http[^ ]*debian\)\/*$/\1/p' /etc/apt/sources.list.
 base_recipe="$(sed -n '/^build_base()/,/^}/p' "${BASH_SOURCE[0]}")"
 base_key="$(printf '%s\n%s\n' "$mirror" "$base_recipe" | sha256sum | cut -c1-12)"
 build_base() {  # build_base <rootfs dir>: a root filesystem equivalent to python:3.11-slim-bookworm
-  local rootfs="$1"
-  debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >/dev/null
+  local rootfs="$1" out; out="$(dirname "$1")/base.log"
+  debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$out" 2>&1 || { tail -n 20 "$out" >&2; return 1; }
   printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb %s-security bookworm-security main\n' \
     "$mirror" "$mirror" "$mirror" > "$rootfs/etc/apt/sources.list"
   # No documentation, man pages or translations, now and in anything a Dockerfile installs later.
@@ -65,7 +65,7 @@ build_base() {  # build_base <rootfs dir>: a root filesystem equivalent to pytho
   mount -t proc proc "$rootfs/proc"
   chroot "$rootfs" sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -q && apt-get -y -q upgrade &&
     apt-get install -y -q --no-install-recommends python3 python3-venv ca-certificates &&
-    apt-get clean && rm -rf /var/lib/apt/lists/*' >/dev/null || { umount "$rootfs/proc"; return 1; }
+    apt-get clean && rm -rf /var/lib/apt/lists/*' >>"$out" 2>&1 || { tail -n 20 "$out" >&2; umount "$rootfs/proc"; return 1; }
   umount "$rootfs/proc"
   find "$rootfs/usr/share/doc" -type f ! -name copyright -delete
   rm -rf "$rootfs"/usr/share/{man,info,locale,lintian}/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/log/*.log
@@ -74,8 +74,10 @@ build_base() {  # build_base <rootfs dir>: a root filesystem equivalent to pytho
 exec 7>"$cache/.images-build.lock"   # one build at a time per cache
 flock 7
 mkdir -p "$store"
-if [ "$(cat "$store/base.key" 2>/dev/null)" != "$base_key" ] \
-   || ! buildah "${S[@]}" inspect --type image "localhost/$base_name" >/dev/null 2>&1; then
+# Each recipe's base is kept under its own tag, so checkouts with different recipes sharing this cache do not
+# rebuild it in turn: the two names a Dockerfile may use are pointed at the wanted one.
+base_tag="localhost/bookie-fleet-base:$base_key"
+if ! buildah "${S[@]}" inspect --type image "$base_tag" >/dev/null 2>&1; then
   log "building the offline base image $base_name from $mirror (debootstrap)"
   t0="$(date +%s)"
   work="$(mktemp -d "$cache/.base-XXXXXX")"
@@ -88,17 +90,16 @@ if [ "$(cat "$store/base.key" 2>/dev/null)" != "$base_key" ] \
   buildah "${S[@]}" config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env LANG=C.UTF-8 --cmd python3 \
     --label org.opencontainers.image.description="Debian bookworm minbase with python3 (offline stand-in for $base_name)" "$ctr"
-  buildah "${S[@]}" commit -q --rm "$ctr" "localhost/$base_name" >/dev/null
-  buildah "${S[@]}" tag "localhost/$base_name" "docker.io/library/$base_name"
+  buildah "${S[@]}" commit -q --rm "$ctr" "$base_tag" >/dev/null
   rm -rf "$work"; trap - EXIT
-  echo "$base_key" > "$store/base.key"
   log "base image built in $(( $(date +%s) - t0 ))s"
 fi
+buildah "${S[@]}" tag "$base_tag" "localhost/$base_name" "docker.io/library/$base_name"
 
 # --- The images, keyed by everything they are built from (and the base).
 key="$( { echo "$base_key $version $bk_version"
           printf '%s\n' "${images[@]}"
-          cd "$repo" && find .dockerignore pyproject.toml requirements images bookie_image/Dockerfile \
+          cd "$repo" && find .dockerignore pyproject.toml requirements images scripts/build-image bookie_image/Dockerfile \
                bookie_image/bookie operator/Dockerfile operator/bookie_operator hack/apache-bookkeeper \
                -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum
         } | sha256sum | cut -c1-12)"
@@ -112,14 +113,8 @@ if [ ! -f "$dir/.complete" ]; then
     name="${entry%% *}"; dockerfile="${entry#* }"
     t0="$(date +%s)"
     build_log="$dir/build-${name//[\/:]/_}.log"
-    # The host's CA bundle: TLS from inside the build (pip, Maven Central, apt) is verified against it.
-    if ! buildah "${S[@]}" bud --isolation chroot --pull=never --layers \
-           -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro \
-           -f "$repo/$dockerfile" -t "localhost/$name" "$repo" > "$build_log" 2>&1; then
-      tail -n 30 "$build_log" >&2
-      fail "building $name from $dockerfile failed (the failing step is named above; full log: $build_log)"
-    fi
-    buildah "${S[@]}" push -q "localhost/$name" "oci:$layout:$name" >&2
+    "$repo/scripts/build-image" "$store" "$repo/$dockerfile" "$repo" "$name" "$layout" "$build_log" \
+      || fail "the images are not built (see above)"
     took=$(( $(date +%s) - t0 ))
     log "built $name in ${took}s"; echo "$name ${took}s" >> "$dir/build-times"
   done

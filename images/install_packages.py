@@ -1,6 +1,6 @@
 """Makes this project's packages importable in an image's virtualenv, with their console scripts.
 
-    /opt/venv/bin/python install-packages.py --pyproject /opt/bookie-fleet/pyproject.toml \
+    /opt/venv/bin/python install_packages.py --pyproject /opt/bookie-fleet/pyproject.toml \
         --lib /opt/bookie-fleet/lib [--scripts-of bookie]
 
 The Dockerfiles COPY only the packages an image runs into one directory (``lib``), so ``pip install .``
@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
         path = bin_dir / name
         path.write_text(SCRIPT.format(python=sys.executable, module=module, function=function))
         path.chmod(0o755)
-        print(f"install-packages: {name} -> {target}")
+        print(f"install_packages: {name} -> {target}")
     return 0 if compileall.compile_dir(str(args.lib), quiet=1, workers=1) else 1
 
 
