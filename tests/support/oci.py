@@ -6,12 +6,14 @@ Only the layout's JSON is read here (index, manifests, configs); root filesystem
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,15 +83,30 @@ def unpack(img: Image, target: Path) -> Path:
     return rootfs
 
 
-def run(img: Image, rootfs: Path, bundle: Path, args: list[str] | None = None, *,
-        timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Runs the image's ENTRYPOINT (+ ``args``, else its CMD) with runc as a restricted pod would: the image's
-    numeric user, read-only root, no capabilities, no_new_privs, a tmpfs /tmp, its own namespaces."""
+def runtime_spec(img: Image, rootfs: Path, args: list[str] | None = None, *, host_network: bool = False,
+                 binds: dict[str, Path] | None = None) -> Obj:
+    """The OCI runtime spec of a restricted pod's container: the image's numeric user, read-only root, no
+    capabilities, no_new_privs, a tmpfs /tmp, its own namespaces (the network one unless ``host_network``),
+    and ``binds`` (container path -> host directory) mounted read-write as volumes."""
     user, _, group = str(img.runtime["User"]).partition(":")
     uid, gid = int(user), int(group or 0)
     argv = [*(img.runtime.get("Entrypoint") or []), *(args if args is not None else img.runtime.get("Cmd") or [])]
-    bundle.mkdir(parents=True, exist_ok=True)
-    spec = {
+    mounts: list[Obj] = [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+         "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+        {"destination": "/dev/pts", "type": "devpts", "source": "devpts",
+         "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]},
+        {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
+         "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"]},
+        {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid", "noexec", "nodev", "ro"]},
+        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+         "options": ["nosuid", "nodev", "mode=1777", "size=65536k"]},
+    ]
+    mounts += [{"destination": dest, "type": "bind", "source": str(src), "options": ["rbind", "rw"]}
+               for dest, src in (binds or {}).items()]
+    namespaces = ["pid", "ipc", "uts", "mount"] + ([] if host_network else ["network"])
+    return {
         "ociVersion": "1.0.2",
         "process": {
             "terminal": False, "user": {"uid": uid, "gid": gid}, "args": argv,
@@ -99,31 +116,48 @@ def run(img: Image, rootfs: Path, bundle: Path, args: list[str] | None = None, *
         },
         "root": {"path": str(rootfs), "readonly": True},
         "hostname": "image-test",
-        "mounts": [
-            {"destination": "/proc", "type": "proc", "source": "proc"},
-            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
-             "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
-            {"destination": "/dev/pts", "type": "devpts", "source": "devpts",
-             "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]},
-            {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
-             "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"]},
-            {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid", "noexec", "nodev", "ro"]},
-            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
-             "options": ["nosuid", "nodev", "mode=1777", "size=65536k"]},
-        ],
+        "mounts": mounts,
         "linux": {
-            "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount", "network")],
+            "namespaces": [{"type": t} for t in namespaces],
             "maskedPaths": ["/proc/kcore", "/proc/keys", "/sys/firmware"],
             "readonlyPaths": ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"],
         },
     }
-    (bundle / "config.json").write_text(json.dumps(spec))
+
+
+def run(img: Image, rootfs: Path, bundle: Path, args: list[str] | None = None, *,
+        timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Runs the image's ENTRYPOINT (+ ``args``, else its CMD) to completion (see ``runtime_spec``)."""
+    bundle.mkdir(parents=True, exist_ok=True)
+    (bundle / "config.json").write_text(json.dumps(runtime_spec(img, rootfs, args)))
     name = f"image-test-{uuid.uuid4().hex[:12]}"
     try:
         return subprocess.run(["runc", "run", "--bundle", str(bundle), name], capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL)
     finally:
         subprocess.run(["runc", "delete", "--force", name], capture_output=True)
+
+
+@contextlib.contextmanager
+def running(img: Image, rootfs: Path, bundle: Path, args: list[str] | None = None, *,
+            binds: dict[str, Path] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """The image's container running in the background on the host's network, its output in
+    ``bundle/output.log``; killed and deleted on exit."""
+    bundle.mkdir(parents=True, exist_ok=True)
+    spec = runtime_spec(img, rootfs, args, host_network=True, binds=binds)
+    (bundle / "config.json").write_text(json.dumps(spec))
+    name = f"image-test-{uuid.uuid4().hex[:12]}"
+    with open(bundle / "output.log", "wb") as out:
+        proc = subprocess.Popen(["runc", "run", "--bundle", str(bundle), name], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        subprocess.run(["runc", "kill", name, "KILL"], capture_output=True)
+        try:
+            proc.wait(timeout=60)
+        finally:
+            subprocess.run(["runc", "delete", "--force", name], capture_output=True)
 
 
 def have_tools() -> None:
