@@ -48,3 +48,10 @@ def test_java_bookie_entrypoint_runs_read_only(images: dict[str, oci.Image], roo
     output = result.stdout + result.stderr
     assert "ClassNotFoundException" not in output and "NoClassDefFoundError" not in output, output[-2000:]
     assert "bookie" in output.lower() and "--conf" in output, output[-2000:]
+
+
+def test_operator_entrypoint_runs_read_only_as_its_user(images: dict[str, oci.Image],
+                                                        rootfs: Callable[[str], Path], tmp_path: Path) -> None:
+    result = oci.run(images["operator"], rootfs("operator"), tmp_path / "bundle", ["--help"])
+    assert result.returncode == 0, result.stderr
+    assert "--all-namespaces" in result.stdout, result.stdout
