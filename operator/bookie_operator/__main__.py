@@ -23,8 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metrics-port", type=int, default=9090, help="Prometheus metrics port (0: off)")
     parser.add_argument("--liveness", default="http://0.0.0.0:8081/healthz", help="Kopf liveness endpoint")
     parser.add_argument("--log-format", choices=["plain", "full", "json"], default="json")
+    parser.add_argument("--no-manage-crd", action="store_true",
+                        help="do not apply this version's BookieCluster CRD at start-up (CRDs managed elsewhere)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
+    if args.no_manage_crd:
+        os.environ["BOOKIE_OPERATOR_MANAGE_CRD"] = "false"
     if args.interval is not None:
         os.environ["BOOKIE_OPERATOR_INTERVAL"] = str(args.interval)
     if args.kubeconfig:

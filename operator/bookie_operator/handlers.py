@@ -12,14 +12,15 @@ from typing import Any
 import aiohttp
 import kopf
 
-from bookie_operator import models
+from bookie_operator import crd, models
 from bookie_operator.bookie_client import BookieAdmin
-from bookie_operator.kube import Kube
+from bookie_operator.kube import Kube, KubeError
 from bookie_operator.reconcile import Operator, reconcile
 from bookie_operator.zk import MetadataService
 
 INTERVAL = float(os.environ.get("BOOKIE_OPERATOR_INTERVAL", "30"))
 RETRY_DELAY = max(1.0, min(INTERVAL, 15.0))
+MANAGE_CRD = os.environ.get("BOOKIE_OPERATOR_MANAGE_CRD", "true") != "false"
 RESOURCE = (models.GROUP, models.VERSION, models.PLURAL)
 log = logging.getLogger("bookie_operator")
 
@@ -36,7 +37,20 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     # Our own Events say what happened; Kopf's per-handler log Events would repeat every tick.
     settings.posting.level = logging.ERROR
     memo.operator = await connect()
+    if MANAGE_CRD:
+        await keep_crd_current(memo.operator.kube)
     log.info("bookie operator started (interval %.1fs)", INTERVAL)
+
+
+async def keep_crd_current(kube: Kube) -> None:
+    """Apply the CRD of this operator's own version, so that upgrading the operator (``helm upgrade`` to a new
+    image) upgrades its CRD too: Helm installs a chart's crds/ once and never updates them. Without the RBAC
+    for it (a cluster whose CRDs are managed elsewhere) the operator says so and goes on."""
+    try:
+        await kube.apply_crd(crd.crd())
+        log.info("CRD %s.%s is the operator's own (version %s)", models.PLURAL, models.GROUP, models.VERSION)
+    except KubeError as exc:
+        log.warning("cannot apply the BookieCluster CRD (%s); it is left as it is", exc)
 
 
 async def connect() -> Operator:

@@ -114,6 +114,13 @@ class Kube:
                                           "propagationPolicy": propagation})
         return result is not None
 
+    async def apply_crd(self, crd: Obj) -> None:
+        """Server-side apply of a CustomResourceDefinition (cluster-scoped; the operator's own CRD)."""
+        name = crd["metadata"]["name"]
+        await self.request("PATCH", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", body=crd,
+                           query={"fieldManager": FIELD_MANAGER, "force": "true"},
+                           content_type="application/apply-patch+yaml")
+
     async def patch_status(self, namespace: str, name: str, status: Obj) -> None:
         await self.request("PATCH", path(models.KIND, namespace, name, "status"), body={"status": status},
                            content_type="application/merge-patch+json")
