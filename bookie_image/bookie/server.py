@@ -73,7 +73,7 @@ class BookieServer:
     async def start(self) -> None:
         await self._connect_metadata()
         try:
-            await cookies.check_and_write(self.conf, self.metadata)
+            await cookies.check_and_write(self.conf, self.metadata, await self.metadata.instance_id())
         except cookies.CookieCheckFailed as exc:
             raise StartupError(f"cookie check failed: {exc}") from None
         self._engine = StorageEngine(self.conf)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 
+from bookie.metadata.cookie_store import CookieStore
+from bookie.metadata.ledger_manager import LedgerManager
 from bookie.metadata.store import MetadataError, MetadataStore, NoNode
+from bookie.metadata.underreplication import UnderreplicationManager
 
 
 class MetadataService:
@@ -37,7 +40,7 @@ class MetadataService:
             self._stores.clear()
 
 
-async def ledgers_referencing(store: MetadataStore, bookie_id: str, parallel: int = 32) -> int:
+async def ledgers_referencing(store: LedgerManager, bookie_id: str, parallel: int = 32) -> int:
     """How many ledgers have ``bookie_id`` in any ensemble (raises MetadataError when unsure)."""
     ids = await store.all_ledger_ids()
     gate = asyncio.Semaphore(parallel)
@@ -54,15 +57,15 @@ async def ledgers_referencing(store: MetadataStore, bookie_id: str, parallel: in
     return sum(found)
 
 
-async def under_replicated(store: MetadataStore) -> int:
+async def under_replicated(store: UnderreplicationManager) -> int:
     return len(await store.list_underreplicated())
 
 
-async def cookie_exists(store: MetadataStore, bookie_id: str) -> bool:
+async def cookie_exists(store: CookieStore, bookie_id: str) -> bool:
     return await store.read_cookie(bookie_id) is not None
 
 
-async def delete_cookie(store: MetadataStore, bookie_id: str) -> None:
+async def delete_cookie(store: CookieStore, bookie_id: str) -> None:
     try:
         await store.delete_cookie(bookie_id)
     except NoNode:
