@@ -33,6 +33,7 @@ from bookie.protocol.entry import DigestType, digest_manager, generate_master_ke
 from bookie_fleet.java_bookies import plan_java_bookies
 from bookie_fleet.local_bookies import plan_bookies
 from bookie_fleet.zookeeper import ZooKeeperServer
+from docs_section import write_section  # bench/ is on sys.path when a bench script runs
 
 SIZES = (100, 1024, 16 * 1024)
 KEY = generate_master_key(b"bench")
@@ -176,13 +177,7 @@ def table(results: list[Result], fsyncs: float, rounds: int, seconds: float, win
 
 
 def write_docs(section: str) -> None:
-    text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n\nEvery number here comes from a command in bench/.\n"
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    DOCS.write_text(text)
+    write_section(DOCS, section, BEGIN, END)
 
 
 def main(argv: list[str] | None = None) -> int:
