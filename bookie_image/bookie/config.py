@@ -160,7 +160,7 @@ class BookieConfig(BaseModel):
         0, ge=0, description="Seconds a bookie may be gone before its ledgers are re-replicated."
     )
 
-    # --- garbage collection (issue 3 builds on these)
+    # --- garbage collection and compaction (bookie.gc)
     gc_wait_time: int = Field(600000, gt=0, description="Delay between GC runs, ms.")
     gc_overreplicated_ledger_wait_time: int = Field(86400000, description="Over-replicated scan period, ms.")
     gc_metadata_op_rate_limit: int = Field(1000, gt=0, description="ZooKeeper ops per second during GC.")
