@@ -12,6 +12,7 @@ import difflib
 from pathlib import Path
 from typing import Any, Literal
 
+import javaproperties
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -307,17 +308,8 @@ class BookieConfig(BaseModel):
     # --- loading
     @classmethod
     def from_properties(cls, text: str, source: str = "<config>") -> BookieConfig:
-        """Parse a Java-properties style ``key=value`` file (``#`` comments)."""
-        values: dict[str, str] = {}
-        for lineno, raw in enumerate(text.splitlines(), 1):
-            line = raw.strip()
-            if not line or line.startswith(("#", "!")):
-                continue
-            sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-            if sep < 0:
-                raise ConfigError(f"{source}:{lineno}: expected key=value, got {raw!r}")
-            values[line[:sep].strip()] = line[sep + 1:].strip()
-        return cls.from_mapping(values, source)
+        """Parse a ``bk_server.conf`` (Java properties, as Apache BookKeeper reads it)."""
+        return cls.from_mapping(read_properties(text, source), source)
 
     @classmethod
     def from_file(cls, path: str | Path) -> BookieConfig:
@@ -336,15 +328,28 @@ class BookieConfig(BaseModel):
             raise ConfigError(describe_validation_error(exc, source)) from None
 
     def to_properties(self) -> str:
-        """Render as a ``bk_server.conf``-style file (only keys that differ from defaults)."""
+        """Render as a ``bk_server.conf``-style file (only keys that differ from defaults), escaped as Java does."""
         lines = []
         for key, value in self.model_dump(by_alias=True, exclude_defaults=True).items():
             if isinstance(value, list):
                 value = ",".join(str(v) for v in value)
             elif isinstance(value, bool):
                 value = str(value).lower()
-            lines.append(f"{key}={value}")
+            lines.append(javaproperties.join_key_value(key, str(value)))
         return "\n".join(lines) + "\n"
+
+
+def read_properties(text: str, source: str = "<config>") -> dict[str, str]:
+    """Every key and value of a Java properties file, by java.util.Properties' rules (``=``, ``:`` or blank
+    separators, ``\\`` line continuations, escapes, ``#`` and ``!`` comments), with a maintained parser.
+
+    Values are trimmed, as Apache BookKeeper's configuration reader (Commons Configuration) trims them.
+    """
+    try:
+        values = javaproperties.loads(text)
+    except (ValueError, javaproperties.InvalidUEscapeError) as exc:
+        raise ConfigError(f"{source}: not a Java properties file: {exc}") from None
+    return {key: value.strip() for key, value in values.items()}
 
 
 def describe_validation_error(exc: ValidationError, source: str) -> str:
