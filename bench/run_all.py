@@ -1,4 +1,5 @@
 """The whole benchmark suite in one command: our bookie next to Apache BookKeeper 4.17.3, same machine, same run.
+(One script over the usual module size: a benchmark is read top to bottom next to the numbers it printed.)
 
     python bench/run_all.py                    # full run: rewrites the suite's sections of docs/benchmarks.md
     python bench/run_all.py --profile          # also a py-spy flame graph of our bookie (docs/profiles/)

@@ -10,6 +10,9 @@ EFENCED (another client recovered the ledger) and EUA (wrong password) are fatal
 
 Read path: every entry's digest is verified; one replica is asked first (sticky when ensemble == write quorum)
 and another after ``speculative_read_timeout_s`` or at once on an error.
+
+One module over the usual size on purpose: adds, ensemble changes, LAC and reads all read and move the same
+handle state (ensemble, LAC, pending adds, fencing), as in BookKeeper's ``LedgerHandle``.
 """
 
 from __future__ import annotations
