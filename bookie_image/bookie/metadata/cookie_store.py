@@ -4,11 +4,7 @@
 from __future__ import annotations
 
 from bookie.metadata.cookie import Cookie
-from bookie.metadata.session import (
-    NoNode,
-    Versioned,
-    ZkSession,
-)
+from bookie.metadata.session import NoNode, Versioned, ZkSession
 
 
 class CookieStore(ZkSession):

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from bookie.metadata import layout as lay
-from bookie.metadata.session import (
-    ZkSession,
-)
+from bookie.metadata.session import ZkSession
 
 
 class LedgerIdGenerator(ZkSession):

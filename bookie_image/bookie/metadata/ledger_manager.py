@@ -9,14 +9,7 @@ from collections.abc import AsyncIterator, Iterable
 from bookie.metadata import layout as lay
 from bookie.metadata.ledger_ids import LedgerIdGenerator
 from bookie.metadata.ledger_metadata import LedgerMetadata, parse_ledger_metadata, serialize_ledger_metadata
-from bookie.metadata.session import (
-    LedgerRange,
-    MetadataError,
-    NodeExists,
-    NoNode,
-    NoSuchLedger,
-    Versioned,
-)
+from bookie.metadata.session import LedgerRange, MetadataError, NodeExists, NoNode, NoSuchLedger, Versioned
 
 log = logging.getLogger(__name__)
 

@@ -12,14 +12,7 @@ from typing import Any
 from google.protobuf import text_format
 
 from bookie.metadata import layout as lay
-from bookie.metadata.session import (
-    LayoutMismatch,
-    NodeExists,
-    NoNode,
-    RegistrationError,
-    ZkSession,
-    event_setter,
-)
+from bookie.metadata.session import LayoutMismatch, NodeExists, NoNode, RegistrationError, ZkSession, event_setter
 from bookie.protocol.proto import DataFormats_pb2 as _df
 
 df: Any = _df

@@ -11,14 +11,7 @@ from typing import Any
 from google.protobuf import text_format
 
 from bookie.metadata import layout as lay
-from bookie.metadata.session import (
-    BadVersion,
-    NodeExists,
-    NoNode,
-    NotEmpty,
-    UnderreplicatedLedger,
-    ZkSession,
-)
+from bookie.metadata.session import BadVersion, NodeExists, NoNode, NotEmpty, UnderreplicatedLedger, ZkSession
 from bookie.protocol.proto import DataFormats_pb2 as _df
 
 df: Any = _df
