@@ -27,12 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bookie.protocol import codec
+from bookie.protocol import client_codec
 from bookie.protocol import messages as m
 from bookie.protocol.entry import DigestType, digest_manager, generate_master_key, package_entry
 from bookie_fleet.java_bookies import plan_java_bookies
 from bookie_fleet.local_bookies import plan_bookies
 from bookie_fleet.zookeeper import ZooKeeperServer
+from docs_section import write_section  # bench/ is on sys.path when a bench script runs
 
 SIZES = (100, 1024, 16 * 1024)
 KEY = generate_master_key(b"bench")
@@ -86,14 +87,14 @@ async def drive(bookie_id: str, size: int, seconds: float, window: int) -> Resul
         body = package_entry(DIGEST, ledger, entry_id, entry_id - 1, size * (entry_id + 1), payload)
         txn_id = next(txn)
         sent_at[txn_id] = time.perf_counter()
-        writer.write(codec.encode_request(m.AddRequest(m.Wire.v3(txn_id), ledger, entry_id, KEY, body)))
+        writer.write(client_codec.encode_request(m.AddRequest(m.Wire.v3(txn_id), ledger, entry_id, KEY, body)))
 
     for _ in range(window):
         send_one()
     started = time.monotonic()
     while sent_at:
         (length,) = struct.unpack(">i", await reader.readexactly(4))
-        response = codec.decode_response(await reader.readexactly(length), 3)
+        response = client_codec.decode_response(await reader.readexactly(length), 3)
         if response.status != 0:
             raise RuntimeError(f"{bookie_id}: add failed with {response.status!r}")
         latencies.append(time.perf_counter() - sent_at.pop(response.wire.txn_id))
@@ -176,13 +177,7 @@ def table(results: list[Result], fsyncs: float, rounds: int, seconds: float, win
 
 
 def write_docs(section: str) -> None:
-    text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n\nEvery number here comes from a command in bench/.\n"
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    DOCS.write_text(text)
+    write_section(DOCS, section, BEGIN, END)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import add_bench
-from bookie.protocol import codec
+from bookie.protocol import client_codec
 from bookie.protocol import messages as m
 from bookie.protocol.entry import package_entry
 from bookie_fleet.zookeeper import ZooKeeperServer
@@ -50,7 +50,7 @@ def frames(count: int, size: int, v2: bool) -> list[bytes]:
         next_entry[ledger] += 1
         body = package_entry(add_bench.DIGEST, ledger, entry_id, entry_id - 1, size * (entry_id + 1), payload)
         wire = m.Wire.v2() if v2 else m.Wire.v3(i + 1)
-        out.append(codec.encode_request(m.AddRequest(wire, ledger, entry_id, add_bench.KEY, body)))
+        out.append(client_codec.encode_request(m.AddRequest(wire, ledger, entry_id, add_bench.KEY, body)))
     return out
 
 

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from bookie.client import BookKeeper, ClientConfig
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
 from bookie_fleet.zookeeper import ZooKeeperServer
+from docs_section import write_section  # bench/ is on sys.path when a bench script runs
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- gc:begin -->", "<!-- gc:end -->"
@@ -209,14 +210,7 @@ def table(res: dict[str, Any], command: str) -> str:
 
 
 def write_docs(section: str) -> None:
-    text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
-    section = f"{BEGIN}\n{section}\n{END}"
-    if BEGIN in text:
-        head, rest_ = text.split(BEGIN, 1)
-        text = head + section + rest_.split(END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    DOCS.write_text(text)
+    write_section(DOCS, f"{BEGIN}\n{section}\n{END}", BEGIN, END)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,5 @@
 """The whole benchmark suite in one command: our bookie next to Apache BookKeeper 4.17.3, same machine, same run.
+(One script over the usual module size: a benchmark is read top to bottom next to the numbers it printed.)
 
     python bench/run_all.py                    # full run: rewrites the suite's sections of docs/benchmarks.md
     python bench/run_all.py --profile          # also a py-spy flame graph of our bookie (docs/profiles/)
@@ -103,6 +104,7 @@ def py_spy() -> str | None:
 
 # One probe for every benchmark: bench/ is on sys.path when a bench script runs.
 from add_bench import fdatasync_rate  # noqa: E402
+from docs_section import write_section  # noqa: E402
 
 
 def sequential_write_mb_s(directory: Path, megabytes: int) -> float:
@@ -1007,14 +1009,7 @@ def compaction_report(pts: list[dict[str, Any]], s: dict[str, Any]) -> list[str]
 
 
 def write_docs(section: str) -> None:
-    text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n\nEvery number here comes from a command in bench/.\n"
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        head, sep, rest = text.partition("<!-- adds:begin -->")
-        text = head + section + "\n\n" + sep + rest if sep else text.rstrip() + "\n\n" + section + "\n"
-    DOCS.write_text(text)
+    write_section(DOCS, section, BEGIN, END, insert_before="<!-- adds:begin -->")
 
 
 def _parse_ensembles(text: str) -> tuple[tuple[int, int, int], ...]:

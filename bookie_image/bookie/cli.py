@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from bookie.client.autorecovery_main import add_parser as add_autorecovery
 
-    add_autorecovery(sub)  # bookie autorecovery (issue 4)
+    add_autorecovery(sub)  # bookie autorecovery: auditor and replication worker
     return parser
 
 

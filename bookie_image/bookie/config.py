@@ -12,6 +12,7 @@ import difflib
 from pathlib import Path
 from typing import Any, Literal
 
+import javaproperties
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -160,7 +161,7 @@ class BookieConfig(BaseModel):
         0, ge=0, description="Seconds a bookie may be gone before its ledgers are re-replicated."
     )
 
-    # --- garbage collection (issue 3 builds on these)
+    # --- garbage collection and compaction (bookie.gc)
     gc_wait_time: int = Field(600000, gt=0, description="Delay between GC runs, ms.")
     gc_overreplicated_ledger_wait_time: int = Field(86400000, description="Over-replicated scan period, ms.")
     gc_metadata_op_rate_limit: int = Field(1000, gt=0, description="ZooKeeper ops per second during GC.")
@@ -307,17 +308,8 @@ class BookieConfig(BaseModel):
     # --- loading
     @classmethod
     def from_properties(cls, text: str, source: str = "<config>") -> BookieConfig:
-        """Parse a Java-properties style ``key=value`` file (``#`` comments)."""
-        values: dict[str, str] = {}
-        for lineno, raw in enumerate(text.splitlines(), 1):
-            line = raw.strip()
-            if not line or line.startswith(("#", "!")):
-                continue
-            sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-            if sep < 0:
-                raise ConfigError(f"{source}:{lineno}: expected key=value, got {raw!r}")
-            values[line[:sep].strip()] = line[sep + 1:].strip()
-        return cls.from_mapping(values, source)
+        """Parse a ``bk_server.conf`` (Java properties, as Apache BookKeeper reads it)."""
+        return cls.from_mapping(read_properties(text, source), source)
 
     @classmethod
     def from_file(cls, path: str | Path) -> BookieConfig:
@@ -336,15 +328,28 @@ class BookieConfig(BaseModel):
             raise ConfigError(describe_validation_error(exc, source)) from None
 
     def to_properties(self) -> str:
-        """Render as a ``bk_server.conf``-style file (only keys that differ from defaults)."""
+        """Render as a ``bk_server.conf``-style file (only keys that differ from defaults), escaped as Java does."""
         lines = []
         for key, value in self.model_dump(by_alias=True, exclude_defaults=True).items():
             if isinstance(value, list):
                 value = ",".join(str(v) for v in value)
             elif isinstance(value, bool):
                 value = str(value).lower()
-            lines.append(f"{key}={value}")
+            lines.append(javaproperties.join_key_value(key, str(value)))
         return "\n".join(lines) + "\n"
+
+
+def read_properties(text: str, source: str = "<config>") -> dict[str, str]:
+    """Every key and value of a Java properties file, by java.util.Properties' rules (``=``, ``:`` or blank
+    separators, ``\\`` line continuations, escapes, ``#`` and ``!`` comments), with a maintained parser.
+
+    Values are trimmed, as Apache BookKeeper's configuration reader (Commons Configuration) trims them.
+    """
+    try:
+        values = javaproperties.loads(text)
+    except (ValueError, javaproperties.InvalidUEscapeError) as exc:
+        raise ConfigError(f"{source}: not a Java properties file: {exc}") from None
+    return {key: value.strip() for key, value in values.items()}
 
 
 def describe_validation_error(exc: ValidationError, source: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from bookie import termination
 from bookie.config import BookieConfig
 from bookie.metadata.cookie import Cookie, CookieError, CookieMismatch, decode_dirs
-from bookie.metadata.store import MetadataStore
+from bookie.metadata.cookie_store import CookieStore
 from bookie.termination import StartFailure
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ def known_dirs(cookie: Cookie) -> set[str]:
     return dirs
 
 
-async def check_and_write(conf: BookieConfig, store: MetadataStore) -> Cookie:
+async def check_and_write(conf: BookieConfig, store: CookieStore, instance_id: str) -> Cookie:
     """Verify or create the cookies (BookKeeper's ``LegacyCookieValidation``); raises ``CookieCheckFailed``.
 
     - new bookie (no cookie anywhere): every directory must be empty; the cookie is stamped everywhere;
@@ -137,7 +137,6 @@ async def check_and_write(conf: BookieConfig, store: MetadataStore) -> Cookie:
     """
     bookie_id = conf.effective_bookie_id
     expand = conf.allow_storage_expansion
-    instance_id = await store.instance_id()
     expected = expected_cookie(conf, instance_id)
     dirs = cookie_dirs(conf)
     local = read_local(dirs)  # small files, read once at start before serving

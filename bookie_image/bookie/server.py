@@ -12,26 +12,23 @@ import contextlib
 import logging
 import signal
 import time
-from typing import Any
 
 import uvloop
 from aiohttp import web
-from pydantic import ValidationError
 
 from bookie import cookies, disks
-from bookie.config import BookieConfig, describe_validation_error, unknown_key_message
+from bookie.admin import AdminService
+from bookie.client import BookKeeper, ClientConfig
+from bookie.client.autorecovery import Autorecovery
+from bookie.config import BookieConfig
 from bookie.gc.collector import GarbageCollector
 from bookie.http.api import build_app
 from bookie.listener import BookieConnection
 from bookie.metadata import service_info
-from bookie.metadata.ledger_metadata import LedgerMetadata, serialize_ledger_metadata
-from bookie.metadata.store import MetadataError, MetadataStore, NoNode
-from bookie.metrics import registry_for, render
+from bookie.metadata.store import MetadataError, MetadataStore
 from bookie.processor import RequestProcessor
-from bookie.protocol.entry import digest_manager
 from bookie.state import DiskThresholds, DiskUsage, StateManager
 from bookie.storage.engine import StorageEngine
-from bookie.storage.errors import NoEntryError, NoLedgerError
 from bookie.termination import METADATA_UNREACHABLE, StartFailure, reason_for_error
 
 log = logging.getLogger(__name__)
@@ -42,7 +39,7 @@ class StartupError(StartFailure):
 
 
 class BookieServer:
-    """One bookie. Implements ``bookie.http.api.AdminBackend`` for the REST API."""
+    """One bookie process; its admin REST API is served by ``bookie.admin.AdminService``."""
 
     def __init__(self, conf: BookieConfig) -> None:
         self.conf = conf
@@ -56,9 +53,9 @@ class BookieServer:
                                     conf.effective_lwm_threshold, conf.read_only_mode_on_any_disk_full_enabled)
         self.state = StateManager(thresholds, self._register, forced_read_only=conf.force_read_only_bookie,
                                   read_only_enabled=conf.read_only_mode_enabled)
-        self.gc: Any = GarbageCollector(conf, lambda: self.engine, self.metadata, bookie_id=self.bookie_id,
-                                        on_space_freed=self.check_disks_now, state=self.state)
-        self.autorecovery: Any = None
+        self.gc = GarbageCollector(conf, lambda: self.engine, self.metadata, bookie_id=self.bookie_id,
+                                   on_space_freed=self.check_disks_now, state=self.state)
+        self.autorecovery: Autorecovery | None = None
         self.connections: set[BookieConnection] = set()
         self.usages: list[DiskUsage] = []
         self._tcp: asyncio.Server | None = None
@@ -66,7 +63,7 @@ class BookieServer:
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
         self._started_at = time.time()
-        self._metrics = registry_for(self.metrics_snapshot)
+        self.admin = AdminService(self)
         self.stopped = asyncio.Event()
 
     # ------------------------------------------------------------------ lifecycle
@@ -74,7 +71,7 @@ class BookieServer:
         await asyncio.to_thread(cookies.check_writable, cookies.cookie_dirs(self.conf))
         await self._connect_metadata()
         try:
-            await cookies.check_and_write(self.conf, self.metadata)
+            await cookies.check_and_write(self.conf, self.metadata, await self.metadata.instance_id())
         except cookies.CookieCheckFailed as exc:
             raise StartupError(f"cookie check failed: {exc}", exc.reason) from None
         self._engine = StorageEngine(self.conf)
@@ -87,7 +84,7 @@ class BookieServer:
             self.conf.listening_interface_address, self.conf.bookie_port, reuse_address=True)
         self._prepare_autorecovery()
         if self.conf.http_server_enabled:
-            self._http = web.AppRunner(build_app(self), access_log=None)
+            self._http = web.AppRunner(build_app(self.admin), access_log=None)
             await self._http.setup()
             await web.TCPSite(self._http, self.conf.http_server_host, self.conf.http_server_port).start()
         if self.gc is not None and hasattr(self.gc, "start"):
@@ -153,17 +150,10 @@ class BookieServer:
         """autoRecoveryDaemonEnabled: auditor + replication worker sharing this bookie's ZooKeeper session."""
         if not self.conf.auto_recovery_daemon_enabled:
             return
-        from bookie.client import BookKeeper, ClientConfig
-        from bookie.client.autorecovery import Autorecovery
-
         client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root),
                             store=self.metadata)
         self.autorecovery = Autorecovery(client, self.bookie_id,
                                          lost_bookie_recovery_delay_s=self.conf.lost_bookie_recovery_delay)
-
-    def autorecovery_routes(self) -> dict[str, Any]:
-        """/api/v1/autorecovery/* when autorecovery runs in this bookie (mounted by ``build_app``)."""
-        return self.autorecovery.autorecovery_routes() if self.autorecovery is not None else {}
 
     async def _register(self, read_only: bool) -> None:
         await self.metadata.register_bookie(self.bookie_id, read_only, self.service_info())
@@ -209,185 +199,16 @@ class BookieServer:
         await self._refresh_disks()
         await self.state.apply_disk_usage(self.usages)
 
-    # ------------------------------------------------------------------ AdminBackend
-    def server_config(self) -> dict[str, Any]:
-        return {k: _jsonable(v) for k, v in self.conf.model_dump(by_alias=True).items()}
-
-    def update_server_config(self, values: dict[str, Any]) -> None:
-        """``PUT server_config``: all or nothing. Raises ValueError naming the keys and allowed values."""
-        fields = {f.alias or name: name for name, f in BookieConfig.model_fields.items()}
-        unknown = [k for k in values if k not in fields and k not in BookieConfig.model_fields]
-        if unknown:
-            raise ValueError("; ".join(unknown_key_message(k) for k in sorted(unknown)))
-        merged = {**self.conf.model_dump(by_alias=True), **values}
-        try:
-            # Validate the whole result first: assigning field by field would check each value against the
-            # old values of the others (a valid pair of thresholds refused) and leave half of a refused
-            # change applied.
-            checked = BookieConfig.model_validate(merged)
-        except ValidationError as exc:
-            raise ValueError(describe_validation_error(exc, "server_config")) from None
-        for key in values:
-            name = fields.get(key, key)
-            self.conf.__dict__[name] = getattr(checked, name)
-
-    def state_json(self) -> dict[str, Any]:
-        st = self.state.status
-        return {"running": st.running, "readOnly": st.read_only, "shuttingDown": st.shutting_down,
-                "availableForHighPriorityWrites": self.state.available_for_high_priority_writes,
-                "readOnlyReason": st.reason.value, "fullDirs": list(st.full_dirs), "warnDirs": list(st.warn_dirs)}
-
     def is_ready(self) -> bool:
         return self._ready and self.metadata.connected
 
-    async def set_read_only(self, read_only: bool) -> None:
-        await self.state.set_manual(read_only)
-
     def disk_space(self) -> tuple[int, int]:
         return disks.totals(self.usages)
-
-    async def sanity_check(self) -> bool:
-        """Write, read back and forget one entry in a private ledger id (never in metadata)."""
-        if self.state.read_only:
-            return True
-        from bookie.protocol.entry import DigestType, package_entry
-
-        ledger_id = -(int(time.time() * 1000) % 2**40) - 1  # negative: no client can ever use it
-        body = package_entry(digest_manager(DigestType.CRC32C), ledger_id, 0, -1, 1, b"x")
-        try:
-            await self.engine.add_entry(body, b"sanity")
-            ok = await self.engine.read_entry(ledger_id, 0) == body
-        finally:
-            await self.engine.delete_ledger(ledger_id)
-        return ok
-
-    def last_log_mark(self) -> tuple[int, int]:
-        mark = self.engine.last_checkpoint
-        return (mark.log_id, mark.offset) if mark else (0, 0)
-
-    def list_disk_files(self) -> dict[str, list[str]]:
-        """File names (not paths), as BookKeeper's ``list_disk_file`` prints them."""
-        return self.engine.disk_files()
-
-    def metrics_text(self) -> tuple[bytes, str]:
-        return render(self._metrics)
-
-    def metrics_snapshot(self) -> dict[str, Any]:
-        write_cache_bytes, read_cache_bytes = self.engine.cache_sizes()
-        counters = {k: float(v) for k, v in self.engine.stats.items()}
-        gauges = {"ledgers": float(len(self.engine.ledgers)), "read_only": float(self.state.read_only),
-                  "adds_in_progress": float(self.processor.adds.count),
-                  "reads_in_progress": float(self.processor.reads.count),
-                  "connections": float(len(self.connections)),
-                  "write_cache_bytes": float(write_cache_bytes), "read_cache_bytes": float(read_cache_bytes)}
-        if self.gc is not None and hasattr(self.gc, "metrics"):
-            gc_counters, gc_gauges = self.gc.metrics()
-            counters.update(gc_counters)
-            gauges.update(gc_gauges)
-        return {"counters": counters, "gauges": gauges,
-                "ledger_dirs": {u.path: u.used_fraction for u in self.usages}}
-
-    async def cluster_info(self) -> dict[str, Any]:
-        """BookKeeper's ``ClusterInfoService``: bookies with a cookie are the cluster's bookies."""
-        writable = await self.metadata.list_bookies(False)
-        read_only = await self.metadata.list_bookies(True)
-        known = await self.metadata.list_cookies()
-        total = len(set(known) | set(writable) | set(read_only))
-        under = await self.metadata.list_underreplicated()
-        auditor = await self.metadata.auditor_id()
-        return {"auditorElected": auditor is not None, "auditorId": auditor or "",
-                "clusterUnderReplicated": bool(under),
-                "ledgerReplicationEnabled": await self.metadata.is_replication_enabled(),
-                "totalBookiesCount": total, "writableBookiesCount": len(writable),
-                "readonlyBookiesCount": len(read_only),
-                "unavailableBookiesCount": total - len(writable) - len(read_only)}
-
-    async def list_bookies(self, read_only: bool) -> list[str]:
-        return await self.metadata.list_bookies(read_only)
-
-    async def bookie_disk_info(self) -> dict[str, tuple[int, int]]:
-        """Free and total disk space of every writable bookie, asked over the wire (GetBookieInfo) like
-        BookKeeper's ``BookieInfoReader``; bookies that do not answer are left out."""
-        from bookie.client import ClientConfig
-        from bookie.client.connection import BookieAddressResolver, BookieClient
-        from bookie.protocol.codes import StatusCode
-        from bookie.protocol.messages import GetBookieInfoResponse
-
-        out: dict[str, tuple[int, int]] = {self.bookie_id: self.disk_space()}
-        others = [b for b in await self.metadata.list_bookies(False) if b != self.bookie_id]
-        if not others:
-            return out
-        client = BookieClient(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root,
-                                           read_timeout_s=5, connect_timeout_s=5),
-                              BookieAddressResolver(self.metadata.bookie_service_info))
-        try:
-            answers = await asyncio.gather(*(client.get_bookie_info(b) for b in others), return_exceptions=True)
-        finally:
-            await client.close()
-        for bookie_id, answer in zip(others, answers, strict=True):
-            if not isinstance(answer, GetBookieInfoResponse) or answer.status != StatusCode.EOK:
-                log.info("no disk info from %s: %s", bookie_id, answer)
-                continue
-            out[bookie_id] = (answer.free_disk_space or 0, answer.total_disk_capacity or 0)
-        return dict(sorted(out.items()))
-
-    async def list_ledgers(self) -> list[int]:
-        return await self.metadata.all_ledger_ids()
-
-    async def ledger_metadata(self, ledger_id: int) -> dict[str, Any] | None:
-        try:
-            md = (await self.metadata.read_ledger_metadata(ledger_id)).value
-        except NoNode:
-            return None
-        return metadata_json(md)
-
-    async def ledger_metadata_bytes(self, ledger_id: int) -> bytes | None:
-        try:
-            return serialize_ledger_metadata((await self.metadata.read_ledger_metadata(ledger_id)).value)
-        except NoNode:
-            return None
-
-    async def read_ledger(self, ledger_id: int, first: int, last: int) -> dict[str, str]:
-        """Entries of the ledger stored on this bookie, payload only (digest stripped)."""
-        md = (await self.metadata.read_ledger_metadata(ledger_id)).value
-        skip = 32 + (len(digest_manager(md.digest_type).compute((b"",))) if md.digest_type else 0)
-        end = last if last >= 0 else (md.last_entry_id if md.closed else self.engine.last_add_confirmed(ledger_id))
-        out: dict[str, str] = {}
-        for entry_id in range(first, end + 1):
-            try:
-                body = await self.engine.read_entry(ledger_id, entry_id)
-            except (NoEntryError, NoLedgerError):
-                continue
-            out[str(entry_id)] = body[skip:].decode(errors="replace")
-        return out
-
-    async def delete_ledger(self, ledger_id: int) -> None:
-        await self.metadata.delete_ledger_metadata(ledger_id)
-
-
-def metadata_json(md: LedgerMetadata) -> dict[str, Any]:
-    """Ledger metadata in the shape of BookKeeper's REST answers."""
-    return {
-        "metadataFormatVersion": md.format_version, "ensembleSize": md.ensemble_size,
-        "writeQuorumSize": md.write_quorum_size, "ackQuorumSize": md.ack_quorum_size,
-        "lastEntryId": md.last_entry_id, "length": md.length, "state": md.state.name,
-        "digestType": md.digest_type.name if md.digest_type else None, "ctime": md.ctime,
-        "closed": md.closed, "allEnsembles": {str(k): list(v) for k, v in md.ensembles.items()},
-        "customMetadata": {k: v.decode(errors="replace") for k, v in md.custom_metadata.items()},
-    }
 
 
 def _concrete(address: str) -> str | None:
     """A listen address clients can dial; None for the wildcards."""
     return None if address in ("", "0.0.0.0", "::") else address
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
 
 
 async def serve(conf: BookieConfig) -> int:

@@ -1,5 +1,5 @@
-"""Key compaction of one stream as a Spark job, for streams whose key space does not fit one machine's memory
-(issue 9, item 4). Same semantics as the single-machine cleaner (``bookie.streams.compaction.keep``), same
+"""Key compaction of one stream as a Spark job, for streams whose key space does not fit one machine's memory.
+Same semantics as the single-machine cleaner (``bookie.streams.compaction.keep``), same
 ZooKeeper protocol (``bookie.streams.cleaner.Cleaner``: output ledgers registered before they exist, one
 compare-and-set swap, old ledgers deleted afterwards), so the two give identical streams.
 

@@ -12,6 +12,7 @@ import aiohttp
 from aiohttp import web
 from bookie.client import BookKeeper
 from bookie.client.autorecovery import Autorecovery
+from bookie.http import routes_autorecovery
 from bookie_fleet.local_bookies import free_port
 
 from tests.support.java_bookies import BookieCluster
@@ -78,7 +79,7 @@ async def test_decommission_through_rest(cluster_factory: Callable[..., BookieCl
         held = holders[target]
         ar = await Autorecovery(bk, "autorecovery-rest", check_interval_s=0.5).start()
         app = web.Application()
-        for path, handler in ar.autorecovery_routes().items():
+        for path, handler in routes_autorecovery.routes(ar).items():
             app.router.add_route("*", path, handler)
         runner = web.AppRunner(app)
         await runner.setup()

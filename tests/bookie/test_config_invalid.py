@@ -53,10 +53,17 @@ def test_every_problem_is_named_at_once(tmp_path: Path) -> None:
     assert "diskCheckInterval: Input should be greater than 0" in result.stderr
 
 
-def test_a_line_that_is_not_key_value_is_refused(tmp_path: Path) -> None:
-    result = serve(tmp_path, ["journalDirectories /data"])
+def test_a_key_without_a_value_is_refused_by_name(tmp_path: Path) -> None:
+    # Java properties read a lone key as an empty value; an empty port is not a port.
+    result = serve(tmp_path, ["bookiePort"])
     assert result.returncode == 2
-    assert "bookie.conf:5: expected key=value, got 'journalDirectories /data'" in result.stderr
+    assert "bookiePort: Input should be a valid integer" in result.stderr
+
+
+def test_a_bad_escape_is_refused_naming_the_file(tmp_path: Path) -> None:
+    result = serve(tmp_path, ["advertisedAddress=\\u12"])
+    assert result.returncode == 2
+    assert f"{tmp_path / 'bookie.conf'}: not a Java properties file: Invalid \\u escape sequence" in result.stderr
 
 
 def test_missing_configuration_file(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ async def test_wrong_master_key_is_refused(bookies: BookieSet, version: int) -> 
 async def test_v3_request_with_wrong_protocol_version_gets_ebadversion(bookies: BookieSet) -> None:
     from typing import Any
 
-    from bookie.protocol import codec
+    from bookie.protocol import client_codec
     from bookie.protocol.proto import BookkeeperProtocol_pb2
 
     pb: Any = BookkeeperProtocol_pb2  # generated code has no type stubs
@@ -86,7 +86,7 @@ async def test_v3_request_with_wrong_protocol_version_gets_ebadversion(bookies: 
     data = request.SerializeToString()
     async with await RawConnection.open(bookies[0].bookie_id, 3) as conn:
         await conn.send_raw(len(data).to_bytes(4, "big") + data)
-        response = codec.decode_response(await conn.read_frame(), 3)
+        response = client_codec.decode_response(await conn.read_frame(), 3)
     assert response.status == StatusCode.EBADVERSION
     assert response.wire.txn_id == 7
 

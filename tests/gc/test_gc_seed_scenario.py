@@ -1,4 +1,4 @@
-"""Seed 000's scenario: entry logs mixing deleted and live ledgers. After the ledgers are deleted in metadata,
+"""Entry logs mixing deleted and live ledgers. After the ledgers are deleted in metadata,
 fully dead logs disappear, logs under the minor threshold are compacted, logs above both thresholds stay,
 every live entry reads back byte-identical from its new location, and the disk shrinks by the dead bytes."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from bookie.protocol import codec
+from bookie.protocol import client_codec, codec
 from bookie.protocol import messages as m
 from bookie.protocol.codes import StatusCode
 
@@ -29,6 +29,6 @@ def test_fast_add_response_matches_the_general_encoder(version: int) -> None:
 def test_fast_add_response_decodes_as_an_ok_add_response() -> None:
     request = m.AddRequest(m.Wire.v3(42), 7, 9, b"k" * 20, b"\0" * 40)
     frame = codec.encode_add_ok(request)
-    response = codec.decode_response(frame[4:], 3)
+    response = client_codec.decode_response(frame[4:], 3)
     assert isinstance(response, m.AddResponse)
     assert (response.status, response.ledger_id, response.entry_id, response.wire.txn_id) == (StatusCode.EOK, 7, 9, 42)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+import bookie.protocol.client_codec as client_codec
 import bookie.protocol.codec as codec
 import bookie.protocol.messages as m
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 KEY = b"k" * 20
 ENTRY = struct.pack(">qqqq", 5, 7, 6, 100) + b"\x00" * 8 + b"payload"
-VALID_FRAMES = [codec.encode_request(r)[4:] for r in (
+VALID_FRAMES = [client_codec.encode_request(r)[4:] for r in (
     m.AddRequest(m.Wire.v2(), 5, 7, KEY, ENTRY),
     m.ReadRequest(m.Wire.v2(), 5, 7, fence=True, master_key=KEY),
     m.BatchReadRequest(m.Wire.v2(), 5, 0, 1, 10, 1000),
@@ -70,6 +71,6 @@ def test_v2_headers_with_any_opcode_and_flags(version: int, opcode: int, flags: 
 @given(st.binary(max_size=200), st.sampled_from([None, 2, 3]))
 def test_decode_response_random_bytes(frame: bytes, version: int | None) -> None:
     try:
-        codec.decode_response(frame, version)
+        client_codec.decode_response(frame, version)
     except codec.MalformedFrame:
         pass

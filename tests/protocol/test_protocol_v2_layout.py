@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+import bookie.protocol.client_codec as client_codec
 import bookie.protocol.codec as codec
 import bookie.protocol.messages as m
 import pytest
@@ -14,7 +15,7 @@ ENTRY = struct.pack(">qqqq", 7, 3, 2, 100) + b"D" * 4 + b"payload"
 
 
 def test_v2_add_request_layout_and_decode() -> None:
-    frame = codec.encode_request(m.AddRequest(m.Wire.v2(high_priority=True), 7, 3, KEY, ENTRY, recovery=True))
+    frame = client_codec.encode_request(m.AddRequest(m.Wire.v2(high_priority=True), 7, 3, KEY, ENTRY, recovery=True))
     # frameLen = 4 (header) + 20 (master key) + entry
     assert frame[:4] == struct.pack(">i", 4 + 20 + len(ENTRY))
     assert frame[4:8] == bytes([2, 1, 0x00, 0x06])  # version 2, ADDENTRY, RECOVERY_ADD|HIGH_PRIORITY
@@ -28,15 +29,15 @@ def test_v2_add_request_layout_and_decode() -> None:
 
 
 def test_v2_add_response_is_24_bytes() -> None:
-    request = codec.decode_request(codec.encode_request(m.AddRequest(m.Wire.v2(), 7, 3, KEY, ENTRY))[4:])
+    request = codec.decode_request(client_codec.encode_request(m.AddRequest(m.Wire.v2(), 7, 3, KEY, ENTRY))[4:])
     frame = codec.encode_response(request, m.AddResponse(request.wire, StatusCode.EFENCED, 7, 3))
     assert frame == struct.pack(">iiiqq", 24, 0x02010000, 104, 7, 3)
 
 
 def test_v2_read_request_plain_and_fencing() -> None:
-    plain = codec.encode_request(m.ReadRequest(m.Wire.v2(), 9, -1))
+    plain = client_codec.encode_request(m.ReadRequest(m.Wire.v2(), 9, -1))
     assert plain == struct.pack(">iiqq", 20, 0x02020000, 9, -1)
-    fencing = codec.encode_request(m.ReadRequest(m.Wire.v2(high_priority=True), 9, -1, fence=True,
+    fencing = client_codec.encode_request(m.ReadRequest(m.Wire.v2(high_priority=True), 9, -1, fence=True,
                                                  master_key=KEY))
     assert fencing == struct.pack(">iiqq", 40, 0x02020005, 9, -1) + KEY
     decoded = codec.decode_request(fencing[4:])
@@ -44,7 +45,7 @@ def test_v2_read_request_plain_and_fencing() -> None:
 
 
 def test_v2_read_responses_ok_and_error() -> None:
-    request = codec.decode_request(codec.encode_request(m.ReadRequest(m.Wire.v2(), 7, 3))[4:])
+    request = codec.decode_request(client_codec.encode_request(m.ReadRequest(m.Wire.v2(), 7, 3))[4:])
     ok = codec.encode_response(request, m.ReadResponse(request.wire, StatusCode.EOK, 7, 3, body=ENTRY))
     assert ok == struct.pack(">iiiqq", 24 + len(ENTRY), 0x02020000, 0, 7, 3) + ENTRY
     err = codec.encode_response(request, m.ReadResponse(request.wire, StatusCode.ENOENTRY, 7, 3, body=ENTRY))
@@ -52,7 +53,7 @@ def test_v2_read_responses_ok_and_error() -> None:
 
 
 def test_v2_batch_read_request_and_response() -> None:
-    frame = codec.encode_request(m.BatchReadRequest(m.Wire.v2(), 5, 10, 77, 3, 4096))
+    frame = client_codec.encode_request(m.BatchReadRequest(m.Wire.v2(), 5, 10, 77, 3, 4096))
     assert frame == struct.pack(">iiqqqiq", 40, 0x02070000, 5, 10, 77, 3, 4096)
     request = codec.decode_request(frame[4:])
     assert request == m.BatchReadRequest(m.Wire.v2(), 5, 10, 77, 3, 4096)
@@ -60,26 +61,26 @@ def test_v2_batch_read_request_and_response() -> None:
     out = codec.encode_response(request, response)
     body = struct.pack(">i", 3) + b"abc" + struct.pack(">i", 2) + b"de"
     assert out == struct.pack(">iiiqqq", 32 + len(body), 0x02070000, 0, 5, 10, 77) + body
-    back = codec.decode_response(out[4:])
+    back = client_codec.decode_response(out[4:])
     assert isinstance(back, m.BatchReadResponse)
     assert [bytes(e) for e in back.entries] == [b"abc", b"de"] and back.request_id == 77
 
 
 def test_v2_batch_read_fencing_carries_key() -> None:
-    frame = codec.encode_request(m.BatchReadRequest(m.Wire.v2(), 5, 0, 1, 0, 0, fence=True, master_key=KEY))
+    frame = client_codec.encode_request(m.BatchReadRequest(m.Wire.v2(), 5, 0, 1, 0, 0, fence=True, master_key=KEY))
     assert len(frame) == 4 + 60 and frame[-20:] == KEY
     request = codec.decode_request(frame[4:])
     assert isinstance(request, m.BatchReadRequest) and request.fence and request.master_key == KEY
 
 
 def test_v2_auth_round_trip_and_disabled_plugin_answer() -> None:
-    frame = codec.encode_request(m.AuthRequest(m.Wire.v2(), "SASL", b"\x01\x02"))
+    frame = client_codec.encode_request(m.AuthRequest(m.Wire.v2(), "SASL", b"\x01\x02"))
     assert frame[4:8] == bytes([2, 3, 0, 0])
     request = codec.decode_request(frame[4:])
     assert request == m.AuthRequest(m.Wire.v2(), "SASL", b"\x01\x02")
     answer = m.AuthResponse(request.wire, StatusCode.EOK, "AuthDisabledPlugin", b"")
     out = codec.encode_response(request, answer)
-    back = codec.decode_response(out[4:])
+    back = client_codec.decode_response(out[4:])
     assert back == m.AuthResponse(m.Wire.v2(), StatusCode.EOK, "AuthDisabledPlugin", b"")
 
 
@@ -118,7 +119,7 @@ V2_RC = {"EOK": 0, "ENOLEDGER": 1, "ENOENTRY": 2, "EBADREQ": 100, "EIO": 101, "E
 @pytest.mark.parametrize("name,rc", V2_RC.items())
 def test_every_status_maps_to_its_v2_rc(name: str, rc: int) -> None:
     status = StatusCode[name]
-    request = codec.decode_request(codec.encode_request(m.AddRequest(m.Wire.v2(), 1, 2, KEY, ENTRY))[4:])
+    request = codec.decode_request(client_codec.encode_request(m.AddRequest(m.Wire.v2(), 1, 2, KEY, ENTRY))[4:])
     out = codec.encode_response(request, m.AddResponse(request.wire, status, 1, 2))
     assert struct.unpack_from(">i", out, 8)[0] == rc
-    assert codec.decode_response(out[4:]).status is status
+    assert client_codec.decode_response(out[4:]).status is status

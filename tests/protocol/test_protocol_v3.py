@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+import bookie.protocol.client_codec as client_codec
 import bookie.protocol.codec as codec
 import bookie.protocol.messages as m
 import bookie.protocol.proto.BookkeeperProtocol_pb2 as _pb
@@ -36,7 +37,7 @@ REQUESTS: list[m.Request] = [
 
 @pytest.mark.parametrize("request_", REQUESTS, ids=lambda r: type(r).__name__)
 def test_v3_request_round_trip(request_: m.Request) -> None:
-    frame = codec.encode_request(request_)
+    frame = client_codec.encode_request(request_)
     assert struct.unpack(">i", frame[:4])[0] == len(frame) - 4
     assert frame[4] == 0x0A  # field 1 (header), length-delimited: how a v3 frame starts
     assert codec.decode_request(frame[4:]) == request_
@@ -50,14 +51,14 @@ def test_v3_response_echoes_operation_and_txn_id(request_: m.Request) -> None:
     assert msg.header.txnId == request_.wire.txn_id
     assert msg.header.operation == codec._operation(request_)
     assert msg.status == StatusCode.EIO
-    assert codec.decode_response(out[4:]).status is StatusCode.EIO
+    assert client_codec.decode_response(out[4:]).status is StatusCode.EIO
 
 
 def test_v3_read_response_fields() -> None:
     request = m.ReadRequest(W, 5, -1, previous_lac=3, timeout_ms=100, piggyback=True)
     response = m.ReadResponse(W, StatusCode.EOK, 5, 4, body=memoryview(ENTRY), max_lac=9,
                               lac_update_timestamp=123)
-    back = codec.decode_response(codec.encode_response(request, response)[4:])
+    back = client_codec.decode_response(codec.encode_response(request, response)[4:])
     assert back == m.ReadResponse(W, StatusCode.EOK, 5, 4, body=ENTRY, max_lac=9, lac_update_timestamp=123)
     msg = pb.Response.FromString(codec.encode_response(request, response)[4:])
     assert msg.readResponse.status == StatusCode.EOK and msg.status == StatusCode.EOK
@@ -77,7 +78,7 @@ def test_v3_other_responses_round_trip() -> None:
         (m.AddRequest(W, 5, 7, KEY, ENTRY), m.AddResponse(W, StatusCode.EOK, 5, 7)),
     ]
     for request, response in cases:
-        assert codec.decode_response(codec.encode_response(request, response)[4:]) == response
+        assert client_codec.decode_response(codec.encode_response(request, response)[4:]) == response
 
 
 @pytest.mark.parametrize("op", [OperationType.RANGE_READ_ENTRY, OperationType.RANGE_ADD_ENTRY,
@@ -99,7 +100,7 @@ def test_v3_operation_without_its_body_is_unsupported() -> None:
 
 
 def test_v3_add_shorter_than_entry_header_is_unsupported() -> None:
-    frame = codec.encode_request(m.AddRequest(W, 5, 7, KEY, b"short"))
+    frame = client_codec.encode_request(m.AddRequest(W, 5, 7, KEY, b"short"))
     assert isinstance(codec.decode_request(frame[4:]), m.UnsupportedRequest)
 
 
@@ -121,19 +122,19 @@ def test_v3_missing_required_field_is_malformed() -> None:
 
 
 def test_detection_is_per_frame() -> None:
-    v2 = codec.encode_request(m.ReadRequest(m.Wire.v2(), 1, 2))[4:]
-    v3 = codec.encode_request(m.ReadRequest(W, 1, 2))[4:]
+    v2 = client_codec.encode_request(m.ReadRequest(m.Wire.v2(), 1, 2))[4:]
+    v3 = client_codec.encode_request(m.ReadRequest(W, 1, 2))[4:]
     versions = [codec.decode_request(f).wire.version for f in (v3, v2, v3, v2, v2, v3)]
     assert versions == [3, 2, 3, 2, 2, 3]
 
 
 def test_decode_accepts_memoryview_frames() -> None:
-    frame = codec.encode_request(m.AddRequest(W, 5, 7, KEY, ENTRY))
+    frame = client_codec.encode_request(m.AddRequest(W, 5, 7, KEY, ENTRY))
     assert codec.decode_request(memoryview(frame)[4:]) == m.AddRequest(W, 5, 7, KEY, ENTRY)
 
 
 def test_v2_only_requests_refuse_v3_and_v3_only_refuse_v2() -> None:
     with pytest.raises(ValueError):
-        codec.encode_request(m.ReadLacRequest(m.Wire.v2(), 1))
+        client_codec.encode_request(m.ReadLacRequest(m.Wire.v2(), 1))
     with pytest.raises(ValueError):
-        codec.encode_request(m.BatchReadRequest(W, 1, 0, 1, 1, 1))
+        client_codec.encode_request(m.BatchReadRequest(W, 1, 0, 1, 1, 1))

@@ -12,7 +12,7 @@ import itertools
 import struct
 from typing import Any
 
-from bookie.protocol import codec
+from bookie.protocol import client_codec
 from bookie.protocol import messages as m
 from bookie.protocol.entry import DigestType, digest_manager, generate_master_key, package_entry
 
@@ -67,13 +67,13 @@ class RawConnection:
         return await asyncio.wait_for(self.reader.readexactly(size), within)
 
     async def call(self, request: Any, within: float = 10) -> Any:
-        await self.send_raw(codec.encode_request(request))
-        return codec.decode_response(await self.read_frame(within), self.version)
+        await self.send_raw(client_codec.encode_request(request))
+        return client_codec.decode_response(await self.read_frame(within), self.version)
 
     async def pipeline(self, requests: list[Any], within: float = 30) -> list[Any]:
         """Send all, then read as many responses (in arrival order)."""
-        await self.send_raw(b"".join(codec.encode_request(r) for r in requests))
-        return [codec.decode_response(await self.read_frame(within), self.version) for _ in requests]
+        await self.send_raw(b"".join(client_codec.encode_request(r) for r in requests))
+        return [client_codec.decode_response(await self.read_frame(within), self.version) for _ in requests]
 
     # --- shorthands
     async def add(self, ledger_id: int, entry_id: int, payload: bytes = b"x", *, key: bytes = MASTER_KEY,

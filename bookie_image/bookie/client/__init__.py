@@ -1,4 +1,4 @@
-"""The Python ledger client of BookKeeper (issue 4): ``BookKeeper``, ``LedgerHandle``, ``SyncBookKeeper``."""
+"""The Python ledger client of BookKeeper: ``BookKeeper``, ``LedgerHandle``, ``SyncBookKeeper``."""
 
 from bookie.client.bookkeeper import BookKeeper
 from bookie.client.config import ClientConfig

@@ -252,11 +252,3 @@ class Autorecovery:
         await handle.update_metadata(swap)
         log.info("ledger %d: fragment [%d, %d] moved from %s to %s (%d entries)", handle.ledger_id, first, last,
                  bad, target, copied)
-
-    # ------------------------------------------------------------ REST (reference section 8)
-
-    def autorecovery_routes(self) -> dict[str, Any]:
-        """``/api/v1/autorecovery/*`` handlers for ``bookie.http.api.build_app`` (backend.autorecovery_routes)."""
-        from bookie.client.autorecovery_http import routes
-
-        return routes(self)

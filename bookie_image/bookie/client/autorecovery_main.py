@@ -12,6 +12,7 @@ from aiohttp import web
 from bookie.client.autorecovery import Autorecovery
 from bookie.client.bookkeeper import BookKeeper
 from bookie.client.config import ClientConfig
+from bookie.http import routes_autorecovery
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +33,7 @@ async def _run(args: argparse.Namespace) -> None:
         runner = None
         if args.http_port:
             app = web.Application()
-            for path, handler in ar.autorecovery_routes().items():
+            for path, handler in routes_autorecovery.routes(ar).items():
                 app.router.add_route("*", path, handler)
             runner = web.AppRunner(app)
             await runner.setup()

@@ -23,7 +23,8 @@ from bookie.client.config import ClientConfig
 from bookie.client.errors import BookieTimeout, BookieUnavailable, ProtocolNotSupported
 from bookie.metadata import service_info
 from bookie.protocol import messages as m
-from bookie.protocol.codec import MalformedFrame, decode_response, encode_request
+from bookie.protocol.client_codec import decode_response, encode_request
+from bookie.protocol.codec import MalformedFrame
 from bookie.protocol.framing import FrameReader, FrameTooLarge
 
 log = logging.getLogger(__name__)

@@ -10,6 +10,9 @@ EFENCED (another client recovered the ledger) and EUA (wrong password) are fatal
 
 Read path: every entry's digest is verified; one replica is asked first (sticky when ensemble == write quorum)
 and another after ``speculative_read_timeout_s`` or at once on an error.
+
+One module over the usual size on purpose: adds, ensemble changes, LAC and reads all read and move the same
+handle state (ensemble, LAC, pending adds, fencing), as in BookKeeper's ``LedgerHandle``.
 """
 
 from __future__ import annotations
@@ -21,11 +24,15 @@ import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from bookie.client import errors as e
+from bookie.client.config import ClientConfig
+from bookie.client.connection import BookieClient
+from bookie.client.placement import PlacementPolicy
+from bookie.metadata.ledger_manager import LedgerManager
 from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
-from bookie.metadata.store import BadVersion
+from bookie.metadata.session import BadVersion
 from bookie.protocol import messages as m
 from bookie.protocol.codes import StatusCode
 from bookie.protocol.entry import (
@@ -40,9 +47,6 @@ from bookie.protocol.entry import (
     verify_entry,
     verify_lac,
 )
-
-if TYPE_CHECKING:
-    from bookie.client.bookkeeper import BookKeeper
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +117,25 @@ def _entry_from(ledger_id: int, entry_id: int, body: bytes | memoryview, dm: Dig
     return LedgerEntry(ledger_id, entry_id, bytes(payload), header.length, header.last_add_confirmed)
 
 
+class LedgerClient(Protocol):
+    """What an open ledger needs from the client that opened it (``BookKeeper`` provides it). Typed here, not
+    by importing ``BookKeeper``, so the client module depends on ledgers and never the reverse."""
+
+    @property
+    def config(self) -> ClientConfig: ...
+    @property
+    def client(self) -> BookieClient: ...
+    @property
+    def placement(self) -> PlacementPolicy: ...
+    @property
+    def store(self) -> LedgerManager: ...
+    async def writable_bookies(self) -> list[str]: ...
+
+
 class LedgerHandle:
     """An open ledger. Obtained from ``BookKeeper.create_ledger`` (writable) or ``open_ledger``."""
 
-    def __init__(self, bk: BookKeeper, ledger_id: int, metadata: LedgerMetadata, version: int,
+    def __init__(self, bk: LedgerClient, ledger_id: int, metadata: LedgerMetadata, version: int,
                  password: bytes, *, writable: bool) -> None:
         self.bk = bk
         self.client = bk.client

@@ -1,4 +1,4 @@
-"""``bookie-shell``: the ledger client's command line for humans (issue 4, item 5).
+"""``bookie-shell``: the ledger client's command line for humans.
 
     bookie-shell --zk HOST:PORT [--ledgers-root /ledgers] COMMAND ...
 

@@ -6,7 +6,8 @@ from typing import Any
 
 from aiohttp import web
 
-from bookie.http.api import AdminBackend, BadRequest, Handler, bool_value, json_body, methods, plain, pretty
+from bookie.http.backend import AdminBackend
+from bookie.http.common import BadRequest, Handler, bool_value, json_body, methods, plain, pretty
 
 
 def readable(size: int) -> str:

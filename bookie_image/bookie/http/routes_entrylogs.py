@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bookie.http.api import AdminBackend, Handler, int_param, methods, plain, pretty
+from bookie.http.backend import AdminBackend
+from bookie.http.common import Handler, int_param, methods, plain, pretty
 
 
 def routes(b: AdminBackend) -> dict[str, Handler]:
     async def entry_logs(request: web.Request) -> web.Response:
-        if b.gc is None or not hasattr(b.gc, "explain"):
+        if b.gc is None:
             return plain("Garbage collection is not available on this bookie", status=501)
         return pretty(await b.gc.explain(int_param(request, "limit", 0)))
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bookie.http.api import AdminBackend, BadRequest, Handler, bool_value, json_body, methods, plain, pretty
+from bookie.http.backend import AdminBackend
+from bookie.http.common import BadRequest, Handler, bool_value, json_body, methods, plain, pretty
 
 
 def routes(b: AdminBackend) -> dict[str, Handler]:

@@ -6,7 +6,8 @@ from typing import Any
 
 from aiohttp import web
 
-from bookie.http.api import AdminBackend, BadRequest, Handler, int_param, methods, plain, pretty
+from bookie.http.backend import AdminBackend
+from bookie.http.common import BadRequest, Handler, int_param, methods, plain, pretty
 
 LEDGERS_PER_PAGE = 100
 ENTRIES_PER_PAGE = 1000

@@ -1,4 +1,4 @@
-"""Streams over ledgers (issue 9): append/read/tail with stable positions, time and size retention
+"""Streams over ledgers: append/read/tail with stable positions, time and size retention
 (RocketMQ-style), key compaction (Kafka-style). See ``stream``, ``retention``, ``cleaner``, ``compaction``."""
 
 from bookie.streams.metadata import Conflict, NoSuchStream, Segment, StreamError, StreamExists, StreamMetadata

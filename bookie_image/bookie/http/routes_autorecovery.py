@@ -1,24 +1,20 @@
-"""``/api/v1/autorecovery/*`` (reference section 8) over an ``Autorecovery`` instance.
+"""``/api/v1/autorecovery/*`` over the auditor and replication worker (``bookie.client.autorecovery``).
 
-Mounted by the bookie's admin API (``build_app`` calls ``backend.autorecovery_routes()``) and by
+Mounted by the bookie's admin API (``build_app``, when autorecovery runs in the bookie) and by
 ``bookie autorecovery --http-port``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from aiohttp import web
 
-from bookie.http.api import BadRequest, Handler, bool_value, json_body, methods, plain, pretty
-
-if TYPE_CHECKING:
-    from bookie.client.autorecovery import Autorecovery
+from bookie.http.backend import AutorecoveryAdmin
+from bookie.http.common import BadRequest, Handler, bool_value, json_body, methods, plain, pretty
 
 PREFIX = "/api/v1/autorecovery"
 
 
-def routes(ar: Autorecovery) -> dict[str, Handler]:
+def routes(ar: AutorecoveryAdmin) -> dict[str, Handler]:
     store = ar.store
 
     async def get_status(request: web.Request) -> web.Response:
