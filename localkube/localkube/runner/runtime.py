@@ -18,6 +18,7 @@ import logging
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,19 @@ class Runc:
             return subprocess.Popen(["runc", "--root", str(self.root), "run", "--bundle", str(bundle),
                                      "--no-new-keyring", cid], stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True, env=self.marker_env)
+
+    def wait_started(self, cid: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> int | None:
+        """Wait until the container's process runs (``runc state``): its host pid, or None if ``runc run``
+        ended first (the container failed to start or exited at once)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            result = self._run("state", cid)
+            if result.returncode == 0:
+                state = json.loads(result.stdout)
+                if state.get("status") in ("running", "stopped") and state.get("pid"):
+                    return int(state["pid"])
+            time.sleep(0.05)
+        return None
 
     def exec(self, cid: str, process: ProcessSpec, spec_file: Path, log_path: Path,
              timeout: float) -> int:

@@ -503,6 +503,7 @@ class PodWorker(threading.Thread):
         runtime.prepare_bundle(self._bundle(c), c.oci, c.rootfs, writable)
         proc = runtime.run(c.cid, self._bundle(c), c.log_path)
         self.runner.state.register_proc(proc.pid, f"{self.namespace}/{self.pod_name}/{c.name}")
+        runtime.wait_started(c.cid, proc)   # reported running once it runs, as the kubelet does
         return proc
 
     def _release_oci(self, c: ContainerRun) -> None:
