@@ -2,7 +2,9 @@
 with an ``app`` user (uid 1000, gid 1000, also in group ``extra`` 3000), packed with umoci into the node's own
 image layout (``<runner state>/images``, where the runner looks first).
 
-``localkube-test/shell:1`` runs as ``USER 1000``; ``localkube-test/shell-root:1`` has no USER (root).
+``localkube-test/shell:1`` runs as ``USER 1000``; ``localkube-test/shell-root:1`` has no USER (root);
+``localkube-test/listener:1`` adds a small dynamically linked program (this machine's C compiler and glibc)
+that listens on 0.0.0.0 and prints the address it got, to see the bind shim work inside a container.
 """
 
 from __future__ import annotations
@@ -17,6 +19,27 @@ from pathlib import Path
 BUSYBOX = Path("/bin/busybox")
 SHELL_IMAGE = "localkube-test/shell:1"
 ROOT_SHELL_IMAGE = "localkube-test/shell-root:1"
+LISTENER_IMAGE = "localkube-test/listener:1"
+LISTENER_SOURCE = r"""
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {0};
+    socklen_t len = sizeof addr;
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(atoi(argv[1]));
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(fd, 8) != 0) { perror("bind"); return 1; }
+    getsockname(fd, (struct sockaddr *)&addr, &len);
+    printf("listening on %s:%d\n", inet_ntoa(addr.sin_addr), ntohs(addr.sin_port));
+    fflush(stdout);
+    for (;;) close(accept(fd, NULL, NULL));
+}
+"""
 
 
 def _umoci(*args: str) -> None:
@@ -39,6 +62,20 @@ def _rootfs(directory: Path) -> None:
     os.chown(directory / "home" / "app", 1000, 1000)
 
 
+def _add_listener(directory: Path, scratch: Path) -> None:
+    """The listener program and the glibc files it (and the bind shim) load."""
+    source = scratch / "listener.c"
+    source.write_text(LISTENER_SOURCE)
+    subprocess.run(["cc", "-O2", "-o", str(directory / "bin" / "listener"), str(source)], check=True)
+    ldd = subprocess.run(["ldd", str(directory / "bin" / "listener")], check=True, capture_output=True,
+                         text=True).stdout
+    for word in ldd.split():
+        if word.startswith("/"):
+            target = directory / word.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(os.path.realpath(word), target)
+
+
 def load_shell_images(runner_state: Path, scratch: Path) -> None:
     """Both test images in ``runner_state/images`` (once; later calls find them there)."""
     layout = runner_state / "images"
@@ -48,7 +85,7 @@ def load_shell_images(runner_state: Path, scratch: Path) -> None:
         index = layout / "index.json"
         refs = {m.get("annotations", {}).get("org.opencontainers.image.ref.name")
                 for m in (json.loads(index.read_text())["manifests"] if index.exists() else [])}
-        if SHELL_IMAGE in refs and ROOT_SHELL_IMAGE in refs:
+        if {SHELL_IMAGE, ROOT_SHELL_IMAGE, LISTENER_IMAGE} <= refs:
             return
         if not index.exists():
             _umoci("init", "--layout", str(layout))
@@ -57,9 +94,13 @@ def load_shell_images(runner_state: Path, scratch: Path) -> None:
         _rootfs(rootfs)
         layer = scratch / "shell-layer.tar"
         subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(layer), "."], check=True)
+        _add_listener(rootfs, scratch)
+        with_listener = scratch / "listener-layer.tar"
+        subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(with_listener), "."], check=True)
         _umoci("new", "--image", f"{layout}:base")
-        for ref, user in ((ROOT_SHELL_IMAGE, ""), (SHELL_IMAGE, "1000")):
-            _umoci("raw", "add-layer", "--image", f"{layout}:base", "--tag", ref, str(layer))
+        for ref, user, tar in ((ROOT_SHELL_IMAGE, "", layer), (SHELL_IMAGE, "1000", layer),
+                               (LISTENER_IMAGE, "1000", with_listener)):
+            _umoci("raw", "add-layer", "--image", f"{layout}:base", "--tag", ref, str(tar))
             _umoci("config", "--image", f"{layout}:{ref}", "--config.user", user, "--config.cmd", "sh",
                    "--config.env", "PATH=/bin", "--config.workingdir", "/")
         _umoci("rm", "--image", f"{layout}:base")
