@@ -53,6 +53,7 @@ def test_nothing_left_after_pod_deletion(kube: KubeTarget, kube_cluster: LocalCl
     assert not any(procs.alive(pid) for pid in pids)
     for uid in uids:
         assert not any(uid in cid for cid in runc_containers(state))
+        assert not list(Path("/sys/fs/cgroup").glob(f"*/localkube/{uid}-c"))
         assert not mounts_below(state / "pods" / uid)
         assert not (state / "pods" / uid).exists()
 
@@ -78,3 +79,4 @@ def test_nothing_left_after_runner_killed_and_cluster_down(tmp_path: Path) -> No
     assert not procs.alive(pid)
     assert runc_containers(state) == []
     assert mounts_below(cluster.state_dir) == []
+    assert not list(Path("/sys/fs/cgroup").glob(f"*/localkube/{pod['metadata']['uid']}-c"))

@@ -29,6 +29,7 @@ log = logging.getLogger("localkube.runner")
 MASKED_PATHS = ["/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
                 "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware", "/proc/scsi"]
 READONLY_PATHS = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"]
+CGROUP_ROOT, CGROUP_PARENT = "/sys/fs/cgroup", "localkube"   # containers' cgroups: /localkube/<id>
 SYSTEM_MOUNTS: list[Obj] = [
     {"destination": "/proc", "type": "proc", "source": "proc", "options": ["nosuid", "noexec", "nodev"]},
     {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "strictatime", "mode=755",
@@ -203,4 +204,9 @@ class Runc:
             self.kill(cid, "KILL", all_processes=True)
             self.delete(cid)
         unmount_all(self.state_root / "pods")
+        # runc removes a container's own cgroups, not their common parent (shared by every runner: removed
+        # only when empty).
+        for parent in Path(CGROUP_ROOT).glob(f"*/{CGROUP_PARENT}"):
+            with contextlib.suppress(OSError):
+                parent.rmdir()
         return leftovers

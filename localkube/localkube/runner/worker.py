@@ -27,7 +27,7 @@ from localkube.runner.envvars import EnvError, container_env, expand
 from localkube.runner.imagestore import Image, ImageError
 from localkube.runner.nodeapi import Node
 from localkube.runner.probes import ProbeState, run_probe
-from localkube.runner.runtime import ContainerRuntimeError, ProcessSpec, bind_mount, oci_config
+from localkube.runner.runtime import CGROUP_PARENT, ContainerRuntimeError, ProcessSpec, bind_mount, oci_config
 from localkube.runner.termination import read_message, termination_log_path
 from localkube.runner.volumes import VolumeError, VolumeManager, VolumeNotReady, container_mounts
 
@@ -185,13 +185,15 @@ class PodWorker(threading.Thread):
         self._kill_all(grace, run_pre_stop=deleting)
         if self._shutdown_grace is not None:
             return   # the pod stays; a restarted runner takes it over
+        # The pod's resources are reclaimed before its object goes, as the kubelet does: whoever sees the
+        # pod gone finds nothing of it left on the node.
+        self.runner.state.release_ip(self.uid)
+        shutil.rmtree(self.pod_dir, ignore_errors=True)
         if deleting:
             with contextlib.suppress(ApiError):
                 self.api.delete(f"/api/v1/namespaces/{self.namespace}/pods/{self.pod_name}",
                                 {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                                  "preconditions": {"uid": self.uid}})
-        self.runner.state.release_ip(self.uid)
-        shutil.rmtree(self.pod_dir, ignore_errors=True)
         self.runner.worker_done(self.uid)
 
     # ------------------------------------------------------------------------------------- setup
@@ -381,7 +383,7 @@ class PodWorker(threading.Thread):
                                 security.no_new_privileges(spec))
         c.oci = oci_config(c.process, rootfs=rootfs, readonly=bool(sc.get("readOnlyRootFilesystem")),
                            hostname=self.hostname, mounts=self._oci_mounts(c), seccomp=seccomp,
-                           cgroups_path=f"/localkube/{c.cid}")
+                           cgroups_path=f"/{CGROUP_PARENT}/{c.cid}")
         return argv
 
     def _container_base_env(self, image: Image) -> dict[str, str]:
