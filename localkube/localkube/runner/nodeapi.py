@@ -6,7 +6,6 @@ imports back.
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,7 +25,6 @@ class Node(Protocol):
     capacity: dict[str, str]
     images: ImageStore
     runtime: Runc | None          # None: runc/umoci missing, only host-command images run
-    stopping: threading.Event
 
     def emit_event(self, obj: Obj, kind: str, reason: str, message: str, component: str = "kubelet") -> None: ...
 
