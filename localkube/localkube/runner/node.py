@@ -21,11 +21,12 @@ from typing import Any
 
 from localkube.kapi import ApiError, KubeAPI
 from localkube.runner import bindshim
+from localkube.runner.container import now_rfc3339
 from localkube.runner.imagestore import ImageStore
 from localkube.runner.kubeletapi import KubeletAPI
 from localkube.runner.runtime import Runc
 from localkube.runner.state import RunnerState, kill_leftover_pods
-from localkube.runner.worker import PodWorker, now_rfc3339
+from localkube.runner.worker import PodWorker
 
 Obj = dict[str, Any]
 log = logging.getLogger("localkube.runner")

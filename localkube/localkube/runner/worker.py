@@ -7,7 +7,6 @@ the pod is gone (``gone``); the worker owns everything else and writes the pod's
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import logging
 import os
@@ -16,19 +15,19 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from localkube import procs
 from localkube.kapi import ApiError
-from localkube.runner import images, security
+from localkube.runner import containerspec, images, security
+from localkube.runner.container import ContainerRun, now_rfc3339
 from localkube.runner.envvars import EnvError, container_env, expand
 from localkube.runner.imagestore import Image, ImageError
 from localkube.runner.nodeapi import Node
 from localkube.runner.probes import ProbeState, run_probe
 from localkube.runner.runtime import CGROUP_PARENT, ContainerRuntimeError, ProcessSpec, bind_mount, oci_config
-from localkube.runner.termination import read_message, termination_log_path
+from localkube.runner.termination import read_message
 from localkube.runner.volumes import VolumeError, VolumeManager, VolumeNotReady, container_mounts
 
 Obj = dict[str, Any]
@@ -36,63 +35,6 @@ log = logging.getLogger("localkube.runner")
 PODEXEC = str(Path(__file__).with_name("podexec.py"))
 BACKOFF_BASE, BACKOFF_MAX, BACKOFF_RESET = 2.0, 60.0, 60.0
 PASSTHROUGH_ENV = ("BOOKIE_FLEET_BK_LIB", "JAVA_HOME", "BOOKIE_FLEET_CACHE")
-SHIM_IN_CONTAINER = "/dev/.localkube/bindshim.so"   # on the container's own /dev tmpfs: the image is untouched
-
-
-def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass
-class ContainerRun:
-    spec: Obj
-    init: bool
-    log_path: Path
-    proc: subprocess.Popen[bytes] | None = None
-    started_mono: float = 0.0
-    started_at: str = ""
-    restart_count: int = 0
-    crashes: int = 0
-    state: Obj = field(default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}})
-    last_state: Obj = field(default_factory=dict)
-    ready: bool = False
-    started: bool = False
-    done: bool = False            # terminated and will not restart
-    backoff_until: float = 0.0
-    readiness: ProbeState | None = None
-    liveness: ProbeState | None = None
-    startup: ProbeState | None = None
-    mounts: list[Obj] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    image: str = ""
-    cwd: str = "/"
-    # Set when the container runs from an OCI image under runc (else it is a host command).
-    cid: str = ""
-    process: ProcessSpec | None = None
-    oci: Obj | None = None
-    rootfs: Path | None = None
-
-    @property
-    def name(self) -> str:
-        return str(self.spec["name"])
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    @property
-    def sidecar(self) -> bool:
-        return self.init and self.spec.get("restartPolicy") == "Always"
-
-    def status(self) -> Obj:
-        status: Obj = {"name": self.name, "state": self.state, "lastState": self.last_state, "ready": self.ready,
-                       "restartCount": self.restart_count, "image": self.spec.get("image", ""),
-                       "imageID": f"localkube://{self.spec.get('image', '')}", "started": self.started}
-        if self.cid:
-            status["containerID"] = f"runc://{self.cid}"
-        elif self.proc is not None:
-            status["containerID"] = f"localkube://{self.proc.pid}"
-        return status
 
 
 class PodWorker(threading.Thread):
@@ -356,19 +298,20 @@ class PodWorker(threading.Thread):
             rootfs = self.runner.images.rootfs(image)
             security.verify_run_as_non_root(pod, spec, image_user)
             user = security.process_user(pod, spec, image_user, rootfs)
-            c.env = container_env(pod, spec, self._container_base_env(image), get_configmap=self._get_obj("configmaps"),
-                                  get_secret=self._get_obj("secrets"), node_capacity=self.runner.capacity)
+            c.env = container_env(pod, spec, containerspec.base_env(image, self.hostname, self.runner.apiserver_port),
+                                  get_configmap=self._get_obj("configmaps"), get_secret=self._get_obj("secrets"),
+                                  node_capacity=self.runner.capacity)
             c.env["LOCALKUBE_POD_IP"] = self.pod_ip
             if self.runner.bind_shim is not None:
-                c.env["LD_PRELOAD"] = " ".join(filter(None, [SHIM_IN_CONTAINER, c.env.get("LD_PRELOAD")]))
+                c.env["LD_PRELOAD"] = " ".join(filter(None, [containerspec.SHIM_IN_CONTAINER, c.env.get("LD_PRELOAD")]))
             command = [expand(a, c.env) for a in spec.get("command") or []]
             args = [expand(a, c.env) for a in spec.get("args") or []]
-            argv = [*command, *args] if command else [*image.entrypoint, *(args or image.cmd)]
+            argv = containerspec.argv(image, command, args)
             if not argv:
                 raise images.CommandError("the container has no command: the image has no ENTRYPOINT/CMD and the "
                                           "pod gives none")
             c.mounts = container_mounts(spec, self.volumes.paths, c.env)
-            seccomp = self._seccomp(pod, spec)
+            seccomp = containerspec.seccomp(pod, spec)
         except (EnvError, VolumeError, security.SecurityError) as exc:
             self._container_failed(c, "CreateContainerConfigError", exc)
             return None
@@ -381,53 +324,13 @@ class PodWorker(threading.Thread):
         c.cid = f"{self.uid}-{c.name}"
         c.process = ProcessSpec(argv, c.env, c.cwd, user, security.capabilities(spec),
                                 security.no_new_privileges(spec))
+        mounts = [*containerspec.pod_file_mounts(self.pod_dir, spec, self.hostname, self.write_hosts(),
+                                                 self.runner.bind_shim),
+                  *(bind_mount(m["source"], m["target"], m["readonly"]) for m in c.mounts)]
         c.oci = oci_config(c.process, rootfs=rootfs, readonly=bool(sc.get("readOnlyRootFilesystem")),
-                           hostname=self.hostname, mounts=self._oci_mounts(c), seccomp=seccomp,
+                           hostname=self.hostname, mounts=mounts, seccomp=seccomp,
                            cgroups_path=f"/{CGROUP_PARENT}/{c.cid}")
         return argv
-
-    def _container_base_env(self, image: Image) -> dict[str, str]:
-        """The image's ENV, then what the kubelet adds (HOSTNAME, the API server's service variables)."""
-        port = str(self.runner.apiserver_port)
-        env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", **image.env,
-               "HOSTNAME": self.hostname}
-        env.update({"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port,
-                    "KUBERNETES_SERVICE_PORT_HTTPS": port, "KUBERNETES_PORT": f"tcp://127.0.0.1:{port}",
-                    "KUBERNETES_PORT_443_TCP": f"tcp://127.0.0.1:{port}", "KUBERNETES_PORT_443_TCP_PROTO": "tcp",
-                    "KUBERNETES_PORT_443_TCP_ADDR": "127.0.0.1", "KUBERNETES_PORT_443_TCP_PORT": port})
-        return env
-
-    @staticmethod
-    def _seccomp(pod: Obj, spec: Obj) -> Obj | None:
-        kind = security.seccomp_type(pod, spec)
-        if kind == "RuntimeDefault":
-            return security.default_seccomp_profile()
-        if kind == "Unconfined":
-            return None
-        raise security.SecurityError(f"seccomp profile type {kind} is not supported by localkube "
-                                     "(RuntimeDefault and Unconfined are)")
-
-    def _oci_mounts(self, c: ContainerRun) -> list[Obj]:
-        """The pod's files (/etc/hosts, /etc/hostname, /etc/resolv.conf, the termination log, the bind shim)
-        and the container's volumes, as OCI bind mounts."""
-        readonly_root = bool((c.spec.get("securityContext") or {}).get("readOnlyRootFilesystem"))
-        hostname_file = self.pod_dir / "etc-hostname"
-        hostname_file.write_text(self.hostname + "\n")
-        resolv = self.pod_dir / "etc-resolv.conf"
-        if not resolv.exists():
-            shutil.copyfile("/etc/resolv.conf", resolv)
-        term = termination_log_path(self.pod_dir, c.name)
-        term.parent.mkdir(parents=True, exist_ok=True)
-        term.write_bytes(b"")
-        term.chmod(0o666)   # written by the container's user, whoever that is
-        mounts = [bind_mount(str(self.write_hosts()), "/etc/hosts", readonly_root),
-                  bind_mount(str(hostname_file), "/etc/hostname", readonly_root),
-                  bind_mount(str(resolv), "/etc/resolv.conf", readonly_root),
-                  bind_mount(str(term), c.spec.get("terminationMessagePath") or "/dev/termination-log", False)]
-        if self.runner.bind_shim is not None:
-            mounts.append(bind_mount(str(self.runner.bind_shim), SHIM_IN_CONTAINER, True))
-        mounts += [bind_mount(m["source"], m["target"], m["readonly"]) for m in c.mounts]
-        return mounts
 
     @property
     def hostname(self) -> str:
