@@ -5,7 +5,7 @@ their own process groups, waits until the API server is ready, the controller ma
 default service account exists and the runner's Node is Ready, and records everything in
 ``state_dir/cluster.json`` so that another process (``bookie-fleet cluster down``) can stop it.
 ``down()`` stops the pod runner first (it stops its pods), then the control plane, then kills any pod
-process group still listed by the runner: nothing is left running.
+process group still listed by the runner and deletes its leftover runc containers: nothing is left running.
 """
 
 from __future__ import annotations

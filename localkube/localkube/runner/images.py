@@ -1,6 +1,8 @@
-"""The explicit table of images this runner can run, each mapped to a local command.
+"""The explicit table of images that still run as host commands, each mapped to a local command.
 
-There are no images here: a container's image picks an entry of ``IMAGES`` by repository name (any
+Images built from this repository's Dockerfiles (``bookie-fleet/*``) are not here: they run as containers
+from the OCI layout of ``$BOOKIE_FLEET_IMAGES`` (see ``imagestore``). For the others a container's image
+picks an entry of ``IMAGES`` by repository name (any
 registry prefix, tag or digest), and the entry says what ENTRYPOINT, CMD and PATH stand for, as the
 image's Dockerfile would. ``command`` and ``args`` of the container override them as in Kubernetes.
 An image with no entry leaves its pod Pending with an ``ErrImagePull`` waiting state and a Warning Event.
@@ -31,9 +33,6 @@ class ImageEntry:
 
 
 IMAGES: dict[str, ImageEntry] = {
-    # Our bookie image (bookie_image/Dockerfile): ENTRYPOINT ["bookie"], CMD ["serve"].
-    "bookie-fleet/bookie": ImageEntry("the bookie-fleet bookie (the installed `bookie` entry point)",
-                                      entrypoint=("bookie",), cmd=("serve",)),
     # Apache BookKeeper's image: its entrypoint turns BK_* variables into bk_server.conf and runs
     # `bin/bookkeeper bookie`; localkube.runner.bkentry does the same with the Maven-assembled classpath
     # of $BOOKIE_FLEET_BK_LIB.

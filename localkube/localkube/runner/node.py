@@ -21,9 +21,12 @@ from typing import Any
 
 from localkube.kapi import ApiError, KubeAPI
 from localkube.runner import bindshim
+from localkube.runner.container import now_rfc3339
+from localkube.runner.imagestore import ImageStore
 from localkube.runner.kubeletapi import KubeletAPI
+from localkube.runner.runtime import Runc
 from localkube.runner.state import RunnerState, kill_leftover_pods
-from localkube.runner.worker import PodWorker, now_rfc3339
+from localkube.runner.worker import PodWorker
 
 Obj = dict[str, Any]
 log = logging.getLogger("localkube.runner")
@@ -40,6 +43,10 @@ class Runner:
         self.apiserver_port = apiserver_port
         self.workers: dict[str, PodWorker] = {}
         self.bind_shim = bindshim.build(state.root)
+        self.images = ImageStore.from_environment(state.root)
+        self.runtime: Runc | None = Runc(state.root) if Runc.available() else None
+        if self.runtime is None:
+            log.warning("runc or umoci missing: only host-command images run (scripts/bootstrap.d/runc.sh)")
         self.kubelet_api = kubelet_api
         self._workers_lock = threading.Lock()
         self.wake = threading.Event()
@@ -180,6 +187,7 @@ class Runner:
             name = f"pvc-{meta['uid']}"
             directory = self.state.volumes / name
             directory.mkdir(parents=True, exist_ok=True)
+            directory.chmod(0o777)   # as kind's local-path provisioner: writable by any container user
             pv = {
                 "apiVersion": "v1", "kind": "PersistentVolume",
                 "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER},

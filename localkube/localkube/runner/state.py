@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from localkube import procs
+from localkube.runner.runtime import Runc
 
 MARKER_ENV = "LOCALKUBE_STATE"
 # Pod IPs are claimed machine-wide (several clusters may run at once: a test session, a developer's), one
@@ -151,7 +152,15 @@ def _environ_has(pid: int, marker: bytes) -> bool:
 
 
 def kill_leftover_pods(root: Path) -> list[int]:
-    """SIGKILL every registered container process group that still runs and carries this root's marker."""
+    """SIGKILL every registered container process group that still runs and carries this root's marker, then
+    delete the runc containers of this runner and unmount their root filesystems."""
+    killed = _kill_registered(root)
+    if Runc.available():
+        Runc(root.resolve()).cleanup()
+    return killed
+
+
+def _kill_registered(root: Path) -> list[int]:
     procs_dir = root.resolve() / "procs"
     if not procs_dir.is_dir():
         return []

@@ -171,6 +171,7 @@ class VolumeManager:
                 self.paths[name] = root / name
             elif "emptyDir" in volume:
                 (root / name).mkdir(parents=True, exist_ok=True)
+                (root / name).chmod(0o777)   # as the kubelet creates it: any container user may write
                 self.paths[name] = root / name
             elif "hostPath" in volume:
                 path = Path(volume["hostPath"]["path"])

@@ -7,7 +7,6 @@ the pod is gone (``gone``); the worker owns everything else and writes the pod's
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import logging
 import os
@@ -16,19 +15,19 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from localkube import procs
 from localkube.kapi import ApiError
-from localkube.runner import images, termination
+from localkube.runner import containerspec, images, security, termination
+from localkube.runner.container import ContainerRun, now_rfc3339
 from localkube.runner.envvars import EnvError, container_env, expand
+from localkube.runner.imagestore import Image, ImageError
+from localkube.runner.nodeapi import Node
 from localkube.runner.probes import ProbeState, run_probe
+from localkube.runner.runtime import CGROUP_PARENT, ContainerRuntimeError, ProcessSpec, bind_mount, oci_config
 from localkube.runner.volumes import VolumeError, VolumeManager, VolumeNotReady, container_mounts
-
-if TYPE_CHECKING:
-    from localkube.runner.node import Runner
 
 Obj = dict[str, Any]
 log = logging.getLogger("localkube.runner")
@@ -37,57 +36,8 @@ BACKOFF_BASE, BACKOFF_MAX, BACKOFF_RESET = 2.0, 60.0, 60.0
 PASSTHROUGH_ENV = ("BOOKIE_FLEET_BK_LIB", "JAVA_HOME", "BOOKIE_FLEET_CACHE")
 
 
-def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass
-class ContainerRun:
-    spec: Obj
-    init: bool
-    log_path: Path
-    proc: subprocess.Popen[bytes] | None = None
-    started_mono: float = 0.0
-    started_at: str = ""
-    restart_count: int = 0
-    crashes: int = 0
-    state: Obj = field(default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}})
-    last_state: Obj = field(default_factory=dict)
-    ready: bool = False
-    started: bool = False
-    done: bool = False            # terminated and will not restart
-    backoff_until: float = 0.0
-    readiness: ProbeState | None = None
-    liveness: ProbeState | None = None
-    startup: ProbeState | None = None
-    mounts: list[Obj] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    image: str = ""
-    cwd: str = "/"
-
-    @property
-    def name(self) -> str:
-        return str(self.spec["name"])
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    @property
-    def sidecar(self) -> bool:
-        return self.init and self.spec.get("restartPolicy") == "Always"
-
-    def status(self) -> Obj:
-        status: Obj = {"name": self.name, "state": self.state, "lastState": self.last_state, "ready": self.ready,
-                       "restartCount": self.restart_count, "image": self.spec.get("image", ""),
-                       "imageID": f"localkube://{self.spec.get('image', '')}", "started": self.started}
-        if self.proc is not None:
-            status["containerID"] = f"localkube://{self.proc.pid}"
-        return status
-
-
 class PodWorker(threading.Thread):
-    def __init__(self, runner: Runner, pod: Obj) -> None:
+    def __init__(self, runner: Node, pod: Obj) -> None:
         meta = pod["metadata"]
         super().__init__(name=f"pod-{meta['namespace']}/{meta['name']}", daemon=True)
         self.runner = runner
@@ -176,13 +126,15 @@ class PodWorker(threading.Thread):
         self._kill_all(grace, run_pre_stop=deleting)
         if self._shutdown_grace is not None:
             return   # the pod stays; a restarted runner takes it over
+        # The pod's resources are reclaimed before its object goes, as the kubelet does: whoever sees the
+        # pod gone finds nothing of it left on the node.
+        self.runner.state.release_ip(self.uid)
+        shutil.rmtree(self.pod_dir, ignore_errors=True)
         if deleting:
             with contextlib.suppress(ApiError):
                 self.api.delete(f"/api/v1/namespaces/{self.namespace}/pods/{self.pod_name}",
                                 {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                                  "preconditions": {"uid": self.uid}})
-        self.runner.state.release_ip(self.uid)
-        shutil.rmtree(self.pod_dir, ignore_errors=True)
         self.runner.worker_done(self.uid)
 
     # ------------------------------------------------------------------------------------- setup
@@ -197,19 +149,16 @@ class PodWorker(threading.Thread):
     def _setup(self) -> bool:
         """Images, volumes, environment: True when containers can start, False if the pod is going away."""
         while not self._should_stop():
-            missing = [c for c in [*self.init_containers, *self.containers]
-                       if images.lookup(c.spec.get("image", "")) is None]
-            if missing:
-                c = missing[0]
-                self._pending("ErrImagePull",
-                              f'localkube has no command for image "{c.spec.get("image")}" (container {c.name}); '
-                              f"mapped images: {images.known_images()} (localkube/localkube/runner/images.py)",
-                              "Failed")
+            try:
+                self._resolve_images()
+            except ImageError as exc:
+                self._pending("ErrImagePull", str(exc), "Failed")
                 self._sleep(30)
                 continue
             try:
                 self.volumes = VolumeManager(self.api, self._pod_view(), self.pod_dir, self.runner.capacity)
                 self.volumes.prepare()
+                self._apply_fs_group()
             except VolumeNotReady as exc:
                 self._pending("ContainerCreating", str(exc), "FailedMount")
                 self._sleep(1)
@@ -222,6 +171,44 @@ class PodWorker(threading.Thread):
             self.publish()
             return True
         return False
+
+    def _image(self, c: ContainerRun) -> Image | None:
+        """The OCI image the container runs from, or None for a host-command image (or without runc)."""
+        if self.runner.runtime is None:
+            return None
+        return self.runner.images.find(c.spec.get("image", ""))
+
+    def _resolve_images(self) -> None:
+        """Every container's image found (an OCI image, unpacked now if new, or a host-command entry); an
+        Event says which it is. ImageError names the first image that is neither."""
+        for c in [*self.init_containers, *self.containers]:
+            name = str(c.spec.get("image", ""))
+            image = self._image(c)
+            if image is not None:
+                self.runner.images.rootfs(image)
+                self.event("Normal", "Pulled", f'Container image "{name}" already present on machine',
+                           once=f"pulled:{name}")
+                continue
+            entry = images.lookup(name)
+            if entry is None:
+                layouts = ", ".join(str(p) for p in self.runner.images.layouts)
+                raise ImageError(
+                    f'localkube has no command for image "{name}" (container {c.name}) and no OCI layout of the node '
+                    f"holds it ({layouts}); mapped images: {images.known_images()} "
+                    "(localkube/localkube/runner/images.py)")
+            self.event("Normal", "HostCommand", f'image "{name}" runs as a host command ({entry.description}), '
+                       "not in a container", once=f"host:{name}")
+
+    def _apply_fs_group(self) -> None:
+        """fsGroup ownership of the pod's writable volumes, as the kubelet applies it when mounting them."""
+        assert self.volumes is not None
+        pod_sc = self.pod["spec"].get("securityContext") or {}
+        if pod_sc.get("fsGroup") is None:
+            return
+        for volume in self.pod["spec"].get("volumes") or []:
+            path = self.volumes.paths.get(volume["name"])
+            if path is not None and any(k in volume for k in security.FS_GROUP_VOLUMES):
+                security.apply_fs_group(path, int(pod_sc["fsGroup"]), pod_sc.get("fsGroupChangePolicy", "Always"))
 
     def _pod_view(self) -> Obj:
         """The pod as the downward API sees it once running: with its IPs filled in."""
@@ -257,8 +244,19 @@ class PodWorker(threading.Thread):
 
     def _prepare(self, c: ContainerRun) -> list[str] | None:
         """argv of the container, with env and mounts set on ``c``; None (and a waiting state) on error."""
+        try:
+            image = self._image(c)
+        except ImageError as exc:
+            c.state = {"waiting": {"reason": "ErrImagePull", "message": str(exc)}}
+            return None
+        if image is not None:
+            return self._prepare_oci(c, image)
+        c.cid, c.process, c.oci, c.rootfs = "", None, None, None
         entry = images.lookup(c.spec.get("image", ""))
-        assert entry is not None and self.volumes is not None
+        if entry is None:
+            c.state = {"waiting": {"reason": "ErrImagePull", "message": f'image "{c.spec.get("image")}" not found'}}
+            return None
+        assert self.volumes is not None
         pod = self._pod_view()
         try:
             c.env = container_env(pod, c.spec, self._base_env(entry), get_configmap=self._get_obj("configmaps"),
@@ -285,6 +283,54 @@ class PodWorker(threading.Thread):
         # detach the mounts of every other pod using the same path (rmdir of a mount point in another mount
         # namespace detaches it there).
         c.cwd = c.spec.get("workingDir") or (entry.workdir if Path(entry.workdir).is_dir() else "/")
+        return argv
+
+    def _container_failed(self, c: ContainerRun, reason: str, exc: Exception) -> None:
+        c.state = {"waiting": {"reason": reason, "message": str(exc)}}
+        self.event("Warning", "Failed", f"Error: {exc}", once=f"prep:{c.name}:{exc}")
+
+    def _prepare_oci(self, c: ContainerRun, image: Image) -> list[str] | None:
+        """The container's runc spec on ``c`` (process, mounts, security) from its image and pod spec; its argv,
+        or None (and a waiting state, as the kubelet's CreateContainerConfigError) on error."""
+        assert self.volumes is not None
+        pod, spec = self._pod_view(), c.spec
+        image_user = security.ImageUser.parse(image.user)
+        try:
+            rootfs = self.runner.images.rootfs(image)
+            security.verify_run_as_non_root(pod, spec, image_user)
+            user = security.process_user(pod, spec, image_user, rootfs)
+            c.env = container_env(pod, spec, containerspec.base_env(image, self.hostname, self.runner.apiserver_port),
+                                  get_configmap=self._get_obj("configmaps"), get_secret=self._get_obj("secrets"),
+                                  node_capacity=self.runner.capacity)
+            c.env["LOCALKUBE_POD_IP"] = self.pod_ip
+            if self.runner.bind_shim is not None:
+                c.env["LD_PRELOAD"] = " ".join(filter(None, [containerspec.SHIM_IN_CONTAINER, c.env.get("LD_PRELOAD")]))
+            command = [expand(a, c.env) for a in spec.get("command") or []]
+            args = [expand(a, c.env) for a in spec.get("args") or []]
+            argv = containerspec.argv(image, command, args)
+            if not argv:
+                raise images.CommandError("the container has no command: the image has no ENTRYPOINT/CMD and the "
+                                          "pod gives none")
+            c.mounts = container_mounts(spec, self.volumes.paths, c.env)
+            seccomp = containerspec.seccomp(pod, spec)
+        except (EnvError, VolumeError, security.SecurityError) as exc:
+            self._container_failed(c, "CreateContainerConfigError", exc)
+            return None
+        except (images.CommandError, ImageError, ApiError, OSError) as exc:
+            self._container_failed(c, "CreateContainerError", exc)
+            return None
+        sc = spec.get("securityContext") or {}
+        c.image, c.rootfs = spec.get("image", ""), rootfs
+        c.cwd = spec.get("workingDir") or image.workdir
+        c.cid = f"{self.uid}-{c.name}"
+        c.process = ProcessSpec(argv, c.env, c.cwd, user, security.capabilities(spec),
+                                security.no_new_privileges(spec))
+        mounts = [*containerspec.pod_file_mounts(self.pod_dir, spec, self.hostname, self.write_hosts(),
+                                                 self.runner.bind_shim),
+                  *(bind_mount(m["source"], m["target"], m["readonly"]) for m in c.mounts)]
+        c.oci = oci_config(c.process, rootfs=rootfs, readonly=bool(sc.get("readOnlyRootFilesystem")),
+                           hostname=self.hostname, mounts=mounts, seccomp=seccomp,
+                           cgroups_path=f"/{CGROUP_PARENT}/{c.cid}")
         return argv
 
     @property
@@ -330,11 +376,18 @@ class PodWorker(threading.Thread):
         key = "initContainers" if c.init else "containers"
         c.spec = next((s for s in self.pod["spec"].get(key, []) if s["name"] == c.name), c.spec)
         argv = self._prepare(c)
+        if argv is not None and c.oci is not None:
+            try:
+                c.proc = self._spawn_oci(c)
+            except (ContainerRuntimeError, OSError) as exc:
+                self._container_failed(c, "CreateContainerError", exc)
+                argv = None
+        elif argv is not None:
+            termination.clear(self.pod_dir, c.name)
+            c.proc = self._spawn(c, argv, c.mounts, c.env, c.cwd, c.log_path, c.name)
         if argv is None:
             c.backoff_until = time.monotonic() + 2
             return
-        termination.clear(self.pod_dir, c.name)
-        c.proc = self._spawn(c, argv, c.mounts, c.env, c.cwd, c.log_path, c.name)
         c.started_mono = time.monotonic()
         c.started_at = now_rfc3339()
         c.state = {"running": {"startedAt": c.started_at}}
@@ -345,7 +398,49 @@ class PodWorker(threading.Thread):
         c.liveness = ProbeState(c.spec["livenessProbe"]) if "livenessProbe" in c.spec else None
         self.event("Normal", "Started", f"Started container {c.name}")
 
+    def _bundle(self, c: ContainerRun) -> Path:
+        return self.pod_dir / "bundles" / c.name
+
+    def _spawn_oci(self, c: ContainerRun) -> subprocess.Popen[bytes]:
+        """Start ``c`` under runc: a fresh bundle (and writable overlay unless the root is read-only)."""
+        runtime = self.runner.runtime
+        assert runtime is not None and c.oci is not None and c.rootfs is not None
+        runtime.delete(c.cid)
+        writable = not c.oci["root"]["readonly"]
+        runtime.prepare_bundle(self._bundle(c), c.oci, c.rootfs, writable)
+        proc = runtime.run(c.cid, self._bundle(c), c.log_path)
+        self.runner.state.register_proc(proc.pid, f"{self.namespace}/{self.pod_name}/{c.name}")
+        runtime.wait_started(c.cid, proc)   # reported running once it runs, as the kubelet does
+        return proc
+
+    def _release_oci(self, c: ContainerRun) -> None:
+        """runc's container deleted, the overlay unmounted, the bundle removed."""
+        if self.runner.runtime is not None and c.cid:
+            self.runner.runtime.delete(c.cid)
+            self.runner.runtime.release_bundle(self._bundle(c))
+
+    def _stop_container(self, c: ContainerRun, grace: float) -> None:
+        """SIGTERM, then SIGKILL after ``grace`` seconds: ``runc kill`` for a container, the process group else."""
+        if c.proc is None:
+            return
+        runtime = self.runner.runtime
+        if not c.cid or runtime is None:
+            procs.stop_group(c.proc.pid, grace=grace)
+            return
+        runtime.kill(c.cid, "TERM")
+        try:
+            c.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            runtime.kill(c.cid, "KILL", all_processes=True)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                c.proc.wait(30)
+
     def exec_in(self, c: ContainerRun, command: list[str], timeout: float) -> int:
+        if c.cid and c.process is not None and self.runner.runtime is not None:
+            process = ProcessSpec(command, c.process.env, c.process.cwd, c.process.user, c.process.capabilities,
+                                  c.process.no_new_privileges)
+            spec_file = self.pod_dir / f"exec-{c.name}-{threading.get_ident()}.json"
+            return self.runner.runtime.exec(c.cid, process, spec_file, self.log_dir / f"{c.name}.exec.log", timeout)
         entry = images.lookup(c.image or c.spec.get("image", ""))
         path = entry.path if entry else images.SYSTEM_PATH
         argv = [images.resolve_executable(command[0], path), *command[1:]]
@@ -363,12 +458,15 @@ class PodWorker(threading.Thread):
     def _on_exit(self, c: ContainerRun, code: int) -> None:
         assert c.proc is not None
         self.runner.state.unregister_proc(c.proc.pid)
-        procs.stop_group(c.proc.pid, grace=0.5)   # leftovers of the container's process group
+        if c.cid:
+            self._release_oci(c)
+        else:
+            procs.stop_group(c.proc.pid, grace=0.5)   # leftovers of the container's process group
         exit_code = code if code >= 0 else 128 - code
         finished = now_rfc3339()
         c.state = {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
                                   "startedAt": c.started_at, "finishedAt": finished,
-                                  "containerID": f"localkube://{c.proc.pid}"}}
+                                  "containerID": c.status().get("containerID", "")}}
         message = termination.read_message(c.spec, self.pod_dir, c.log_path, exit_code)
         if message:
             c.state["terminated"]["message"] = message
@@ -439,7 +537,7 @@ class PodWorker(threading.Thread):
             return
         self.event("Normal", "Killing", f"Container {c.name} {why}, will be restarted")
         grace = float(self.pod["spec"].get("terminationGracePeriodSeconds", 30))
-        procs.stop_group(c.proc.pid, grace=grace)
+        self._stop_container(c, grace)
 
     def _kill_all(self, grace: float, run_pre_stop: bool = False) -> None:
         running = [c for c in [*self.containers, *self.init_containers] if c.running]
@@ -451,8 +549,7 @@ class PodWorker(threading.Thread):
                         self.exec_in(c, list(hook["exec"]["command"]), grace)
         for c in running:
             self.event("Normal", "Killing", f"Stopping container {c.name}")
-        threads = [threading.Thread(target=procs.stop_group, args=(c.proc.pid, grace)) for c in running
-                   if c.proc is not None]
+        threads = [threading.Thread(target=self._stop_container, args=(c, grace)) for c in running]
         for t in threads:
             t.start()
         for t in threads:
@@ -461,6 +558,7 @@ class PodWorker(threading.Thread):
             if c.proc is not None:
                 c.proc.poll()
                 self.runner.state.unregister_proc(c.proc.pid)
+            self._release_oci(c)
 
     def _supervise(self) -> None:
         last_refresh = time.monotonic()
