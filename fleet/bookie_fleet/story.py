@@ -328,8 +328,8 @@ class Story:
 
 
 def operator_image_values() -> list[str]:
-    """Helm values for the operator's image: the one this machine can run."""
-    return ["--set", "image.repository=python", "--set", "image.tag=3.11"]
+    """Helm values for the operator's image: the chart's own (built by the bootstrap into $BOOKIE_FLEET_IMAGES)."""
+    return []
 
 
 def print_table(summary: Summary) -> None:

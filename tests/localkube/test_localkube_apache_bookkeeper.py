@@ -1,4 +1,4 @@
-"""Apache BookKeeper's image runs as the Java bookie from Maven Central: an init container formats the
+"""Apache BookKeeper's bookie image (built from Maven Central's jars, hack/apache-bookkeeper) runs as a container: an init container formats the
 cluster metadata in a real ZooKeeper (BookieShell), then the bookie (BK_* env as in the image) registers
 itself under its pod IP and listens there."""
 
@@ -26,9 +26,9 @@ def test_apache_bookkeeper_image_runs_the_java_bookie(kube: KubeTarget, kube_nam
            {"name": "BK_httpServerEnabled", "value": "false"},
            {"name": "BK_journalSyncData", "value": "false"}]
     kube.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bookie"}, "spec": {
-        "initContainers": [{"name": "format", "image": "apache/bookkeeper:4.17.3", "args": ["shell", "initnewcluster"],
+        "initContainers": [{"name": "format", "image": "bookie-fleet/apache-bookkeeper:4.17.3", "args": ["shell", "initnewcluster"],
                             "env": env}],
-        "containers": [{"name": "bookie", "image": "apache/bookkeeper:4.17.3", "env": env,
+        "containers": [{"name": "bookie", "image": "bookie-fleet/apache-bookkeeper:4.17.3", "env": env,
                         "volumeMounts": [{"name": "data", "mountPath": "/bk"}],
                         "readinessProbe": {"tcpSocket": {"port": 32181}, "periodSeconds": 1}}],
         "volumes": [{"name": "data", "emptyDir": {}}],

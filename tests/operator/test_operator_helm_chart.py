@@ -1,8 +1,7 @@
 """The Helm chart lints, installs on the local cluster, and the operator it deploys (in a pod, with the
 chart's least-privilege RBAC and its service account token) reconciles a BookieCluster to Ready.
 
-The operator image is mapped by the pod runner to this machine's Python (image ``python``); the chart's
-command, ``python -m bookie_operator``, is the same as in operator/Dockerfile."""
+The operator runs from the chart's own image (operator/Dockerfile, built by the bootstrap), as a container."""
 
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ def test_helm_lint_install_and_the_deployed_operator_reconciles(
     assert "1 chart(s) linted, 0 chart(s) failed" in lint.stdout
     ns = kube_namespace
     kube.helm("install", "bkop", str(CHART), "--namespace", ns, "--wait", "--timeout", "180s",
-              "--set", "image.repository=python", "--set", "image.tag=3.11",
               "--set", f"watchNamespaces={{{ns}}}", "--set", "reconcileInterval=2", "--set", "logFormat=plain")
     pods = wait_for(lambda: [p for p in kube.pods(ns, "app.kubernetes.io/name=bookie-operator") if pod_ready(p)],
                     120, what="the operator pod Ready")

@@ -33,12 +33,6 @@ class ImageEntry:
 
 
 IMAGES: dict[str, ImageEntry] = {
-    # Apache BookKeeper's image: its entrypoint turns BK_* variables into bk_server.conf and runs
-    # `bin/bookkeeper bookie`; localkube.runner.bkentry does the same with the Maven-assembled classpath
-    # of $BOOKIE_FLEET_BK_LIB.
-    "apache/bookkeeper": ImageEntry("Apache BookKeeper's Java bookie (classpath from $BOOKIE_FLEET_BK_LIB)",
-                                    entrypoint=(sys.executable, "-m", "localkube.runner.bkentry"),
-                                    cmd=("bookie",), workdir="/opt/bookkeeper"),
     # Small general-purpose images for test pods and probes.
     "python": ImageEntry("this machine's Python (the project's virtualenv)", entrypoint=("python3",)),
     "busybox": ImageEntry("this machine's shell and coreutils", entrypoint=(), cmd=("sh",)),
