@@ -21,12 +21,7 @@ PRODUCT_PACKAGES = ("bookie", "bookie_operator", "bookie_fleet", "localkube", "b
 
 # Cycles being removed by changes under way elsewhere, reported but not failing: each entry is the set of
 # modules of one cycle. Delete an entry once its cycle is gone (the checker then keeps it gone).
-KNOWN_CYCLES: tuple[frozenset[str], ...] = (
-    # GC's explain endpoint and the collector: removed by compaction moving behind the storage API.
-    frozenset({"bookie.gc.collector", "bookie.gc.explain"}),
-    # localkube's node and worker runners: removed by the runner's split of shared state.
-    frozenset({"localkube.runner.node", "localkube.runner.worker"}),
-)
+KNOWN_CYCLES: tuple[frozenset[str], ...] = ()
 
 
 def import_graph(packages: Iterable[str]) -> dict[str, set[str]]:

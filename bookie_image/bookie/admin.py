@@ -9,7 +9,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Sized
-from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import ValidationError

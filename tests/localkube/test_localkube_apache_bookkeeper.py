@@ -1,6 +1,6 @@
-"""Apache BookKeeper's bookie image (built from Maven Central's jars, hack/apache-bookkeeper) runs as a container: an init container formats the
-cluster metadata in a real ZooKeeper (BookieShell), then the bookie (BK_* env as in the image) registers
-itself under its pod IP and listens there."""
+"""Apache BookKeeper's bookie image (Maven Central's jars, hack/apache-bookkeeper) runs as a container: an init
+container formats the cluster metadata in a real ZooKeeper (BookieShell), then the bookie (BK_* env as in the
+image) registers itself under its pod IP and listens there."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def test_apache_bookkeeper_image_runs_the_java_bookie(kube: KubeTarget, kube_nam
            {"name": "BK_httpServerEnabled", "value": "false"},
            {"name": "BK_journalSyncData", "value": "false"}]
     kube.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bookie"}, "spec": {
-        "initContainers": [{"name": "format", "image": "bookie-fleet/apache-bookkeeper:4.17.3", "args": ["shell", "initnewcluster"],
-                            "env": env}],
+        "initContainers": [{"name": "format", "image": "bookie-fleet/apache-bookkeeper:4.17.3",
+                            "args": ["shell", "initnewcluster"], "env": env}],
         "containers": [{"name": "bookie", "image": "bookie-fleet/apache-bookkeeper:4.17.3", "env": env,
                         "volumeMounts": [{"name": "data", "mountPath": "/bk"}],
                         "readinessProbe": {"tcpSocket": {"port": 32181}, "periodSeconds": 1}}],
