@@ -34,6 +34,7 @@ from bookie.client import BookKeeper, ClientConfig
 from bookie.storage import entrylog_format as ef
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
 from bookie_fleet.zookeeper import ZooKeeperServer
+from docs_section import write_section  # bench/ is on sys.path when a bench script runs
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- entry-logs:begin -->", "<!-- entry-logs:end -->"
@@ -172,17 +173,6 @@ def table(res: dict[str, Any], command: str) -> str:
     ])
 
 
-def write_docs(section: str) -> None:
-    text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
-    section = f"{BEGIN}\n{section}\n{END}"
-    if BEGIN in text:
-        head, rest_ = text.split(BEGIN, 1)
-        text = head + section + rest_.split(END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    DOCS.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="100 logs; docs untouched")
@@ -198,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     section = table(res, command)
     print(section)
     if not args.quick:
-        write_docs(section)
+        write_section(DOCS, f"{BEGIN}\n{section}\n{END}", BEGIN, END)
     print(json.dumps(res))
     return 0
 

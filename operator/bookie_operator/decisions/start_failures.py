@@ -13,20 +13,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bookie.termination import (
+    COOKIE_MISMATCH,
+    DIRECTORY_NOT_WRITABLE,
+    DISK_FULL,
+    INVALID_CONFIG,
+    METADATA_UNREACHABLE,
+    PORT_IN_USE,
+    STARTUP_FAILED,
+)
+
 from bookie_operator import builders
 from bookie_operator.models import BookieClusterSpec, BookieStatus, StartFailureStatus
 
 Obj = dict[str, Any]
 CONTAINER = "bookie"
 
-COOKIE_MISMATCH = "CookieMismatch"
-INVALID_CONFIG = "InvalidConfig"
-DIRECTORY_NOT_WRITABLE = "DirectoryNotWritable"
-METADATA_UNREACHABLE = "MetadataUnreachable"
-DISK_FULL = "DiskFull"
-PORT_IN_USE = "PortInUse"
-STARTUP_FAILED = "StartupFailed"
-# Most specific first: the Degraded condition's reason is the first of these that any bookie has.
+# The reasons are the ones our bookie writes (bookie.termination), most specific first: the Degraded condition's reason is the first of these that any bookie has.
 REASONS = (COOKIE_MISMATCH, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, DISK_FULL, METADATA_UNREACHABLE, PORT_IN_USE,
            STARTUP_FAILED)
 
