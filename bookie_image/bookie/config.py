@@ -152,6 +152,16 @@ class BookieConfig(BaseModel):
     http_server_port: int = Field(8080, ge=0, le=65535, description="Admin REST API port.")
     http_server_host: str = Field("0.0.0.0", description="Admin REST API listen address.")
 
+    # --- Prometheus (BookKeeper's PrometheusMetricsProvider keys); /metrics is always on the admin port too
+    prometheus_stats_http_enable: bool = Field(
+        False, description="Also serve /metrics on prometheusStatsHttpPort (BookKeeper's dedicated port)."
+    )
+    prometheus_stats_http_port: int = Field(8000, ge=0, le=65535, description="Dedicated /metrics port.")
+    prometheus_stats_http_address: str = Field("0.0.0.0", description="Dedicated /metrics listen address.")
+    prometheus_stats_latency_rollover_seconds: int = Field(
+        60, gt=0, description="Window of the latency quantiles, s (count and sum are cumulative)."
+    )
+
     # --- autorecovery inside the bookie process
     auto_recovery_daemon_enabled: bool = Field(
         False, description="Run the autorecovery auditor and replication worker in this bookie."

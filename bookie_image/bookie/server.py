@@ -19,7 +19,7 @@ import uvloop
 from aiohttp import web
 from pydantic import ValidationError
 
-from bookie import cookies, disks
+from bookie import cookies, disks, metrics
 from bookie.config import BookieConfig, describe_validation_error, unknown_key_message
 from bookie.gc.collector import GarbageCollector
 from bookie.http.api import build_app
@@ -27,7 +27,6 @@ from bookie.listener import BookieConnection
 from bookie.metadata import service_info
 from bookie.metadata.ledger_metadata import LedgerMetadata, serialize_ledger_metadata
 from bookie.metadata.store import MetadataError, MetadataStore, NoNode
-from bookie.metrics import registry_for, render
 from bookie.processor import RequestProcessor
 from bookie.protocol.entry import digest_manager
 from bookie.state import DiskThresholds, DiskUsage, StateManager
@@ -63,10 +62,10 @@ class BookieServer:
         self.usages: list[DiskUsage] = []
         self._tcp: asyncio.Server | None = None
         self._http: web.AppRunner | None = None
+        self._metrics_http: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
         self._started_at = time.time()
-        self._metrics = registry_for(self.metrics_snapshot)
         self.stopped = asyncio.Event()
 
     # ------------------------------------------------------------------ lifecycle
@@ -89,6 +88,8 @@ class BookieServer:
             self._http = web.AppRunner(build_app(self), access_log=None)
             await self._http.setup()
             await web.TCPSite(self._http, self.conf.http_server_host, self.conf.http_server_port).start()
+        if self.conf.prometheus_stats_http_enable:
+            self._metrics_http = await metrics.serve_dedicated_port(self)
         if self.gc is not None and hasattr(self.gc, "start"):
             await self.gc.start()
         await self.state.start()
@@ -96,6 +97,7 @@ class BookieServer:
         if self.autorecovery is not None:
             await self.autorecovery.start()
         self._tasks.append(asyncio.create_task(self._disk_monitor(), name="disk-monitor"))
+        self._tasks.append(asyncio.create_task(metrics.rollover_forever(self), name="metrics-rollover"))
         self._ready = True
         log.info("bookie %s ready (protocol port %d, http port %d)", self.bookie_id, self.conf.bookie_port,
                  self.conf.http_server_port)
@@ -141,6 +143,8 @@ class BookieServer:
             conn.close()
         if self._http is not None:
             await self._http.cleanup()
+        if self._metrics_http is not None:
+            await self._metrics_http.cleanup()
         if self._engine is not None:
             await self._engine.close()
         await self.metadata.close()
@@ -274,22 +278,7 @@ class BookieServer:
         return out
 
     def metrics_text(self) -> tuple[bytes, str]:
-        return render(self._metrics)
-
-    def metrics_snapshot(self) -> dict[str, Any]:
-        counters = {k: float(v) for k, v in self.engine.stats.items()}
-        gauges = {"ledgers": float(len(self.engine.ledgers)), "read_only": float(self.state.read_only),
-                  "adds_in_progress": float(self.processor.adds.count),
-                  "reads_in_progress": float(self.processor.reads.count),
-                  "connections": float(len(self.connections)),
-                  "write_cache_bytes": float(sum(d.write_cache.size for d in self.engine.dirs)),
-                  "read_cache_bytes": float(sum(d.read_cache.size for d in self.engine.dirs))}
-        if self.gc is not None and hasattr(self.gc, "metrics"):
-            gc_counters, gc_gauges = self.gc.metrics()
-            counters.update(gc_counters)
-            gauges.update(gc_gauges)
-        return {"counters": counters, "gauges": gauges,
-                "ledger_dirs": {u.path: u.used_fraction for u in self.usages}}
+        return metrics.render(metrics.snapshot_of(self))
 
     async def cluster_info(self) -> dict[str, Any]:
         """BookKeeper's ``ClusterInfoService``: bookies with a cookie are the cluster's bookies."""
