@@ -24,6 +24,7 @@ import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -323,7 +324,8 @@ class Text:
 
 
 def ledger_dir_usage_name(ledger_dir: str) -> str:
-    """``bookie_ledger_dir_<path>_usage``: BookKeeper names the gauge after the directory's path."""
+    """``bookie_ledger_dir_<path>_usage``: BookKeeper names the gauge after the ledger directory's path (the
+    parent of its ``current``)."""
     return sanitize(f"bookie_ledger_dir_{ledger_dir.replace('/', '_').replace('-', '_')}_usage")
 
 
@@ -339,14 +341,22 @@ def _dir_labels(d: DirSnapshot) -> list[tuple[str, str]]:
     return [("indexDir", d.index_dir), ("ledgerDir", d.ledger_dir)]
 
 
+def _gc_labels(s: Snapshot) -> list[tuple[str, str]]:
+    """BookKeeper's GC stats are per ledger directory; ours are counted for the whole bookie, so they carry
+    the directory's labels only when there is one directory."""
+    return _dir_labels(s.dirs[0]) if len(s.dirs) == 1 else []
+
+
 def _gauges(text: Text, s: Snapshot) -> None:
     text.gauge("bookie_SERVER_STATUS", s.status)
     for kind, in_progress, blocked in (("ADD", s.adds_in_progress, s.adds_blocked),
                                        ("READ", s.reads_in_progress, s.reads_blocked)):
         text.gauge(f"bookkeeper_server_{kind}_ENTRY_IN_PROGRESS", in_progress)
         text.gauge(f"bookkeeper_server_{kind}_ENTRY_BLOCKED", blocked)
-    # One event loop processes adds: BookKeeper's write pool with one thread and an always empty queue.
+    # One event loop processes adds and high-priority requests: BookKeeper's write and high-priority pools
+    # with one thread each and an always empty queue. Reads queue for the read threads.
     pools = (("BookieWriteThreadPool", 1, s.max_pending_adds, 0, s.requests.add[0].ok.count),
+             ("BookieHighPriorityThread", 1, s.max_pending_adds, 0, 0),
              ("BookieReadThreadPool", s.read_threads, s.max_pending_reads, s.reads_in_progress,
               s.requests.request["read"].ok.count + s.requests.request["read"].failed.count))
     for pool, threads, max_queue, _, _ in pools:
@@ -368,10 +378,10 @@ def _gauges(text: Text, s: Snapshot) -> None:
     text.gauge("bookie_ledger_writable_dirs", sum(1 for d in s.dirs if d.writable))
     text.gauge("bookie_ledger_num_dirs", len(s.dirs))
     for d in s.dirs:
-        text.gauge(ledger_dir_usage_name(d.ledger_dir), d.usage_percent)
+        text.gauge(ledger_dir_usage_name(str(PurePath(d.ledger_dir).parent)), d.usage_percent)
     for name in GC_GAUGES:
         if name in s.gc_gauges:
-            text.gauge(f"bookie_{name}", s.gc_gauges[name])
+            text.gauge(f"bookie_{name}", s.gc_gauges[name], _gc_labels(s))
 
 
 def _counters(text: Text, s: Snapshot) -> None:
@@ -393,14 +403,16 @@ def _counters(text: Text, s: Snapshot) -> None:
         text.counter("bookie_read_cache_hits", d.read_cache_hits, _dir_labels(d))
         text.counter("bookie_read_cache_misses", d.read_cache_misses, _dir_labels(d))
     for name in GC_COUNTERS:
-        text.counter(f"bookie_{name}", s.gc_counters.get(name, 0))
+        text.counter(f"bookie_{name}", s.gc_counters.get(name, 0), _gc_labels(s))
 
 
 def _summaries(text: Text, s: Snapshot) -> None:
     r = s.requests
     for kind, (request_name, name, pool) in RequestStats.KINDS.items():
         text.summary(f"bookkeeper_server_{request_name}", r.request[kind])
-        text.summary(f"bookkeeper_server_{name}", r.processing[kind], [("threadPool", pool), ("thread", "0")])
+        # Only adds and reads are thread-scoped in BookKeeper (threadPool/thread labels).
+        labels = [("threadPool", pool), ("thread", "0")] if kind in ("add", "read") else []
+        text.summary(f"bookkeeper_server_{name}", r.processing[kind], labels)
     for j in s.journals:
         label = [("journalIndex", str(j.index))]
         text.summary("bookie_journal_JOURNAL_ADD_ENTRY", j.stats.add_entry, label)
