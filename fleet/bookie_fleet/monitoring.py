@@ -15,7 +15,7 @@ from typing import Any
 
 from bookie_fleet.java_bookies import JavaBookie, plan_java_bookies
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
-from bookie_fleet.processes import free_port, start_all, stop_all
+from bookie_fleet.processes import BookieProcess, free_port, start_all, stop_all
 
 PROMETHEUS_PROVIDER = "org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider"
 # What Pulsar's and KAAP's charts run, and what the dashboards are drawn for (BookKeeper's default is
@@ -32,11 +32,13 @@ def java_prometheus_overrides(bookie: JavaBookie, rollover_s: int) -> None:
     })
 
 
-def metrics_address(bookie: JavaBookie | LocalBookie) -> str:
+def metrics_address(bookie: BookieProcess) -> str:
     """host:port of the bookie's ``/metrics``."""
     if isinstance(bookie, JavaBookie):
         return f"{bookie.address}:{bookie.overrides['prometheusStatsHttpPort']}"
-    return f"{bookie.address}:{bookie.http_port}"
+    if isinstance(bookie, LocalBookie):
+        return f"{bookie.address}:{bookie.http_port}"
+    raise TypeError(f"not a bookie this fleet starts: {bookie!r}")
 
 
 @dataclass
