@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
+from time import perf_counter
 from typing import Any
 
 from bookie.processor import InFlight, RequestProcessor
@@ -58,7 +58,7 @@ class BookieConnection(asyncio.Protocol):
             self._dispatch(request)
 
     def _dispatch(self, request: m.Request) -> None:
-        started = time.perf_counter()
+        started = perf_counter()
         if type(request) is m.AddRequest:
             outcome = self.processor.try_add(request,
                                              lambda response: self._add_durable(request, response, started))
