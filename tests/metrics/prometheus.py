@@ -101,7 +101,8 @@ class Prometheus:
         raise RuntimeError(f"{expr}: a {data['resultType']}, not an instant vector")
 
     def targets_up(self) -> dict[str, str]:
-        return {t["scrapeUrl"]: t["health"] for t in self.api("targets")["activeTargets"]}
+        return {t["scrapeUrl"]: t["health"] + (f" ({t['lastError']})" if t.get("lastError") else "")
+                for t in self.api("targets")["activeTargets"]}
 
     def alerts(self) -> list[dict[str, Any]]:
         return list(self.api("alerts")["alerts"])

@@ -1,19 +1,21 @@
 """The chart's alert rules, as rendered by helm, loaded in a real Prometheus that scrapes real bookies: silent
 on a healthy fleet; each fires in the scenario made for it (a full disk, a stopped bookie, an old log pinned
-by a live ledger, a quarantined log). ``for`` is 0 s here so that a test waits for one evaluation only."""
+by a live ledger, a quarantined log, GC meeting a stopped ZooKeeper). ``for`` is 0 s here so that a test
+waits for one evaluation only."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from bookie.storage import entrylog_format as ef
 from bookie_fleet.local_bookies import LocalBookie
+from bookie_fleet.zookeeper import ZooKeeperServer
 
-from tests.gc.gcutil import GC_OVERRIDES, client, current_dir, gc_now, log_sizes, write_ledger
+from tests.gc.gcutil import GC_OVERRIDES, client, current_dir, gc_now, log_sizes, rest, write_ledger
 from tests.metrics.alerts import rule_file
 from tests.metrics.prometheus import Prometheus, Target
 from tests.support.bookies import BookieFactory
@@ -120,3 +122,27 @@ async def test_quarantined_log(bookie_factory: BookieFactory, watch: Watch) -> N
         await bk.delete_ledger(dead)
         await gc_now(bookie)
     await wait_firing(prometheus, "quarantine", "BookieQuarantinedEntryLogs")
+
+
+async def test_gc_cycles_failing_while_zookeeper_is_down(bookie_factory: BookieFactory,
+                                                         zookeeper_factory: Callable[[], ZooKeeperServer],
+                                                         watch: Watch) -> None:
+    zk = zookeeper_factory()
+    cluster = bookie_factory(1, metadataServiceUri=f"zk+hierarchical://{zk.connect_string}/gc-failing/ledgers",
+                             zkTimeout=4000, **GC_OVERRIDES)
+    bookie = cluster[0]
+    prometheus = watch.start({"gc": [bookie]}, writableQuorum="1")
+    await wait_scraped(prometheus, 'bookie_GC_METADATA_ERROR_TOTAL{cluster="gc"} == 0')
+    await asyncio.sleep(3)
+    assert "BookieGcCyclesFailing" not in firing(prometheus, "gc")
+    zk.stop()
+    try:
+        gc_url = f"{bookie.http_url}/api/v1/bookie/gc"
+        await rest("PUT", gc_url, {})
+        deadline = time.monotonic() + 60
+        while (await rest("GET", gc_url))["is_in_force_gc"] == "true":
+            assert time.monotonic() < deadline, "the forced GC cycle did not end"
+            await asyncio.sleep(0.2)
+        await wait_firing(prometheus, "gc", "BookieGcCyclesFailing")
+    finally:
+        zk.start()
