@@ -241,6 +241,7 @@ class Snapshot:
     entry_log_ages: list[float] = field(default_factory=list)
     ledgers: int = 0
     engine_counters: dict[str, int] = field(default_factory=dict)
+    disk_thresholds: dict[str, float] = field(default_factory=dict)
 
 
 # BookKeeper's GC stats: counters and gauges under ``bookie_``. Everything else the GC reports is ours.
@@ -441,6 +442,8 @@ def _ours(text: Text, s: Snapshot) -> None:
     text.counter("bookie_journal_replayed_records_total", s.engine_counters.get("replayed_records", 0))
     for d in s.dirs:
         text.gauge("bookie_ledger_dir_used_ratio", d.usage_percent / 100, [("dir", d.ledger_dir)])
+    for level, ratio in s.disk_thresholds.items():  # the water marks, for dashboards to draw against usage
+        text.gauge("bookie_disk_usage_threshold_ratio", ratio, [("level", level)])
     for name, value in sorted(s.gc_counters.items()):
         if name not in GC_COUNTERS:
             text.counter(f"bookie_{name}", value)
@@ -490,7 +493,9 @@ def snapshot_of(server: BookieServer) -> Snapshot:
         read_threads=max(1, conf.num_read_worker_threads), max_pending_adds=conf.max_pending_add_requests_per_thread,
         max_pending_reads=conf.max_pending_read_requests_per_thread, connections=len(server.connections),
         journals=journals, dirs=dirs, gc_counters=gc_counters, gc_gauges=gc_gauges, entry_log_ages=ages,
-        ledgers=len(engine.ledgers), engine_counters=dict(engine.stats))
+        ledgers=len(engine.ledgers), engine_counters=dict(engine.stats),
+        disk_thresholds={"full": conf.disk_usage_threshold, "warn": conf.disk_usage_warn_threshold,
+                         "writable_below": conf.effective_lwm_threshold})
 
 
 def _dir_snapshot(d: LedgerDirStorage, used: float, full_threshold: float, ledgers: int) -> DirSnapshot:
