@@ -19,7 +19,6 @@ from bookie.config import BookieConfig, describe_validation_error, unknown_key_m
 from bookie.http.backend import AutorecoveryAdmin, GcAdmin
 from bookie.metadata.ledger_metadata import LedgerMetadata, serialize_ledger_metadata
 from bookie.metadata.store import MetadataStore, NoNode
-from bookie.metrics import registry_for, render
 from bookie.processor import RequestProcessor
 from bookie.protocol.codes import StatusCode
 from bookie.protocol.entry import DigestType, digest_manager, package_entry
@@ -62,6 +61,7 @@ class BookieProcess(Protocol):
     def autorecovery(self) -> AutorecoveryAdmin | None: ...
     def is_ready(self) -> bool: ...
     def disk_space(self) -> tuple[int, int]: ...
+    def metrics_text(self) -> tuple[bytes, str]: ...
 
 
 class AdminService:
@@ -69,7 +69,6 @@ class AdminService:
 
     def __init__(self, bookie: BookieProcess) -> None:
         self.bookie = bookie
-        self._metrics = registry_for(self.metrics_snapshot)
 
     @property
     def bookie_id(self) -> str:
@@ -141,22 +140,7 @@ class AdminService:
         return self.bookie.engine.disk_files()
 
     def metrics_text(self) -> tuple[bytes, str]:
-        return render(self._metrics)
-
-    def metrics_snapshot(self) -> dict[str, Any]:
-        write_cache_bytes, read_cache_bytes = self.bookie.engine.cache_sizes()
-        counters = {k: float(v) for k, v in self.bookie.engine.stats.items()}
-        gauges = {"ledgers": float(len(self.bookie.engine.ledgers)), "read_only": float(self.bookie.state.read_only),
-                  "adds_in_progress": float(self.bookie.processor.adds.count),
-                  "reads_in_progress": float(self.bookie.processor.reads.count),
-                  "connections": float(len(self.bookie.connections)),
-                  "write_cache_bytes": float(write_cache_bytes), "read_cache_bytes": float(read_cache_bytes)}
-        if self.bookie.gc is not None and hasattr(self.bookie.gc, "metrics"):
-            gc_counters, gc_gauges = self.bookie.gc.metrics()
-            counters.update(gc_counters)
-            gauges.update(gc_gauges)
-        return {"counters": counters, "gauges": gauges,
-                "ledger_dirs": {u.path: u.used_fraction for u in self.bookie.usages}}
+        return self.bookie.metrics_text()
 
     async def cluster_info(self) -> dict[str, Any]:
         """BookKeeper's ``ClusterInfoService``: bookies with a cookie are the cluster's bookies."""

@@ -16,6 +16,8 @@ import javaproperties
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from bookie.windows import parse_window
+
 
 class ConfigError(ValueError):
     """A configuration that must stop start-up; the message names the keys and the allowed values."""
@@ -153,6 +155,16 @@ class BookieConfig(BaseModel):
     http_server_port: int = Field(8080, ge=0, le=65535, description="Admin REST API port.")
     http_server_host: str = Field("0.0.0.0", description="Admin REST API listen address.")
 
+    # --- Prometheus (BookKeeper's PrometheusMetricsProvider keys); /metrics is always on the admin port too
+    prometheus_stats_http_enable: bool = Field(
+        False, description="Also serve /metrics on prometheusStatsHttpPort (BookKeeper's dedicated port)."
+    )
+    prometheus_stats_http_port: int = Field(8000, ge=0, le=65535, description="Dedicated /metrics port.")
+    prometheus_stats_http_address: str = Field("0.0.0.0", description="Dedicated /metrics listen address.")
+    prometheus_stats_latency_rollover_seconds: int = Field(
+        60, gt=0, description="Window of the latency quantiles, s (count and sum are cumulative)."
+    )
+
     # --- autorecovery inside the bookie process
     auto_recovery_daemon_enabled: bool = Field(
         False, description="Run the autorecovery auditor and replication worker in this bookie."
@@ -207,7 +219,6 @@ class BookieConfig(BaseModel):
     @field_validator("major_compaction_window")
     @classmethod
     def _check_window(cls, value: str) -> str:
-        from bookie.gc.policy import parse_window
 
         parse_window(value)  # ValueError names the expected format; the key is named by the caller
         return value

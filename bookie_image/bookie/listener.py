@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from time import perf_counter
 from typing import Any
 
 from bookie.processor import InFlight, RequestProcessor
@@ -57,20 +58,24 @@ class BookieConnection(asyncio.Protocol):
             self._dispatch(request)
 
     def _dispatch(self, request: m.Request) -> None:
+        started = perf_counter()
         if type(request) is m.AddRequest:
-            outcome = self.processor.try_add(request, lambda response: self._add_durable(request, response))
+            outcome = self.processor.try_add(request,
+                                             lambda response: self._add_durable(request, response, started))
             if outcome is True:  # no task: answered from the journal's completion of its group
                 self._pause_if_over(self.processor.adds)
                 return
             if outcome is not False:
+                self.processor.record(request, outcome, started)
                 self._send(codec.encode_response(request, outcome))
                 return
         task = asyncio.ensure_future(self.processor.process(request))
         self.tasks.add(task)
-        task.add_done_callback(lambda t: self._respond(request, t))
+        task.add_done_callback(lambda t: self._respond(request, t, started))
         self._pause_if_over(self.processor.counter_for(request))
 
-    def _add_durable(self, request: m.AddRequest, failure: m.Response | None) -> None:
+    def _add_durable(self, request: m.AddRequest, failure: m.Response | None, started: float) -> None:
+        self.processor.record_add(request, failure is None, started)
         if self.transport is None or self.transport.is_closing():
             return
         self._send(codec.encode_add_ok(request) if failure is None else codec.encode_response(request, failure))
@@ -90,7 +95,7 @@ class BookieConnection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.resume_reading()
 
-    def _respond(self, request: m.Request, task: asyncio.Task[m.Response]) -> None:
+    def _respond(self, request: m.Request, task: asyncio.Task[m.Response], started: float) -> None:
         self.tasks.discard(task)
         if task.cancelled() or self.transport is None or self.transport.is_closing():
             return
@@ -98,6 +103,7 @@ class BookieConnection(asyncio.Protocol):
         if exc is not None:
             log.error("request %r failed unexpectedly: %r", type(request).__name__, exc)
             return
+        self.processor.record(request, task.result(), started)
         self._send(codec.encode_response(request, task.result()))
 
     def _send(self, frame: bytes) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from time import perf_counter
 
 from bookie.config import BookieConfig
 from bookie.protocol import messages as m
 from bookie.protocol.codes import StatusCode
 from bookie.state import StateManager
+from bookie.stats import RequestStats
 from bookie.storage import errors as se
 from bookie.storage.engine import StorageEngine
 
@@ -32,6 +34,13 @@ _ERROR_STATUS: tuple[tuple[type[Exception], StatusCode], ...] = (
     (se.StorageIOError, StatusCode.EIO),
     (OSError, StatusCode.EIO),
 )
+
+
+# Request types with BookKeeper request stats (``RequestStats.KINDS``).
+_STAT_KIND: dict[type, str] = {
+    m.AddRequest: "add", m.ReadRequest: "read", m.BatchReadRequest: "read", m.ReadLacRequest: "read_lac",
+    m.WriteLacRequest: "write_lac", m.ForceLedgerRequest: "force_ledger", m.GetBookieInfoRequest: "bookie_info",
+}
 
 
 def status_of(exc: BaseException) -> StatusCode:
@@ -56,6 +65,11 @@ class InFlight:
 
     def must_pause(self) -> bool:
         return 0 < self.in_progress_limit <= self.count
+
+    @property
+    def blocked(self) -> int:
+        """Connections paused until a slot frees (BookKeeper's ``*_ENTRY_BLOCKED``)."""
+        return self._waiting
 
     def enter(self) -> None:
         self.count += 1
@@ -86,6 +100,7 @@ class RequestProcessor:
         self.disk_space = disk_space
         self.adds = InFlight(conf.max_pending_add_requests_per_thread, conf.max_adds_in_progress_limit)
         self.reads = InFlight(conf.max_pending_read_requests_per_thread, conf.max_reads_in_progress_limit)
+        self.stats = RequestStats()
         self._handlers: dict[type, Callable[[m.Request], Awaitable[m.Response]]] = {
             m.AddRequest: self._add,  # type: ignore[dict-item]
             m.ReadRequest: self._read,  # type: ignore[dict-item]
@@ -116,6 +131,10 @@ class RequestProcessor:
         if counter is None:
             return await self._guarded(handler, request)
         if counter.over_pending_limit():
+            if counter is self.adds:
+                self.stats.add_rejected += 1
+            else:
+                self.stats.read_rejected += 1
             return m.error_response(request, StatusCode.ETOOMANYREQUESTS)
         counter.enter()
         try:
@@ -144,6 +163,31 @@ class RequestProcessor:
         if queued:
             self.adds.enter()
         return queued
+
+    def record(self, request: m.Request, response: m.Response, started: float) -> None:
+        """A request answered: its latency since ``started`` (``perf_counter()`` when it was decoded)
+        and bytes. Request and processing latency are the same here: processing starts on arrival, and
+        the answer is written in the same loop iteration it completes in."""
+        kind = _STAT_KIND.get(type(request))
+        if kind is None:
+            return
+        ok = response.status == StatusCode.EOK
+        self.stats.request[kind].record((perf_counter() - started) * 1000.0, ok)
+        if ok and kind == "read":
+            if isinstance(response, m.ReadResponse):
+                self.stats.read_bytes += len(response.body or b"")
+            elif isinstance(response, m.BatchReadResponse):
+                self.stats.read_bytes += sum(map(len, response.entries))
+        elif ok and kind == "add":
+            self.stats.write_bytes += len(request.body)  # type: ignore[union-attr]
+        elif response.status == StatusCode.ENOENTRY and getattr(request, "entry_id", 0) == -1:
+            self.stats.read_noentry += 1
+
+    def record_add(self, request: m.AddRequest, ok: bool, started: float) -> None:
+        """``record`` for the hot add path, which has no response object when it succeeds."""
+        self.stats.add.record((perf_counter() - started) * 1000.0, ok)
+        if ok:
+            self.stats.write_bytes += len(request.body)
 
     def failure_response(self, request: m.Request, exc: BaseException) -> m.Response:
         status = status_of(exc)
@@ -187,7 +231,13 @@ class RequestProcessor:
             return await self._fencing_read(r)
         if r.previous_lac is not None and r.timeout_ms is not None:
             return await self._long_poll_read(r)
-        body = await self.engine.read_entry(r.ledger_id, r.entry_id)
+        stat, started = self.engine.dir_of(r.ledger_id).read_entry_stat, perf_counter()
+        try:
+            body = await self.engine.read_entry(r.ledger_id, r.entry_id)
+        except Exception:
+            stat.record_since(started, success=False)
+            raise
+        stat.record_since(started)
         lac = self.engine.last_add_confirmed(r.ledger_id)
         return m.ReadResponse(r.wire, StatusCode.EOK, r.ledger_id, r.entry_id, body=body, max_lac=lac)
 

@@ -16,7 +16,7 @@ import time
 import uvloop
 from aiohttp import web
 
-from bookie import cookies, disks
+from bookie import cookies, disks, metrics
 from bookie.admin import AdminService
 from bookie.client import BookKeeper, ClientConfig
 from bookie.client.autorecovery import Autorecovery
@@ -60,6 +60,7 @@ class BookieServer:
         self.usages: list[DiskUsage] = []
         self._tcp: asyncio.Server | None = None
         self._http: web.AppRunner | None = None
+        self._metrics_http: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
         self._started_at = time.time()
@@ -87,6 +88,8 @@ class BookieServer:
             self._http = web.AppRunner(build_app(self.admin), access_log=None)
             await self._http.setup()
             await web.TCPSite(self._http, self.conf.http_server_host, self.conf.http_server_port).start()
+        if self.conf.prometheus_stats_http_enable:
+            self._metrics_http = await metrics.serve_dedicated_port(self)
         if self.gc is not None and hasattr(self.gc, "start"):
             await self.gc.start()
         await self.state.start()
@@ -94,6 +97,7 @@ class BookieServer:
         if self.autorecovery is not None:
             await self.autorecovery.start()
         self._tasks.append(asyncio.create_task(self._disk_monitor(), name="disk-monitor"))
+        self._tasks.append(asyncio.create_task(metrics.rollover_forever(self), name="metrics-rollover"))
         self._ready = True
         log.info("bookie %s ready (protocol port %d, http port %d)", self.bookie_id, self.conf.bookie_port,
                  self.conf.http_server_port)
@@ -140,6 +144,8 @@ class BookieServer:
             conn.close()
         if self._http is not None:
             await self._http.cleanup()
+        if self._metrics_http is not None:
+            await self._metrics_http.cleanup()
         if self._engine is not None:
             await self._engine.close()
         await self.metadata.close()
@@ -204,6 +210,10 @@ class BookieServer:
 
     def disk_space(self) -> tuple[int, int]:
         return disks.totals(self.usages)
+
+    def metrics_text(self) -> tuple[bytes, str]:
+        """``/metrics``: Apache BookKeeper's Prometheus exposition of this bookie."""
+        return metrics.render(metrics.snapshot_of(self))
 
 
 def _concrete(address: str) -> str | None:

@@ -1,8 +1,18 @@
-"""Prometheus metrics of the operator (served by ``prometheus_client`` on ``--metrics-port``)."""
+"""Prometheus metrics of the operator (served by ``prometheus_client`` on ``--metrics-port``).
+
+Conventions (docs/monitoring.md): prefix ``bookie_operator_``; counters end in ``_total``, durations are
+histograms in seconds, fractions end in ``_ratio`` (0..1); labels take a few fixed values (result, verb,
+kind, phase) or name a cluster's objects (namespace, cluster, pod: bounded by the fleet's size), never a
+ledger, an entry log or a request.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
+
+# No ``*_created`` series next to every counter and histogram: they double the operator's series count and
+# no dashboard or rule reads them (rate() handles restarts).
+disable_created_metrics()
 
 RECONCILES = Counter("bookie_operator_reconciles_total", "Reconcile runs", ["result"])
 RECONCILE_SECONDS = Histogram("bookie_operator_reconcile_duration_seconds", "Duration of one reconcile",

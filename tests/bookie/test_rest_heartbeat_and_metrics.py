@@ -1,4 +1,5 @@
-"""/heartbeat answers OK to any method; /metrics is Prometheus text with the bookie's counters."""
+"""/heartbeat answers OK to any method; /metrics is Prometheus text (read here by prometheus-client's own
+parser) counting adds under BookKeeper's names."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ async def test_heartbeat_answers_ok_to_any_method(bookies: BookieSet) -> None:
 async def test_metrics_are_prometheus_text_counting_adds(bookies: BookieSet) -> None:
     def adds(text: str) -> float:
         families = {f.name: f for f in text_string_to_metric_families(text)}
-        assert {"bookie_adds", "bookie_reads", "bookie_ledgers"} <= families.keys()
-        return sum(s.value for s in families["bookie_adds"].samples if s.name == "bookie_adds_total")
+        assert {"bookkeeper_server_ADD_ENTRY_REQUEST", "bookie_WRITE_BYTES", "bookie_ledgers"} <= families.keys()
+        return sum(s.value for s in families["bookkeeper_server_ADD_ENTRY_REQUEST"].samples
+                   if s.name == "bookkeeper_server_ADD_ENTRY_REQUEST_count" and s.labels["success"] == "true")
 
     before = await get(f"{bookies[1].http_url}/metrics")
     assert before.status == 200

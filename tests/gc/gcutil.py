@@ -82,11 +82,12 @@ async def explain(bookie: LocalBookie) -> dict[str, Any]:
 async def metrics(bookie: LocalBookie) -> dict[str, float]:
     async with aiohttp.ClientSession() as session, session.get(f"{bookie.http_url}/metrics") as response:
         text = await response.text()
-    out = {}
+    out: dict[str, float] = {}
     for line in text.splitlines():
         if line.startswith("bookie_") and " " in line:
-            name, value = line.rsplit(" ", 1)
-            out[name] = float(value)
+            series, value = line.rsplit(" ", 1)
+            name = series.split("{", 1)[0]  # per-directory labels: summed over the bookie's directories
+            out[name] = out.get(name, 0.0) + float(value)
     return out
 
 

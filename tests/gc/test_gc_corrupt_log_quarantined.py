@@ -77,5 +77,5 @@ async def test_corrupt_log_quarantined_others_collected(bookie_factory: BookieFa
         "a failed compaction never leaves a compacting flag set (BookKeeper #2103)"
     m = await metrics(bookie)
     assert m["bookie_QUARANTINED_ENTRY_LOGS"] == 2
-    assert m["bookie_GC_CYCLE_FAILED_TOTAL_total"] == 0
+    assert m["bookie_GC_CYCLE_FAILED_TOTAL"] == 0
     assert "QUARANTINED" in bookie.log_path.read_text()

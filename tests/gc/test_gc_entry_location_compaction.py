@@ -33,7 +33,7 @@ async def test_locations_index_compaction_over_rest(bookie_factory: BookieFactor
             await asyncio.sleep(0.1)
         details = (await rest("GET", f"{bookie.http_url}/api/v1/bookie/gc_details"))[0]
         assert details["entryLocationCompactionCounter"] == 1
-        assert (await metrics(bookie))["bookie_ENTRY_LOCATION_COMPACTION_TOTAL_total"] == 1
+        assert (await metrics(bookie))["bookie_ENTRY_LOCATION_COMPACTION_TOTAL"] == 1
         assert await read_all(bk, keep) == payloads
 
     async with aiohttp.ClientSession() as session:

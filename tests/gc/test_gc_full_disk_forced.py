@@ -105,7 +105,7 @@ async def test_full_disk_wakes_gc_without_waiting_for_its_schedule(bookie_factor
         filler = int(0.75 * st.f_blocks * st.f_frsize) - used  # another program fills the disk to 75 %
         (larger_disk / "filler").write_bytes(bytes(max(0, filler)))
         deadline = asyncio.get_running_loop().time() + 30
-        while (await metrics(bookie))["bookie_RECLAIMED_DELETION_SPACE_BYTES_total"] < 7 * 64 * ENTRY:
+        while (await metrics(bookie))["bookie_RECLAIMED_DELETION_SPACE_BYTES"] < 7 * 64 * ENTRY:
             assert asyncio.get_running_loop().time() < deadline, "GC did not run when the disk filled"
             await asyncio.sleep(0.2)
         while await _read_only(bookie.http_url):

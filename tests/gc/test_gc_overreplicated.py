@@ -41,7 +41,7 @@ async def test_closed_ledger_replicated_elsewhere_is_deleted_locally(bookie_fact
 
         await asyncio.sleep(1.2)  # past gcOverreplicatedLedgerWaitTime since start
         await gc_now(bookie)
-        assert (await metrics(bookie))["bookie_DELETED_LEDGER_TOTAL_total"] == 1, "only the unlocked closed one"
+        assert (await metrics(bookie))["bookie_DELETED_LEDGER_TOTAL"] == 1, "only the unlocked closed one"
         everything = {moved, locked, kept, still_open.ledger_id}
         local = await _local_ledgers(bookie.bookie_id, everything)
         assert moved not in local and {locked, kept, still_open.ledger_id} <= local

@@ -6,6 +6,7 @@ from datetime import time as dtime
 
 import pytest
 from bookie.gc import policy as pol
+from bookie.windows import parse_window
 
 HOUR = 3600.0
 
@@ -56,7 +57,7 @@ def test_force_allow_compaction_unlocks_disabled_compaction_only_when_forced() -
 
 
 def test_major_waits_for_its_window_but_disk_pressure_overrides_it() -> None:
-    s = settings(window=pol.parse_window("01:00-05:00"))
+    s = settings(window=parse_window("01:00-05:00"))
     now = 10 * 24 * HOUR
     due = now - 25 * HOUR
     outside = pol.choose_compaction(request(now, at=dtime(12, 0), last_major=due), s)
@@ -68,12 +69,12 @@ def test_major_waits_for_its_window_but_disk_pressure_overrides_it() -> None:
 
 
 def test_window_may_wrap_midnight_and_bad_windows_are_refused() -> None:
-    w = pol.parse_window("22:00-04:00")
+    w = parse_window("22:00-04:00")
     assert w is not None and w.contains(dtime(23, 0)) and w.contains(dtime(3, 59)) and not w.contains(dtime(4, 0))
-    assert pol.parse_window("") is None
+    assert parse_window("") is None
     for bad in ("4", "25:00-01:00", "01:00-01:00", "1-2"):
         with pytest.raises(ValueError):
-            pol.parse_window(bad)
+            parse_window(bad)
 
 
 def test_disk_pressure_as_bookkeeper_listener_plus_rocketmq_ratio() -> None:

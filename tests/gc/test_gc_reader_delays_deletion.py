@@ -50,5 +50,5 @@ async def test_held_log_waits_for_its_reader_then_forced_destroy(bookie_factory:
         assert not forced_path.exists(), "after the forced-destroy interval the log goes although held"
         assert len(os.pread(forced_fd, 1024, 0)) == 1024, "the reader's descriptor still reads the bytes"
     m = await metrics(bookie)
-    assert m["bookie_FORCED_DESTROY_TOTAL_total"] == 1
+    assert m["bookie_FORCED_DESTROY_TOTAL"] == 1
     assert m["bookie_PENDING_DELETION_ENTRY_LOGS"] == 0

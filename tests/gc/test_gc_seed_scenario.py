@@ -81,6 +81,6 @@ async def test_dead_logs_deleted_sparse_logs_compacted_dense_logs_kept(bookie_fa
             assert await read_all(bk, lid) == payloads
 
     m = await metrics(bookie)
-    assert m["bookie_RECLAIMED_DELETION_SPACE_BYTES_total"] >= sizes_before[group_logs["dead"]]
-    assert m["bookie_MINOR_COMPACTION_TOTAL_total"] == 1
-    assert m["bookie_MAJOR_COMPACTION_TOTAL_total"] == 1
+    assert m["bookie_RECLAIMED_DELETION_SPACE_BYTES"] >= sizes_before[group_logs["dead"]]
+    assert m["bookie_MINOR_COMPACTION_TOTAL"] == 1
+    assert m["bookie_MAJOR_COMPACTION_TOTAL"] == 1

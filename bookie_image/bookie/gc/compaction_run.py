@@ -17,6 +17,7 @@ from bookie.gc.state import DirState, ForceRequest
 from bookie.gc.throttle import Throttle
 from bookie.storage import entrylog_format as ef
 from bookie.storage.logmeta import LogMeta
+from bookie.windows import parse_window
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ def compaction_settings(c: BookieConfig) -> pol.CompactionSettings:
         c.minor_compaction_threshold, c.minor_compaction_interval, c.minor_compaction_max_time_millis,
         c.major_compaction_threshold, c.major_compaction_interval, c.major_compaction_max_time_millis,
         c.force_allow_compaction, c.is_force_gc_allow_when_no_space, c.disk_usage_threshold,
-        c.disk_usage_warn_threshold, c.gc_disk_pressure_ratio, pol.parse_window(c.major_compaction_window))
+        c.disk_usage_warn_threshold, c.gc_disk_pressure_ratio, parse_window(c.major_compaction_window))
 
 
 class CompactionRun:

@@ -99,6 +99,9 @@ class ReadCache:
                 _, evicted = self._entries.popitem(last=False)
                 self.size -= len(evicted)
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
     def delete_ledger(self, ledger_id: int) -> None:
         with self._lock:
             for key in [k for k in self._entries if k[0] == ledger_id]:

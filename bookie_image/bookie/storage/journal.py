@@ -21,6 +21,7 @@ from itertools import chain
 from pathlib import Path
 from typing import cast
 
+from bookie.stats import JournalStats
 from bookie.storage import journal_format as jf
 from bookie.storage.errors import StorageClosedError, StorageIOError
 
@@ -88,6 +89,7 @@ class Journal:
         self._closed = False
         self.bytes_written = 0
         self.syncs = 0
+        self.stats = JournalStats()
 
     # --- lifecycle
     def start(self) -> None:
@@ -140,6 +142,10 @@ class Journal:
         self._queue.put((None, (loop, fut)))
         return fut
 
+    def queue_size(self) -> int:
+        """Records queued and not yet taken by the writer thread."""
+        return self._queue.qsize()
+
     def written_mark(self) -> LogMark:
         """Everything before this mark is on disk (written, and fsynced when syncData is on)."""
         with self._written_lock:
@@ -160,7 +166,7 @@ class Journal:
 
     def _group(self, items: list[object]) -> bool:
         """Gather one group commit after its first record, write it; True once asked to stop."""
-        first_at = time.monotonic()
+        first_at, taken_at = time.monotonic(), time.perf_counter()
         size = self._take_queued(items)
         while _STOP not in items and not self._group_done(items, size, first_at):
             # Sleep rather than wait on the queue: a wait would wake this thread, and take the GIL from the
@@ -174,7 +180,7 @@ class Journal:
             del items[items.index(_STOP):]
         if items:
             buf, pending = self._frame(cast(list[tuple[bytes | None, _Waiter]], items))
-            self._flush(buf, pending)
+            self._flush(buf, pending, taken_at)
         return stop
 
     def _take_queued(self, items: list[object], size: int = 0) -> int:
@@ -207,15 +213,19 @@ class Journal:
         records = chain.from_iterable(zip(map(_LENGTH.pack, map(len, payloads)), payloads, strict=True))
         return bytearray().join(records), list(waiters)
 
-    def _flush(self, buf: bytearray, pending: list[_Waiter]) -> None:
+    def _flush(self, buf: bytearray, pending: list[_Waiter], taken_at: float) -> None:
         error: BaseException | None = None
+        nbytes, written_at, synced = len(buf), taken_at, False
         try:
             if buf:
                 self._write(buf)
+            written_at = time.perf_counter()
             if self.settings.sync_data or self._force_requested:
+                self.stats.syncing = len(pending)
                 os.fdatasync(self._fd)
                 self.syncs += 1
                 self._force_requested = False
+                synced = True
             with self._written_lock:
                 self._written = LogMark(self._log_id, self._position)
             if self._position > self.settings.max_size_bytes:
@@ -223,7 +233,9 @@ class Journal:
         except OSError as exc:
             log.error("journal write failed in %s: %r", self.current_dir, exc)
             self._failure = error = exc
+        self.stats.syncing = 0
         self._complete(pending, error)
+        self.stats.group(len(pending), nbytes, taken_at, written_at, synced, error is None)
 
     @staticmethod
     def _complete(pending: list[_Waiter], error: BaseException | None) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookie.config import BookieConfig
+from bookie.stats import OpStat
 from bookie.storage.caches import ReadCache, WriteCache
 from bookie.storage.entrylog import EntryLogger
 from bookie.storage.errors import NoEntryError
@@ -29,6 +30,7 @@ class LedgerDirStorage:
 
     def __init__(self, ledger_dir: Path, index_dir: Path, conf: BookieConfig, n_dirs: int) -> None:
         self.ledger_dir = ledger_dir
+        self.index_dir = index_dir
         self.current = ledger_dir / "current"
         self.entry_logger = EntryLogger(self.current, conf.log_size_limit)
         self.ledger_index = LedgerIndex(index_dir / "current")
@@ -38,6 +40,8 @@ class LedgerDirStorage:
         self.flushing: WriteCache | None = None
         self.read_cache = ReadCache(conf.db_storage_read_ahead_cache_max_size_mb * 1024 * 1024 // n_dirs)
         self.read_ahead_entries = conf.db_storage_read_ahead_cache_batch_size
+        # BookKeeper's bookie_read_entry and bookie_readahead_batch_{count,size} (bookie.metrics).
+        self.read_entry_stat, self.readahead_count_stat, self.readahead_size_stat = OpStat(), OpStat(), OpStat()
         bytes_limit = conf.db_storage_read_ahead_cache_batch_bytes_size
         self.read_ahead_bytes = bytes_limit if bytes_limit > 0 else 1024 * 1024
 
@@ -57,11 +61,15 @@ class LedgerDirStorage:
         if location is None:
             raise NoEntryError(ledger_id, entry_id)
         body = self.entry_logger.read(ledger_id, entry_id, location)
+        entries, nbytes = 1, len(body)
         if self.read_ahead_entries > 1 and self.read_cache.max_bytes > 0:
             budget = min(self.read_ahead_bytes, self.read_cache.max_bytes // 2)
             for next_id, next_body in self.entry_logger.read_ahead(
                     ledger_id, location, self.read_ahead_entries - 1, budget):
                 self.read_cache.put(ledger_id, next_id, next_body)
+                entries, nbytes = entries + 1, nbytes + len(next_body)
+        self.readahead_count_stat.record(entries)
+        self.readahead_size_stat.record(nbytes)
         return body
 
     def last_entry_on_disk(self, ledger_id: int) -> int | None:

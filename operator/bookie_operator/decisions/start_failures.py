@@ -29,7 +29,8 @@ from bookie_operator.models import BookieClusterSpec, BookieStatus, StartFailure
 Obj = dict[str, Any]
 CONTAINER = "bookie"
 
-# The reasons are the ones our bookie writes (bookie.termination), most specific first: the Degraded condition's reason is the first of these that any bookie has.
+# The reasons our bookie writes (bookie.termination), most specific first: the Degraded condition's
+# reason is the first of these that any bookie has.
 REASONS = (COOKIE_MISMATCH, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, DISK_FULL, METADATA_UNREACHABLE, PORT_IN_USE,
            STARTUP_FAILED)
 

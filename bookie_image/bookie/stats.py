@@ -1,0 +1,166 @@
+"""Latency and size recorders of the bookie's hot paths, in Apache BookKeeper's OpStats shape.
+
+An ``OpStat`` keeps cumulative count and sum plus a fixed array of log-spaced buckets for the current window
+(no lock, no object per sample); quantiles are computed from the previous window when scraped, and the
+windows roll over every ``prometheusStatsLatencyRolloverSeconds`` as in BookKeeper. The GIL makes each
+increment safe enough for statistics: a rare lost increment under a race is the price of having no lock on
+the add path. Pure: the storage engine and the request processor record into these, ``bookie.metrics``
+writes them out.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+
+QUANTILES = (0.5, 0.75, 0.95, 0.99, 0.999, 0.9999, 1.0)
+
+# Buckets: _SUB linear steps per power of two from 2**_MIN_EXP (about 1 µs in ms) to 2**_MAX_EXP (values
+# such as bytes per batch use the same scale). Relative error of a quantile: at most 1 / (2 * _SUB), about 3 %.
+_SUB = 16
+_MIN_EXP = -10
+_MAX_EXP = 40
+_NBUCKETS = (_MAX_EXP - _MIN_EXP) * _SUB
+_frexp = math.frexp
+
+
+def _bucket(value: float) -> int:
+    if value <= 0:
+        return 0
+    mantissa, exp = _frexp(value)  # value = mantissa * 2**exp, 0.5 <= mantissa < 1
+    index = (exp - _MIN_EXP) * _SUB + int((mantissa - 0.5) * (2 * _SUB))
+    return 0 if index < 0 else (index if index < _NBUCKETS else _NBUCKETS - 1)
+
+
+def _bucket_value(index: int) -> float:
+    """The middle of a bucket: the value a quantile falling into it is reported as."""
+    exp, step = divmod(index, _SUB)
+    return math.ldexp(0.5 + (step + 0.5) / (2 * _SUB), exp + _MIN_EXP)
+
+
+class _Side:
+    """One outcome (success or failure) of an OpStat: cumulative count/sum, and two windows of buckets."""
+
+    __slots__ = ("count", "current", "current_max", "previous", "previous_max", "sum")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.sum = 0.0
+        self.current = [0] * _NBUCKETS
+        self.current_max = -math.inf
+        self.previous: list[int] | None = None
+        self.previous_max = -math.inf
+
+    def rotate(self) -> None:
+        self.previous, self.previous_max = self.current, self.current_max
+        self.current, self.current_max = [0] * _NBUCKETS, -math.inf
+
+    def quantiles(self) -> list[float]:
+        """The window's quantiles (NaN when it saw no event), the last one being its exact maximum."""
+        buckets = self.previous
+        total = sum(buckets) if buckets is not None else 0
+        if buckets is None or total == 0:
+            return [math.nan] * len(QUANTILES)
+        out = []
+        for q in QUANTILES[:-1]:
+            rank, seen = q * total, 0
+            for i, n in enumerate(buckets):
+                seen += n
+                if n and seen >= rank:
+                    out.append(min(_bucket_value(i), self.previous_max))
+                    break
+        return [*out, self.previous_max]
+
+
+class OpStat:
+    """BookKeeper's ``OpStatsLogger``: a summary of events (ms) or values, split by success."""
+
+    __slots__ = ("failed", "ok")
+
+    def __init__(self) -> None:
+        self.ok = _Side()
+        self.failed = _Side()
+
+    def record(self, value: float, success: bool = True, times: int = 1) -> None:
+        """One event (or ``times`` events of the same value: a journal group commit's entries)."""
+        side = self.ok if success else self.failed
+        side.count += times
+        side.sum += value * times
+        if value > 0:  # _bucket(value), inlined: this runs once per add
+            mantissa, exp = _frexp(value)
+            index = (exp - _MIN_EXP) * _SUB + int((mantissa - 0.5) * (2 * _SUB))
+            index = 0 if index < 0 else (index if index < _NBUCKETS else _NBUCKETS - 1)
+        else:
+            index = 0
+        side.current[index] += times
+        if value > side.current_max:
+            side.current_max = value
+
+    def record_since(self, started: float, success: bool = True) -> None:
+        """A latency from ``time.perf_counter()`` at ``started`` until now, in ms."""
+        self.record((time.perf_counter() - started) * 1000.0, success)
+
+    def rotate(self) -> None:
+        self.ok.rotate()
+        self.failed.rotate()
+
+
+class RequestStats:
+    """The request processor's stats (``bookkeeper_server_*``), recorded by the listener and processor."""
+
+    # Request kinds with a BookKeeper OpStat: (request stat name, processing stat name, thread pool).
+    KINDS = {
+        "add": ("ADD_ENTRY_REQUEST", "ADD_ENTRY", "BookieWriteThreadPool"),
+        "read": ("READ_ENTRY_REQUEST", "READ_ENTRY", "BookieReadThreadPool"),
+        "read_lac": ("READ_LAC_REQUEST", "READ_LAC", "BookieReadThreadPool"),
+        "write_lac": ("WRITE_LAC_REQUEST", "WRITE_LAC", "BookieWriteThreadPool"),
+        "force_ledger": ("FORCE_LEDGER_REQUEST", "FORCE_LEDGER", "BookieWriteThreadPool"),
+        "bookie_info": ("GET_BOOKIE_INFO_REQUEST", "GET_BOOKIE_INFO", "BookieReadThreadPool"),
+    }
+
+    def __init__(self) -> None:
+        self.request = {kind: OpStat() for kind in self.KINDS}
+        # Processing starts when the request is decoded and the answer leaves in the loop iteration that
+        # completes it: both of BookKeeper's stats time one interval here, so they share one recorder (one
+        # record per request on the add path, not two).
+        self.processing = self.request
+        self.add = self.request["add"]  # the hot path's recorder, looked up once
+        self.write_bytes = 0
+        self.read_bytes = 0
+        self.add_rejected = 0
+        self.read_rejected = 0
+        self.read_noentry = 0
+
+    def all_stats(self) -> Iterable[OpStat]:
+        return self.request.values()
+
+
+class JournalStats:
+    """One journal's stats (``bookie_journal_*{journalIndex=...}``), recorded by its writer thread."""
+
+    __slots__ = ("add_entry", "batch_bytes", "batch_entries", "flush", "sync", "syncing")
+
+    def __init__(self) -> None:
+        self.add_entry = OpStat()
+        self.sync = OpStat()
+        self.flush = OpStat()
+        self.batch_entries = OpStat()
+        self.batch_bytes = OpStat()
+        self.syncing = 0  # records of the group being fsynced now: BookKeeper's force-write queue
+
+    def group(self, entries: int, nbytes: int, taken_at: float, written_at: float, synced: bool,
+              ok: bool) -> None:
+        """One group commit (``time.perf_counter()`` times): every record of it shares the group's latency,
+        from the moment the writer took its first record until it is durable (one sample per group, not
+        per entry); the fsync is timed from the end of the write."""
+        done = time.perf_counter()
+        self.add_entry.record((done - taken_at) * 1000.0, ok, times=entries)
+        self.flush.record((written_at - taken_at) * 1000.0, ok)
+        if synced:
+            self.sync.record((done - written_at) * 1000.0, ok)
+        self.batch_entries.record(entries)
+        self.batch_bytes.record(nbytes)
+
+    def all_stats(self) -> Iterable[OpStat]:
+        return (self.add_entry, self.sync, self.flush, self.batch_entries, self.batch_bytes)

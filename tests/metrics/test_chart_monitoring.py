@@ -1,0 +1,37 @@
+"""The chart's monitoring objects: off by default; when enabled, a PodMonitor on the bookie pods with the
+labels the BookKeeper dashboards select on, a ServiceMonitor on the operator, and a PrometheusRule whose
+rules pass ``promtool check rules`` with the chart's values in place."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.metrics.alerts import render_chart, rule_file
+
+MONITORING_KINDS = {"PodMonitor", "ServiceMonitor", "PrometheusRule"}
+
+
+def test_monitoring_objects_are_off_by_default() -> None:
+    assert not {d["kind"] for d in render_chart()} & MONITORING_KINDS
+
+
+def test_pod_and_service_monitors() -> None:
+    docs = {d["kind"]: d for d in render_chart("monitoring.podMonitor.enabled=true",
+                                                "monitoring.serviceMonitor.enabled=true")}
+    pods = docs["PodMonitor"]["spec"]
+    assert pods["selector"]["matchLabels"] == {"app.kubernetes.io/name": "bookie",
+                                               "app.kubernetes.io/managed-by": "bookie-operator"}
+    (endpoint,) = pods["podMetricsEndpoints"]
+    assert (endpoint["port"], endpoint["path"]) == ("http", "/metrics")
+    assert {r["targetLabel"] for r in endpoint["relabelings"]} == {"job", "kubernetes_pod_name", "cluster"}
+    service = docs["ServiceMonitor"]["spec"]
+    assert service["endpoints"][0]["port"] == "metrics"
+
+
+def test_alert_rules_pass_promtool(tmp_path: Path) -> None:
+    path = rule_file(tmp_path / "rules.yaml")
+    check = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "6 rules found" in check.stdout
+    assert "1209600" in path.read_text(), "the age limit is written as a plain number"
