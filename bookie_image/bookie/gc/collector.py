@@ -537,8 +537,8 @@ class GarbageCollector:
         return dict(self.counters), gauges(self)
 
     async def explain(self, limit: int) -> dict[str, Any]:
-        from bookie.gc.explain import entry_logs
-        return await asyncio.to_thread(entry_logs, self, limit)
+        from bookie.gc.explain import entry_logs, name_topics
+        return await name_topics(await asyncio.to_thread(entry_logs, self, limit), self.ledger_gc.store)
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
