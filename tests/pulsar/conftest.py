@@ -20,6 +20,10 @@ from tests.support.java_bookies import BookieCluster, start_cluster
 # the one log still open (which GC never touches) is small. Scheduled GC waits an hour: the tests force it
 # over REST when they mean it.
 BOOKIE_CONF = {"logSizeLimit": 256 * 1024, "gcWaitTime": 3_600_000, "flushInterval": 1000}
+# Apache BookKeeper's bookies as Pulsar's distribution configures them (its bookkeeper.conf): DbLedgerStorage
+# (the code default, SortedLedgerStorage, keeps entries in memory until a 64 MB memtable fills); and their
+# admin REST API, for forced GC.
+JAVA_CONF = {"http": True, "ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"}
 FIRST_HOST = {"python": 71, "java": 81}
 
 
@@ -35,7 +39,7 @@ def pulsar(request: pytest.FixtureRequest, zookeeper: ZooKeeperServer,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[PulsarOnBookies]:
     kind = str(request.param)
     base = tmp_path_factory.mktemp(f"pulsar-{kind}")
-    extra = {"http": True} if kind == "java" else {}
+    extra = JAVA_CONF if kind == "java" else {}
     bookies = start_cluster(kind, 3, base / "bookies", zookeeper, FIRST_HOST[kind], **BOOKIE_CONF, **extra)
     broker = PulsarBroker(base / "broker", zookeeper.connect_string, bookies.ledgers_root,
                           chroot=f"/pulsar-{kind}-{uuid.uuid4().hex[:8]}")
