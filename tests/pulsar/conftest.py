@@ -1,7 +1,8 @@
 """A Pulsar broker on three bookies, once per bookie implementation (ours, then Apache BookKeeper's).
 
-The session's ZooKeeper is reused; the bookies and the broker belong to this folder, because its tests kill
-and restart bookies. Every process is stopped in a ``finally``.
+The session's ZooKeeper is reused; the bookies and the broker belong to this folder (one set per
+implementation, shared by its modules), because its tests kill and restart bookies. Each test writes its own
+topics. Every process is stopped in a ``finally``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class PulsarOnBookies:
     broker: PulsarBroker
 
 
-@pytest.fixture(scope="module", params=["python", "java"])
+@pytest.fixture(scope="package", params=["python", "java"])
 def pulsar(request: pytest.FixtureRequest, zookeeper: ZooKeeperServer,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[PulsarOnBookies]:
     kind = str(request.param)
