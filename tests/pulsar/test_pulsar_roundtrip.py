@@ -46,8 +46,9 @@ def test_ledgers_carry_the_managed_ledger_name(pulsar: PulsarOnBookies) -> None:
     for lid in data:
         assert custom[lid] == {"application": b"pulsar", "component": b"managed-ledger",
                                "pulsar/managed-ledger": b"public/default/persistent/metadata"}
-    print(custom[cursor])
-    assert custom[cursor]["pulsar/managed-ledger"] == b"public/default/persistent/metadata"
+    assert custom[cursor] == {"application": b"pulsar", "component": b"managed-ledger",
+                              "pulsar/managed-ledger": b"public/default/persistent/metadata",
+                              "pulsar/cursor": b"audit"}
 
 
 async def _custom_metadata(pulsar: PulsarOnBookies, ledgers: list[int]) -> dict[int, dict[str, bytes]]:
