@@ -39,7 +39,8 @@ def test_audit_report_names_the_topics_pinning_entry_logs(pulsar: PulsarOnBookie
     snap, out = tmp_path / "snap", tmp_path / "out"
     _audit("snapshot", "--zk", pulsar.bookies.zk_connect, "--root", pulsar.bookies.ledgers_root, "--out", str(snap))
     logs = [arg for b in pulsar.bookies.bookies for arg in ("--logs", str(b.ledger_dir))]
-    _audit("run", *logs, "--metadata", str(snap), "--out", str(out), "--mode", "metadata", "--min-age-days", "0")
+    _audit("run", *logs, "--metadata", str(snap), "--out", str(out), "--mode", "metadata", "--min-age-days", "0",
+           "--shuffle-partitions", "2")
 
     topics = {row["ledger_id"]: row["topic"] for row in pq.read_table(out / "pinning.parquet").to_pylist()}
     pinning_data = data_ledgers & set(topics)
