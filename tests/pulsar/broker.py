@@ -63,8 +63,9 @@ def java() -> str:
 
 
 def broker_conf(zk_connect: str, chroot: str, bk_uri: str, broker_port: int, web_port: int) -> dict[str, Any]:
-    """Pulsar's defaults where they matter to bookies (v2 wire protocol, 2/2/2 ensembles, the BookKeeper
-    client's timeouts), and small ledgers and fast trimming so that a short test sees ledgers roll and go."""
+    """Pulsar's defaults where they matter to bookies (v2 wire protocol and 2/2/2 ensembles written out; the
+    BookKeeper client's timeouts left alone), and small ledgers and fast trimming so that a short test sees
+    ledgers roll and go."""
     store = f"zk:{zk_connect}{chroot}"
     return {
         "clusterName": CLUSTER, "metadataStoreUrl": store, "configurationMetadataStoreUrl": store,
