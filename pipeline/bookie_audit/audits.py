@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bookie.metadata.pulsar import CURSOR_KEY, MANAGED_LEDGER_KEY, MANAGED_LEDGER_NAME
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -110,11 +111,27 @@ def usage_by_bookie(logs: DataFrame) -> DataFrame:
             .orderBy("bookie"))
 
 
+def pulsar_owner(custom_metadata: Any) -> Any:
+    """The Pulsar topic of a ledger (null for a ledger without Pulsar's metadata), from its custom metadata
+    map: ``bookie.metadata.pulsar.pulsar_owner`` as a Spark expression."""
+    name = custom_metadata.getItem(MANAGED_LEDGER_KEY)
+    matched = name.rlike(MANAGED_LEDGER_NAME.pattern)
+    topic = F.when(matched, F.concat(F.regexp_extract(name, MANAGED_LEDGER_NAME.pattern, 2), F.lit("://"),
+                                     F.regexp_extract(name, MANAGED_LEDGER_NAME.pattern, 1), F.lit("/"),
+                                     F.coalesce(F.try_url_decode(F.regexp_extract(name, MANAGED_LEDGER_NAME.pattern,
+                                                                                   3)),
+                                                F.regexp_extract(name, MANAGED_LEDGER_NAME.pattern, 3))
+                                     )).otherwise(name)
+    cursor = custom_metadata.getItem(CURSOR_KEY)
+    return F.when(cursor.isNotNull(), F.concat(topic, F.lit(" (cursor "), cursor, F.lit(")"))).otherwise(topic)
+
+
 def pinning(classified: DataFrame, logs: DataFrame, snap: Snapshot, min_age_days: float) -> DataFrame:
     """For logs older than ``min_age_days`` that GC cannot delete, the ledgers keeping them, ranked.
 
     ``pinned_garbage_bytes``: garbage held in those logs (freed only by compaction or once every pinning
-    ledger is gone); ``sole_pinner_logs``: old logs in which this ledger is the only one left.
+    ledger is gone); ``sole_pinner_logs``: old logs in which this ledger is the only one left; ``topic``: the
+    Pulsar topic the ledger stores, when a Pulsar broker wrote it (``pulsar_owner``).
     """
     old = logs.filter((F.col("age_days") >= min_age_days) & (F.col("state") != "dead")
                       & (F.col("state") != "empty")).select(
@@ -123,7 +140,7 @@ def pinning(classified: DataFrame, logs: DataFrame, snap: Snapshot, min_age_days
             .select("bookie", "path", "ledger_id", "bytes", "class")
             .join(old, ["bookie", "path"]))
     ledgers = snap.ledgers.select(
-        "ledger_id", "state", "ctime",
+        "ledger_id", "state", "ctime", pulsar_owner(F.col("custom_metadata")).alias("topic"),
         F.to_json(F.col("custom_metadata")).alias("custom_metadata"))
     return (pins.groupBy("ledger_id")
             .agg(F.first("class").alias("class"), F.countDistinct("bookie").alias("bookies"),

@@ -133,7 +133,7 @@ def render(out_dir: str) -> str:
         "bookie", "logs", "dead_logs", "partial_logs", "file_bytes", "total_bytes", "live_bytes", "garbage_bytes",
         "dead_log_bytes", "overreplicated_bytes", "oldest_log_days", "flagged_logs"], 1000))
     parts.append("<h2>Ledgers pinning old logs</h2>" + html_table(pinning, [
-        "ledger_id", "class", "state", "bookies", "old_logs", "sole_pinner_logs", "live_bytes",
+        "ledger_id", "topic", "class", "state", "bookies", "old_logs", "sole_pinner_logs", "live_bytes",
         "pinned_garbage_bytes", "oldest_log_days", "custom_metadata"]))
     grid: dict[tuple[float, float], dict[str, Any]] = {}
     for r in whatif:

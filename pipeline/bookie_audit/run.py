@@ -244,7 +244,10 @@ def findings(out_dir: str, summary: Summary) -> list[str]:
     pins = _read(out_dir, "pinning")
     if pins:
         top = pins[0]
-        meta = f" {top['custom_metadata']}" if top.get("custom_metadata") not in (None, "{}") else ""
+        if top.get("topic"):
+            meta = f" (topic {top['topic']})"
+        else:
+            meta = f" {top['custom_metadata']}" if top.get("custom_metadata") not in (None, "{}") else ""
         found.append(f"ledger {top['ledger_id']}{meta} pins {top['old_logs']} old logs holding "
                      f"{_human(top['pinned_garbage_bytes'] or 0)} of garbage")
     whatif = _read(out_dir, "compaction_whatif")

@@ -47,7 +47,7 @@ class Ledger:
     in_metadata: bool = True
     closed: bool = True
     slot: int = 2
-    topic: str = ""
+    managed_ledger: str = ""  # as a Pulsar broker names it: tenant/namespace/persistent/topic
 
     def write_set(self, entry_id: int) -> tuple[str, ...]:
         first = max(f for f in self.ensembles if f <= entry_id)
@@ -61,7 +61,8 @@ class Ledger:
             ensembles=self.ensembles, state=LedgerState.CLOSED if self.closed else LedgerState.OPEN,
             last_entry_id=self.entries - 1 if self.closed else -1, length=0,
             digest_type=bke.DigestType.CRC32C, password=b"", ctime=1_700_000_000_000 + self.ledger_id,
-            custom_metadata={"pulsar/managed-ledger": self.topic.encode()} if self.topic else {})
+            custom_metadata=({"pulsar/managed-ledger": self.managed_ledger.encode()} if self.managed_ledger
+                             else {}))
 
 
 @dataclass
@@ -101,7 +102,7 @@ class Fleet:
 def plan_ledgers() -> dict[int, Ledger]:
     b1, b2, b3 = BOOKIES
     ens = (b1, b2, b3)
-    ledgers = {i: Ledger(i, 20 + 3 * i, {0: ens}, topic=f"persistent://public/default/topic-{i}")
+    ledgers = {i: Ledger(i, 20 + 3 * i, {0: ens}, managed_ledger=f"public/default/persistent/topic-{i}")
                for i in range(1, 9)}
     ledgers[1].slot = 0
     ledgers[9] = Ledger(9, 24, {0: ens, 10: (b2, b3, b1)})

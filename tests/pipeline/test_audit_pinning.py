@@ -20,7 +20,8 @@ def test_the_only_ledger_pinning_the_old_logs_is_ranked_with_its_topic(
     assert row.old_logs == len(old) == 3 and row.sole_pinner_logs == 3 and row.bookies == 3
     assert row.pinned_garbage_bytes == sum(usage[lg.path].garbage for lg in old)
     assert row.live_bytes == sum(c.size + 4 for lg in old for c in lg.copies if c.ledger_id == 1)
-    assert json.loads(row.custom_metadata) == {"pulsar/managed-ledger": fleet.fleet.ledgers[1].topic}
+    assert json.loads(row.custom_metadata) == {"pulsar/managed-ledger": fleet.fleet.ledgers[1].managed_ledger}
+    assert row.topic == "persistent://public/default/topic-1"
     assert row.state == "CLOSED"
 
 

@@ -35,7 +35,8 @@ def test_every_table_is_written_and_the_summary_matches(audit_out: Any, fleet: A
     assert summary.bookies == ["127.0.0.1:3181", "127.0.0.2:3181", "127.0.0.3:3181"]
     text = "\n".join(summary.findings)
     assert "DATA LOSS: 1 entries" in text and "ledger 1 " in text and "topic-1" in text
-    assert os.path.isfile(os.path.join(out, "report.html"))
+    with open(os.path.join(out, "report.html")) as f:
+        assert "persistent://public/default/topic-1" in f.read()  # the pinning ledger's topic, by name
 
 
 def test_problem_entries_table_lists_only_problems(audit_out: Any, fleet: Any) -> None:

@@ -23,7 +23,8 @@ def test_snapshot_holds_every_ledger_of_the_metadata(fleet: Any) -> None:
         assert row["state"] == ("CLOSED" if led.closed else "OPEN")
         assert row["last_entry_id"] == (led.entries - 1 if led.closed else -1)
         assert row["write_quorum"] == led.write_quorum and row["digest_type"] == 3
-        assert dict(row["custom_metadata"]) == ({"pulsar/managed-ledger": led.topic} if led.topic else {})
+        expected = {"pulsar/managed-ledger": led.managed_ledger} if led.managed_ledger else {}
+        assert dict(row["custom_metadata"]) == expected
     manifest = read_manifest(fleet.snapshot_dir)
     assert manifest.ledgers == len(plan) and manifest.max_ledger_id == max(plan)
     assert manifest.started_ms <= manifest.finished_ms and manifest.vanished == []

@@ -409,7 +409,8 @@ class GarbageCollector:
             except TimeoutError:
                 pending = (f"metadata extraction under way for {time.time() - round_.started_at:.0f} s "
                            "(start-up or a large backlog of logs): ask again shortly")
-        return await asyncio.to_thread(self._explain_now, pending, limit)
+        answer = await asyncio.to_thread(self._explain_now, pending, limit)
+        return await ex.name_topics(answer, self.ledger_gc.store)
 
     def _explain_now(self, pending: str, limit: int) -> dict[str, Any]:
         """The answer from the logs on disk now (listing and ``stat`` calls: a worker thread, not the loop)."""

@@ -9,6 +9,7 @@ or ``unknown`` (with why).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable
@@ -18,9 +19,14 @@ from typing import Any
 from bookie.gc import policy as pol
 from bookie.gc.extract import Listing
 from bookie.gc.state import DirState
+from bookie.metadata.ledger_manager import LedgerManager
+from bookie.metadata.pulsar import pulsar_owner
+from bookie.metadata.store import MetadataError
 from bookie.storage.logmeta import LogMeta
 
 PINNING_LEDGERS_SHOWN = 10
+TOPIC_LOOKUPS = 16  # concurrent ledger-metadata reads while naming topics
+TOPIC_LOOKUP_TIMEOUT_S = 5.0
 
 
 def gauges(dirs: list[DirState], target_log_size: int, ledger_count: int) -> dict[str, float]:
@@ -144,3 +150,25 @@ def _verdict(d: DirState, m: LogMeta, ledgers: dict[int, int], usage: float, s: 
         return f"usage {usage:.2f} < majorCompactionThreshold {s.major_threshold}: compacted at the next major"
     return (f"kept: {len(ledgers)} live ledgers hold {usage:.0%} of it, above every compaction threshold "
             f"(deleted when those ledgers are deleted)")
+
+
+async def name_topics(answer: dict[str, Any], store: LedgerManager) -> dict[str, Any]:
+    """Adds ``topic`` to each pinning ledger a Pulsar broker wrote (``bookie.metadata.pulsar``), read from its
+    ledger metadata. A ledger whose metadata cannot be read (deleted meanwhile, ZooKeeper away) gets none:
+    explaining the disk never depends on the metadata service."""
+    pins = [p for d in answer["ledgerDirs"] for log in d["entryLogs"] for p in log["pinningLedgers"]]
+    limit = asyncio.Semaphore(TOPIC_LOOKUPS)
+
+    async def topic_of(ledger_id: int) -> tuple[int, str | None]:
+        async with limit:
+            try:
+                md = await asyncio.wait_for(store.read_ledger_metadata(ledger_id), TOPIC_LOOKUP_TIMEOUT_S)
+            except (MetadataError, TimeoutError):
+                return ledger_id, None
+        return ledger_id, pulsar_owner(md.value.custom_metadata)
+
+    topics = dict(await asyncio.gather(*(topic_of(i) for i in {p["ledgerId"] for p in pins})))
+    for p in pins:
+        if topics.get(p["ledgerId"]):
+            p["topic"] = topics[p["ledgerId"]]
+    return answer

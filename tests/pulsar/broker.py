@@ -1,0 +1,270 @@
+"""A real Apache Pulsar broker (``PulsarBrokerStarter`` from Maven Central's jars) on a given BookKeeper cluster,
+and Pulsar's own Java client driven through ``hack/pulsar/PulsarHarness.java``.
+
+The broker's metadata lives under its own ZooKeeper chroot; its ledgers go to the bookies' existing
+BookKeeper metadata (``PulsarClusterMetadataSetup --existing-bk-metadata-service-uri``). The JVM runs in its
+own process group and ``stop()`` takes down everything it started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bookie_fleet.processes import accepts, free_port, log_tail, spawn, terminate, write_properties
+
+LIB_ENV = "BOOKIE_FLEET_PULSAR_LIB"
+CLASSES_ENV = "BOOKIE_FLEET_PULSAR_CLASSES"
+CLUSTER = "bookie-fleet"
+# Small heap, no C2 and the serial collector: the broker starts in well under a minute on two shared cores.
+JVM_OPTS = ("-Xms64m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-Djava.net.preferIPv4Stack=true", "-Dio.netty.tryReflectionSetAccessible=true",
+            "-Dio.netty.leakDetection.level=disabled",
+            "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
+            "--add-opens", "java.base/java.lang=ALL-UNNAMED", "--add-opens", "java.base/sun.net=ALL-UNNAMED",
+            "--add-opens", "java.management/sun.management=ALL-UNNAMED",
+            "--add-opens", "jdk.management/com.sun.management.internal=ALL-UNNAMED")
+CLIENT_JVM_OPTS = ("-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                   "-Djava.net.preferIPv4Stack=true", "-Dio.netty.tryReflectionSetAccessible=true",
+                   "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+                   "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED")
+
+_LOG4J = """\
+status = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1} - %m%n
+rootLogger.level = {level}
+rootLogger.appenderRef.console.ref = console
+"""
+
+
+def env_dir(name: str) -> Path:
+    value = os.environ.get(name)
+    if not value or not Path(value).is_dir():
+        raise RuntimeError(f"${name} must name a directory built by scripts/bootstrap.d/pulsar.sh (got {value!r}); "
+                           f"run ./scripts/bootstrap and source its env file")
+    return Path(value)
+
+
+def java() -> str:
+    return shutil.which("java") or "java"
+
+
+def broker_conf(zk_connect: str, chroot: str, bk_uri: str, broker_port: int, web_port: int) -> dict[str, Any]:
+    """Pulsar's defaults where they matter to bookies (v2 wire protocol and 2/2/2 ensembles written out; the
+    BookKeeper client's timeouts left alone), and small ledgers and fast trimming so that a short test sees
+    ledgers roll and go."""
+    store = f"zk:{zk_connect}{chroot}"
+    return {
+        "clusterName": CLUSTER, "metadataStoreUrl": store, "configurationMetadataStoreUrl": store,
+        "bookkeeperMetadataServiceUri": bk_uri,
+        "bindAddress": "127.0.0.1", "advertisedAddress": "127.0.0.1",
+        "brokerServicePort": broker_port, "webServicePort": web_port,
+        # Pulsar's defaults, written out because they are what the bookies are tested against.
+        "bookkeeperUseV2WireProtocol": True,
+        "managedLedgerDefaultEnsembleSize": 2, "managedLedgerDefaultWriteQuorum": 2,
+        "managedLedgerDefaultAckQuorum": 2,
+        # Roll ledgers after 20 entries (batches), at once rather than after the default 10 minutes.
+        "managedLedgerMaxEntriesPerLedger": 20, "managedLedgerMinLedgerRolloverTimeMinutes": 0,
+        "retentionCheckIntervalInSeconds": 2,
+        # The test decides when a topic goes away; an idle topic deleted after a minute would race it.
+        "brokerDeleteInactiveTopicsEnabled": False,
+        "defaultNumberOfNamespaceBundles": 1,
+        "managedLedgerCacheSizeMB": 16, "functionsWorkerEnabled": False, "webSocketServiceEnabled": False,
+        "numIOThreads": 2, "numHttpServerThreads": 4, "numExecutorThreadPoolSize": 2,
+        "bookkeeperNumberOfChannelsPerBookie": 2,
+    }
+
+
+@dataclass
+class PulsarBroker:
+    data_dir: Path
+    zk_connect: str
+    bk_ledgers_root: str
+    chroot: str
+    broker_port: int = field(default_factory=free_port)
+    web_port: int = field(default_factory=free_port)
+    log_level: str = "info"
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def service_url(self) -> str:
+        return f"pulsar://127.0.0.1:{self.broker_port}"
+
+    @property
+    def web_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    @property
+    def bk_uri(self) -> str:
+        return f"zk+hierarchical://{self.zk_connect.replace(',', ';')}{self.bk_ledgers_root}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "broker.log"
+
+    def _java(self, main: str, *args: str, opts: tuple[str, ...] = JVM_OPTS) -> list[str]:
+        lib = env_dir(LIB_ENV)
+        return [java(), *opts, f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
+                "-cp", f"{lib}/*", main, *args]
+
+    def setup_metadata(self, timeout: float = 180) -> None:
+        """Pulsar's cluster metadata (cluster, tenant public, namespace public/default) on the existing bookies."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "log4j2.properties").write_text(_LOG4J.replace("{level}", self.log_level))
+        store = f"zk:{self.zk_connect}{self.chroot}"
+        cmd = self._java("org.apache.pulsar.PulsarClusterMetadataSetup", "--cluster", CLUSTER,
+                         "--metadata-store", store, "--configuration-metadata-store", store,
+                         "--existing-bk-metadata-service-uri", self.bk_uri,
+                         "--web-service-url", self.web_url, "--broker-service-url", self.service_url,
+                         "--default-namespace-bundle-number", "1")
+        log = self.data_dir / "metadata-setup.log"
+        with log.open("wb") as out:
+            done = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"PulsarClusterMetadataSetup failed ({done.returncode}):\n{log_tail(log, 40)}")
+
+    def start(self, timeout: float = 240) -> PulsarBroker:
+        conf = self.data_dir / "broker.conf"
+        write_properties(conf, broker_conf(self.zk_connect, self.chroot, self.bk_uri, self.broker_port,
+                                           self.web_port))
+        self.proc = spawn(self._java("org.apache.pulsar.PulsarBrokerStarter", "--broker-conf", str(conf)),
+                          self.log_path)
+        deadline = time.monotonic() + timeout
+        while not self._ready():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"Pulsar broker exited ({self.proc.returncode}):\n{log_tail(self.log_path, 60)}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"Pulsar broker not ready in {timeout} s:\n{log_tail(self.log_path, 60)}")
+            time.sleep(0.5)
+        return self
+
+    def _ready(self) -> bool:
+        if not accepts("127.0.0.1", self.broker_port):
+            return False
+        try:
+            with urllib.request.urlopen(f"{self.web_url}/admin/v2/brokers/ready", timeout=5) as r:
+                return bool(r.status == 200)
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def stop(self, timeout: float = 20) -> None:
+        if self.proc is not None:
+            terminate(self.proc, timeout)
+            self.proc = None
+
+    def admin(self, method: str, path: str, body: Any = None, *, ok: tuple[int, ...] = (200, 204)) -> Any:
+        """Pulsar's admin REST API (what ``pulsar-admin`` calls)."""
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"{self.web_url}/admin/v2/{path}", data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as r:
+                text = r.read().decode()
+                status = r.status
+        except urllib.error.HTTPError as exc:
+            text, status = exc.read().decode(errors="replace"), exc.code
+        if status not in ok:
+            raise AssertionError(f"{method} /admin/v2/{path}: HTTP {status} {text}")
+        return json.loads(text) if text.strip() else None
+
+    def ledgers_of(self, topic: str) -> list[int]:
+        """The ledger ids of a persistent topic ``tenant/namespace/name``, from its managed ledger's stats."""
+        stats = self.admin("GET", f"persistent/{topic}/internalStats")
+        return [int(entry["ledgerId"]) for entry in stats["ledgers"]]
+
+
+@dataclass
+class Acked:
+    key: str
+    sha256: str
+
+
+class Producer:
+    """``PulsarHarness produce`` as a child process: every message Pulsar acknowledged, by sequence number."""
+
+    def __init__(self, broker: PulsarBroker, topic: str, count: int, *, keys: int = 8, max_size: int = 2048,
+                 rate: float = 0) -> None:
+        self.acked: dict[int, Acked] = {}
+        self.failed: dict[int, str] = {}
+        self.done = threading.Event()
+        log = broker.data_dir / f"producer-{topic.replace('/', '_')}-{time.monotonic_ns()}.log"
+        self._err = log.open("wb")
+        cmd = [java(), *CLIENT_JVM_OPTS, f"-Dlog4j2.configurationFile={broker.data_dir / 'log4j2.properties'}",
+               "-cp", f"{env_dir(CLASSES_ENV)}:{env_dir(LIB_ENV)}/*", "PulsarHarness", "produce",
+               broker.service_url, f"persistent://{topic}", str(count), str(keys), str(max_size), str(rate)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
+                                     start_new_session=True)
+        self._log = log
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            parts = raw.decode().split(" ", 3)
+            if parts[0] == "ACK":
+                self.acked[int(parts[1])] = Acked(parts[2], parts[3].strip())
+            elif parts[0] == "FAIL":
+                self.failed[int(parts[1])] = parts[2].strip()
+            elif parts[0].strip() == "DONE":
+                self.done.set()
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if self.proc.poll() is not None and not self.done.is_set():
+                raise AssertionError(f"producer exited ({self.proc.returncode}) while waiting for {what}:\n"
+                                     f"{log_tail(self._log, 40)}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what} ({len(self.acked)} acked, "
+                                     f"{len(self.failed)} failed):\n{log_tail(self._log, 40)}")
+            time.sleep(0.2)
+
+    def finish(self, timeout: float = 300) -> None:
+        """Stop an open-ended producer (or wait for a counted one) until every send has its outcome."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.write(b"stop\n")
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        self.wait_for(self.done.is_set, timeout, "the producer to finish")
+        self.proc.wait(timeout)
+        self._reader.join(timeout)
+        self._err.close()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            terminate(self.proc, 5)
+        self._err.close()
+
+
+def consume(broker: PulsarBroker, topic: str, subscription: str, count: int, idle_s: int = 20,
+            timeout: float = 300) -> list[tuple[int, str, str]]:
+    """Every message of a topic from the earliest, through Pulsar's Java client: (seq, key, sha256) in order."""
+    cmd = [java(), *CLIENT_JVM_OPTS, f"-Dlog4j2.configurationFile={broker.data_dir / 'log4j2.properties'}",
+           "-cp", f"{env_dir(CLASSES_ENV)}:{env_dir(LIB_ENV)}/*", "PulsarHarness", "consume",
+           broker.service_url, f"persistent://{topic}", subscription, str(count), str(idle_s)]
+    done = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise AssertionError(f"consumer failed ({done.returncode}): {done.stderr.decode()[-4000:]}")
+    out = []
+    for line in done.stdout.decode().splitlines():
+        parts = line.split()
+        if parts and parts[0] == "MSG":
+            out.append((int(parts[1]), parts[2], parts[3]))
+    return out
