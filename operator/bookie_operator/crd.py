@@ -143,6 +143,7 @@ def crd() -> dict[str, Any]:
                 },
                 "additionalPrinterColumns": [
                     {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+                    {"name": "Scaled-Up", "type": "integer", "jsonPath": ".status.scaledUpBy"},
                     {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
                     {"name": "Writable", "type": "integer", "jsonPath": ".status.writableBookies"},
                     {"name": "Status", "type": "string",

@@ -118,10 +118,6 @@ class Kube:
         await self.request("PATCH", path(models.KIND, namespace, name, "status"), body={"status": status},
                            content_type="application/merge-patch+json")
 
-    async def patch_replicas(self, namespace: str, name: str, replicas: int) -> None:
-        await self.request("PATCH", path(models.KIND, namespace, name, "scale"),
-                           body={"spec": {"replicas": replicas}}, content_type="application/merge-patch+json")
-
     async def event(self, owner: Obj, type_: str, reason: str, message: str) -> None:
         """A core/v1 Event about the BookieCluster (``type_`` Normal or Warning)."""
         meta = owner["metadata"]

@@ -417,6 +417,9 @@ class BookieClusterStatus(Model):
     compaction: CompactionStatus = Field(default_factory=CompactionStatus)
     decommission: DecommissionStatus | None = None
     decommissioned: list[str] = Field(default_factory=list, description="Bookie ids decommissioned (newest last).")
+    scaled_up_by: int = Field(default=0, ge=0, description="Bookies the operator added for disk pressure: the "
+                              "StatefulSet runs spec.replicas plus this (the spec is never written, so GitOps "
+                              "controllers see no drift); lowered again only through the safe decommission.")
 
 
 def parse_status(status: dict[str, Any] | None) -> BookieClusterStatus:
