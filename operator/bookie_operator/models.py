@@ -69,6 +69,18 @@ def _preserve(description: str) -> Any:
                  json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
 
 
+def _preserve_or_none(description: str) -> Any:
+    """A free-form object whose absence means "the operator's default" and ``{}`` means "none"."""
+    return Field(default=None, description=description,
+                 json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
+
+
+def _preserve_list_or_none(description: str) -> Any:
+    """A list of free-form objects whose absence means "the operator's default" and ``[]`` means "none"."""
+    return Field(default=None, description=description,
+                 json_schema_extra={"items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}})
+
+
 def _preserve_list(description: str) -> Any:
     return Field(default_factory=list, description=description,
                  json_schema_extra={"items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}})
@@ -284,10 +296,17 @@ class BookieClusterSpec(Model):
     autorecovery: AutorecoverySpec = Field(default_factory=AutorecoverySpec, description="Autorecovery.")
     pdb: PdbSpec = Field(default_factory=PdbSpec, description="PodDisruptionBudget.")
     scale_down: ScaleDownSpec = Field(default_factory=ScaleDownSpec, description="Safe scale-down.")
-    resources: dict[str, Any] = _preserve("Bookie container resources (core/v1 ResourceRequirements).")
-    affinity: dict[str, Any] = _preserve("Pod affinity (core/v1 Affinity).")
+    resources: dict[str, Any] = _preserve(
+        "Bookie container resources (core/v1 ResourceRequirements). Default requests: memory sized for the "
+        "bookie's caches (dbStorage_writeCacheMaxSizeMb + dbStorage_readAheadCacheMaxSizeMb + the process), "
+        "cpu 500m; each request given here replaces the default one, limits are passed as given.")
+    affinity: dict[str, Any] | None = _preserve_or_none(
+        "Pod affinity (core/v1 Affinity). Default: preferred pod anti-affinity by kubernetes.io/hostname; "
+        "{} for none.")
     tolerations: list[dict[str, Any]] = _preserve_list("Pod tolerations.")
-    topology_spread_constraints: list[dict[str, Any]] = _preserve_list("Pod topology spread constraints.")
+    topology_spread_constraints: list[dict[str, Any]] | None = _preserve_list_or_none(
+        "Pod topology spread constraints. Default: maxSkew 1 over topology.kubernetes.io/zone, "
+        "ScheduleAnyway; [] for none.")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Pod node selector.")
     pod_annotations: dict[str, str] = Field(default_factory=dict, description="Extra pod annotations.")
 

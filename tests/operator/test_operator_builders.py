@@ -112,11 +112,42 @@ def test_services_and_pdb() -> None:
 def test_scheduling_fields_pass_through() -> None:
     tol = [{"key": "dedicated", "operator": "Equal", "value": "bookies", "effect": "NoSchedule"}]
     spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule"}]
-    s = spec(tolerations=tol, topologySpreadConstraints=spread, resources={"requests": {"cpu": "500m"}},
-             affinity={"podAntiAffinity": {}})
+    s = spec(tolerations=tol, topologySpreadConstraints=spread, affinity={"podAntiAffinity": {}},
+             resources={"requests": {"cpu": "2"}, "limits": {"memory": "4Gi"}})
     pod = builders.statefulset(OWNER, s, 3)["spec"]["template"]["spec"]
     assert pod["tolerations"] == tol and pod["topologySpreadConstraints"] == spread
-    assert pod["containers"][0]["resources"] == {"requests": {"cpu": "500m"}}
+    assert pod["affinity"] == {"podAntiAffinity": {}}
+    # A request given replaces the default one; the others stay; limits are passed as given.
+    assert pod["containers"][0]["resources"] == {"requests": {"cpu": "2", "memory": "384Mi"},
+                                                 "limits": {"memory": "4Gi"}}
+
+
+def test_placement_defaults_a_production_user_expects() -> None:
+    pod = builders.statefulset(OWNER, spec(), 3)["spec"]["template"]["spec"]
+    selector = {"matchLabels": builders.selector_labels(OWNER.name)}
+    assert pod["affinity"] == {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}}]}}
+    assert pod["topologySpreadConstraints"] == [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                 "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": selector}]
+    # Not BestEffort: 64 MB write cache + 64 MB read-ahead cache + 256 MB for the process.
+    assert pod["containers"][0]["resources"] == {"requests": {"cpu": "500m", "memory": "384Mi"}}
+
+
+def test_memory_request_follows_the_cache_sizes() -> None:
+    def memory(**overrides: Any) -> str:
+        pod = builders.statefulset(OWNER, spec(**overrides), 3)["spec"]["template"]["spec"]
+        return str(pod["containers"][0]["resources"]["requests"]["memory"])
+
+    assert memory(config={"dbStorage_writeCacheMaxSizeMb": 1024, "dbStorage_readAheadCacheMaxSizeMb": 512}) \
+        == f"{1024 + 512 + 256}Mi"
+    java = {"implementation": "apache-bookkeeper", "image": "apache/bookkeeper:4.17.3"}
+    assert memory(**java) == f"{512 + 512 + 1024}Mi"      # BookKeeper's caches: a quarter of direct memory each
+    assert memory(**java, config={"dbStorage_writeCacheMaxSizeMb": 256}) == f"{256 + 512 + 1024}Mi"
+
+
+def test_placement_defaults_can_be_turned_off() -> None:
+    pod = builders.statefulset(OWNER, spec(affinity={}, topologySpreadConstraints=[]), 3)["spec"]["template"]["spec"]
+    assert "affinity" not in pod and "topologySpreadConstraints" not in pod
 
 
 def test_ordinals_sort_as_integers() -> None:
