@@ -219,7 +219,7 @@ def _env(owner: Owner, spec: BookieClusterSpec) -> list[Obj]:
 
 def cache_memory_mb(spec: BookieClusterSpec) -> int:
     """Write cache plus read-ahead cache (plus RocksDB's block cache when set), as the bookie will size them."""
-    defaults = BookieConfig().model_dump(by_alias=True)
+    defaults = BookieConfig.model_validate({}).model_dump(by_alias=True)
     total = 0
     for key in CACHE_KEYS:
         if key in spec.config:
