@@ -8,13 +8,14 @@ an object that slipped past an older CRD still becomes a readable condition inst
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Literal
 
 from bookie.config import BookieConfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from bookie_operator import cron
+from bookie_operator import cron, java_config
 
 GROUP = "bookie-fleet.dev"
 VERSION = "v1alpha1"
@@ -266,12 +267,44 @@ class ScaleDownSpec(Model):
         default=3600, ge=60, description="After this, a decommission waiting for re-replication reports Degraded.")
 
 
+def user_config_keys() -> list[str]:
+    """The keys of our bookie's configuration a user may set in spec.config (directories are all owned)."""
+    js = BookieConfig.model_json_schema(by_alias=True)
+    return sorted(k for k, sub in js["properties"].items()
+                  if k not in OWNED_CONFIG_KEYS and sub.get("type") != "array"
+                  and not any(o.get("type") == "array" for o in sub.get("anyOf", [])))
+
+
+def java_config_keys() -> list[str]:
+    """The keys of Apache BookKeeper's configuration a user may set in spec.config of a Java-bookie cluster."""
+    return sorted(java_config.apache_bookkeeper_keys() - OWNED_CONFIG_KEYS.keys())
+
+
+def _config_keys_rule() -> tuple[str, str]:
+    """spec.config keys of one implementation only are refused for the other, at admission, named.
+
+    The schema declares the keys of both (ours typed, Apache BookKeeper's free-form), so a key of neither is
+    an unknown field; this rule judges the rest against the chosen implementation's key set."""
+    ours, java = set(user_config_keys()), set(java_config_keys())
+
+    def present(keys: set[str]) -> str:     # a flat list literal: a chain of + is too deep for CEL
+        return "[" + ", ".join(f"has(self.config.{k}) ? '{k}' : ''" for k in sorted(keys)) + "]"
+
+    wrong = (f"(self.implementation == 'apache-bookkeeper' ? {present(ours - java)} : "
+             f"{present(java - ours)}).filter(k, k != '')")
+    # A static message: the API server's cost budget has no room for listing the offending keys.
+    return (f"!has(self.config) || size({wrong}) == 0",
+            "spec.config: Apache BookKeeper-only keys need implementation apache-bookkeeper, and "
+            f"{', '.join(sorted(ours - java))} are bookie-fleet only")
+
+
 class BookieClusterSpec(Model):
     """Desired state of a fleet of bookies."""
 
     model_config = ConfigDict(json_schema_extra=_rules(
         ("self.replicas >= self.ensembleSize",
          "spec.replicas must be >= spec.ensembleSize (fewer bookies cannot hold an ensemble)"),
+        _config_keys_rule(),
     ))
 
     replicas: int = Field(default=3, ge=1, le=100, description="Number of bookies.")
@@ -289,7 +322,9 @@ class BookieClusterSpec(Model):
     metadata_service: MetadataServiceSpec = Field(description="ZooKeeper metadata service.")
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Journal and ledger volumes.")
     config: dict[str, Any] = Field(default_factory=dict, description="Bookie configuration overrides, keyed by "
-                                   "BookKeeper key names (validated against bookie.config.BookieConfig).")
+                                   "BookKeeper key names (validated against bookie.config.BookieConfig, or for "
+                                   "implementation apache-bookkeeper against Apache BookKeeper "
+                                   f"{java_config.BOOKKEEPER_VERSION}'s own key set).")
     gc: GcSpec = Field(default_factory=GcSpec, description="Garbage collection and compaction.")
     disk_policy: DiskPolicySpec = Field(default_factory=DiskPolicySpec, description="Read-only control.")
     compaction: CompactionSpec = Field(default_factory=CompactionSpec, description="Scheduled forced compactions.")
@@ -315,16 +350,40 @@ class BookieClusterSpec(Model):
         if self.replicas < self.ensemble_size:
             raise ValueError(f"spec.replicas must be >= spec.ensembleSize (got {self.replicas} < "
                              f"{self.ensemble_size})")
-        validate_config_overrides(self.config)
+        if self.implementation == "apache-bookkeeper":
+            validate_java_config_overrides(self.config)
+        else:
+            validate_config_overrides(self.config)
         return self
 
 
-def validate_config_overrides(overrides: dict[str, Any]) -> BookieConfig:
-    """Check spec.config against bookie.config.BookieConfig; errors name ``spec.config.<key>``."""
+def _owned(overrides: dict[str, Any]) -> None:
     problems = [f"spec.config.{key}: owned by the operator ({why})"
                 for key, why in OWNED_CONFIG_KEYS.items() if key in overrides]
     if problems:
         raise ValueError("; ".join(problems))
+
+
+def validate_java_config_overrides(overrides: dict[str, Any]) -> None:
+    """Check spec.config of a Java-bookie cluster against Apache BookKeeper's own keys (values are scalars)."""
+    _owned(overrides)
+    known = java_config.apache_bookkeeper_keys()
+    problems = []
+    for key, value in overrides.items():
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"spec.config.{key}: not an Apache BookKeeper {java_config.BOOKKEEPER_VERSION} "
+                            f"configuration key{hint}")
+        elif not isinstance(value, str | int | float | bool):
+            problems.append(f"spec.config.{key}: must be a string, number or boolean")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def validate_config_overrides(overrides: dict[str, Any]) -> BookieConfig:
+    """Check spec.config against bookie.config.BookieConfig; errors name ``spec.config.<key>``."""
+    _owned(overrides)
     try:
         return BookieConfig.model_validate(overrides)
     except ValidationError as exc:
