@@ -214,7 +214,9 @@ def _env(owner: Owner, spec: BookieClusterSpec) -> list[Obj]:
                 # not 0.0.0.0 (BookieNettyServer); "lo" exists everywhere and is not otherwise used.
                 {"name": "BK_listeningInterface", "value": "lo"},
                 {"name": "BK_httpServerHost", "value": "$(POD_IP)"}]
-    return env
+        if spec.jvm_options:
+            env.append({"name": "BOOKIE_EXTRA_OPTS", "value": " ".join(spec.jvm_options)})
+    return env + [v.model_dump(by_alias=True, exclude_none=True) for v in spec.env]
 
 
 def cache_memory_mb(spec: BookieClusterSpec) -> int:
@@ -283,10 +285,12 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
                    {"name": "run", "mountPath": RUN_DIR}]
         volumes.append({"name": "run", "emptyDir": {}})
+    mounts += [m.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"mountPath": m.mount_path}
+               for m in spec.extra_volume_mounts]
     container["volumeMounts"] = mounts
     pod_spec: Obj = {
-        "containers": [container],
-        "volumes": volumes,
+        "containers": [container, *(c.model_dump(by_alias=True) for c in spec.sidecars)],
+        "volumes": volumes + [v.model_dump(by_alias=True) for v in spec.extra_volumes],
         "terminationGracePeriodSeconds": 60,
         "securityContext": {"fsGroup": 10000},  # the bookie images run as uid 10000
         "enableServiceLinks": False,
@@ -294,8 +298,11 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
     affinity = default_affinity(name) if spec.affinity is None else spec.affinity
     spread = default_topology_spread(name) if spec.topology_spread_constraints is None \
         else spec.topology_spread_constraints
+    pulls = [r.model_dump() for r in spec.image_pull_secrets]
     for key, value in (("affinity", affinity), ("tolerations", spec.tolerations),
-                       ("topologySpreadConstraints", spread), ("nodeSelector", spec.node_selector)):
+                       ("topologySpreadConstraints", spread), ("nodeSelector", spec.node_selector),
+                       ("imagePullSecrets", pulls), ("serviceAccountName", spec.service_account_name),
+                       ("priorityClassName", spec.priority_class_name)):
         if value:
             pod_spec[key] = value
     claims = []

@@ -13,6 +13,7 @@ key of ``bookie.config.BookieConfig`` that a user may override, with that key's 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -165,7 +166,8 @@ def crd() -> dict[str, Any]:
 
 
 def render() -> str:
-    return HEADER + yaml.safe_dump(crd(), sort_keys=False, width=120)
+    # Through JSON: shared sub-objects (pydantic reuses its lists) would become YAML anchors and aliases.
+    return HEADER + yaml.safe_dump(json.loads(json.dumps(crd())), sort_keys=False, width=120)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,14 @@ QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"
 ZK_PATTERN = r"^[A-Za-z0-9.\-]+:[0-9]{1,5}(,[A-Za-z0-9.\-]+:[0-9]{1,5})*$"
 ZNODE_PATTERN = r"^(/[A-Za-z0-9_.\-]+)+$"
 HHMM_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
+
+# What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
+OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS"}
+OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-")
+OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
 
 # Keys of bookie.config.BookieConfig the operator writes itself: they cannot be overridden in spec.config
 # (the value points at the spec field that controls them, or says why the operator owns it).
@@ -298,6 +306,34 @@ def _config_keys_rule() -> tuple[str, str]:
             f"{', '.join(sorted(ours - java))} are bookie-fleet only")
 
 
+class EnvVar(Model):
+    """An environment variable of the bookie container (core/v1 EnvVar)."""
+
+    name: str = Field(description="Variable name.", pattern=ENV_NAME_PATTERN, max_length=256)
+    value: str | None = Field(default=None, description="Value.")
+    value_from: dict[str, Any] | None = _preserve_or_none("core/v1 EnvVarSource (secretKeyRef, configMapKeyRef...).")
+
+
+class LocalObjectReference(Model):
+    name: str = Field(description="Name of the Secret.", pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
+
+
+class NamedObject(BaseModel):
+    """A Kubernetes object given as is (a core/v1 Volume or Container); only its name is checked here."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
+
+    name: str = Field(description="Name (a DNS label).", pattern=DNS_LABEL_PATTERN, max_length=63)
+
+
+class VolumeMount(Model):
+    name: str = Field(description="One of spec.extraVolumes.", pattern=DNS_LABEL_PATTERN, max_length=63)
+    mount_path: str = Field(description="Where it is mounted in the bookie container.", pattern=r"^/",
+                            max_length=1024)
+    read_only: bool = Field(default=False, description="Mount read-only.")
+    sub_path: str | None = Field(default=None, description="Sub-path of the volume.", max_length=1024)
+
+
 class BookieClusterSpec(Model):
     """Desired state of a fleet of bookies."""
 
@@ -305,6 +341,8 @@ class BookieClusterSpec(Model):
         ("self.replicas >= self.ensembleSize",
          "spec.replicas must be >= spec.ensembleSize (fewer bookies cannot hold an ensemble)"),
         _config_keys_rule(),
+        ("size(self.jvmOptions) == 0 || self.implementation == 'apache-bookkeeper'",
+         "spec.jvmOptions: only for implementation apache-bookkeeper"),
     ))
 
     replicas: int = Field(default=3, ge=1, le=100, description="Number of bookies.")
@@ -344,6 +382,24 @@ class BookieClusterSpec(Model):
         "ScheduleAnyway; [] for none.")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Pod node selector.")
     pod_annotations: dict[str, str] = Field(default_factory=dict, description="Extra pod annotations.")
+    env: list[EnvVar] = Field(default_factory=list, max_length=64,
+                              description="Extra environment variables of the bookie container.")
+    jvm_options: list[str] = Field(
+        default_factory=list, max_length=64, description="JVM options of Apache BookKeeper's bookie "
+        "(implementation apache-bookkeeper), appended to the image's (BOOKIE_EXTRA_OPTS), so -Xmx here wins.",
+        json_schema_extra={"items": {"type": "string", "pattern": "^-", "maxLength": 1024}})
+    image_pull_secrets: list[LocalObjectReference] = Field(default_factory=list, max_length=16,
+                                                           description="Secrets to pull the image with.")
+    service_account_name: str | None = Field(default=None, description="Service account of the bookie pods.",
+                                             pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
+    priority_class_name: str | None = Field(default=None, description="PriorityClass of the bookie pods.",
+                                            pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
+    extra_volumes: list[NamedObject] = Field(default_factory=list, max_length=32,
+                                             description="Extra pod volumes (core/v1 Volume).")
+    extra_volume_mounts: list[VolumeMount] = Field(default_factory=list, max_length=32,
+                                                   description="Mounts of spec.extraVolumes in the bookie container.")
+    sidecars: list[NamedObject] = Field(default_factory=list, max_length=16,
+                                        description="Extra containers of the bookie pods (core/v1 Container).")
 
     @model_validator(mode="after")
     def _check(self) -> BookieClusterSpec:
@@ -354,7 +410,41 @@ class BookieClusterSpec(Model):
             validate_java_config_overrides(self.config)
         else:
             validate_config_overrides(self.config)
+        problems = self._escape_hatch_problems()
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
+
+    def _escape_hatch_problems(self) -> list[str]:
+        """What the escape hatches may not do: replace what the operator itself puts into the pod."""
+        problems = []
+        if self.jvm_options and self.implementation != "apache-bookkeeper":
+            problems.append("spec.jvmOptions: only for implementation apache-bookkeeper")
+        for i, var in enumerate(self.env):
+            if var.name in OWNED_ENV or (self.implementation == "apache-bookkeeper" and var.name.startswith("BK_")):
+                problems.append(f"spec.env[{i}].name: {var.name} is set by the operator"
+                                + (" (BK_* variables are configuration keys: use spec.config)"
+                                   if var.name.startswith("BK_") else ""))
+            if var.value is not None and var.value_from is not None:
+                problems.append(f"spec.env[{i}]: value and valueFrom are exclusive")
+        names = [v.name for v in self.extra_volumes]
+        for i, name in enumerate(names):
+            if name.startswith(OWNED_VOLUME_PREFIXES):
+                problems.append(f"spec.extraVolumes[{i}].name: {name} is the operator's (config, run, journal-*, "
+                                "ledgers-*)")
+            elif names.index(name) != i:
+                problems.append(f"spec.extraVolumes[{i}].name: {name} is given twice")
+        for i, mount in enumerate(self.extra_volume_mounts):
+            if mount.name not in names:
+                problems.append(f"spec.extraVolumeMounts[{i}].name: {mount.name} is not in spec.extraVolumes")
+            if any(mount.mount_path == r or mount.mount_path.startswith(r + "/") for r in OWNED_MOUNT_ROOTS):
+                problems.append(f"spec.extraVolumeMounts[{i}].mountPath: {mount.mount_path} is under the bookie's "
+                                f"own directories ({', '.join(OWNED_MOUNT_ROOTS)})")
+        sidecars = [c.name for c in self.sidecars]
+        for i, name in enumerate(sidecars):
+            if name == "bookie" or sidecars.index(name) != i:
+                problems.append(f"spec.sidecars[{i}].name: {name} is taken")
+        return problems
 
 
 def _owned(overrides: dict[str, Any]) -> None:

@@ -154,3 +154,31 @@ def test_ordinals_sort_as_integers() -> None:
     names = ["bk-10", "bk-9", "bk-2", "bk-1"]
     assert sorted(names, key=lambda n: builders.ordinal_of(n) or 0) == ["bk-1", "bk-2", "bk-9", "bk-10"]
     assert builders.ordinal_of("bk-x") is None
+
+
+def test_escape_hatches_reach_the_pod() -> None:
+    s = spec(implementation="apache-bookkeeper", image="apache/bookkeeper:4.17.3",
+             jvmOptions=["-Xmx2g", "-XX:+UseG1GC"],
+             env=[{"name": "TZ", "value": "UTC"},
+                  {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "t"}}}],
+             imagePullSecrets=[{"name": "registry"}], serviceAccountName="bookies", priorityClassName="storage",
+             extraVolumes=[{"name": "certs", "secret": {"secretName": "bookie-tls"}}],
+             extraVolumeMounts=[{"name": "certs", "mountPath": "/certs", "readOnly": True}],
+             sidecars=[{"name": "exporter", "image": "exporter:1", "ports": [{"containerPort": 9100}]}])
+    pod = builders.statefulset(OWNER, s, 3)["spec"]["template"]["spec"]
+    bookie, sidecar = pod["containers"]
+    assert sidecar == {"name": "exporter", "image": "exporter:1", "ports": [{"containerPort": 9100}]}
+    env = {e["name"]: e for e in bookie["env"]}
+    assert env["BOOKIE_EXTRA_OPTS"]["value"] == "-Xmx2g -XX:+UseG1GC"
+    assert env["TZ"]["value"] == "UTC" and env["TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "s"
+    assert {"name": "certs", "mountPath": "/certs", "readOnly": True} in bookie["volumeMounts"]
+    assert {"name": "certs", "secret": {"secretName": "bookie-tls"}} in pod["volumes"]
+    assert pod["imagePullSecrets"] == [{"name": "registry"}]
+    assert pod["serviceAccountName"] == "bookies" and pod["priorityClassName"] == "storage"
+
+
+def test_without_escape_hatches_the_pod_has_none_of_their_fields() -> None:
+    pod = builders.statefulset(OWNER, spec(), 3)["spec"]["template"]["spec"]
+    assert not {"imagePullSecrets", "serviceAccountName", "priorityClassName"} & set(pod)
+    assert [c["name"] for c in pod["containers"]] == ["bookie"]
+    assert "BOOKIE_EXTRA_OPTS" not in {e["name"] for e in pod["containers"][0]["env"]}

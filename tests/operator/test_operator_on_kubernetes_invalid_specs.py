@@ -36,6 +36,8 @@ ZK = "127.0.0.1:2181"
     ({**JAVA, "config": {"gcDiskPressureRatio": 0.5}},
      "majorCompactionWindow are bookie-fleet only"),
     ({"storage": {"journal": {"size": "lots"}}}, "spec.storage.journal.size"),
+    ({"jvmOptions": ["-Xmx1g"]}, "spec.jvmOptions: only for implementation apache-bookkeeper"),
+    ({**JAVA, "jvmOptions": ["Xmx1g"]}, "spec.jvmOptions[0]"),
 ])
 def test_the_api_server_refuses_invalid_specs_naming_the_field(
         kube: KubeTarget, kube_namespace: str, bookie_crd: str, spec: dict[str, Any], message: str) -> None:
