@@ -117,12 +117,37 @@ class MetadataServiceSpec(Model):
         return f"zk+hierarchical://{self.zk_servers.replace(',', ';')}{self.ledgers_root}"
 
 
+# How to get a different volume layout instead: the bookies' cookies record their directories, and a
+# PersistentVolumeClaim never shrinks nor changes class, so the data has to move to new bookies.
+MIGRATE = ("to migrate, create a second BookieCluster with the new storage on the same metadataService, then "
+           "lower this one's replicas step by step (each bookie is decommissioned and its ledgers re-replicated) "
+           "and delete it")
+
+
 class VolumeSpec(Model):
-    size: str = Field(default="10Gi", description="Size of each volume (Kubernetes quantity).",
-                      pattern=QUANTITY_PATTERN, max_length=32)
-    storage_class_name: str | None = Field(default=None, description="StorageClass; default: the cluster's default.",
-                                           max_length=253)
-    count: int = Field(default=1, ge=1, le=8, description="Number of volumes (one directory each).")
+    """One kind of bookie volume. On an existing cluster only ``size`` may change, and only upwards (CEL
+    transition rules: the API server compares with the stored object)."""
+
+    model_config = ConfigDict(json_schema_extra=_rules(
+        ("has(self.storageClassName) == has(oldSelf.storageClassName)",
+         f"storageClassName cannot be set or removed on an existing cluster: {MIGRATE}"),
+    ))
+
+    size: str = Field(default="10Gi", description="Size of each volume (Kubernetes quantity); it may grow, never "
+                      "shrink.", pattern=QUANTITY_PATTERN, max_length=32, json_schema_extra=_rules(
+                          ("!isQuantity(self) || !isQuantity(oldSelf) || "
+                           "quantity(self).compareTo(quantity(oldSelf)) >= 0",
+                           f"size cannot shrink (a volume never does): {MIGRATE}")))
+    storage_class_name: str | None = Field(default=None, description="StorageClass; default: the cluster's default. "
+                                           "Fixed once the cluster exists.", max_length=253,
+                                           json_schema_extra=_rules(
+                                               ("self == oldSelf",
+                                                f"storageClassName cannot change on an existing cluster: {MIGRATE}")))
+    count: int = Field(default=1, ge=1, le=8, description="Number of volumes (one directory each). Fixed once the "
+                       "cluster exists.", json_schema_extra=_rules(
+                           ("self == oldSelf",
+                            "count cannot change on an existing cluster (the bookies' cookies record their "
+                            f"directories): {MIGRATE}")))
 
 
 class StorageSpec(Model):
@@ -341,7 +366,7 @@ class BookieClusterSpec(Model):
         ("self.replicas >= self.ensembleSize",
          "spec.replicas must be >= spec.ensembleSize (fewer bookies cannot hold an ensemble)"),
         _config_keys_rule(),
-        ("size(self.jvmOptions) == 0 || self.implementation == 'apache-bookkeeper'",
+        ("!has(self.jvmOptions) || size(self.jvmOptions) == 0 || self.implementation == 'apache-bookkeeper'",
          "spec.jvmOptions: only for implementation apache-bookkeeper"),
     ))
 
