@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "helm" / "bookie-operator"
 EXAMPLE = REPO / "examples" / "playground.yaml"
 NAMESPACE = "bookie-fleet"
-CLUSTER = "demo"
+CLUSTER = "playground"
 GROUP, VERSION, PLURAL = "bookie-fleet.dev", "v1alpha1", "bookieclusters"
 T = TypeVar("T")
 

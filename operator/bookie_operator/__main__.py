@@ -1,15 +1,26 @@
-"""``python -m bookie_operator``: run the operator (Kopf, standalone: one replica, Recreate).
+"""``python -m bookie_operator``: run the operator (Kopf, standalone).
 
     python -m bookie_operator --all-namespaces --metrics-port 9090 --log-format json
     python -m bookie_operator --namespace team-a --namespace team-b
+    python -m bookie_operator --leader-election-namespace ops    # one of several replicas
+
+With ``--leader-election-namespace``, the process first waits for a Lease there (``bookie_operator.leader``)
+and starts Kopf only once it holds it; losing it ends the process (its pod restarts as a standby).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import logging
 import os
+import socket
 import sys
+import urllib.parse
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-manage-crd", action="store_true",
                         help="do not apply this version's BookieCluster CRD at start-up (CRDs managed elsewhere)")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--leader-election-namespace", help="run as one of several replicas: only the holder of "
+                        "a Lease in this namespace acts (default: no election, this process acts)")
+    parser.add_argument("--leader-election-id", default="bookie-operator", help="name of the Lease")
+    parser.add_argument("--lease-duration", type=float, default=15.0,
+                        help="seconds a standby waits on a lease that is not renewed before taking over")
     args = parser.parse_args(argv)
     if args.no_manage_crd:
         os.environ["BOOKIE_OPERATOR_MANAGE_CRD"] = "false"
@@ -43,9 +59,65 @@ def main(argv: list[str] | None = None) -> int:
     kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat[args.log_format.upper()])
     if args.metrics_port:
         prometheus_client.start_http_server(args.metrics_port)
-    asyncio.run(kopf.operator(standalone=True, clusterwide=not args.namespace, namespaces=args.namespace,
-                              liveness_endpoint=args.liveness or None))
-    return 0
+    operator = kopf.operator(standalone=True, clusterwide=not args.namespace, namespaces=args.namespace,
+                             liveness_endpoint=args.liveness or None)
+    if not args.leader_election_namespace:
+        asyncio.run(operator)
+        return 0
+    return asyncio.run(_as_leader(args, operator))
+
+
+@contextlib.asynccontextmanager
+async def _standby_liveness(url: str) -> AsyncIterator[None]:
+    """While waiting for the lease, answer the liveness probe that Kopf answers once it runs (same URL)."""
+    if not url:
+        yield
+        return
+    from aiohttp import web
+
+    parsed = urllib.parse.urlsplit(url)
+    async def alive(_request: web.Request) -> web.Response:
+        return web.json_response({"standby": True})
+
+    app = web.Application()
+    app.router.add_get(parsed.path or "/", alive)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, parsed.hostname, parsed.port).start()
+    try:
+        yield
+    finally:
+        await runner.cleanup()
+
+
+async def _as_leader(args: argparse.Namespace, operator: Any) -> int:
+    """Run ``operator`` only while holding the Lease; 1 when the lease was lost (the pod restarts)."""
+    from bookie_operator.kube import Kube
+    from bookie_operator.leader import LeaderElector, LostLease, Timing
+
+    log = logging.getLogger("bookie_operator.leader")
+    kube = await Kube.connect(args.kubeconfig)
+    identity = f"{os.environ.get('HOSTNAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+    duration = args.lease_duration
+    elector = LeaderElector(kube, args.leader_election_namespace, args.leader_election_id, identity,
+                            Timing(lease_duration=duration, renew_deadline=duration * 2 / 3,
+                                   retry=max(0.5, duration / 7.5)))
+    try:
+        async with _standby_liveness(args.liveness):
+            await elector.acquire()
+        hold = asyncio.create_task(elector.hold())
+        run = asyncio.create_task(operator)
+        done, _ = await asyncio.wait({hold, run}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (hold, run):
+            task.cancel()
+        await asyncio.gather(hold, run, return_exceptions=True)
+        if hold in done and isinstance(hold.exception(), LostLease):
+            log.error("%s: stopping so that only one operator acts", hold.exception())
+            return 1
+        await elector.release()
+        return 0
+    finally:
+        await kube.close()
 
 
 if __name__ == "__main__":

@@ -25,6 +25,15 @@ CONF_DIR = "/opt/bookie/conf"
 RUN_DIR = "/opt/bookie/run"
 DATA_ROOT = "/bookie"
 JAVA_CONF = "/opt/bookkeeper/conf/bk_server.conf"
+HOSTNAME_KEY = "kubernetes.io/hostname"
+ZONE_KEY = "topology.kubernetes.io/zone"
+CACHE_KEYS = ("dbStorage_writeCacheMaxSizeMb", "dbStorage_readAheadCacheMaxSizeMb")
+# Memory besides the caches: the Python process (index, journal buffers), or the JVM heap of Apache
+# BookKeeper's bookie, whose caches are direct memory and default to a quarter of it each (counted here as
+# the 512 MB they are with the image's 2 GB of direct memory).
+PROCESS_MEMORY_MB = {"bookie-fleet": 256, "apache-bookkeeper": 1024}
+JAVA_DEFAULT_CACHE_MB = 512
+DEFAULT_CPU_REQUEST = "500m"
 
 # Our image: the ConfigMap's file plus the per-pod identity, then `bookie serve`.
 PYTHON_START = (
@@ -205,7 +214,48 @@ def _env(owner: Owner, spec: BookieClusterSpec) -> list[Obj]:
                 # not 0.0.0.0 (BookieNettyServer); "lo" exists everywhere and is not otherwise used.
                 {"name": "BK_listeningInterface", "value": "lo"},
                 {"name": "BK_httpServerHost", "value": "$(POD_IP)"}]
-    return env
+        if spec.jvm_options:
+            env.append({"name": "BOOKIE_EXTRA_OPTS", "value": " ".join(spec.jvm_options)})
+    return env + [v.model_dump(by_alias=True, exclude_none=True) for v in spec.env]
+
+
+def cache_memory_mb(spec: BookieClusterSpec) -> int:
+    """Write cache plus read-ahead cache (plus RocksDB's block cache when set), as the bookie will size them."""
+    defaults = BookieConfig.model_validate({}).model_dump(by_alias=True)
+    total = 0
+    for key in CACHE_KEYS:
+        if key in spec.config:
+            total += int(spec.config[key])
+        elif spec.implementation == "apache-bookkeeper":
+            total += JAVA_DEFAULT_CACHE_MB
+        else:
+            total += int(defaults[key])
+    block_cache = spec.config.get("dbStorage_rocksDB_blockCacheSize")
+    if block_cache is not None:
+        total += int(block_cache) // (1 << 20)
+    return total
+
+
+def resources(spec: BookieClusterSpec) -> Obj:
+    """Requests sized for the caches (a bookie without them is BestEffort, evicted first); the spec's own
+    requests replace the defaults one by one, and everything else it sets (limits) is kept."""
+    memory = cache_memory_mb(spec) + PROCESS_MEMORY_MB[spec.implementation]
+    requests = {"cpu": DEFAULT_CPU_REQUEST, "memory": f"{memory}Mi", **spec.resources.get("requests", {})}
+    return {**spec.resources, "requests": requests}
+
+
+def default_affinity(cluster: str) -> Obj:
+    """Prefer one bookie per node: a node lost takes one copy of a ledger, not several."""
+    return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 100,
+        "podAffinityTerm": {"labelSelector": {"matchLabels": selector_labels(cluster)}, "topologyKey": HOSTNAME_KEY},
+    }]}}
+
+
+def default_topology_spread(cluster: str) -> list[Obj]:
+    """Spread bookies over zones, but still schedule where a zone is missing or full (ScheduleAnyway)."""
+    return [{"maxSkew": 1, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": {"matchLabels": selector_labels(cluster)}}]
 
 
 def _probe(path: str, **timing: int) -> Obj:
@@ -226,7 +276,7 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         "readinessProbe": _probe("/api/v1/bookie/is_ready", periodSeconds=5, timeoutSeconds=5, failureThreshold=3),
         "livenessProbe": _probe("/heartbeat", initialDelaySeconds=30, periodSeconds=10, timeoutSeconds=5,
                                 failureThreshold=6),
-        "resources": spec.resources,
+        "resources": resources(spec),
         # Our bookie writes why it cannot start to /dev/termination-log; Apache BookKeeper's does not, and the
         # end of its log takes the message's place. The operator reads either (start_failures).
         "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -238,17 +288,24 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
                    {"name": "run", "mountPath": RUN_DIR}]
         volumes.append({"name": "run", "emptyDir": {}})
+    mounts += [m.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"mountPath": m.mount_path}
+               for m in spec.extra_volume_mounts]
     container["volumeMounts"] = mounts
     pod_spec: Obj = {
-        "containers": [container],
-        "volumes": volumes,
+        "containers": [container, *(c.model_dump(by_alias=True) for c in spec.sidecars)],
+        "volumes": volumes + [v.model_dump(by_alias=True) for v in spec.extra_volumes],
         "terminationGracePeriodSeconds": 60,
         "securityContext": {"fsGroup": 10000},  # the bookie images run as uid 10000
         "enableServiceLinks": False,
     }
-    for key, value in (("affinity", spec.affinity), ("tolerations", spec.tolerations),
-                       ("topologySpreadConstraints", spec.topology_spread_constraints),
-                       ("nodeSelector", spec.node_selector)):
+    affinity = default_affinity(name) if spec.affinity is None else spec.affinity
+    spread = default_topology_spread(name) if spec.topology_spread_constraints is None \
+        else spec.topology_spread_constraints
+    pulls = [r.model_dump() for r in spec.image_pull_secrets]
+    for key, value in (("affinity", affinity), ("tolerations", spec.tolerations),
+                       ("topologySpreadConstraints", spread), ("nodeSelector", spec.node_selector),
+                       ("imagePullSecrets", pulls), ("serviceAccountName", spec.service_account_name),
+                       ("priorityClassName", spec.priority_class_name)):
         if value:
             pod_spec[key] = value
     claims = []

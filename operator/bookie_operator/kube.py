@@ -31,6 +31,7 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "Event": ("/api/v1", "events"),
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
+    "Lease": ("/apis/coordination.k8s.io/v1", "leases"),
     models.KIND: (f"/apis/{models.GROUP}/{models.VERSION}", models.PLURAL),
 }
 
@@ -124,10 +125,6 @@ class Kube:
     async def patch_status(self, namespace: str, name: str, status: Obj) -> None:
         await self.request("PATCH", path(models.KIND, namespace, name, "status"), body={"status": status},
                            content_type="application/merge-patch+json")
-
-    async def patch_replicas(self, namespace: str, name: str, replicas: int) -> None:
-        await self.request("PATCH", path(models.KIND, namespace, name, "scale"),
-                           body={"spec": {"replicas": replicas}}, content_type="application/merge-patch+json")
 
     async def event(self, owner: Obj, type_: str, reason: str, message: str) -> None:
         """A core/v1 Event about the BookieCluster (``type_`` Normal or Warning)."""

@@ -8,13 +8,14 @@ an object that slipped past an older CRD still becomes a readable condition inst
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Literal
 
 from bookie.config import BookieConfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from bookie_operator import cron
+from bookie_operator import cron, java_config
 
 GROUP = "bookie-fleet.dev"
 VERSION = "v1alpha1"
@@ -31,6 +32,14 @@ ZK_PATTERN = r"^[A-Za-z0-9.\-]+:[0-9]{1,5}(,[A-Za-z0-9.\-]+:[0-9]{1,5})*$"
 ZNODE_PATTERN = r"^(/[A-Za-z0-9_.\-]+)+$"
 HHMM_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
+
+# What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
+OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS"}
+OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-")
+OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
 
 # Keys of bookie.config.BookieConfig the operator writes itself: they cannot be overridden in spec.config
 # (the value points at the spec field that controls them, or says why the operator owns it).
@@ -70,6 +79,18 @@ def _preserve(description: str) -> Any:
                  json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
 
 
+def _preserve_or_none(description: str) -> Any:
+    """A free-form object whose absence means "the operator's default" and ``{}`` means "none"."""
+    return Field(default=None, description=description,
+                 json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
+
+
+def _preserve_list_or_none(description: str) -> Any:
+    """A list of free-form objects whose absence means "the operator's default" and ``[]`` means "none"."""
+    return Field(default=None, description=description,
+                 json_schema_extra={"items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}})
+
+
 def _preserve_list(description: str) -> Any:
     return Field(default_factory=list, description=description,
                  json_schema_extra={"items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}})
@@ -97,12 +118,37 @@ class MetadataServiceSpec(Model):
         return f"zk+hierarchical://{self.zk_servers.replace(',', ';')}{self.ledgers_root}"
 
 
+# How to get a different volume layout instead: the bookies' cookies record their directories, and a
+# PersistentVolumeClaim never shrinks nor changes class, so the data has to move to new bookies.
+MIGRATE = ("to migrate, create a second BookieCluster with the new storage on the same metadataService, then "
+           "lower this one's replicas step by step (each bookie is decommissioned and its ledgers re-replicated) "
+           "and delete it")
+
+
 class VolumeSpec(Model):
-    size: str = Field(default="10Gi", description="Size of each volume (Kubernetes quantity).",
-                      pattern=QUANTITY_PATTERN, max_length=32)
-    storage_class_name: str | None = Field(default=None, description="StorageClass; default: the cluster's default.",
-                                           max_length=253)
-    count: int = Field(default=1, ge=1, le=8, description="Number of volumes (one directory each).")
+    """One kind of bookie volume. On an existing cluster only ``size`` may change, and only upwards (CEL
+    transition rules: the API server compares with the stored object)."""
+
+    model_config = ConfigDict(json_schema_extra=_rules(
+        ("has(self.storageClassName) == has(oldSelf.storageClassName)",
+         f"storageClassName cannot be set or removed on an existing cluster: {MIGRATE}"),
+    ))
+
+    size: str = Field(default="10Gi", description="Size of each volume (Kubernetes quantity); it may grow, never "
+                      "shrink.", pattern=QUANTITY_PATTERN, max_length=32, json_schema_extra=_rules(
+                          ("!isQuantity(self) || !isQuantity(oldSelf) || "
+                           "quantity(self).compareTo(quantity(oldSelf)) >= 0",
+                           f"size cannot shrink (a volume never does): {MIGRATE}")))
+    storage_class_name: str | None = Field(default=None, description="StorageClass; default: the cluster's default. "
+                                           "Fixed once the cluster exists.", max_length=253,
+                                           json_schema_extra=_rules(
+                                               ("self == oldSelf",
+                                                f"storageClassName cannot change on an existing cluster: {MIGRATE}")))
+    count: int = Field(default=1, ge=1, le=8, description="Number of volumes (one directory each). Fixed once the "
+                       "cluster exists.", json_schema_extra=_rules(
+                           ("self == oldSelf",
+                            "count cannot change on an existing cluster (the bookies' cookies record their "
+                            f"directories): {MIGRATE}")))
 
 
 class StorageSpec(Model):
@@ -261,12 +307,74 @@ class ScaleDownSpec(Model):
         default=3600, ge=60, description="After this, a decommission waiting for re-replication reports Degraded.")
 
 
+def user_config_keys() -> list[str]:
+    """The keys of our bookie's configuration a user may set in spec.config (directories are all owned)."""
+    js = BookieConfig.model_json_schema(by_alias=True)
+    return sorted(k for k, sub in js["properties"].items()
+                  if k not in OWNED_CONFIG_KEYS and sub.get("type") != "array"
+                  and not any(o.get("type") == "array" for o in sub.get("anyOf", [])))
+
+
+def java_config_keys() -> list[str]:
+    """The keys of Apache BookKeeper's configuration a user may set in spec.config of a Java-bookie cluster."""
+    return sorted(java_config.apache_bookkeeper_keys() - OWNED_CONFIG_KEYS.keys())
+
+
+def _config_keys_rule() -> tuple[str, str]:
+    """spec.config keys of one implementation only are refused for the other, at admission, named.
+
+    The schema declares the keys of both (ours typed, Apache BookKeeper's free-form), so a key of neither is
+    an unknown field; this rule judges the rest against the chosen implementation's key set."""
+    ours, java = set(user_config_keys()), set(java_config_keys())
+
+    def present(keys: set[str]) -> str:     # a flat list literal: a chain of + is too deep for CEL
+        return "[" + ", ".join(f"has(self.config.{k}) ? '{k}' : ''" for k in sorted(keys)) + "]"
+
+    wrong = (f"(self.implementation == 'apache-bookkeeper' ? {present(ours - java)} : "
+             f"{present(java - ours)}).filter(k, k != '')")
+    # A static message: the API server's cost budget has no room for listing the offending keys.
+    return (f"!has(self.config) || size({wrong}) == 0",
+            "spec.config: Apache BookKeeper-only keys need implementation apache-bookkeeper, and "
+            f"{', '.join(sorted(ours - java))} are bookie-fleet only")
+
+
+class EnvVar(Model):
+    """An environment variable of the bookie container (core/v1 EnvVar)."""
+
+    name: str = Field(description="Variable name.", pattern=ENV_NAME_PATTERN, max_length=256)
+    value: str | None = Field(default=None, description="Value.")
+    value_from: dict[str, Any] | None = _preserve_or_none("core/v1 EnvVarSource (secretKeyRef, configMapKeyRef...).")
+
+
+class LocalObjectReference(Model):
+    name: str = Field(description="Name of the Secret.", pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
+
+
+class NamedObject(BaseModel):
+    """A Kubernetes object given as is (a core/v1 Volume or Container); only its name is checked here."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
+
+    name: str = Field(description="Name (a DNS label).", pattern=DNS_LABEL_PATTERN, max_length=63)
+
+
+class VolumeMount(Model):
+    name: str = Field(description="One of spec.extraVolumes.", pattern=DNS_LABEL_PATTERN, max_length=63)
+    mount_path: str = Field(description="Where it is mounted in the bookie container.", pattern=r"^/",
+                            max_length=1024)
+    read_only: bool = Field(default=False, description="Mount read-only.")
+    sub_path: str | None = Field(default=None, description="Sub-path of the volume.", max_length=1024)
+
+
 class BookieClusterSpec(Model):
     """Desired state of a fleet of bookies."""
 
     model_config = ConfigDict(json_schema_extra=_rules(
         ("self.replicas >= self.ensembleSize",
          "spec.replicas must be >= spec.ensembleSize (fewer bookies cannot hold an ensemble)"),
+        _config_keys_rule(),
+        ("!has(self.jvmOptions) || size(self.jvmOptions) == 0 || self.implementation == 'apache-bookkeeper'",
+         "spec.jvmOptions: only for implementation apache-bookkeeper"),
     ))
 
     replicas: int = Field(default=3, ge=1, le=100, description="Number of bookies.")
@@ -284,35 +392,120 @@ class BookieClusterSpec(Model):
     metadata_service: MetadataServiceSpec = Field(description="ZooKeeper metadata service.")
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Journal and ledger volumes.")
     config: dict[str, Any] = Field(default_factory=dict, description="Bookie configuration overrides, keyed by "
-                                   "BookKeeper key names (validated against bookie.config.BookieConfig).")
+                                   "BookKeeper key names (validated against bookie.config.BookieConfig, or for "
+                                   "implementation apache-bookkeeper against Apache BookKeeper "
+                                   f"{java_config.BOOKKEEPER_VERSION}'s own key set).")
     gc: GcSpec = Field(default_factory=GcSpec, description="Garbage collection and compaction.")
     disk_policy: DiskPolicySpec = Field(default_factory=DiskPolicySpec, description="Read-only control.")
     compaction: CompactionSpec = Field(default_factory=CompactionSpec, description="Scheduled forced compactions.")
     autorecovery: AutorecoverySpec = Field(default_factory=AutorecoverySpec, description="Autorecovery.")
     pdb: PdbSpec = Field(default_factory=PdbSpec, description="PodDisruptionBudget.")
     scale_down: ScaleDownSpec = Field(default_factory=ScaleDownSpec, description="Safe scale-down.")
-    resources: dict[str, Any] = _preserve("Bookie container resources (core/v1 ResourceRequirements).")
-    affinity: dict[str, Any] = _preserve("Pod affinity (core/v1 Affinity).")
+    resources: dict[str, Any] = _preserve(
+        "Bookie container resources (core/v1 ResourceRequirements). Default requests: memory sized for the "
+        "bookie's caches (dbStorage_writeCacheMaxSizeMb + dbStorage_readAheadCacheMaxSizeMb + the process), "
+        "cpu 500m; each request given here replaces the default one, limits are passed as given.")
+    affinity: dict[str, Any] | None = _preserve_or_none(
+        "Pod affinity (core/v1 Affinity). Default: preferred pod anti-affinity by kubernetes.io/hostname; "
+        "{} for none.")
     tolerations: list[dict[str, Any]] = _preserve_list("Pod tolerations.")
-    topology_spread_constraints: list[dict[str, Any]] = _preserve_list("Pod topology spread constraints.")
+    topology_spread_constraints: list[dict[str, Any]] | None = _preserve_list_or_none(
+        "Pod topology spread constraints. Default: maxSkew 1 over topology.kubernetes.io/zone, "
+        "ScheduleAnyway; [] for none.")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Pod node selector.")
     pod_annotations: dict[str, str] = Field(default_factory=dict, description="Extra pod annotations.")
+    env: list[EnvVar] = Field(default_factory=list, max_length=64,
+                              description="Extra environment variables of the bookie container.")
+    jvm_options: list[str] = Field(
+        default_factory=list, max_length=64, description="JVM options of Apache BookKeeper's bookie "
+        "(implementation apache-bookkeeper), appended to the image's (BOOKIE_EXTRA_OPTS), so -Xmx here wins.",
+        json_schema_extra={"items": {"type": "string", "pattern": "^-", "maxLength": 1024}})
+    image_pull_secrets: list[LocalObjectReference] = Field(default_factory=list, max_length=16,
+                                                           description="Secrets to pull the image with.")
+    service_account_name: str | None = Field(default=None, description="Service account of the bookie pods.",
+                                             pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
+    priority_class_name: str | None = Field(default=None, description="PriorityClass of the bookie pods.",
+                                            pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
+    extra_volumes: list[NamedObject] = Field(default_factory=list, max_length=32,
+                                             description="Extra pod volumes (core/v1 Volume).")
+    extra_volume_mounts: list[VolumeMount] = Field(default_factory=list, max_length=32,
+                                                   description="Mounts of spec.extraVolumes in the bookie container.")
+    sidecars: list[NamedObject] = Field(default_factory=list, max_length=16,
+                                        description="Extra containers of the bookie pods (core/v1 Container).")
 
     @model_validator(mode="after")
     def _check(self) -> BookieClusterSpec:
         if self.replicas < self.ensemble_size:
             raise ValueError(f"spec.replicas must be >= spec.ensembleSize (got {self.replicas} < "
                              f"{self.ensemble_size})")
-        validate_config_overrides(self.config)
+        if self.implementation == "apache-bookkeeper":
+            validate_java_config_overrides(self.config)
+        else:
+            validate_config_overrides(self.config)
+        problems = self._escape_hatch_problems()
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
+    def _escape_hatch_problems(self) -> list[str]:
+        """What the escape hatches may not do: replace what the operator itself puts into the pod."""
+        problems = []
+        if self.jvm_options and self.implementation != "apache-bookkeeper":
+            problems.append("spec.jvmOptions: only for implementation apache-bookkeeper")
+        for i, var in enumerate(self.env):
+            if var.name in OWNED_ENV or (self.implementation == "apache-bookkeeper" and var.name.startswith("BK_")):
+                problems.append(f"spec.env[{i}].name: {var.name} is set by the operator"
+                                + (" (BK_* variables are configuration keys: use spec.config)"
+                                   if var.name.startswith("BK_") else ""))
+            if var.value is not None and var.value_from is not None:
+                problems.append(f"spec.env[{i}]: value and valueFrom are exclusive")
+        names = [v.name for v in self.extra_volumes]
+        for i, name in enumerate(names):
+            if name.startswith(OWNED_VOLUME_PREFIXES):
+                problems.append(f"spec.extraVolumes[{i}].name: {name} is the operator's (config, run, journal-*, "
+                                "ledgers-*)")
+            elif names.index(name) != i:
+                problems.append(f"spec.extraVolumes[{i}].name: {name} is given twice")
+        for i, mount in enumerate(self.extra_volume_mounts):
+            if mount.name not in names:
+                problems.append(f"spec.extraVolumeMounts[{i}].name: {mount.name} is not in spec.extraVolumes")
+            if any(mount.mount_path == r or mount.mount_path.startswith(r + "/") for r in OWNED_MOUNT_ROOTS):
+                problems.append(f"spec.extraVolumeMounts[{i}].mountPath: {mount.mount_path} is under the bookie's "
+                                f"own directories ({', '.join(OWNED_MOUNT_ROOTS)})")
+        sidecars = [c.name for c in self.sidecars]
+        for i, name in enumerate(sidecars):
+            if name == "bookie" or sidecars.index(name) != i:
+                problems.append(f"spec.sidecars[{i}].name: {name} is taken")
+        return problems
 
-def validate_config_overrides(overrides: dict[str, Any]) -> BookieConfig:
-    """Check spec.config against bookie.config.BookieConfig; errors name ``spec.config.<key>``."""
+
+def _owned(overrides: dict[str, Any]) -> None:
     problems = [f"spec.config.{key}: owned by the operator ({why})"
                 for key, why in OWNED_CONFIG_KEYS.items() if key in overrides]
     if problems:
         raise ValueError("; ".join(problems))
+
+
+def validate_java_config_overrides(overrides: dict[str, Any]) -> None:
+    """Check spec.config of a Java-bookie cluster against Apache BookKeeper's own keys (values are scalars)."""
+    _owned(overrides)
+    known = java_config.apache_bookkeeper_keys()
+    problems = []
+    for key, value in overrides.items():
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"spec.config.{key}: not an Apache BookKeeper {java_config.BOOKKEEPER_VERSION} "
+                            f"configuration key{hint}")
+        elif not isinstance(value, str | int | float | bool):
+            problems.append(f"spec.config.{key}: must be a string, number or boolean")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def validate_config_overrides(overrides: dict[str, Any]) -> BookieConfig:
+    """Check spec.config against bookie.config.BookieConfig; errors name ``spec.config.<key>``."""
+    _owned(overrides)
     try:
         return BookieConfig.model_validate(overrides)
     except ValidationError as exc:
@@ -436,6 +629,9 @@ class BookieClusterStatus(Model):
     compaction: CompactionStatus = Field(default_factory=CompactionStatus)
     decommission: DecommissionStatus | None = None
     decommissioned: list[str] = Field(default_factory=list, description="Bookie ids decommissioned (newest last).")
+    scaled_up_by: int = Field(default=0, ge=0, description="Bookies the operator added for disk pressure: the "
+                              "StatefulSet runs spec.replicas plus this (the spec is never written, so GitOps "
+                              "controllers see no drift); lowered again only through the safe decommission.")
 
 
 def parse_status(status: dict[str, Any] | None) -> BookieClusterStatus:

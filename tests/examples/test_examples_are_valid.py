@@ -31,7 +31,7 @@ def test_example_parses_with_the_crd_model(path: Path) -> None:
 def test_examples_show_what_they_are_named_for() -> None:
     specs = {p.stem: models.BookieClusterSpec.model_validate(load(p)["spec"]) for p in example_paths()}
     production = specs["production"]
-    assert production.resources.get("requests") and production.affinity.get("podAntiAffinity")
+    assert production.resources.get("requests") and (production.affinity or {}).get("podAntiAffinity")
     assert production.storage.ledgers.count > 1 and production.replicas > production.ensemble_size
     assert specs["apache-bookkeeper"].implementation == "apache-bookkeeper"
     assert specs["apache-bookkeeper"].image.startswith("bookie-fleet/apache-bookkeeper:")

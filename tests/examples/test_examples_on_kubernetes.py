@@ -17,7 +17,7 @@ from tests.operator.conftest import JAVA, OperatorProcess, wait_ready
 from tests.support.kube import KubeTarget
 
 
-@pytest.mark.parametrize("path", example_paths(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", example_paths(standalone=True), ids=lambda p: p.stem)
 def test_example_reaches_ready(kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
                                operator_factory: Callable[[str], OperatorProcess], path: Path) -> None:
     obj = load(path)

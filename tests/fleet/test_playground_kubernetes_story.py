@@ -19,13 +19,13 @@ def test_the_playground_story_runs_end_to_end_and_cleans_up(tmp_path: Path) -> N
                              str(tmp_path)], capture_output=True, text=True, timeout=1500)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["read_only_bookie"] in {"demo-0", "demo-1", "demo-2"}
+    assert summary["read_only_bookie"] in {"playground-0", "playground-1", "playground-2"}
     assert summary["written_bytes"] > 0
     assert summary["reclaimed_bytes"] > 0
     assert summary["used_after_bytes"] < summary["used_before_bytes"]
     assert summary["writable_again"] is True
     report = Path(summary["report"])
-    assert report.is_file() and "demo-0" in report.read_text()
+    assert report.is_file() and "playground-0" in report.read_text()
     assert [s["step"] for s in summary["steps"]][-1] == "storage audit of the fleet (PySpark)"
     assert "== what happened" in result.stdout and "everything stopped" in result.stdout
 

@@ -63,18 +63,22 @@ class OperatorProcess:
     metrics_port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    extra_args: list[str] = field(default_factory=list)
+    hostname: str | None = None          # the replica's name (a pod's HOSTNAME): its leader identity starts so
 
     def start(self) -> OperatorProcess:
         assert self.proc is None or self.proc.poll() is not None, "operator already running"
         self.starts += 1
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        if self.hostname:
+            env["HOSTNAME"] = self.hostname
         with open(self.log_path, "ab") as log:
             log.write(f"\n===== start {self.starts}\n".encode())
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "bookie_operator", "--namespace", self.namespace, "--kubeconfig",
                  str(self.kubeconfig), "--interval", str(self.interval), "--metrics-port", str(self.metrics_port),
                  "--liveness", "",
-                 "--log-format", "plain"],
+                 "--log-format", "plain", *self.extra_args],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         return self
 
@@ -101,9 +105,11 @@ class OperatorProcess:
 def operator_factory(kube: KubeTarget, bookie_crd: str, tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
     made: list[OperatorProcess] = []
 
-    def make(namespace: str, metrics_port: int = 0) -> OperatorProcess:
-        op = OperatorProcess(kube.kubeconfig, namespace, tmp_path / f"operator-{namespace}.log",
-                             metrics_port=metrics_port)
+    def make(namespace: str, metrics_port: int = 0, replica: str | None = None,
+             extra_args: list[str] | None = None) -> OperatorProcess:
+        log = tmp_path / (f"operator-{namespace}-{replica}.log" if replica else f"operator-{namespace}.log")
+        op = OperatorProcess(kube.kubeconfig, namespace, log, metrics_port=metrics_port,
+                             extra_args=extra_args or [], hostname=replica)
         made.append(op)
         return op.start()
 

@@ -80,9 +80,6 @@ class FakeKube:
         self.status_patches.append(status)
         obj["status"] = apply_merge_patch(obj.get("status") or {}, status)
 
-    async def patch_replicas(self, namespace: str, name: str, replicas: int) -> None:
-        self.objects[(models.KIND, namespace, name)]["spec"]["replicas"] = replicas
-
     async def event(self, owner: Obj, type_: str, reason: str, message: str) -> None:
         self.events.append((type_, reason, message))
 

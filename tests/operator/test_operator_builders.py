@@ -112,14 +112,73 @@ def test_services_and_pdb() -> None:
 def test_scheduling_fields_pass_through() -> None:
     tol = [{"key": "dedicated", "operator": "Equal", "value": "bookies", "effect": "NoSchedule"}]
     spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule"}]
-    s = spec(tolerations=tol, topologySpreadConstraints=spread, resources={"requests": {"cpu": "500m"}},
-             affinity={"podAntiAffinity": {}})
+    s = spec(tolerations=tol, topologySpreadConstraints=spread, affinity={"podAntiAffinity": {}},
+             resources={"requests": {"cpu": "2"}, "limits": {"memory": "4Gi"}})
     pod = builders.statefulset(OWNER, s, 3)["spec"]["template"]["spec"]
     assert pod["tolerations"] == tol and pod["topologySpreadConstraints"] == spread
-    assert pod["containers"][0]["resources"] == {"requests": {"cpu": "500m"}}
+    assert pod["affinity"] == {"podAntiAffinity": {}}
+    # A request given replaces the default one; the others stay; limits are passed as given.
+    assert pod["containers"][0]["resources"] == {"requests": {"cpu": "2", "memory": "384Mi"},
+                                                 "limits": {"memory": "4Gi"}}
+
+
+def test_placement_defaults_a_production_user_expects() -> None:
+    pod = builders.statefulset(OWNER, spec(), 3)["spec"]["template"]["spec"]
+    selector = {"matchLabels": builders.selector_labels(OWNER.name)}
+    assert pod["affinity"] == {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}}]}}
+    assert pod["topologySpreadConstraints"] == [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                 "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": selector}]
+    # Not BestEffort: 64 MB write cache + 64 MB read-ahead cache + 256 MB for the process.
+    assert pod["containers"][0]["resources"] == {"requests": {"cpu": "500m", "memory": "384Mi"}}
+
+
+def test_memory_request_follows_the_cache_sizes() -> None:
+    def memory(**overrides: Any) -> str:
+        pod = builders.statefulset(OWNER, spec(**overrides), 3)["spec"]["template"]["spec"]
+        return str(pod["containers"][0]["resources"]["requests"]["memory"])
+
+    assert memory(config={"dbStorage_writeCacheMaxSizeMb": 1024, "dbStorage_readAheadCacheMaxSizeMb": 512}) \
+        == f"{1024 + 512 + 256}Mi"
+    java = {"implementation": "apache-bookkeeper", "image": "apache/bookkeeper:4.17.3"}
+    assert memory(**java) == f"{512 + 512 + 1024}Mi"      # BookKeeper's caches: a quarter of direct memory each
+    assert memory(**java, config={"dbStorage_writeCacheMaxSizeMb": 256}) == f"{256 + 512 + 1024}Mi"
+
+
+def test_placement_defaults_can_be_turned_off() -> None:
+    pod = builders.statefulset(OWNER, spec(affinity={}, topologySpreadConstraints=[]), 3)["spec"]["template"]["spec"]
+    assert "affinity" not in pod and "topologySpreadConstraints" not in pod
 
 
 def test_ordinals_sort_as_integers() -> None:
     names = ["bk-10", "bk-9", "bk-2", "bk-1"]
     assert sorted(names, key=lambda n: builders.ordinal_of(n) or 0) == ["bk-1", "bk-2", "bk-9", "bk-10"]
     assert builders.ordinal_of("bk-x") is None
+
+
+def test_escape_hatches_reach_the_pod() -> None:
+    s = spec(implementation="apache-bookkeeper", image="apache/bookkeeper:4.17.3",
+             jvmOptions=["-Xmx2g", "-XX:+UseG1GC"],
+             env=[{"name": "TZ", "value": "UTC"},
+                  {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "t"}}}],
+             imagePullSecrets=[{"name": "registry"}], serviceAccountName="bookies", priorityClassName="storage",
+             extraVolumes=[{"name": "certs", "secret": {"secretName": "bookie-tls"}}],
+             extraVolumeMounts=[{"name": "certs", "mountPath": "/certs", "readOnly": True}],
+             sidecars=[{"name": "exporter", "image": "exporter:1", "ports": [{"containerPort": 9100}]}])
+    pod = builders.statefulset(OWNER, s, 3)["spec"]["template"]["spec"]
+    bookie, sidecar = pod["containers"]
+    assert sidecar == {"name": "exporter", "image": "exporter:1", "ports": [{"containerPort": 9100}]}
+    env = {e["name"]: e for e in bookie["env"]}
+    assert env["BOOKIE_EXTRA_OPTS"]["value"] == "-Xmx2g -XX:+UseG1GC"
+    assert env["TZ"]["value"] == "UTC" and env["TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "s"
+    assert {"name": "certs", "mountPath": "/certs", "readOnly": True} in bookie["volumeMounts"]
+    assert {"name": "certs", "secret": {"secretName": "bookie-tls"}} in pod["volumes"]
+    assert pod["imagePullSecrets"] == [{"name": "registry"}]
+    assert pod["serviceAccountName"] == "bookies" and pod["priorityClassName"] == "storage"
+
+
+def test_without_escape_hatches_the_pod_has_none_of_their_fields() -> None:
+    pod = builders.statefulset(OWNER, spec(), 3)["spec"]["template"]["spec"]
+    assert not {"imagePullSecrets", "serviceAccountName", "priorityClassName"} & set(pod)
+    assert [c["name"] for c in pod["containers"]] == ["bookie"]
+    assert "BOOKIE_EXTRA_OPTS" not in {e["name"] for e in pod["containers"][0]["env"]}

@@ -6,6 +6,7 @@ The operator runs from the chart's own image (operator/Dockerfile, built by the 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from bookie_fleet.zookeeper import ZooKeeperServer
 
@@ -22,12 +23,20 @@ def test_helm_lint_install_and_the_deployed_operator_reconciles(
     ns = kube_namespace
     kube.helm("install", "bkop", str(CHART), "--namespace", ns, "--wait", "--timeout", "180s",
               "--set", f"watchNamespaces={{{ns}}}", "--set", "reconcileInterval=2", "--set", "logFormat=plain")
-    pods = wait_for(lambda: [p for p in kube.pods(ns, "app.kubernetes.io/name=bookie-operator") if pod_ready(p)],
-                    120, what="the operator pod Ready")
-    assert len(pods) == 1
     deploy = kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/bkop-bookie-operator")
-    assert deploy is not None and deploy["spec"]["strategy"]["type"] == "Recreate"
-    assert deploy["spec"]["replicas"] == 1
+    assert deploy is not None and deploy["spec"]["strategy"]["type"] == "RollingUpdate"
+    assert deploy["spec"]["replicas"] == 2                      # one active, one standby (a Lease)
+
+    def both_ready() -> list[dict[str, Any]] | None:
+        pods = [p for p in kube.pods(ns, "app.kubernetes.io/name=bookie-operator") if pod_ready(p)]
+        return pods if len(pods) == 2 else None
+
+    pods = wait_for(both_ready, 120, what="both operator pods Ready")
+    pdb = kube.get(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/bkop-bookie-operator")
+    assert pdb is not None and pdb["spec"]["minAvailable"] == 1
+    lease = wait_for(lambda: kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/bookie-operator"),
+                     60, what="the leader's Lease")
+    assert lease["spec"]["holderIdentity"].split("_")[0] in {p["metadata"]["name"] for p in pods}
     role = kube.get(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles/bkop-bookie-operator")
     assert role is not None
     verbs = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from bookie_fleet.zookeeper import ZooKeeperServer
 
-from tests.operator.conftest import OperatorProcess, bookie_cluster, condition, events, get_cluster
+from tests.operator.conftest import JAVA, OperatorProcess, bookie_cluster, condition, events, get_cluster
 from tests.support.kube import KubeTarget, wait_for
 
 ZK = "127.0.0.1:2181"
@@ -27,7 +27,17 @@ ZK = "127.0.0.1:2181"
      "spec.gc.minorCompactionThreshold must be < spec.gc.majorCompactionThreshold"),
     ({"config": {"diskUsageThreshold": 2}}, "spec.config.diskUsageThreshold"),
     ({"config": {"noSuchKey": 1}}, 'unknown field "spec.config.noSuchKey"'),
+    ({"config": {"journalDirectories": "/elsewhere"}}, 'unknown field "spec.config.journalDirectories"'),
+    # A Java-only key is fine for Java bookies (next test); a typo of one is refused, named.
+    ({**JAVA, "config": {"numAddWorkerThreads": 2, "dbStorage_writeCacheMaxSizeMbb": 64}},
+     'unknown field "spec.config.dbStorage_writeCacheMaxSizeMbb"'),
+    ({"config": {"dbStorage_rocksDB_blockCacheSize": 1, "numIOThreads": 2}},
+     "spec.config: Apache BookKeeper-only keys need implementation apache-bookkeeper"),
+    ({**JAVA, "config": {"gcDiskPressureRatio": 0.5}},
+     "majorCompactionWindow are bookie-fleet only"),
     ({"storage": {"journal": {"size": "lots"}}}, "spec.storage.journal.size"),
+    ({"jvmOptions": ["-Xmx1g"]}, "spec.jvmOptions: only for implementation apache-bookkeeper"),
+    ({**JAVA, "jvmOptions": ["Xmx1g"]}, "spec.jvmOptions[0]"),
 ])
 def test_the_api_server_refuses_invalid_specs_naming_the_field(
         kube: KubeTarget, kube_namespace: str, bookie_crd: str, spec: dict[str, Any], message: str) -> None:
@@ -35,6 +45,15 @@ def test_the_api_server_refuses_invalid_specs_naming_the_field(
     result = kube.kubectl("apply", "-n", kube_namespace, "-f", "-", input=manifest, check=False)
     assert result.returncode != 0
     assert message in result.stderr, result.stderr
+
+
+def test_a_java_bookie_cluster_accepts_apache_bookkeeper_only_keys(kube: KubeTarget, kube_namespace: str,
+                                                                  bookie_crd: str) -> None:
+    manifest = bookie_cluster("java", ZK, "/java/ledgers", **JAVA,
+                              config={"numAddWorkerThreads": 2, "dbStorage_rocksDB_blockCacheSize": 1 << 26})
+    kube.apply(manifest, namespace=kube_namespace)
+    stored = get_cluster(kube, kube_namespace, "java")["spec"]["config"]
+    assert stored["numAddWorkerThreads"] == 2 and stored["dbStorage_rocksDB_blockCacheSize"] == 1 << 26
 
 
 def test_what_only_the_operator_can_judge_is_a_condition_and_an_event(

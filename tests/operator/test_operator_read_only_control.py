@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-from bookie_operator.decisions import plan_read_only, scale_up_for_pressure, should_force_gc
+from bookie_operator.decisions import (
+    capped_scale_up,
+    plan_read_only,
+    scale_back_after_pressure,
+    scale_up_for_pressure,
+    should_force_gc,
+)
 
 from tests.operator.helpers import NOW, bookie, gc, spec
 
@@ -62,11 +68,35 @@ def test_disk_pressure_scales_up_only_when_allowed_and_settled() -> None:
     bookies = [bookie(0, 0.9), bookie(1, 0.9)]
     s = spec(replicas=2, ensembleSize=2, diskPolicy={"scaleUp": {"enabled": True, "maxReplicas": 3}})
     plan = plan_read_only(bookies, s.disk_policy, 2, {})
-    assert scale_up_for_pressure(s, plan, settled=True) == 3
+    assert scale_up_for_pressure(s, plan, settled=True) == 1      # status.scaledUpBy, not spec.replicas
     assert scale_up_for_pressure(s, plan, settled=False) is None
+    assert scale_up_for_pressure(s, plan, settled=True, scaled_up_by=1) is None      # 2 + 1 = maxReplicas
     assert scale_up_for_pressure(spec(replicas=3, ensembleSize=2, diskPolicy={"scaleUp": {"enabled": True,
                                  "maxReplicas": 3}}), plan, settled=True) is None
     assert scale_up_for_pressure(spec(replicas=2, ensembleSize=2), plan, settled=True) is None
+
+
+def test_the_added_bookie_goes_once_the_data_fits_on_the_others_below_the_low_water_mark() -> None:
+    s = spec(replicas=2, ensembleSize=2, diskPolicy={"scaleUp": {"enabled": True, "maxReplicas": 3}})
+
+    def back(*used: float, by: int = 1, settled: bool = True) -> int | None:
+        bookies = [bookie(i, u) for i, u in enumerate(used)]
+        plan = plan_read_only(bookies, s.disk_policy, 2, {})
+        return scale_back_after_pressure(s, bookies, plan, settled, by)
+
+    assert back(0.3, 0.3, 0.1) == 0             # 70 GiB used fits on two 100 GiB bookies below 75%
+    assert back(0.6, 0.6, 0.3) is None          # 150 GiB would fill the two others to 75%: pressure again
+    assert back(0.9, 0.3, 0.1) is None          # a bookie is read-only for disk usage
+    assert back(0.3, 0.3, 0.1, by=0) is None    # nothing was added
+    assert back(0.3, 0.3, 0.1, settled=False) is None
+    unknown = [bookie(0, 0.3), bookie(1, 0.3), bookie(2, None, reachable=False)]
+    assert scale_back_after_pressure(s, unknown, plan_read_only(unknown, s.disk_policy, 2, {}), True, 1) is None
+
+
+def test_the_operators_bookies_never_go_beyond_max_replicas() -> None:
+    s = spec(replicas=3, ensembleSize=2, diskPolicy={"scaleUp": {"enabled": True, "maxReplicas": 3}})
+    assert capped_scale_up(s, 1) == 0           # the user raised spec.replicas to cover the added bookie
+    assert capped_scale_up(spec(replicas=2, ensembleSize=2, diskPolicy={"scaleUp": {"maxReplicas": 4}}), 1) == 1
 
 
 def test_forced_gc_above_the_ratio_not_while_running_and_not_too_often() -> None:

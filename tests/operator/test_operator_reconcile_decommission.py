@@ -87,4 +87,4 @@ async def test_raising_replicas_before_the_cookie_is_deleted_cancels_and_makes_t
     w.kube.patch_spec("bk", {"replicas": 4})
     await w.tick()
     assert "decommission" not in w.status and not w.bookie(3).read_only
-    assert w.kube.reasons("DecommissionCancelled") == ["bk-3: spec.replicas raised to 4"]
+    assert w.kube.reasons("DecommissionCancelled") == ["bk-3: replicas raised to 4"]

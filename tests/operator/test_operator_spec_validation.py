@@ -3,6 +3,8 @@ checks the same rules through the generated schema, see tests/operator/test_oper
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from bookie_operator.models import InvalidSpec, parse_spec
 
@@ -85,3 +87,26 @@ def test_reclaiming_volumes_needs_an_instance_id() -> None:
     assert spec().storage.reclaim_volumes_of_instance is None
     assert "spec.storage.reclaimVolumesOfInstance" in refused(storage={"reclaimVolumesOfInstance": "yes"})
     assert "spec.storage.reclaimVolumesOfInstance" in refused(storage={"reclaimVolumesOfInstance": True})
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"jvmOptions": ["-Xmx1g"]}, "spec.jvmOptions: only for implementation apache-bookkeeper"),
+    ({"env": [{"name": "POD_IP", "value": "1.2.3.4"}]}, "spec.env[0].name: POD_IP is set by the operator"),
+    ({"implementation": "apache-bookkeeper", "env": [{"name": "BK_journalDirectories", "value": "/x"}]},
+     "spec.env[0].name: BK_journalDirectories is set by the operator (BK_* variables are configuration keys"),
+    ({"env": [{"name": "A", "value": "1", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]},
+     "spec.env[0]: value and valueFrom are exclusive"),
+    ({"extraVolumes": [{"name": "ledgers-0", "emptyDir": {}}]},
+     "spec.extraVolumes[0].name: ledgers-0 is the operator's"),
+    ({"extraVolumeMounts": [{"name": "nope", "mountPath": "/x"}]},
+     "spec.extraVolumeMounts[0].name: nope is not in spec.extraVolumes"),
+    ({"extraVolumes": [{"name": "v", "emptyDir": {}}], "extraVolumeMounts": [{"name": "v", "mountPath": "/bookie/x"}]},
+     "spec.extraVolumeMounts[0].mountPath: /bookie/x is under the bookie's own directories"),
+    ({"sidecars": [{"name": "bookie", "image": "x"}]}, "spec.sidecars[0].name: bookie is taken"),
+    ({"serviceAccountName": "Not_A_Name"}, "spec.serviceAccountName"),
+])
+def test_escape_hatches_cannot_replace_what_the_operator_puts_in_the_pod(overrides: dict[str, Any],
+                                                                       message: str) -> None:
+    with pytest.raises(InvalidSpec) as exc:
+        spec(**overrides)
+    assert message in str(exc.value)

@@ -36,7 +36,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   resources: ["bookieclusters"]
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["bookie-fleet.dev"]
-  resources: ["bookieclusters/status", "bookieclusters/scale"]
+  resources: ["bookieclusters/status"]
   verbs: ["get", "patch"]
 - apiGroups: [""]
   resources: ["configmaps", "services"]

@@ -6,7 +6,7 @@ returned status. Every function is total: an unknown or unreachable bookie is a 
 exception. One module per concern:
 
 - ``observed``: what a reconcile saw of each bookie, time helpers;
-- ``read_only``: read-only control from disk usage, forced GC, scale-up under pressure;
+- ``read_only``: read-only control from disk usage, forced GC, scale-up under pressure and back;
 - ``compaction``: the compaction schedule;
 - ``decommission``: the scale-down state machine;
 - ``rolling``: rolling restarts;
@@ -38,7 +38,9 @@ from bookie_operator.decisions.read_only import (
     FORCED_GC_COOLDOWN,
     ReadOnlyDecision,
     ReadOnlyPlan,
+    capped_scale_up,
     plan_read_only,
+    scale_back_after_pressure,
     scale_up_for_pressure,
     should_force_gc,
 )
@@ -47,8 +49,9 @@ from bookie_operator.decisions.rolling import pod_to_restart
 __all__ = [
     "CANCELLABLE", "FORCED_GC_COOLDOWN", "UNREACHABLE_GRACE_S", "ClusterConditions", "ClusterFacts",
     "CompactionAction", "CompactionStep", "ConditionValue", "DecommissionAction", "DecommissionFacts",
-    "DecommissionStep", "GcInfo", "ObservedBookie", "ReadOnlyDecision", "ReadOnlyPlan", "cluster_conditions",
-    "compaction_tick", "condition", "decommission_step", "in_window", "iso", "ordinal_to_decommission",
-    "parse_time", "plan_read_only", "pod_to_restart", "scale_up_for_pressure", "set_condition",
-    "should_force_gc", "sort_by_ordinal", "start_decommission", "statefulset_replicas",
+    "DecommissionStep", "GcInfo", "ObservedBookie", "ReadOnlyDecision", "ReadOnlyPlan", "capped_scale_up",
+    "cluster_conditions", "compaction_tick", "condition", "decommission_step", "in_window", "iso",
+    "ordinal_to_decommission", "parse_time", "plan_read_only", "pod_to_restart", "scale_back_after_pressure",
+    "scale_up_for_pressure", "set_condition", "should_force_gc", "sort_by_ordinal", "start_decommission",
+    "statefulset_replicas",
 ]

@@ -59,19 +59,21 @@ def start_decommission(ordinal: int, pod: str, bookie_id: str, now: dt.datetime)
 
 
 def decommission_step(state: DecommissionStatus, facts: DecommissionFacts, spec: BookieClusterSpec,
-                      now: dt.datetime) -> DecommissionStep:
+                      now: dt.datetime, desired: int | None = None) -> DecommissionStep:
     """One step of the resumable decommission state machine (kept in status.decommission).
 
     MarkingReadOnly -> Recovering -> AwaitingReplication -> DeletingCookie -> ScalingDown -> ApplyingPvcPolicy.
     Each phase's action is idempotent, so an operator restarted in any phase repeats at most one action.
-    Raising spec.replicas above the ordinal before the cookie is touched cancels it (the bookie is made
-    writable again); from DeletingCookie on it completes.
+    Raising the desired count (``desired``: spec.replicas plus the bookies the operator added for disk
+    pressure; spec.replicas when omitted) above the ordinal before the cookie is touched cancels it (the bookie
+    is made writable again); from DeletingCookie on it completes.
     """
+    wanted = spec.replicas if desired is None else desired
 
     def to(phase: DecommissionPhase, message: str = "") -> DecommissionStatus:
         return state.model_copy(update={"phase": phase, "phase_since": iso(now), "message": message})
 
-    if spec.replicas > state.ordinal and state.phase in CANCELLABLE:
+    if wanted > state.ordinal and state.phase in CANCELLABLE:
         return DecommissionStep(None, [DecommissionAction.SET_WRITABLE], None, cancelled=True)
     phase = state.phase
     if phase == "MarkingReadOnly":
@@ -114,12 +116,13 @@ def decommission_step(state: DecommissionStatus, facts: DecommissionFacts, spec:
     raise AssertionError(f"unknown phase {phase}")
 
 
-def statefulset_replicas(spec_replicas: int, current: int | None, decommission: DecommissionStatus | None) -> int:
-    """Replicas to write into the StatefulSet: up at once; down only when a decommission reaches ScalingDown."""
+def statefulset_replicas(desired: int, current: int | None, decommission: DecommissionStatus | None) -> int:
+    """Replicas to write into the StatefulSet (``desired``: spec.replicas plus the bookies added for disk
+    pressure): up at once; down only when a decommission reaches ScalingDown."""
     if current is None:
-        return spec_replicas
-    if spec_replicas >= current:
-        return spec_replicas
+        return desired
+    if desired >= current:
+        return desired
     if decommission is not None and _ORDER.index(decommission.phase) >= _ORDER.index("ScalingDown"):
         return decommission.ordinal
     return current

@@ -88,10 +88,44 @@ def should_force_gc(bookie: ObservedBookie, policy: DiskPolicySpec, last_forced:
     return last_forced is None or now - last_forced >= FORCED_GC_COOLDOWN
 
 
-def scale_up_for_pressure(spec: BookieClusterSpec, plan: ReadOnlyPlan, settled: bool) -> int | None:
-    """New spec.replicas when disk pressure holds bookies writable and the spec allows adding one."""
+def capped_scale_up(spec: BookieClusterSpec, scaled_up_by: int) -> int:
+    """The operator's own bookies (``status.scaledUpBy``) never take the cluster beyond maxReplicas: a user who
+    raises spec.replicas to cover them (or lowers the maximum) takes them over instead of adding to them."""
+    return max(0, min(scaled_up_by, spec.disk_policy.scale_up.max_replicas - spec.replicas))
+
+
+def scale_up_for_pressure(spec: BookieClusterSpec, plan: ReadOnlyPlan, settled: bool,
+                          scaled_up_by: int = 0) -> int | None:
+    """New ``status.scaledUpBy`` when disk pressure holds bookies writable and the spec allows one more bookie.
+
+    The count lives in status, never in spec.replicas: the spec stays what its author (or a GitOps controller)
+    wrote, and the StatefulSet gets spec.replicas plus this.
+    """
     if not (plan.disk_pressure and spec.disk_policy.scale_up.enabled and settled):
         return None
-    if spec.replicas >= spec.disk_policy.scale_up.max_replicas:
+    if spec.replicas + scaled_up_by >= spec.disk_policy.scale_up.max_replicas:
         return None
-    return spec.replicas + 1
+    return scaled_up_by + 1
+
+
+def scale_back_after_pressure(spec: BookieClusterSpec, bookies: list[ObservedBookie], plan: ReadOnlyPlan,
+                              settled: bool, scaled_up_by: int) -> int | None:
+    """New ``status.scaledUpBy`` (one less) once the bookies the operator added are no longer needed.
+
+    That is when nothing is read-only or held writable for disk usage, and the data of every bookie would fit
+    on all but the highest ordinal (the one the decommission removes) below the low-water mark, so moving its
+    ledgers away cannot bring the pressure back. Lowering the count starts the ordinary safe decommission.
+    """
+    if scaled_up_by <= 0 or not settled or plan.disk_pressure:
+        return None
+    if any(d.read_only for d in plan.decisions.values()):
+        return None
+    known = [b for b in bookies if b.exists and b.reachable and b.total_bytes and b.free_bytes is not None]
+    if not known or len(known) != len([b for b in bookies if b.exists]):
+        return None
+    highest = max(b.ordinal for b in known)
+    used = sum((b.total_bytes or 0) - (b.free_bytes or 0) for b in known)
+    remaining = sum(b.total_bytes or 0 for b in known if b.ordinal != highest)
+    if remaining <= 0 or used / remaining >= spec.disk_policy.writable_low_water_mark:
+        return None
+    return scaled_up_by - 1

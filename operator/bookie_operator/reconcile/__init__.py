@@ -16,7 +16,7 @@ from bookie_operator.reconcile.decommission import decommission
 from bookie_operator.reconcile.observe import ensure_metadata, observe, observe_registrations, parse_spec
 from bookie_operator.reconcile.ports import Obj
 from bookie_operator.reconcile.read_only import control_read_only, force_gc
-from bookie_operator.reconcile.rolling import roll_outdated_pods, scale_up_for_disk_pressure
+from bookie_operator.reconcile.rolling import roll_outdated_pods, scale_for_disk_pressure
 from bookie_operator.reconcile.start_failures import reclaim_foreign_volumes, report_start_failures
 from bookie_operator.reconcile.status import record_status
 
@@ -35,7 +35,7 @@ async def steps(t: Tick) -> None:
     await run_compaction_schedule(t)     # scheduled compaction, one bookie at a time
     await apply_compaction_window(t)     # the bookies' own compaction only inside the window
     await roll_outdated_pods(t)          # one outdated pod at a time
-    await scale_up_for_disk_pressure(t)  # one more bookie when pressure holds bookies writable
+    await scale_for_disk_pressure(t)     # status.scaledUpBy: one more bookie under pressure, or one fewer
     await observe_registrations(t)       # which bookies ZooKeeper knows
     report_start_failures(t)             # bookies that cannot start: why, and what to do
     record_status(t)                     # per-bookie status and conditions

@@ -30,7 +30,7 @@ def contains(live: Any, desired: Any) -> bool:
 
 
 async def apply_desired(t: Tick) -> None:
-    t.replicas = decisions.statefulset_replicas(t.spec.replicas, t.current_replicas, t.status.decommission)
+    t.replicas = decisions.statefulset_replicas(t.desired_replicas, t.current_replicas, t.status.decommission)
     for obj in builders.desired_objects(t.owner, t.spec, t.replicas):
         await _apply_one(t, obj)
 

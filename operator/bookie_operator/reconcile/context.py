@@ -115,6 +115,12 @@ class Tick:
         self.outcome.waiting.append(what)
 
     @property
+    def desired_replicas(self) -> int:
+        """What the cluster should run: spec.replicas plus the bookies the operator added for disk pressure
+        (kept in status, so the spec stays what its author or a GitOps controller wrote)."""
+        return self.spec.replicas + self.status.scaled_up_by
+
+    @property
     def decommissioning(self) -> int | None:
         return self.status.decommission.ordinal if self.status.decommission else None
 

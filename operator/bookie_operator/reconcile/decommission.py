@@ -22,7 +22,7 @@ async def decommission(t: Tick) -> None:
     if state is None:
         return
     facts = await _facts(t, state)
-    step = decisions.decommission_step(state, facts, t.spec, t.now)
+    step = decisions.decommission_step(state, facts, t.spec, t.now, t.desired_replicas)
     new_state = step.status
     for action in step.actions:
         try:
@@ -46,22 +46,22 @@ async def decommission(t: Tick) -> None:
         t.status.decommissioned = [*t.status.decommissioned, state.bookie_id][-20:]
         t.event("Normal", "Decommissioned", f"{state.pod} ({state.bookie_id}) decommissioned")
     if step.cancelled:
-        t.event("Normal", "DecommissionCancelled", f"{state.pod}: spec.replicas raised to {t.spec.replicas}")
+        t.event("Normal", "DecommissionCancelled", f"{state.pod}: replicas raised to {t.desired_replicas}")
     t.status.decommission = new_state
 
 
 def _start(t: Tick) -> DecommissionStatus | None:
-    """A new decommission when the spec asks for fewer bookies than the StatefulSet has."""
+    """A new decommission when the cluster should have fewer bookies than the StatefulSet has."""
     if t.current_replicas is None:
         return None
-    ordinal = decisions.ordinal_to_decommission(t.current_replicas, t.spec.replicas)
+    ordinal = decisions.ordinal_to_decommission(t.current_replicas, t.desired_replicas)
     if ordinal is None:
         return None
     pod = builders.pod_name(t.name, ordinal)
     bookie_id = builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain)
     state = decisions.start_decommission(ordinal, pod, bookie_id, t.now)
     t.event("Normal", "DecommissionStarted", f"decommissioning {pod} ({bookie_id}): replicas "
-            f"{t.current_replicas} -> {t.spec.replicas}")
+            f"{t.current_replicas} -> {t.desired_replicas}")
     return state
 
 

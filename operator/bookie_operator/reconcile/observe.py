@@ -6,7 +6,7 @@ import asyncio
 import logging
 from typing import Any
 
-from bookie_operator import builders, metrics, models
+from bookie_operator import builders, decisions, metrics, models
 from bookie_operator.bookie_client import BookieApiError
 from bookie_operator.decisions import ObservedBookie, start_failures
 from bookie_operator.models import InvalidSpec
@@ -21,15 +21,19 @@ def parse_spec(t: Tick) -> bool:
     """The spec, validated; an invalid one becomes a condition and one Event, and nothing is applied."""
     try:
         t.spec = models.parse_spec(t.body.get("spec") or {})
-        return True
     except InvalidSpec as exc:
-        message = str(exc)
-        if t.was("Degraded") != "True" or t.previous_message("Degraded") != message:
-            t.event("Warning", "InvalidSpec", message)
-        t.condition("Ready", False, "InvalidSpec", message)
-        t.condition("Degraded", True, "InvalidSpec", message)
-        t.status.observed_generation = t.generation
+        _invalid(t, str(exc))
         return False
+    t.status.scaled_up_by = decisions.capped_scale_up(t.spec, t.status.scaled_up_by)
+    return True
+
+
+def _invalid(t: Tick, message: str) -> None:
+    if t.was("Degraded") != "True" or t.previous_message("Degraded") != message:
+        t.event("Warning", "InvalidSpec", message)
+    t.condition("Ready", False, "InvalidSpec", message)
+    t.condition("Degraded", True, "InvalidSpec", message)
+    t.status.observed_generation = t.generation
 
 
 async def ensure_metadata(t: Tick) -> bool:

@@ -1,4 +1,4 @@
-"""Rolling restarts (one outdated pod at a time, on a healthy cluster) and scale-up under disk pressure."""
+"""Rolling restarts (one outdated pod at a time, on a healthy cluster) and scaling for disk pressure."""
 
 from __future__ import annotations
 
@@ -25,12 +25,21 @@ async def roll_outdated_pods(t: Tick) -> None:
         t.wait(f"rolling restart of {pod.pod}")
 
 
-async def scale_up_for_disk_pressure(t: Tick) -> None:
-    settled = (t.current_replicas == t.spec.replicas and all(b.ready for b in t.bookies)
+async def scale_for_disk_pressure(t: Tick) -> None:
+    """One more bookie while pressure holds bookies writable; one fewer (decommissioned like any other) once
+    the added ones are no longer needed. The count is ``status.scaledUpBy``: the spec is never written."""
+    settled = (t.current_replicas == t.desired_replicas and all(b.ready for b in t.bookies)
                and t.status.decommission is None)
-    target = decisions.scale_up_for_pressure(t.spec, t.plan, settled)
-    if target is None:
+    by = t.status.scaled_up_by
+    up = decisions.scale_up_for_pressure(t.spec, t.plan, settled, by)
+    if up is not None:
+        t.status.scaled_up_by = up
+        t.event("Normal", "ScaledUp", f"disk pressure: replicas {t.spec.replicas + by} -> {t.spec.replicas + up} "
+                f"(spec.replicas {t.spec.replicas} + {up} in status.scaledUpBy; "
+                f"diskPolicy.scaleUp.maxReplicas {t.spec.disk_policy.scale_up.max_replicas})")
         return
-    await t.op.kube.patch_replicas(t.namespace, t.name, target)
-    t.event("Normal", "ScaledUp", f"disk pressure: replicas {t.spec.replicas} -> {target} "
-            f"(diskPolicy.scaleUp.maxReplicas {t.spec.disk_policy.scale_up.max_replicas})")
+    down = decisions.scale_back_after_pressure(t.spec, t.bookies, t.plan, settled, by)
+    if down is not None:
+        t.status.scaled_up_by = down
+        t.event("Normal", "ScalingBack", f"disk pressure gone: replicas {t.spec.replicas + by} -> "
+                f"{t.spec.replicas + down}, the added bookie is decommissioned first")

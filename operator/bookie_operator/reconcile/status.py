@@ -29,9 +29,9 @@ def record_status(t: Tick) -> None:
     sts = t.statefulset
     revision = (sts or {}).get("status", {}).get("updateRevision")
     facts = ClusterFacts(
-        desired_replicas=t.spec.replicas, ensemble_size=t.spec.ensemble_size, existing=s.replicas, ready=ready,
+        desired_replicas=t.desired_replicas, ensemble_size=t.spec.ensemble_size, existing=s.replicas, ready=ready,
         writable=writable,
-        scaling=t.replicas != t.spec.replicas or bool(sts and int(sts["spec"]["replicas"]) != t.replicas),
+        scaling=t.replicas != t.desired_replicas or bool(sts and int(sts["spec"]["replicas"]) != t.replicas),
         outdated=[b.pod for b in t.bookies if b.exists and revision and b.revision != revision],
         compaction_run=s.compaction.run.scheduled_for if s.compaction.run else None,
         decommission=s.decommission,
