@@ -6,6 +6,7 @@ default service account exists and the runner's Node is Ready, and records every
 ``state_dir/cluster.json`` so that another process (``bookie-fleet cluster down``) can stop it.
 ``down()`` stops the pod runner first (it stops its pods), then the control plane, then kills any pod
 process group still listed by the runner and deletes its leftover runc containers: nothing is left running.
+One module at the usual size limit: each component's command line sits next to its start and readiness.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Field names are camelCase on the wire (aliases) and snake_case in Python. Every 
 server can check is expressed here (ranges, patterns, and ``x-kubernetes-validations`` CEL rules for the
 relations between fields), and the same rules are checked by pydantic when the operator parses a spec, so
 an object that slipped past an older CRD still becomes a readable condition instead of a crash.
+
+One module over the usual size on purpose: it is the CRD's schema, read top to bottom as the API reference
+of the resource, and each field's description, type, range and CEL rule sit next to each other.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@
 A stream is a sequence of ledgers (segments); record positions are stream offsets that never change: a
 segment covers positions ``first..last``, a record carries its own position, compaction removes records but
 keeps the others' positions, retention removes whole segments from the head and moves ``start``.
+
+One module a little over the usual size: the writer and the reader share the segment bookkeeping above.
 """
 
 from __future__ import annotations

@@ -2,6 +2,10 @@
 
 Each pod gets a ``PodWorker`` thread. The node loop hands it the newest pod object (``update``) or tells it
 the pod is gone (``gone``); the worker owns everything else and writes the pod's status.
+
+One module over the usual size: a pod's lifecycle is one state machine (start, probes, restarts, status,
+deletion) over the same containers; what could move out did (``container``, ``containerspec``, ``security``,
+``runtime``, ``termination``, ``volumes``, ``probes``).
 """
 
 from __future__ import annotations
