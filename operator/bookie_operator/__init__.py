@@ -1,1 +1,1 @@
-"""The Kopf operator for BookieCluster resources (issue 6)."""
+"""The Kopf operator for BookieCluster resources: pure builders and decisions, a reconcile of named steps."""
