@@ -53,14 +53,18 @@ def main(argv: list[str] | None = None) -> int:
 
     import kopf
     import prometheus_client
+    from kopf._core.engines.peering import Identity  # the type of kopf.operator's identity (not re-exported)
 
     import bookie_operator.handlers  # noqa: F401  (registers the handlers)
 
     kopf.configure(verbose=args.verbose, log_format=kopf.LogFormat[args.log_format.upper()])
     if args.metrics_port:
         prometheus_client.start_http_server(args.metrics_port)
+    # Kopf's default identity asks the password database for the user's name, which a container's numeric
+    # user need not have: name this process after its pod instead.
+    identity = f"{os.environ.get('HOSTNAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
     operator = kopf.operator(standalone=True, clusterwide=not args.namespace, namespaces=args.namespace,
-                             liveness_endpoint=args.liveness or None)
+                             liveness_endpoint=args.liveness or None, identity=Identity(identity))
     if not args.leader_election_namespace:
         asyncio.run(operator)
         return 0
@@ -115,6 +119,10 @@ async def _as_leader(args: argparse.Namespace, operator: Any) -> int:
             log.error("%s: stopping so that only one operator acts", hold.exception())
             return 1
         await elector.release()
+        for task, what in ((hold, "holding the lease"), (run, "the operator")):
+            if task in done and not task.cancelled() and task.exception() is not None:
+                log.error("%s stopped: %r", what, task.exception(), exc_info=task.exception())
+                return 1
         return 0
     finally:
         await kube.close()

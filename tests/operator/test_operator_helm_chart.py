@@ -44,7 +44,13 @@ def test_helm_lint_install_and_the_deployed_operator_reconciles(
     assert all("*" not in v for v in verbs.values())
 
     kube.apply(bookie_cluster("bk", zookeeper.connect_string, f"/{ns}/ledgers"), namespace=ns)
-    obj = wait_ready(kube, ns, "bk", timeout=180)
+    try:
+        obj = wait_ready(kube, ns, "bk", timeout=180)
+    except AssertionError:
+        for pod in pods:
+            logs = kube.kubectl("-n", ns, "logs", pod["metadata"]["name"], check=False)
+            print(f"[operator pod {pod['metadata']['name']}]\n{logs.stdout[-6000:]}{logs.stderr[-2000:]}")
+        raise
     ready = condition(obj, "Ready")
     assert ready is not None and ready["status"] == "True"
 

@@ -63,6 +63,7 @@ class VolumeManager:
         self.node_capacity = node_capacity
         self.paths: dict[str, Path] = {}
         self._tokens: dict[str, tuple[bytes, float]] = {}   # key -> (token, refresh at)
+        self._owned_files: list[tuple[str, int | None, int | None]] = []   # token files and their owner
 
     @property
     def namespace(self) -> str:
@@ -148,7 +149,14 @@ class VolumeManager:
             for i, source in enumerate(projected.get("sources", [])):
                 if "serviceAccountToken" in source:
                     sat = source["serviceAccountToken"]
-                    files[sat["path"]] = (self._token_file(f"{name}/{i}", sat), 0o600 if mode == 0o644 else mode)
+                    # As the kubelet: the token is 0600 and owned by the pod's user when every container runs
+                    # as the same user (or the pod has an fsGroup), else the volume's mode (0644 by default).
+                    fs_user, fs_group = self._token_owner()
+                    token_mode = 0o600 if fs_user is not None or fs_group is not None else mode
+                    if fs_user is None and fs_group is not None:
+                        token_mode = 0o640
+                    files[sat["path"]] = (self._token_file(f"{name}/{i}", sat), token_mode)
+                    self._owned_files.append((sat["path"], fs_user, fs_group))
                 elif "configMap" in source:
                     files.update(self._keyed_files("configMap", source["configMap"], mode))
                 elif "secret" in source:
@@ -160,14 +168,22 @@ class VolumeManager:
             return files
         return None
 
+    def _token_owner(self) -> tuple[int | None, int | None]:
+        """(fsUser, fsGroup) of the pod: the runAsUser all its containers share, if they do, and its fsGroup."""
+        spec = self.pod["spec"]
+        pod_sc = spec.get("securityContext") or {}
+        users = {(c.get("securityContext") or {}).get("runAsUser", pod_sc.get("runAsUser"))
+                 for c in [*spec.get("initContainers", []), *spec.get("containers", [])]}
+        fs_user = next(iter(users)) if len(users) == 1 else None
+        fs_group = pod_sc.get("fsGroup")
+        return (int(fs_user) if fs_user is not None else None, int(fs_group) if fs_group is not None else None)
+
     def prepare(self) -> dict[str, Path]:
         """Set up every volume; raises VolumeNotReady (retry later) or VolumeError (never)."""
         root = self.pod_dir / "volumes"
         for volume in self.pod["spec"].get("volumes", []):
             name = volume["name"]
-            files = self._volume_files(volume)
-            if files is not None:
-                _write_files(root / name, files)
+            if self._write_volume(root, volume):
                 self.paths[name] = root / name
             elif "emptyDir" in volume:
                 (root / name).mkdir(parents=True, exist_ok=True)
@@ -192,9 +208,18 @@ class VolumeManager:
         root = self.pod_dir / "volumes"
         for volume in self.pod["spec"].get("volumes", []):
             with contextlib.suppress(VolumeNotReady):
-                files = self._volume_files(volume)
-                if files is not None:
-                    _write_files(root / volume["name"], files)
+                self._write_volume(root, volume)
+
+    def _write_volume(self, root: Path, volume: Obj) -> bool:
+        """Write a content volume's files (and give the token files their owner); False: not such a volume."""
+        self._owned_files = []
+        files = self._volume_files(volume)
+        if files is None:
+            return False
+        _write_files(root / volume["name"], files)
+        for rel, user, group in self._owned_files:
+            os.chown(root / volume["name"] / rel, -1 if user is None else user, -1 if group is None else group)
+        return True
 
     def _claim_path(self, claim: str) -> Path:
         pvc = self.api.get(f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims/{claim}")
