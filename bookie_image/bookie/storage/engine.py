@@ -16,6 +16,8 @@ for reads. Every method called from the event loop returns quickly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import os
 import struct
@@ -74,7 +76,12 @@ class StorageEngine(EngineReads, GcStorageApi):
             format_version=conf.journal_format_version_to_write,
             max_backups=conf.journal_max_backups,
         )
-        self.journals = [Journal(d, settings) for d in conf.journal_directories]
+        self.journals = [Journal(d, settings, self._journal_failed) for d in conf.journal_directories]
+        # Told (on the event loop, once) when an I/O error leaves the engine unable to keep its promise
+        # (a journal write or fsync, or a checkpoint's write to a ledger directory): the server stops.
+        self.on_fatal: Callable[[str], None] | None = None
+        self.fatal_error: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.ledgers: dict[int, LedgerState] = {}
         self._flush_pool = ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
         self._read_pool = ThreadPoolExecutor(max(1, conf.num_read_worker_threads), thread_name_prefix="read")
@@ -91,7 +98,7 @@ class StorageEngine(EngineReads, GcStorageApi):
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         """Load ledger state, replay the journal since the last checkpoint, start the journal and timer."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         loaded = await loop.run_in_executor(self._flush_pool, self._load_ledgers)
         self.ledgers = {lid: LedgerState(data) for lid, data in loaded.items()}
         await self._replay()
@@ -127,6 +134,20 @@ class StorageEngine(EngineReads, GcStorageApi):
         await loop.run_in_executor(self._flush_pool, self._close_dirs)
         self._flush_pool.shutdown(wait=True)
         self._read_pool.shutdown(wait=True)
+
+    def _journal_failed(self, exc: BaseException) -> None:
+        """On a journal writer thread: hand the failure to the loop."""
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the process is stopping anyway
+                self._loop.call_soon_threadsafe(self._fatal, f"journal I/O error: {exc!r}")
+
+    def _fatal(self, reason: str) -> None:
+        if self.fatal_error is not None:
+            return
+        self.fatal_error = reason
+        log.critical("storage cannot keep its promises any more: %s", reason)
+        if self.on_fatal is not None:
+            self.on_fatal(reason)
 
     def _close_dirs(self) -> None:
         for d in self.dirs:
@@ -303,6 +324,12 @@ class StorageEngine(EngineReads, GcStorageApi):
             await asyncio.sleep(interval)
             try:
                 await self.checkpoint()
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the disk checker turns the bookie read-only
+                    log.error("checkpoint failed, disk full; retrying at the next interval: %r", exc)
+                    continue
+                self._fatal(f"ledger directory I/O error in a checkpoint: {exc!r}")
+                return
             except Exception:
                 log.exception("checkpoint failed; retrying at the next interval")
 
