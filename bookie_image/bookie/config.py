@@ -130,6 +130,20 @@ class BookieConfig(BaseModel):
     max_pending_read_requests_per_thread: int = Field(
         10000, ge=0, description="Queued reads before ETOOMANYREQUESTS (0 off)."
     )
+    max_unsent_response_bytes_per_connection: int = Field(
+        1024 * 1024, gt=0,
+        description="Ours (BookKeeper has Netty's write-buffer water mark): a connection whose unsent responses "
+                    "exceed this many bytes is not read until they drain to half of it.",
+    )
+    wait_timeout_on_response_backpressure_ms: int = Field(
+        -1, ge=-1,
+        description="How long a connection may stay over its unsent-response budget with nothing drained, ms "
+                    "(-1: forever); then closeChannelOnResponseTimeout decides.",
+    )
+    close_channel_on_response_timeout: bool = Field(
+        False, description="Close a connection that stayed over its unsent-response budget for "
+                           "waitTimeoutOnResponseBackpressureMs (otherwise it stays paused).",
+    )
     num_add_worker_threads: int = Field(1, ge=0, description="Add worker threads (ordered by ledger).")
     num_read_worker_threads: int = Field(8, ge=0, description="Read worker threads.")
 

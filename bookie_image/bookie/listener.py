@@ -4,12 +4,24 @@ It splits the byte stream into frames, decodes each frame (v2 or v3, detected pe
 request to the processor and writes the encoded response when it completes. Responses may leave out of
 order, as in BookKeeper (v3 matches by txnId, v2 by ledger/entry/op). A malformed or oversized frame closes
 that connection only.
+
+Backpressure: a connection is not read while the bookie's in-progress limits are reached, nor while its
+unsent responses exceed ``maxUnsentResponseBytesPerConnection`` (the transport's ``pause_writing``); frames
+already received wait, decoded, in a backlog. A read keeps its in-progress slot until its response is
+written, and responses written while the connection is over its budget keep theirs until it drains, so a
+client that never reads its socket holds at most the budget plus ``maxReadsInProgressLimit`` responses.
+With ``waitTimeoutOnResponseBackpressureMs`` and ``closeChannelOnResponseTimeout`` a connection that drains
+nothing for that long is closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
+import struct
+from collections import deque
 from typing import Any
 
 from bookie.processor import InFlight, RequestProcessor
@@ -19,28 +31,44 @@ from bookie.protocol.framing import FrameReader, FrameTooLarge
 
 log = logging.getLogger(__name__)
 
+_LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset and drops unsent data
+
 
 class BookieConnection(asyncio.Protocol):
     def __init__(self, processor: RequestProcessor, max_frame_size: int,
                  connections: set[BookieConnection]) -> None:
         self.processor = processor
+        self.conf = processor.conf
         self.frames = FrameReader(max_frame_size)
         self.connections = connections
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.tasks: set[asyncio.Task[Any]] = set()
-        self._paused = False
+        self._paused = False  # an in-progress limit is reached
+        self._write_paused = False  # unsent responses over budget (pause_writing .. resume_writing)
+        self._reading_paused = False
+        self._backlog: deque[m.Request] = deque()
         self._outgoing: list[bytes] = []
+        self._outgoing_slots = 0  # read slots of the responses in _outgoing
+        self._held_slots = 0  # read slots of responses written while over budget: released once drained
+        self._stall_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TCP transport is not a subclass of asyncio.Transport but has its methods.
         self.transport = transport  # type: ignore[assignment]
+        budget = self.conf.max_unsent_response_bytes_per_connection
+        transport.set_write_buffer_limits(high=budget, low=budget // 2)  # type: ignore[attr-defined]
         self.peer = str(transport.get_extra_info("peername"))
         self.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
         self.transport = None
+        self._backlog.clear()
+        self._cancel_stall_timer()
+        self._release_slots(self._held_slots + self._outgoing_slots)
+        self._held_slots = self._outgoing_slots = 0
+        self._outgoing.clear()
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -54,7 +82,63 @@ class BookieConnection(asyncio.Protocol):
             except codec.MalformedFrame as exc:
                 self._close_bad(f"malformed frame: {exc}")
                 return
-            self._dispatch(request)
+            self._backlog.append(request)
+        self._run_backlog()
+
+    def _run_backlog(self) -> None:
+        """Dispatch received requests until a limit blocks this connection; then stop reading it."""
+        while self._backlog and not self._blocked():
+            self._dispatch(self._backlog.popleft())
+        self._update_reading()
+
+    def _blocked(self) -> bool:
+        return self._paused or self._write_paused or self.transport is None
+
+    def _update_reading(self) -> None:
+        if self.transport is None:
+            return
+        want_paused = self._blocked() or bool(self._backlog)
+        if want_paused and not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pause_reading()
+        elif not want_paused and self._reading_paused:
+            self._reading_paused = False
+            self.transport.resume_reading()
+
+    # --- write-side backpressure (asyncio flow control)
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+        wait_ms = self.conf.wait_timeout_on_response_backpressure_ms
+        if wait_ms >= 0 and self._stall_timer is None:
+            self._stall_timer = asyncio.get_running_loop().call_later(wait_ms / 1000, self._stalled)
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._cancel_stall_timer()
+        self._release_slots(self._held_slots)
+        self._held_slots = 0
+        self._run_backlog()
+
+    def _stalled(self) -> None:
+        self._stall_timer = None
+        if not self._write_paused:
+            return
+        if self.conf.close_channel_on_response_timeout:
+            self._reset(f"nothing of its unsent responses drained for "
+                        f"{self.conf.wait_timeout_on_response_backpressure_ms} ms")
+        else:
+            log.warning("connection from %s: unsent responses over budget for %d ms; still waiting",
+                        self.peer, self.conf.wait_timeout_on_response_backpressure_ms)
+
+    def _cancel_stall_timer(self) -> None:
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+
+    def _release_slots(self, n: int) -> None:
+        for _ in range(n):
+            self.processor.reads.leave()
 
     def _dispatch(self, request: m.Request) -> None:
         if type(request) is m.AddRequest:
@@ -65,10 +149,15 @@ class BookieConnection(asyncio.Protocol):
             if outcome is not False:
                 self._send(codec.encode_response(request, outcome))
                 return
-        task = asyncio.ensure_future(self.processor.process(request))
+        refusal = self.processor.admit(request)
+        if refusal is not None:
+            self._send(codec.encode_response(request, refusal))
+            return
+        counter = self.processor.counter_for(request)
+        task = asyncio.ensure_future(self.processor.execute(request, hold_slot=True))
         self.tasks.add(task)
-        task.add_done_callback(lambda t: self._respond(request, t))
-        self._pause_if_over(self.processor.counter_for(request))
+        task.add_done_callback(lambda t: self._respond(request, t, counter))
+        self._pause_if_over(counter)
 
     def _add_durable(self, request: m.AddRequest, failure: m.Response | None) -> None:
         if self.transport is None or self.transport.is_closing():
@@ -79,7 +168,6 @@ class BookieConnection(asyncio.Protocol):
         if counter is not None and counter.must_pause() and not self._paused and self.transport:
             # maxAdds/ReadsInProgressLimit: stop reading this connection until a slot frees (no error).
             self._paused = True
-            self.transport.pause_reading()
             resume = asyncio.ensure_future(self._resume_when_below(counter))
             self.tasks.add(resume)
             resume.add_done_callback(self.tasks.discard)
@@ -87,37 +175,61 @@ class BookieConnection(asyncio.Protocol):
     async def _resume_when_below(self, counter: InFlight) -> None:
         await counter.wait_below_limit()
         self._paused = False
-        if self.transport is not None:
-            self.transport.resume_reading()
+        self._run_backlog()
 
-    def _respond(self, request: m.Request, task: asyncio.Task[m.Response]) -> None:
+    def _respond(self, request: m.Request, task: asyncio.Task[m.Response], counter: InFlight | None) -> None:
+        """Send a finished request's response. This connection owns the request's in-progress slot: a read's
+        goes once its response is written (``_flush_outgoing``), any other's now."""
         self.tasks.discard(task)
-        if task.cancelled() or self.transport is None or self.transport.is_closing():
+        failed = task.cancelled() or task.exception() is not None
+        if counter is not None and (failed or counter is not self.processor.reads
+                                    or self.transport is None or self.transport.is_closing()):
+            counter.leave()
+            counter = None
+        if failed:
+            if not task.cancelled():
+                log.error("request %r failed unexpectedly: %r", type(request).__name__, task.exception())
             return
-        exc = task.exception()
-        if exc is not None:
-            log.error("request %r failed unexpectedly: %r", type(request).__name__, exc)
+        if self.transport is None or self.transport.is_closing():
             return
-        self._send(codec.encode_response(request, task.result()))
+        self._send(codec.encode_response(request, task.result()), 0 if counter is None else 1)
 
-    def _send(self, frame: bytes) -> None:
+    def _send(self, frame: bytes, slots: int = 0) -> None:
         # Responses completed in the same loop iteration (a journal group commit acks many adds at once)
         # leave in one write: one syscall per group instead of one per entry.
         self._outgoing.append(frame)
+        self._outgoing_slots += slots
         if len(self._outgoing) == 1:
             asyncio.get_running_loop().call_soon(self._flush_outgoing)
 
     def _flush_outgoing(self) -> None:
         data, self._outgoing = b"".join(self._outgoing), []
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(data)
+        slots, self._outgoing_slots = self._outgoing_slots, 0
+        if self.transport is None or self.transport.is_closing():
+            self._release_slots(slots)
+            return
+        self.transport.write(data)  # may call pause_writing
+        if self._write_paused:
+            self._held_slots += slots  # written, not sent: the slots go when the connection drains
+        else:
+            self._release_slots(slots)
 
     def _close_bad(self, reason: str) -> None:
         log.warning("closing connection from %s: %s", self.peer, reason)
         if self.transport is not None:
             self.transport.abort()
 
+    def _reset(self, reason: str) -> None:
+        """Close with a reset: a FIN would wait behind the unsent bytes for a peer that reads nothing, and the
+        kernel would keep them for minutes."""
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
+        self._close_bad(reason)
+
     def close(self) -> None:
+        self._backlog.clear()
         for task in list(self.tasks):
             task.cancel()
         if self.transport is not None:

@@ -106,22 +106,38 @@ class RequestProcessor:
             return self.reads
         return None
 
-    async def process(self, request: m.Request) -> m.Response:
+    async def process(self, request: m.Request, *, hold_slot: bool = False) -> m.Response:
+        """The response to ``request`` (``admit`` then ``execute``)."""
+        refusal = self.admit(request)
+        if refusal is not None:
+            return refusal
+        return await self.execute(request, hold_slot=hold_slot)
+
+    def admit(self, request: m.Request) -> m.Response | None:
+        """Synchronously, before any work: the refusal to answer at once, or None with the request's
+        in-progress slot taken (so a burst of frames sees the count grow as it is dispatched)."""
         if request.wire.version == 3 and request.wire.protocol_version != 3:
             return m.error_response(request, StatusCode.EBADVERSION)
-        handler = self._handlers.get(type(request))
-        if handler is None:
+        if type(request) not in self._handlers:
             return m.error_response(request, StatusCode.EBADREQ)
         counter = self.counter_for(request)
-        if counter is None:
-            return await self._guarded(handler, request)
-        if counter.over_pending_limit():
-            return m.error_response(request, StatusCode.ETOOMANYREQUESTS)
-        counter.enter()
+        if counter is not None:
+            if counter.over_pending_limit():
+                return m.error_response(request, StatusCode.ETOOMANYREQUESTS)
+            counter.enter()
+        return None
+
+    async def execute(self, request: m.Request, *, hold_slot: bool = False) -> m.Response:
+        """Run an admitted request. With ``hold_slot`` the caller owns the in-progress slot ``admit`` took and
+        releases it (``counter_for(request).leave()``) whatever happens, a read's once its response is
+        written: a response waiting for a slow client still counts against maxReadsInProgressLimit."""
+        handler = self._handlers[type(request)]
         try:
             return await self._guarded(handler, request)
         finally:
-            counter.leave()
+            counter = self.counter_for(request)
+            if counter is not None and not hold_slot:
+                counter.leave()
 
     def try_add(self, r: m.AddRequest, answer: Callable[[m.Response | None], None]) -> m.Response | bool:
         """An add without a task (the hot path). Returns a response now (refused or failed); True when the
