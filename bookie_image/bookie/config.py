@@ -144,6 +144,11 @@ class BookieConfig(BaseModel):
         False, description="Close a connection that stayed over its unsent-response budget for "
                            "waitTimeoutOnResponseBackpressureMs (otherwise it stays paused).",
     )
+    max_long_poll_timeout_ms: int = Field(
+        60_000, gt=0, description="Ours: a long-poll read waits at most this long, whatever the client asks, ms.")
+    max_parked_long_polls: int = Field(
+        10_000, gt=0, description="Ours: long-poll reads waiting in the bookie; more are refused with "
+                                  "ETOOMANYREQUESTS. They hold no read slot, so they never block reads.")
     num_add_worker_threads: int = Field(1, ge=0, description="Add worker threads (ordered by ledger).")
     num_read_worker_threads: int = Field(8, ge=0, description="Read worker threads.")
 

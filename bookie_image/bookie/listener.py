@@ -65,6 +65,10 @@ class BookieConnection(asyncio.Protocol):
         self.connections.discard(self)
         self.transport = None
         self._backlog.clear()
+        # Nobody will read the answers: parked long polls and reads stop now (the journal still completes
+        # adds and fences already queued: cancelling their wait does not withdraw them).
+        for task in list(self.tasks):
+            task.cancel()
         self._cancel_stall_timer()
         self._release_slots(self._held_slots + self._outgoing_slots)
         self._held_slots = self._outgoing_slots = 0

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from bookie.config import BookieConfig
+from bookie.limits import LimitHits
 from bookie.protocol import messages as m
 from bookie.protocol.codes import StatusCode
 from bookie.state import StateManager
@@ -86,6 +87,9 @@ class RequestProcessor:
         self.disk_space = disk_space
         self.adds = InFlight(conf.max_pending_add_requests_per_thread, conf.max_adds_in_progress_limit)
         self.reads = InFlight(conf.max_pending_read_requests_per_thread, conf.max_reads_in_progress_limit)
+        # Parked long polls have their own count: waiting for a LAC, they must not take read slots.
+        self.long_polls = InFlight(conf.max_parked_long_polls, 0)
+        self.limits = LimitHits()
         self._handlers: dict[type, Callable[[m.Request], Awaitable[m.Response]]] = {
             m.AddRequest: self._add,  # type: ignore[dict-item]
             m.ReadRequest: self._read,  # type: ignore[dict-item]
@@ -102,6 +106,8 @@ class RequestProcessor:
     def counter_for(self, request: m.Request) -> InFlight | None:
         if isinstance(request, m.AddRequest):
             return self.adds
+        if isinstance(request, m.ReadRequest) and _is_long_poll(request):
+            return self.long_polls
         if isinstance(request, (m.ReadRequest, m.BatchReadRequest)):
             return self.reads
         return None
@@ -123,6 +129,8 @@ class RequestProcessor:
         counter = self.counter_for(request)
         if counter is not None:
             if counter.over_pending_limit():
+                self.limits.hit(self._limit_name(counter), f"{counter.count} in progress, refusing "
+                                f"{type(request).__name__} with ETOOMANYREQUESTS")
                 return m.error_response(request, StatusCode.ETOOMANYREQUESTS)
             counter.enter()
         return None
@@ -138,6 +146,11 @@ class RequestProcessor:
             counter = self.counter_for(request)
             if counter is not None and not hold_slot:
                 counter.leave()
+
+    def _limit_name(self, counter: InFlight) -> str:
+        if counter is self.long_polls:
+            return "maxParkedLongPolls"
+        return "maxPendingAddRequestsPerThread" if counter is self.adds else "maxPendingReadRequestsPerThread"
 
     def try_add(self, r: m.AddRequest, answer: Callable[[m.Response | None], None]) -> m.Response | bool:
         """An add without a task (the hot path). Returns a response now (refused or failed); True when the
@@ -201,7 +214,7 @@ class RequestProcessor:
     async def _read(self, r: m.ReadRequest) -> m.Response:
         if r.fence:
             return await self._fencing_read(r)
-        if r.previous_lac is not None and r.timeout_ms is not None:
+        if _is_long_poll(r):
             return await self._long_poll_read(r)
         body = await self.engine.read_entry(r.ledger_id, r.entry_id)
         lac = self.engine.last_add_confirmed(r.ledger_id)
@@ -225,7 +238,8 @@ class RequestProcessor:
         previous = r.previous_lac if r.previous_lac is not None else -1
         if r.piggyback and r.entry_id != -1:
             return m.ReadResponse(r.wire, StatusCode.EBADREQ, r.ledger_id, r.entry_id)
-        lac = await self.engine.wait_for_lac(r.ledger_id, previous, (r.timeout_ms or 0) / 1000)
+        timeout_ms = min(r.timeout_ms or 0, self.conf.max_long_poll_timeout_ms)
+        lac = await self.engine.wait_for_lac(r.ledger_id, previous, timeout_ms / 1000)
         if lac <= previous:
             return m.ReadResponse(r.wire, StatusCode.EOK, r.ledger_id, r.entry_id, max_lac=lac)
         if not r.piggyback:
@@ -291,6 +305,10 @@ class RequestProcessor:
 
     async def _start_tls(self, r: m.StartTLSRequest) -> m.Response:
         return m.error_response(r, StatusCode.EBADREQ)  # TLS is not configured on this bookie
+
+
+def _is_long_poll(r: m.ReadRequest) -> bool:
+    return not r.fence and r.previous_lac is not None and r.timeout_ms is not None
 
 
 def _log_fence_failure(fut: asyncio.Future[None]) -> None:

@@ -306,9 +306,11 @@ class BookieServer:
     def metrics_snapshot(self) -> dict[str, Any]:
         write_cache_bytes, read_cache_bytes = self.engine.cache_sizes()
         counters = {k: float(v) for k, v in self.engine.stats.items()}
+        counters.update(self.processor.limits.metrics())
         gauges = {"ledgers": float(len(self.engine.ledgers)), "read_only": float(self.state.read_only),
                   "adds_in_progress": float(self.processor.adds.count),
                   "reads_in_progress": float(self.processor.reads.count),
+                  "long_polls_parked": float(self.processor.long_polls.count),
                   "connections": float(len(self.connections)),
                   "write_cache_bytes": float(write_cache_bytes), "read_cache_bytes": float(read_cache_bytes)}
         if self.gc is not None and hasattr(self.gc, "metrics"):

@@ -263,7 +263,7 @@ class StorageEngine(EngineReads, GcStorageApi):
         if state.lac is None or lac > state.lac:
             state.lac = lac
             state.lac_updated_ms = int(time.time() * 1000)
-            watchers, state.watchers = state.watchers, []
+            watchers, state.watchers = state.watchers, set()
             for fut in watchers:
                 if not fut.done():
                     fut.set_result(None)

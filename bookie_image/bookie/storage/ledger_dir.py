@@ -21,7 +21,7 @@ class LedgerState:
     lac: int | None = None           # None: not computed yet since start
     lac_updated_ms: int = 0
     key_journaled: bool = False      # master key record written in this run
-    watchers: list[asyncio.Future[None]] = field(default_factory=list)
+    watchers: set[asyncio.Future[None]] = field(default_factory=set)  # parked long polls: O(1) removal
 
 
 class LedgerDirStorage:
