@@ -149,6 +149,15 @@ class BookieConfig(BaseModel):
     max_parked_long_polls: int = Field(
         10_000, gt=0, description="Ours: long-poll reads waiting in the bookie; more are refused with "
                                   "ETOOMANYREQUESTS. They hold no read slot, so they never block reads.")
+    max_connections: int = Field(
+        0, ge=0, description="Ours: connections accepted by the bookie (0 off); more are closed at once.")
+    max_connections_per_client_address: int = Field(
+        0, ge=0, description="Ours: connections from one client address (0 off); more are closed at once.")
+    connection_idle_timeout_ms: int = Field(
+        0, ge=0, description="Ours: close a connection with nothing received, sent or in progress for this "
+                             "long, ms (0 off: BookKeeper clients keep idle connections open).")
+    partial_frame_timeout_ms: int = Field(
+        30_000, ge=0, description="Ours: close a connection that holds an incomplete frame this long, ms (0 off).")
     num_add_worker_threads: int = Field(1, ge=0, description="Add worker threads (ordered by ledger).")
     num_read_worker_threads: int = Field(8, ge=0, description="Read worker threads.")
 

@@ -52,18 +52,70 @@ class BookieConnection(asyncio.Protocol):
         self._outgoing_slots = 0  # read slots of the responses in _outgoing
         self._held_slots = 0  # read slots of responses written while over budget: released once drained
         self._stall_timer: asyncio.TimerHandle | None = None
+        self._watch_timer: asyncio.TimerHandle | None = None  # idle timeout and partial-frame deadline
+        self._last_activity = 0.0
+        self._partial_since: float | None = None
+        self.client_host = ""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TCP transport is not a subclass of asyncio.Transport but has its methods.
         self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.peer = str(peer)
+        self.client_host = peer[0] if isinstance(peer, tuple) else self.peer
+        refusal = self._over_connection_limit(self.client_host)
+        if refusal is not None:
+            self.processor.limits.hit(*refusal)
+            transport.abort()  # type: ignore[attr-defined]  # every TCP transport has it
+            return
         budget = self.conf.max_unsent_response_bytes_per_connection
         transport.set_write_buffer_limits(high=budget, low=budget // 2)  # type: ignore[attr-defined]
-        self.peer = str(transport.get_extra_info("peername"))
         self.connections.add(self)
+        self._last_activity = asyncio.get_running_loop().time()
+        self._schedule_watch()
+
+    def _over_connection_limit(self, host: str) -> tuple[str, str] | None:
+        """(limit, detail) when accepting this connection would exceed a connection limit."""
+        total, per_host = self.conf.max_connections, self.conf.max_connections_per_client_address
+        if 0 < total <= len(self.connections):
+            return "maxConnections", f"{len(self.connections)} connections open, closing the one from {self.peer}"
+        if per_host:
+            same = sum(1 for c in self.connections if c.client_host == host)
+            if same >= per_host:
+                return "maxConnectionsPerClientAddress", f"{same} connections from {host}, closing {self.peer}"
+        return None
+
+    # --- idle timeout and partial-frame deadline: one timer per connection, rescheduled lazily
+    def _schedule_watch(self) -> None:
+        delays = [ms / 1000 for ms in (self.conf.connection_idle_timeout_ms, self.conf.partial_frame_timeout_ms)
+                  if ms > 0]
+        if delays and self._watch_timer is None and self.transport is not None:
+            self._watch_timer = asyncio.get_running_loop().call_later(min(delays), self._watch)
+
+    def _watch(self) -> None:
+        self._watch_timer = None
+        if self.transport is None:
+            return
+        now = asyncio.get_running_loop().time()
+        idle_ms, partial_ms = self.conf.connection_idle_timeout_ms, self.conf.partial_frame_timeout_ms
+        if partial_ms and self._partial_since is not None and now - self._partial_since >= partial_ms / 1000:
+            self.processor.limits.hit("partialFrameTimeoutMs", f"{self.frames.buffered} bytes of an incomplete "
+                                      f"frame from {self.peer} for {partial_ms} ms: closing")
+            self._close_bad("incomplete frame held too long")
+            return
+        busy = self.tasks or self._backlog or self._outgoing or self.transport.get_write_buffer_size()
+        if idle_ms and not busy and now - self._last_activity >= idle_ms / 1000:
+            self.processor.limits.hit("connectionIdleTimeoutMs", f"{self.peer} idle for {idle_ms} ms: closing")
+            self.transport.close()
+            return
+        self._schedule_watch()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
         self.transport = None
+        if self._watch_timer is not None:
+            self._watch_timer.cancel()
+            self._watch_timer = None
         self._backlog.clear()
         # Nobody will read the answers: parked long polls and reads stop now (the journal still completes
         # adds and fences already queued: cancelling their wait does not withdraw them).
@@ -80,6 +132,11 @@ class BookieConnection(asyncio.Protocol):
         except FrameTooLarge as exc:
             self._close_bad(f"frame too large: {exc}")
             return
+        self._last_activity = now = asyncio.get_running_loop().time()
+        if not self.frames.buffered:
+            self._partial_since = None
+        elif frames or self._partial_since is None:
+            self._partial_since = now  # a new incomplete frame started
         for frame in frames:
             try:
                 request = codec.decode_request(frame)
@@ -212,6 +269,7 @@ class BookieConnection(asyncio.Protocol):
         if self.transport is None or self.transport.is_closing():
             self._release_slots(slots)
             return
+        self._last_activity = asyncio.get_running_loop().time()
         self.transport.write(data)  # may call pause_writing
         if self._write_paused:
             self._held_slots += slots  # written, not sent: the slots go when the connection drains
