@@ -103,7 +103,8 @@ class BookieConfig(BaseModel):
     journal_alignment_size: int = Field(512, gt=0, description="Journal write alignment, bytes.")
     journal_max_backups: int = Field(5, ge=0, description="Old journal files kept after a checkpoint.")
     journal_format_version_to_write: int = Field(6, ge=5, le=6, description="Journal format version.")
-    journal_queue_size: int = Field(10000, gt=0, description="Bounded journal queue length.")
+    journal_queue_size: int = Field(
+        10000, gt=0, description="Adds waiting for each journal; more pause the connections sending adds.")
 
     # --- entry logs, caches, checkpoints
     log_size_limit: int = Field(
@@ -144,6 +145,9 @@ class BookieConfig(BaseModel):
         False, description="Close a connection that stayed over its unsent-response budget for "
                            "waitTimeoutOnResponseBackpressureMs (otherwise it stays paused).",
     )
+    max_adds_in_progress_bytes: int = Field(
+        256 * 1024 * 1024, ge=0, description="Ours: entry bytes of adds in progress (not yet durable); over it, "
+                                             "connections sending adds are not read until some complete (0 off).")
     max_long_poll_timeout_ms: int = Field(
         60_000, gt=0, description="Ours: a long-poll read waits at most this long, whatever the client asks, ms.")
     max_parked_long_polls: int = Field(

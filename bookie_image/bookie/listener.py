@@ -24,7 +24,7 @@ import struct
 from collections import deque
 from typing import Any
 
-from bookie.processor import InFlight, RequestProcessor
+from bookie.processor import InFlight, RequestProcessor, size_of
 from bookie.protocol import codec
 from bookie.protocol import messages as m
 from bookie.protocol.framing import FrameReader, FrameTooLarge
@@ -245,7 +245,7 @@ class BookieConnection(asyncio.Protocol):
         failed = task.cancelled() or task.exception() is not None
         if counter is not None and (failed or counter is not self.processor.reads
                                     or self.transport is None or self.transport.is_closing()):
-            counter.leave()
+            counter.leave(size_of(request))
             counter = None
         if failed:
             if not task.cancelled():

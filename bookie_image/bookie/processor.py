@@ -43,12 +43,15 @@ def status_of(exc: BaseException) -> StatusCode:
 
 
 class InFlight:
-    """Counts requests of one kind in progress; knows when to refuse (pending limit) or pause reading."""
+    """Counts requests of one kind in progress, and their bytes; knows when to refuse (pending limit) or
+    pause reading (in-progress limit, or in-progress bytes)."""
 
-    def __init__(self, pending_limit: int, in_progress_limit: int) -> None:
+    def __init__(self, pending_limit: int, in_progress_limit: int, bytes_limit: int = 0) -> None:
         self.pending_limit = pending_limit
         self.in_progress_limit = in_progress_limit
+        self.bytes_limit = bytes_limit
         self.count = 0
+        self.bytes = 0
         self._released = asyncio.Event()
         self._waiting = 0  # readers paused in wait_below_limit: only they need a wake-up on leave
 
@@ -56,13 +59,15 @@ class InFlight:
         return 0 < self.pending_limit <= self.count
 
     def must_pause(self) -> bool:
-        return 0 < self.in_progress_limit <= self.count
+        return 0 < self.in_progress_limit <= self.count or 0 < self.bytes_limit <= self.bytes
 
-    def enter(self) -> None:
+    def enter(self, size: int = 0) -> None:
         self.count += 1
+        self.bytes += size
 
-    def leave(self) -> None:
+    def leave(self, size: int = 0) -> None:
         self.count -= 1
+        self.bytes -= size
         if self._waiting:
             self._released.set()
             self._released.clear()
@@ -85,7 +90,11 @@ class RequestProcessor:
         self.engine = engine
         self.state = state
         self.disk_space = disk_space
-        self.adds = InFlight(conf.max_pending_add_requests_per_thread, conf.max_adds_in_progress_limit)
+        # Adds in progress are the journal's queue (an add leaves once durable): journalQueueSize per journal
+        # bounds them as much as maxAddsInProgressLimit, by pausing the connections that send them.
+        queue_bound = conf.journal_queue_size * len(conf.journal_directories)
+        in_progress = min(conf.max_adds_in_progress_limit or queue_bound, queue_bound)
+        self.adds = InFlight(conf.max_pending_add_requests_per_thread, in_progress, conf.max_adds_in_progress_bytes)
         self.reads = InFlight(conf.max_pending_read_requests_per_thread, conf.max_reads_in_progress_limit)
         # Parked long polls have their own count: waiting for a LAC, they must not take read slots.
         self.long_polls = InFlight(conf.max_parked_long_polls, 0)
@@ -132,12 +141,12 @@ class RequestProcessor:
                 self.limits.hit(self._limit_name(counter), f"{counter.count} in progress, refusing "
                                 f"{type(request).__name__} with ETOOMANYREQUESTS")
                 return m.error_response(request, StatusCode.ETOOMANYREQUESTS)
-            counter.enter()
+            counter.enter(size_of(request))
         return None
 
     async def execute(self, request: m.Request, *, hold_slot: bool = False) -> m.Response:
         """Run an admitted request. With ``hold_slot`` the caller owns the in-progress slot ``admit`` took and
-        releases it (``counter_for(request).leave()``) whatever happens, a read's once its response is
+        releases it (``counter_for(request).leave(size_of(request))``) whatever happens, a read's once its response is
         written: a response waiting for a slow client still counts against maxReadsInProgressLimit."""
         handler = self._handlers[type(request)]
         try:
@@ -145,7 +154,7 @@ class RequestProcessor:
         finally:
             counter = self.counter_for(request)
             if counter is not None and not hold_slot:
-                counter.leave()
+                counter.leave(size_of(request))
 
     def _limit_name(self, counter: InFlight) -> str:
         if counter is self.long_polls:
@@ -163,7 +172,7 @@ class RequestProcessor:
             return False
 
         def durable(error: BaseException | None) -> None:
-            self.adds.leave()
+            self.adds.leave(len(r.body))
             answer(None if error is None else self.failure_response(r, error))
 
         try:
@@ -171,7 +180,7 @@ class RequestProcessor:
         except Exception as exc:
             return self.failure_response(r, exc)
         if queued:
-            self.adds.enter()
+            self.adds.enter(len(r.body))
         return queued
 
     def failure_response(self, request: m.Request, exc: BaseException) -> m.Response:
@@ -305,6 +314,11 @@ class RequestProcessor:
 
     async def _start_tls(self, r: m.StartTLSRequest) -> m.Response:
         return m.error_response(r, StatusCode.EBADREQ)  # TLS is not configured on this bookie
+
+
+def size_of(request: m.Request) -> int:
+    """Bytes an in-progress request holds: an add's entry."""
+    return len(request.body) if isinstance(request, m.AddRequest) else 0
 
 
 def _is_long_poll(r: m.ReadRequest) -> bool:
