@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections.abc import Awaitable, Callable
 
 from bookie.config import BookieConfig
@@ -135,6 +136,10 @@ class RequestProcessor:
             return m.error_response(request, StatusCode.EBADVERSION)
         if type(request) not in self._handlers:
             return m.error_response(request, StatusCode.EBADREQ)
+        bad = invalid_ids(request)
+        if bad is not None:
+            self.limits.hit("invalidIds", f"{type(request).__name__} refused with EBADREQ: {bad}")
+            return m.error_response(request, StatusCode.EBADREQ)
         counter = self.counter_for(request)
         if counter is not None:
             if counter.over_pending_limit():
@@ -168,6 +173,8 @@ class RequestProcessor:
         wrong version, pending limit, read-only, or a write cache that must throttle."""
         if r.wire.version == 3 and r.wire.protocol_version != 3:
             return False
+        if invalid_ids(r) is not None:
+            return False  # admit() refuses it, counted and logged
         if self.adds.over_pending_limit() or self._refuse_write(r.wire.high_priority or r.recovery):
             return False
 
@@ -314,6 +321,29 @@ class RequestProcessor:
 
     async def _start_tls(self, r: m.StartTLSRequest) -> m.Response:
         return m.error_response(r, StatusCode.EBADREQ)  # TLS is not configured on this bookie
+
+
+def invalid_ids(request: m.Request) -> str | None:
+    """Why the ids of ``request`` cannot be valid, or None. Ledger ids are never negative; an added entry id
+    never is either (the journal's negative markers, such as a fence, must not arrive as an entry), and the
+    ids in the entry's header are the request's; a read's entry id is -1 (the last entry) or more."""
+    ledger_id = getattr(request, "ledger_id", 0)
+    if ledger_id < 0:
+        return f"negative ledger id {ledger_id}"
+    if isinstance(request, m.AddRequest):
+        if request.entry_id < 0:
+            return f"negative entry id {request.entry_id} in an add"
+        body_ids = _BODY_IDS.unpack_from(request.body)
+        if body_ids != (request.ledger_id, request.entry_id):
+            return f"entry header says {body_ids[0]}/{body_ids[1]}, request {request.ledger_id}/{request.entry_id}"
+    elif isinstance(request, m.ReadRequest) and request.entry_id < -1:
+        return f"entry id {request.entry_id} below -1 in a read"
+    elif isinstance(request, m.BatchReadRequest) and request.start_entry_id < 0:
+        return f"negative start entry id {request.start_entry_id}"
+    return None
+
+
+_BODY_IDS = struct.Struct(">qq")
 
 
 def size_of(request: m.Request) -> int:
