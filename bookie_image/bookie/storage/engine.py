@@ -346,6 +346,9 @@ class StorageEngine(EngineReads, GcStorageApi):
                 for d in swapped:
                     assert d.flushing is not None
                     await self._in_thread(self._flush_pool, d.flush_cache, d.flushing)
+                # Fences, master keys and explicit LACs reach a directory's ledger index even when it had no
+                # entries to flush: they must be durable before the mark passes their journal records.
+                await self._in_thread(self._flush_pool, self._sync_ledger_indexes, swapped)
                 await self._in_thread(self._flush_pool, self._write_marks, marks)
             except BaseException:
                 # The marks did not move, but the flushed cache must not be dropped either (a full disk,
@@ -362,6 +365,11 @@ class StorageEngine(EngineReads, GcStorageApi):
                 for journal, mark in zip(self.journals, marks, strict=True):
                     await self._in_thread(self._flush_pool, journal.delete_before, mark)
             self._checkpoint_done.set()
+
+    def _sync_ledger_indexes(self, flushed: list[LedgerDirStorage]) -> None:
+        for d in self.dirs:
+            if d not in flushed:  # flush_cache synced those
+                d.ledger_index.sync()
 
     def _mark_file(self, journal_index: int) -> str:
         return "lastMark" if len(self.journals) == 1 else f"lastMark.{journal_index}"
