@@ -166,6 +166,12 @@ class BookieConfig(BaseModel):
     num_read_worker_threads: int = Field(8, ge=0, description="Read worker threads.")
 
     # --- disk checks and state
+    min_usable_size_for_entry_log_creation: int = Field(
+        0, ge=0, description="Bytes kept free in every ledger directory, besides diskUsageThreshold's share: "
+                             "adds are refused (EREADONLY, the bookie turns read-only) before the next "
+                             "checkpoint would use them, so compaction has room to rewrite entry logs.")
+    min_usable_size_for_high_priority_writes: int = Field(
+        0, ge=0, description="Bytes below which even recovery (high-priority) adds are refused.")
     disk_usage_threshold: float = Field(0.95, gt=0, lt=1, description="Used fraction that makes a dir full.")
     disk_usage_warn_threshold: float = Field(0.90, gt=0, lt=1, description="Used fraction that warns.")
     disk_usage_lwm_threshold: float | None = Field(

@@ -31,6 +31,7 @@ _ERROR_STATUS: tuple[tuple[type[Exception], StatusCode], ...] = (
     (se.FencedError, StatusCode.EFENCED),
     (se.MasterKeyMismatchError, StatusCode.EUA),
     (se.StorageThrottledError, StatusCode.ETOOMANYREQUESTS),
+    (se.LedgerDirFullError, StatusCode.EREADONLY),
     (se.StorageIOError, StatusCode.EIO),
     (OSError, StatusCode.EIO),
 )

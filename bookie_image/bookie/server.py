@@ -75,6 +75,7 @@ class BookieServer:
         # Set when storage failed for good (fail-stop): the process exits with it once stopped.
         self.exit_code = 0
         self._stopping = False
+        self._disk_full_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -86,6 +87,7 @@ class BookieServer:
             raise StartupError(f"cookie check failed: {exc}", exc.reason) from None
         self._engine = StorageEngine(self.conf)
         self._engine.on_fatal = self._fail_stop
+        self._engine.on_disk_full = self._disk_full
         self._processor = RequestProcessor(self.conf, self._engine, self.state, self.disk_space)
         await self._engine.start()
         await self._refresh_disks()
@@ -140,6 +142,16 @@ class BookieServer:
         self._ready = False
         task = asyncio.ensure_future(self._stop_after_failure())
         self._tasks.append(task)
+
+    def _disk_full(self, why: str) -> None:
+        if not self.state.read_only and self._disk_full_task is None:
+            self._disk_full_task = asyncio.ensure_future(self.state.mark_disk_full(why))
+            self._disk_full_task.add_done_callback(self._disk_full_done)
+
+    def _disk_full_done(self, task: asyncio.Task[None]) -> None:
+        self._disk_full_task = None
+        if not task.cancelled() and task.exception() is not None:
+            log.error("could not turn read-only: %r", task.exception())
 
     async def _stop_after_failure(self) -> None:
         try:
@@ -233,7 +245,15 @@ class BookieServer:
                 log.exception("disk check failed")
 
     async def _refresh_disks(self) -> None:
-        self.usages = await asyncio.to_thread(disks.measure, self.conf.ledger_directories)
+        measured = await asyncio.to_thread(disks.measure, self.conf.ledger_directories)
+        if self._engine is None:
+            self.usages = measured
+            return
+        self._engine.update_disk_space({u.path: (u.free_bytes, u.total_bytes) for u in measured})
+        # What the next checkpoint will write counts as used: the state follows the disk the bookie is
+        # committed to, not the one it has now.
+        pending = {str(d.ledger_dir): d.pending_bytes() for d in self._engine.dirs}
+        self.usages = [disks.with_pending(u, pending.get(u.path, 0)) for u in measured]
 
     async def check_disks_now(self) -> None:
         """One disk check outside the schedule (used after GC frees space)."""

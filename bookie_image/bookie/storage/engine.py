@@ -32,6 +32,7 @@ from bookie.storage import journal_format as jf
 from bookie.storage.caches import WriteCache
 from bookie.storage.errors import (
     FencedError,
+    LedgerDirFullError,
     MasterKeyMismatchError,
     NoLedgerError,
     StorageClosedError,
@@ -81,6 +82,9 @@ class StorageEngine(EngineReads, GcStorageApi):
         # (a journal write or fsync, or a checkpoint's write to a ledger directory): the server stops.
         self.on_fatal: Callable[[str], None] | None = None
         self.fatal_error: str | None = None
+        # Told (on the loop) when an add was refused because its ledger directory would fill: the server
+        # turns the bookie read-only at once instead of at the disk checker's next round.
+        self.on_disk_full: Callable[[str], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.ledgers: dict[int, LedgerState] = {}
         self._flush_pool = ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
@@ -204,7 +208,7 @@ class StorageEngine(EngineReads, GcStorageApi):
         state, _ = self._state_for_write(ledger_id, master_key)
         if state.data.fenced and not recovery:
             raise FencedError(ledger_id)
-        await self._cache_put(ledger_id, entry_id, body)
+        await self._cache_put(ledger_id, entry_id, body, recovery)
         self._journal_key_once(ledger_id, state)
         await self.journal_of(ledger_id).append(body)
         self.stats["adds"] += 1
@@ -224,6 +228,7 @@ class StorageEngine(EngineReads, GcStorageApi):
         d = self.dir_of(ledger_id)
         if not d.write_cache.has_room(len(body)):
             return False
+        self._check_room(d, len(body), recovery)
         state, _ = self._state_for_write(ledger_id, master_key)
         if state.data.fenced and not recovery:
             raise FencedError(ledger_id)
@@ -240,8 +245,35 @@ class StorageEngine(EngineReads, GcStorageApi):
             self._advance_lac(state, lac)
         durable(error)
 
-    async def _cache_put(self, ledger_id: int, entry_id: int, body: bytes) -> None:
+    def update_disk_space(self, free_and_total: dict[str, tuple[int, int]]) -> None:
+        """The disk checker's measure of each ledger directory (by path): the add path's free-space figure."""
+        for d in self.dirs:
+            measured = free_and_total.get(str(d.ledger_dir))
+            if measured is not None:
+                d.free_bytes, d.total_bytes = measured
+
+    def _check_room(self, d: LedgerDirStorage, size: int, high_priority: bool) -> None:
+        """Refuse an entry that, once checkpointed, would take ``d`` past diskUsageThreshold (or, for recovery
+        writes, below minUsableSizeForHighPriorityWrites); keeps minUsableSizeForEntryLogCreation free for
+        compaction, which needs room for the live part of every log it rewrites."""
+        if d.free_bytes is None:
+            return
+        c = self.conf
+        if high_priority:
+            reserve = c.min_usable_size_for_high_priority_writes
+        else:
+            reserve = max(int(d.total_bytes * (1 - c.disk_usage_threshold)), c.min_usable_size_for_entry_log_creation)
+        pending = d.pending_bytes()
+        if d.free_bytes - pending - size >= reserve:
+            return
+        error = LedgerDirFullError(str(d.ledger_dir), d.free_bytes, pending, reserve)
+        if self.on_disk_full is not None:
+            self.on_disk_full(str(error))
+        raise error
+
+    async def _cache_put(self, ledger_id: int, entry_id: int, body: bytes, recovery: bool = False) -> None:
         d = self.dir_of(ledger_id)
+        self._check_room(d, len(body), recovery)
         deadline = time.monotonic() + self.conf.db_storage_max_throttle_time_ms / 1000
         while not d.write_cache.has_room(len(body)):
             self._trigger_checkpoint()
@@ -346,6 +378,8 @@ class StorageEngine(EngineReads, GcStorageApi):
                 for d in swapped:
                     assert d.flushing is not None
                     await self._in_thread(self._flush_pool, d.flush_cache, d.flushing)
+                    if d.free_bytes is not None:  # until the disk checker measures again
+                        d.free_bytes -= d.flushing.size
                 # Fences, master keys and explicit LACs reach a directory's ledger index even when it had no
                 # entries to flush: they must be durable before the mark passes their journal records.
                 await self._in_thread(self._flush_pool, self._sync_ledger_indexes, swapped)
