@@ -99,9 +99,7 @@ class BookieConnection(asyncio.Protocol):
         now = asyncio.get_running_loop().time()
         idle_ms, partial_ms = self.conf.connection_idle_timeout_ms, self.conf.partial_frame_timeout_ms
         if partial_ms and self._partial_since is not None and now - self._partial_since >= partial_ms / 1000:
-            self.processor.limits.hit("partialFrameTimeoutMs", f"{self.frames.buffered} bytes of an incomplete "
-                                      f"frame from {self.peer} for {partial_ms} ms: closing")
-            self._close_bad("incomplete frame held too long")
+            self._close_bad("incomplete frame held too long", "partialFrameTimeoutMs")
             return
         busy = self.tasks or self._backlog or self._outgoing or self.transport.get_write_buffer_size()
         if idle_ms and not busy and now - self._last_activity >= idle_ms / 1000:
@@ -276,8 +274,9 @@ class BookieConnection(asyncio.Protocol):
         else:
             self._release_slots(slots)
 
-    def _close_bad(self, reason: str) -> None:
-        log.warning("closing connection from %s: %s", self.peer, reason)
+    def _close_bad(self, reason: str, limit: str = "badFrames") -> None:
+        # Counted and logged once per interval: a flood of bad connections must not flood the log.
+        self.processor.limits.hit(limit, f"closing connection from {self.peer}: {reason}")
         if self.transport is not None:
             self.transport.abort()
 
@@ -288,7 +287,7 @@ class BookieConnection(asyncio.Protocol):
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
-        self._close_bad(reason)
+        self._close_bad(reason, "waitTimeoutOnResponseBackpressureMs")
 
     def close(self) -> None:
         self._backlog.clear()
