@@ -106,7 +106,8 @@ class BookieConfig(BaseModel):
     journal_alignment_size: int = Field(512, gt=0, description="Journal write alignment, bytes.")
     journal_max_backups: int = Field(5, ge=0, description="Old journal files kept after a checkpoint.")
     journal_format_version_to_write: int = Field(6, ge=5, le=6, description="Journal format version.")
-    journal_queue_size: int = Field(10000, gt=0, description="Bounded journal queue length.")
+    journal_queue_size: int = Field(
+        10000, gt=0, description="Adds waiting for each journal; more pause the connections sending adds.")
 
     # --- entry logs, caches, checkpoints
     log_size_limit: int = Field(
@@ -133,10 +134,47 @@ class BookieConfig(BaseModel):
     max_pending_read_requests_per_thread: int = Field(
         10000, ge=0, description="Queued reads before ETOOMANYREQUESTS (0 off)."
     )
+    max_unsent_response_bytes_per_connection: int = Field(
+        1024 * 1024, gt=0,
+        description="Ours (BookKeeper has Netty's write-buffer water mark): a connection whose unsent responses "
+                    "exceed this many bytes is not read until they drain to half of it.",
+    )
+    wait_timeout_on_response_backpressure_ms: int = Field(
+        -1, ge=-1,
+        description="How long a connection may stay over its unsent-response budget with nothing drained, ms "
+                    "(-1: forever); then closeChannelOnResponseTimeout decides.",
+    )
+    close_channel_on_response_timeout: bool = Field(
+        False, description="Close a connection that stayed over its unsent-response budget for "
+                           "waitTimeoutOnResponseBackpressureMs (otherwise it stays paused).",
+    )
+    max_adds_in_progress_bytes: int = Field(
+        256 * 1024 * 1024, ge=0, description="Ours: entry bytes of adds in progress (not yet durable); over it, "
+                                             "connections sending adds are not read until some complete (0 off).")
+    max_long_poll_timeout_ms: int = Field(
+        60_000, gt=0, description="Ours: a long-poll read waits at most this long, whatever the client asks, ms.")
+    max_parked_long_polls: int = Field(
+        10_000, gt=0, description="Ours: long-poll reads waiting in the bookie; more are refused with "
+                                  "ETOOMANYREQUESTS. They hold no read slot, so they never block reads.")
+    max_connections: int = Field(
+        0, ge=0, description="Ours: connections accepted by the bookie (0 off); more are closed at once.")
+    max_connections_per_client_address: int = Field(
+        0, ge=0, description="Ours: connections from one client address (0 off); more are closed at once.")
+    connection_idle_timeout_ms: int = Field(
+        0, ge=0, description="Ours: close a connection with nothing received, sent or in progress for this "
+                             "long, ms (0 off: BookKeeper clients keep idle connections open).")
+    partial_frame_timeout_ms: int = Field(
+        30_000, ge=0, description="Ours: close a connection that holds an incomplete frame this long, ms (0 off).")
     num_add_worker_threads: int = Field(1, ge=0, description="Add worker threads (ordered by ledger).")
     num_read_worker_threads: int = Field(8, ge=0, description="Read worker threads.")
 
     # --- disk checks and state
+    min_usable_size_for_entry_log_creation: int = Field(
+        0, ge=0, description="Bytes kept free in every ledger directory, besides diskUsageThreshold's share: "
+                             "adds are refused (EREADONLY, the bookie turns read-only) before the next "
+                             "checkpoint would use them, so compaction has room to rewrite entry logs.")
+    min_usable_size_for_high_priority_writes: int = Field(
+        0, ge=0, description="Bytes below which even recovery (high-priority) adds are refused.")
     disk_usage_threshold: float = Field(0.95, gt=0, lt=1, description="Used fraction that makes a dir full.")
     disk_usage_warn_threshold: float = Field(0.90, gt=0, lt=1, description="Used fraction that warns.")
     disk_usage_lwm_threshold: float | None = Field(

@@ -21,6 +21,14 @@ def measure(dirs: Sequence[Path]) -> list[DiskUsage]:
     return usages
 
 
+def with_pending(usage: DiskUsage, pending: int) -> DiskUsage:
+    """``usage`` as it will be once ``pending`` more bytes are written."""
+    if not pending or not usage.total_bytes:
+        return usage
+    free = max(0, usage.free_bytes - pending)
+    return DiskUsage(usage.path, 1.0 - free / usage.total_bytes, free, usage.total_bytes)
+
+
 def totals(usages: Sequence[DiskUsage]) -> tuple[int, int]:
     """(free, total) bytes over distinct file systems (two dirs on one disk count once)."""
     seen: dict[int, tuple[int, int]] = {}

@@ -1,14 +1,16 @@
-"""Named failpoints for fault-injection tests: this process SIGKILLs itself at a named step.
+"""Named failpoints for fault-injection tests: this process SIGKILLs itself, or an I/O call fails, at a named step.
 
-Off unless the environment variable ``BOOKIE_FAILPOINTS`` names some: ``name[:n][,name[:n]...]`` kills the
-process the n-th time (default: the first) execution reaches ``name``. Every failpoint is listed in
-``FAILPOINTS`` with where it sits; naming an unknown one is an error at the first failpoint reached, so a
-misspelt test setting fails loudly instead of never firing. The SIGKILL tests set it for the bookie or
-``bookie-stream`` process they start.
+Off unless the environment variable ``BOOKIE_FAILPOINTS`` names some: ``name[:n][,name[:n]...]`` fires the
+n-th time (default: the first) execution reaches ``name``: ``hit`` kills the process, ``io_error`` raises
+``OSError(EIO)`` that one time only (as a failed fsync reports its error once and then succeeds again).
+Every failpoint is listed in ``FAILPOINTS`` with where it sits; naming an unknown one is an error at the
+first failpoint reached, so a misspelt test setting fails loudly instead of never firing. The fault-injection
+tests set it for the bookie or ``bookie-stream`` process they start.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -30,6 +32,7 @@ FAILPOINTS: dict[str, str] = {
     "stream.cleaner.before_swap": "stream cleaner: new ledgers written, stream metadata not swapped",
     "stream.cleaner.after_swap": "stream cleaner: metadata swapped, old ledgers not deleted",
     "stream.cleaner.mid_delete": "stream cleaner: after each old ledger deleted",
+    "journal.fsync": "journal writer: a group's fdatasync reports EIO (io_error: raises, does not kill)",
 }
 
 
@@ -57,8 +60,8 @@ def parse(spec: str) -> dict[str, int]:
     return armed
 
 
-def hit(name: str) -> None:
-    """Reached failpoint ``name``: SIGKILL this process if it is armed and this is the n-th time."""
+def _fires(name: str) -> bool:
+    """Count one pass through ``name``; True the n-th time (and never again: the failpoint is disarmed)."""
     global _armed
     if name not in FAILPOINTS:
         raise FailpointError(f"failpoint {name!r} is not listed in bookie.failpoints.FAILPOINTS")
@@ -66,9 +69,23 @@ def hit(name: str) -> None:
         if _armed is None:
             _armed = parse(os.environ.get(ENV, ""))
         if name not in _armed:
-            return
+            return False
         _armed[name] -= 1
         if _armed[name] > 0:
-            return
-    log.warning("failpoint %s: SIGKILL", name)
-    os.kill(os.getpid(), signal.SIGKILL)
+            return False
+        del _armed[name]
+    return True
+
+
+def hit(name: str) -> None:
+    """Reached failpoint ``name``: SIGKILL this process if it is armed and this is the n-th time."""
+    if _fires(name):
+        log.warning("failpoint %s: SIGKILL", name)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def io_error(name: str) -> None:
+    """Reached failpoint ``name`` before an I/O call: raise ``OSError(EIO)`` if armed and this is the n-th time."""
+    if _fires(name):
+        log.warning("failpoint %s: EIO", name)
+        raise OSError(errno.EIO, f"failpoint {name}: injected I/O error")

@@ -4,44 +4,126 @@ It splits the byte stream into frames, decodes each frame (v2 or v3, detected pe
 request to the processor and writes the encoded response when it completes. Responses may leave out of
 order, as in BookKeeper (v3 matches by txnId, v2 by ledger/entry/op). A malformed or oversized frame closes
 that connection only.
+
+Backpressure: a connection is not read while the bookie's in-progress limits are reached, nor while its
+unsent responses exceed ``maxUnsentResponseBytesPerConnection`` (the transport's ``pause_writing``); frames
+already received wait, decoded, in a backlog. A read keeps its in-progress slot until its response is
+written, and responses written while the connection is over its budget keep theirs until it drains, so a
+client that never reads its socket holds at most the budget plus ``maxReadsInProgressLimit`` responses.
+With ``waitTimeoutOnResponseBackpressureMs`` and ``closeChannelOnResponseTimeout`` a connection that drains
+nothing for that long is closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
+import struct
+from collections import deque
 from time import perf_counter
 from typing import Any
 
-from bookie.processor import InFlight, RequestProcessor
+from bookie.processor import InFlight, RequestProcessor, size_of
 from bookie.protocol import codec
 from bookie.protocol import messages as m
 from bookie.protocol.framing import FrameReader, FrameTooLarge
 
 log = logging.getLogger(__name__)
 
+_LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset and drops unsent data
+
 
 class BookieConnection(asyncio.Protocol):
     def __init__(self, processor: RequestProcessor, max_frame_size: int,
                  connections: set[BookieConnection]) -> None:
         self.processor = processor
+        self.conf = processor.conf
         self.frames = FrameReader(max_frame_size)
         self.connections = connections
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.tasks: set[asyncio.Task[Any]] = set()
-        self._paused = False
+        self._paused = False  # an in-progress limit is reached
+        self._write_paused = False  # unsent responses over budget (pause_writing .. resume_writing)
+        self._reading_paused = False
+        self._backlog: deque[m.Request] = deque()
         self._outgoing: list[bytes] = []
+        self._outgoing_slots = 0  # read slots of the responses in _outgoing
+        self._held_slots = 0  # read slots of responses written while over budget: released once drained
+        self._stall_timer: asyncio.TimerHandle | None = None
+        self._watch_timer: asyncio.TimerHandle | None = None  # idle timeout and partial-frame deadline
+        self._last_activity = 0.0
+        self._partial_since: float | None = None
+        self.client_host = ""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TCP transport is not a subclass of asyncio.Transport but has its methods.
         self.transport = transport  # type: ignore[assignment]
-        self.peer = str(transport.get_extra_info("peername"))
+        peer = transport.get_extra_info("peername")
+        self.peer = str(peer)
+        self.client_host = peer[0] if isinstance(peer, tuple) else self.peer
+        refusal = self._over_connection_limit(self.client_host)
+        if refusal is not None:
+            self.processor.limits.hit(*refusal)
+            transport.abort()  # type: ignore[attr-defined]  # every TCP transport has it
+            return
+        budget = self.conf.max_unsent_response_bytes_per_connection
+        transport.set_write_buffer_limits(high=budget, low=budget // 2)  # type: ignore[attr-defined]
         self.connections.add(self)
+        self._last_activity = asyncio.get_running_loop().time()
+        self._schedule_watch()
+
+    def _over_connection_limit(self, host: str) -> tuple[str, str] | None:
+        """(limit, detail) when accepting this connection would exceed a connection limit."""
+        total, per_host = self.conf.max_connections, self.conf.max_connections_per_client_address
+        if 0 < total <= len(self.connections):
+            return "maxConnections", f"{len(self.connections)} connections open, closing the one from {self.peer}"
+        if per_host:
+            same = sum(1 for c in self.connections if c.client_host == host)
+            if same >= per_host:
+                return "maxConnectionsPerClientAddress", f"{same} connections from {host}, closing {self.peer}"
+        return None
+
+    # --- idle timeout and partial-frame deadline: one timer per connection, rescheduled lazily
+    def _schedule_watch(self) -> None:
+        delays = [ms / 1000 for ms in (self.conf.connection_idle_timeout_ms, self.conf.partial_frame_timeout_ms)
+                  if ms > 0]
+        if delays and self._watch_timer is None and self.transport is not None:
+            self._watch_timer = asyncio.get_running_loop().call_later(min(delays), self._watch)
+
+    def _watch(self) -> None:
+        self._watch_timer = None
+        if self.transport is None:
+            return
+        now = asyncio.get_running_loop().time()
+        idle_ms, partial_ms = self.conf.connection_idle_timeout_ms, self.conf.partial_frame_timeout_ms
+        if partial_ms and self._partial_since is not None and now - self._partial_since >= partial_ms / 1000:
+            self._close_bad("incomplete frame held too long", "partialFrameTimeoutMs")
+            return
+        busy = self.tasks or self._backlog or self._outgoing or self.transport.get_write_buffer_size()
+        if idle_ms and not busy and now - self._last_activity >= idle_ms / 1000:
+            self.processor.limits.hit("connectionIdleTimeoutMs", f"{self.peer} idle for {idle_ms} ms: closing")
+            self.transport.close()
+            return
+        self._schedule_watch()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
         self.transport = None
+        if self._watch_timer is not None:
+            self._watch_timer.cancel()
+            self._watch_timer = None
+        self._backlog.clear()
+        # Nobody will read the answers: parked long polls and reads stop now (the journal still completes
+        # adds and fences already queued: cancelling their wait does not withdraw them).
+        for task in list(self.tasks):
+            task.cancel()
+        self._cancel_stall_timer()
+        self._release_slots(self._held_slots + self._outgoing_slots)
+        self._held_slots = self._outgoing_slots = 0
+        self._outgoing.clear()
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -49,13 +131,74 @@ class BookieConnection(asyncio.Protocol):
         except FrameTooLarge as exc:
             self._close_bad(f"frame too large: {exc}")
             return
+        self._last_activity = now = asyncio.get_running_loop().time()
+        if not self.frames.buffered:
+            self._partial_since = None
+        elif frames or self._partial_since is None:
+            self._partial_since = now  # a new incomplete frame started
         for frame in frames:
             try:
                 request = codec.decode_request(frame)
             except codec.MalformedFrame as exc:
                 self._close_bad(f"malformed frame: {exc}")
                 return
-            self._dispatch(request)
+            self._backlog.append(request)
+        self._run_backlog()
+
+    def _run_backlog(self) -> None:
+        """Dispatch received requests until a limit blocks this connection; then stop reading it."""
+        while self._backlog and not self._blocked():
+            self._dispatch(self._backlog.popleft())
+        self._update_reading()
+
+    def _blocked(self) -> bool:
+        return self._paused or self._write_paused or self.transport is None
+
+    def _update_reading(self) -> None:
+        if self.transport is None:
+            return
+        want_paused = self._blocked() or bool(self._backlog)
+        if want_paused and not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pause_reading()
+        elif not want_paused and self._reading_paused:
+            self._reading_paused = False
+            self.transport.resume_reading()
+
+    # --- write-side backpressure (asyncio flow control)
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+        wait_ms = self.conf.wait_timeout_on_response_backpressure_ms
+        if wait_ms >= 0 and self._stall_timer is None:
+            self._stall_timer = asyncio.get_running_loop().call_later(wait_ms / 1000, self._stalled)
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._cancel_stall_timer()
+        self._release_slots(self._held_slots)
+        self._held_slots = 0
+        self._run_backlog()
+
+    def _stalled(self) -> None:
+        self._stall_timer = None
+        if not self._write_paused:
+            return
+        if self.conf.close_channel_on_response_timeout:
+            self._reset(f"nothing of its unsent responses drained for "
+                        f"{self.conf.wait_timeout_on_response_backpressure_ms} ms")
+        else:
+            log.warning("connection from %s: unsent responses over budget for %d ms; still waiting",
+                        self.peer, self.conf.wait_timeout_on_response_backpressure_ms)
+
+    def _cancel_stall_timer(self) -> None:
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+
+    def _release_slots(self, n: int) -> None:
+        for _ in range(n):
+            self.processor.reads.leave()
 
     def _dispatch(self, request: m.Request) -> None:
         started = perf_counter()
@@ -69,10 +212,15 @@ class BookieConnection(asyncio.Protocol):
                 self.processor.record(request, outcome, started)
                 self._send(codec.encode_response(request, outcome))
                 return
-        task = asyncio.ensure_future(self.processor.process(request))
+        refusal = self.processor.admit(request)
+        if refusal is not None:
+            self._send(codec.encode_response(request, refusal))
+            return
+        counter = self.processor.counter_for(request)
+        task = asyncio.ensure_future(self.processor.execute(request, hold_slot=True))
         self.tasks.add(task)
-        task.add_done_callback(lambda t: self._respond(request, t, started))
-        self._pause_if_over(self.processor.counter_for(request))
+        task.add_done_callback(lambda t: self._respond(request, t, counter, started))
+        self._pause_if_over(counter)
 
     def _add_durable(self, request: m.AddRequest, failure: m.Response | None, started: float) -> None:
         self.processor.record_add(request, failure is None, started)
@@ -84,7 +232,6 @@ class BookieConnection(asyncio.Protocol):
         if counter is not None and counter.must_pause() and not self._paused and self.transport:
             # maxAdds/ReadsInProgressLimit: stop reading this connection until a slot frees (no error).
             self._paused = True
-            self.transport.pause_reading()
             resume = asyncio.ensure_future(self._resume_when_below(counter))
             self.tasks.add(resume)
             resume.add_done_callback(self.tasks.discard)
@@ -92,38 +239,65 @@ class BookieConnection(asyncio.Protocol):
     async def _resume_when_below(self, counter: InFlight) -> None:
         await counter.wait_below_limit()
         self._paused = False
-        if self.transport is not None:
-            self.transport.resume_reading()
+        self._run_backlog()
 
-    def _respond(self, request: m.Request, task: asyncio.Task[m.Response], started: float) -> None:
+    def _respond(self, request: m.Request, task: asyncio.Task[m.Response], counter: InFlight | None,
+                 started: float) -> None:
+        """Send a finished request's response. This connection owns the request's in-progress slot: a read's
+        goes once its response is written (``_flush_outgoing``), any other's now."""
         self.tasks.discard(task)
-        if task.cancelled() or self.transport is None or self.transport.is_closing():
+        failed = task.cancelled() or task.exception() is not None
+        if counter is not None and (failed or counter is not self.processor.reads
+                                    or self.transport is None or self.transport.is_closing()):
+            counter.leave(size_of(request))
+            counter = None
+        if failed:
+            if not task.cancelled():
+                log.error("request %r failed unexpectedly: %r", type(request).__name__, task.exception())
             return
-        exc = task.exception()
-        if exc is not None:
-            log.error("request %r failed unexpectedly: %r", type(request).__name__, exc)
+        if self.transport is None or self.transport.is_closing():
             return
         self.processor.record(request, task.result(), started)
-        self._send(codec.encode_response(request, task.result()))
+        self._send(codec.encode_response(request, task.result()), 0 if counter is None else 1)
 
-    def _send(self, frame: bytes) -> None:
+    def _send(self, frame: bytes, slots: int = 0) -> None:
         # Responses completed in the same loop iteration (a journal group commit acks many adds at once)
         # leave in one write: one syscall per group instead of one per entry.
         self._outgoing.append(frame)
+        self._outgoing_slots += slots
         if len(self._outgoing) == 1:
             asyncio.get_running_loop().call_soon(self._flush_outgoing)
 
     def _flush_outgoing(self) -> None:
         data, self._outgoing = b"".join(self._outgoing), []
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(data)
+        slots, self._outgoing_slots = self._outgoing_slots, 0
+        if self.transport is None or self.transport.is_closing():
+            self._release_slots(slots)
+            return
+        self._last_activity = asyncio.get_running_loop().time()
+        self.transport.write(data)  # may call pause_writing
+        if self._write_paused:
+            self._held_slots += slots  # written, not sent: the slots go when the connection drains
+        else:
+            self._release_slots(slots)
 
-    def _close_bad(self, reason: str) -> None:
-        log.warning("closing connection from %s: %s", self.peer, reason)
+    def _close_bad(self, reason: str, limit: str = "badFrames") -> None:
+        # Counted and logged once per interval: a flood of bad connections must not flood the log.
+        self.processor.limits.hit(limit, f"closing connection from {self.peer}: {reason}")
         if self.transport is not None:
             self.transport.abort()
 
+    def _reset(self, reason: str) -> None:
+        """Close with a reset: a FIN would wait behind the unsent bytes for a peer that reads nothing, and the
+        kernel would keep them for minutes."""
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
+        self._close_bad(reason, "waitTimeoutOnResponseBackpressureMs")
+
     def close(self) -> None:
+        self._backlog.clear()
         for task in list(self.tasks):
             task.cancel()
         if self.transport is not None:

@@ -109,6 +109,8 @@ class Snapshot:
     ledgers: int = 0
     engine_counters: dict[str, int] = field(default_factory=dict)
     disk_thresholds: dict[str, float] = field(default_factory=dict)
+    limit_hits: dict[str, int] = field(default_factory=dict)     # limit key -> times hit (docs/limits.md)
+    long_polls_parked: int = 0
 
 
 # BookKeeper's GC stats: counters and gauges under ``bookie_``. Everything else the GC reports is ours.
@@ -318,6 +320,9 @@ def _ours(text: Text, s: Snapshot) -> None:
         if name not in GC_GAUGES:
             text.gauge(f"bookie_{name}", value)
     text.histogram("bookie_entry_log_age_seconds", s.entry_log_ages, AGE_BUCKETS)
+    text.gauge("bookie_long_polls_parked", s.long_polls_parked)
+    for limit, hits in sorted(s.limit_hits.items()):
+        text.counter(f"bookie_limit_{limit}_hits_total", hits)
 
 
 _PROCESS = CollectorRegistry(auto_describe=False)
@@ -362,7 +367,8 @@ def snapshot_of(server: MetricsSource) -> Snapshot:
         journals=journals, dirs=dirs, gc_counters=gc_counters, gc_gauges=gc_gauges, entry_log_ages=ages,
         ledgers=len(engine.ledgers), engine_counters=dict(engine.stats),
         disk_thresholds={"full": conf.disk_usage_threshold, "warn": conf.disk_usage_warn_threshold,
-                         "writable_below": conf.effective_lwm_threshold})
+                         "writable_below": conf.effective_lwm_threshold},
+        limit_hits=dict(processor.limits.counts), long_polls_parked=processor.long_polls.count)
 
 
 def _dir_snapshot(d: LedgerDirStorage, used: float, full_threshold: float, ledgers: int) -> DirSnapshot:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections.abc import Awaitable, Callable
 from time import perf_counter
 
 from bookie.config import BookieConfig
+from bookie.limits import LimitHits
 from bookie.protocol import messages as m
 from bookie.protocol.codes import StatusCode
 from bookie.state import StateManager
@@ -31,6 +33,7 @@ _ERROR_STATUS: tuple[tuple[type[Exception], StatusCode], ...] = (
     (se.FencedError, StatusCode.EFENCED),
     (se.MasterKeyMismatchError, StatusCode.EUA),
     (se.StorageThrottledError, StatusCode.ETOOMANYREQUESTS),
+    (se.LedgerDirFullError, StatusCode.EREADONLY),
     (se.StorageIOError, StatusCode.EIO),
     (OSError, StatusCode.EIO),
 )
@@ -51,12 +54,15 @@ def status_of(exc: BaseException) -> StatusCode:
 
 
 class InFlight:
-    """Counts requests of one kind in progress; knows when to refuse (pending limit) or pause reading."""
+    """Counts requests of one kind in progress, and their bytes; knows when to refuse (pending limit) or
+    pause reading (in-progress limit, or in-progress bytes)."""
 
-    def __init__(self, pending_limit: int, in_progress_limit: int) -> None:
+    def __init__(self, pending_limit: int, in_progress_limit: int, bytes_limit: int = 0) -> None:
         self.pending_limit = pending_limit
         self.in_progress_limit = in_progress_limit
+        self.bytes_limit = bytes_limit
         self.count = 0
+        self.bytes = 0
         self._released = asyncio.Event()
         self._waiting = 0  # readers paused in wait_below_limit: only they need a wake-up on leave
 
@@ -64,18 +70,20 @@ class InFlight:
         return 0 < self.pending_limit <= self.count
 
     def must_pause(self) -> bool:
-        return 0 < self.in_progress_limit <= self.count
+        return 0 < self.in_progress_limit <= self.count or 0 < self.bytes_limit <= self.bytes
 
     @property
     def blocked(self) -> int:
         """Connections paused until a slot frees (BookKeeper's ``*_ENTRY_BLOCKED``)."""
         return self._waiting
 
-    def enter(self) -> None:
+    def enter(self, size: int = 0) -> None:
         self.count += 1
+        self.bytes += size
 
-    def leave(self) -> None:
+    def leave(self, size: int = 0) -> None:
         self.count -= 1
+        self.bytes -= size
         if self._waiting:
             self._released.set()
             self._released.clear()
@@ -98,9 +106,16 @@ class RequestProcessor:
         self.engine = engine
         self.state = state
         self.disk_space = disk_space
-        self.adds = InFlight(conf.max_pending_add_requests_per_thread, conf.max_adds_in_progress_limit)
+        # Adds in progress are the journal's queue (an add leaves once durable): journalQueueSize per journal
+        # bounds them as much as maxAddsInProgressLimit, by pausing the connections that send them.
+        queue_bound = conf.journal_queue_size * len(conf.journal_directories)
+        in_progress = min(conf.max_adds_in_progress_limit or queue_bound, queue_bound)
+        self.adds = InFlight(conf.max_pending_add_requests_per_thread, in_progress, conf.max_adds_in_progress_bytes)
         self.reads = InFlight(conf.max_pending_read_requests_per_thread, conf.max_reads_in_progress_limit)
         self.stats = RequestStats()
+        # Parked long polls have their own count: waiting for a LAC, they must not take read slots.
+        self.long_polls = InFlight(conf.max_parked_long_polls, 0)
+        self.limits = LimitHits()
         self._handlers: dict[type, Callable[[m.Request], Awaitable[m.Response]]] = {
             m.AddRequest: self._add,  # type: ignore[dict-item]
             m.ReadRequest: self._read,  # type: ignore[dict-item]
@@ -117,30 +132,60 @@ class RequestProcessor:
     def counter_for(self, request: m.Request) -> InFlight | None:
         if isinstance(request, m.AddRequest):
             return self.adds
+        if isinstance(request, m.ReadRequest) and _is_long_poll(request):
+            return self.long_polls
         if isinstance(request, (m.ReadRequest, m.BatchReadRequest)):
             return self.reads
         return None
 
-    async def process(self, request: m.Request) -> m.Response:
+    async def process(self, request: m.Request, *, hold_slot: bool = False) -> m.Response:
+        """The response to ``request`` (``admit`` then ``execute``)."""
+        refusal = self.admit(request)
+        if refusal is not None:
+            return refusal
+        return await self.execute(request, hold_slot=hold_slot)
+
+    def admit(self, request: m.Request) -> m.Response | None:
+        """Synchronously, before any work: the refusal to answer at once, or None with the request's
+        in-progress slot taken (so a burst of frames sees the count grow as it is dispatched)."""
         if request.wire.version == 3 and request.wire.protocol_version != 3:
             return m.error_response(request, StatusCode.EBADVERSION)
-        handler = self._handlers.get(type(request))
-        if handler is None:
+        if type(request) not in self._handlers:
+            return m.error_response(request, StatusCode.EBADREQ)
+        bad = invalid_ids(request)
+        if bad is not None:
+            self.limits.hit("invalidIds", f"{type(request).__name__} refused with EBADREQ: {bad}")
             return m.error_response(request, StatusCode.EBADREQ)
         counter = self.counter_for(request)
-        if counter is None:
-            return await self._guarded(handler, request)
-        if counter.over_pending_limit():
-            if counter is self.adds:
-                self.stats.add_rejected += 1
-            else:
-                self.stats.read_rejected += 1
-            return m.error_response(request, StatusCode.ETOOMANYREQUESTS)
-        counter.enter()
+        if counter is not None:
+            if counter.over_pending_limit():
+                if counter is self.adds:
+                    self.stats.add_rejected += 1
+                else:
+                    self.stats.read_rejected += 1
+                self.limits.hit(self._limit_name(counter), f"{counter.count} in progress, refusing "
+                                f"{type(request).__name__} with ETOOMANYREQUESTS")
+                return m.error_response(request, StatusCode.ETOOMANYREQUESTS)
+            counter.enter(size_of(request))
+        return None
+
+    async def execute(self, request: m.Request, *, hold_slot: bool = False) -> m.Response:
+        """Run an admitted request. With ``hold_slot`` the caller owns the in-progress slot ``admit`` took and
+        releases it (``counter_for(request).leave(size_of(request))``) whatever happens, a read's once its
+        response is written: a response waiting for a slow client still counts against
+        maxReadsInProgressLimit."""
+        handler = self._handlers[type(request)]
         try:
             return await self._guarded(handler, request)
         finally:
-            counter.leave()
+            counter = self.counter_for(request)
+            if counter is not None and not hold_slot:
+                counter.leave(size_of(request))
+
+    def _limit_name(self, counter: InFlight) -> str:
+        if counter is self.long_polls:
+            return "maxParkedLongPolls"
+        return "maxPendingAddRequestsPerThread" if counter is self.adds else "maxPendingReadRequestsPerThread"
 
     def try_add(self, r: m.AddRequest, answer: Callable[[m.Response | None], None]) -> m.Response | bool:
         """An add without a task (the hot path). Returns a response now (refused or failed); True when the
@@ -149,11 +194,13 @@ class RequestProcessor:
         wrong version, pending limit, read-only, or a write cache that must throttle."""
         if r.wire.version == 3 and r.wire.protocol_version != 3:
             return False
+        if invalid_ids(r) is not None:
+            return False  # admit() refuses it, counted and logged
         if self.adds.over_pending_limit() or self._refuse_write(r.wire.high_priority or r.recovery):
             return False
 
         def durable(error: BaseException | None) -> None:
-            self.adds.leave()
+            self.adds.leave(len(r.body))
             answer(None if error is None else self.failure_response(r, error))
 
         try:
@@ -161,7 +208,7 @@ class RequestProcessor:
         except Exception as exc:
             return self.failure_response(r, exc)
         if queued:
-            self.adds.enter()
+            self.adds.enter(len(r.body))
         return queued
 
     def record(self, request: m.Request, response: m.Response, started: float) -> None:
@@ -229,7 +276,7 @@ class RequestProcessor:
     async def _read(self, r: m.ReadRequest) -> m.Response:
         if r.fence:
             return await self._fencing_read(r)
-        if r.previous_lac is not None and r.timeout_ms is not None:
+        if _is_long_poll(r):
             return await self._long_poll_read(r)
         stat, started = self.engine.dir_of(r.ledger_id).read_entry_stat, perf_counter()
         try:
@@ -259,7 +306,8 @@ class RequestProcessor:
         previous = r.previous_lac if r.previous_lac is not None else -1
         if r.piggyback and r.entry_id != -1:
             return m.ReadResponse(r.wire, StatusCode.EBADREQ, r.ledger_id, r.entry_id)
-        lac = await self.engine.wait_for_lac(r.ledger_id, previous, (r.timeout_ms or 0) / 1000)
+        timeout_ms = min(r.timeout_ms or 0, self.conf.max_long_poll_timeout_ms)
+        lac = await self.engine.wait_for_lac(r.ledger_id, previous, timeout_ms / 1000)
         if lac <= previous:
             return m.ReadResponse(r.wire, StatusCode.EOK, r.ledger_id, r.entry_id, max_lac=lac)
         if not r.piggyback:
@@ -325,6 +373,38 @@ class RequestProcessor:
 
     async def _start_tls(self, r: m.StartTLSRequest) -> m.Response:
         return m.error_response(r, StatusCode.EBADREQ)  # TLS is not configured on this bookie
+
+
+def invalid_ids(request: m.Request) -> str | None:
+    """Why the ids of ``request`` cannot be valid, or None. Ledger ids are never negative; an added entry id
+    never is either (the journal's negative markers, such as a fence, must not arrive as an entry), and the
+    ids in the entry's header are the request's; a read's entry id is -1 (the last entry) or more."""
+    ledger_id = getattr(request, "ledger_id", 0)
+    if ledger_id < 0:
+        return f"negative ledger id {ledger_id}"
+    if isinstance(request, m.AddRequest):
+        if request.entry_id < 0:
+            return f"negative entry id {request.entry_id} in an add"
+        body_ids = _BODY_IDS.unpack_from(request.body)
+        if body_ids != (request.ledger_id, request.entry_id):
+            return f"entry header says {body_ids[0]}/{body_ids[1]}, request {request.ledger_id}/{request.entry_id}"
+    elif isinstance(request, m.ReadRequest) and request.entry_id < -1:
+        return f"entry id {request.entry_id} below -1 in a read"
+    elif isinstance(request, m.BatchReadRequest) and request.start_entry_id < 0:
+        return f"negative start entry id {request.start_entry_id}"
+    return None
+
+
+_BODY_IDS = struct.Struct(">qq")
+
+
+def size_of(request: m.Request) -> int:
+    """Bytes an in-progress request holds: an add's entry."""
+    return len(request.body) if isinstance(request, m.AddRequest) else 0
+
+
+def _is_long_poll(r: m.ReadRequest) -> bool:
+    return not r.fence and r.previous_lac is not None and r.timeout_ms is not None
 
 
 def _log_fence_failure(fut: asyncio.Future[None]) -> None:

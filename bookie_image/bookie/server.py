@@ -34,6 +34,10 @@ from bookie.termination import METADATA_UNREACHABLE, StartFailure, reason_for_er
 log = logging.getLogger(__name__)
 
 
+# Exit status after a fail-stop (storage I/O error), as BookKeeper's ExitCode.BOOKIE_EXCEPTION.
+EXIT_STORAGE_FAILED = 5
+
+
 class StartupError(StartFailure):
     """The bookie cannot start; the message says why and what to do, ``reason`` classifies it."""
 
@@ -66,6 +70,10 @@ class BookieServer:
         self._started_at = time.time()
         self.admin = AdminService(self)
         self.stopped = asyncio.Event()
+        # Set when storage failed for good (fail-stop): the process exits with it once stopped.
+        self.exit_code = 0
+        self._stopping = False
+        self._disk_full_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -76,6 +84,8 @@ class BookieServer:
         except cookies.CookieCheckFailed as exc:
             raise StartupError(f"cookie check failed: {exc}", exc.reason) from None
         self._engine = StorageEngine(self.conf)
+        self._engine.on_fatal = self._fail_stop
+        self._engine.on_disk_full = self._disk_full
         self._processor = RequestProcessor(self.conf, self._engine, self.state, self.disk_space)
         await self._engine.start()
         await self._refresh_disks()
@@ -123,14 +133,45 @@ class BookieServer:
             raise StartupError(f"metadata service {self.conf.zk_connect}{self.conf.ledgers_root}: {exc}",
                                METADATA_UNREACHABLE) from None
 
+    def _fail_stop(self, reason: str) -> None:
+        """Storage can no longer make writes durable: stop as BookKeeper's death watcher does, so clients
+        leave this bookie (it is unregistered, ``is_ready`` fails) and the supervisor restarts it."""
+        if self.exit_code:
+            return
+        log.critical("bookie %s is shutting down: %s", self.bookie_id, reason)
+        self.exit_code = EXIT_STORAGE_FAILED
+        self._ready = False
+        task = asyncio.ensure_future(self._stop_after_failure())
+        self._tasks.append(task)
+
+    def _disk_full(self, why: str) -> None:
+        if not self.state.read_only and self._disk_full_task is None:
+            self._disk_full_task = asyncio.ensure_future(self.state.mark_disk_full(why))
+            self._disk_full_task.add_done_callback(self._disk_full_done)
+
+    def _disk_full_done(self, task: asyncio.Task[None]) -> None:
+        self._disk_full_task = None
+        if not task.cancelled() and task.exception() is not None:
+            log.error("could not turn read-only: %r", task.exception())
+
+    async def _stop_after_failure(self) -> None:
+        try:
+            await self.stop()
+        except Exception:  # flushing what it can: a second failure must not keep the process alive
+            log.exception("bookie %s: stopping after a storage failure failed", self.bookie_id)
+            self.stopped.set()
+
     async def stop(self) -> None:
         """Unregister, stop accepting, finish in-flight requests, checkpoint, close."""
-        if self.stopped.is_set():
+        if self._stopping:
+            await self.stopped.wait()
             return
+        self._stopping = True
         self._ready = False
         self.state.mark_shutting_down()
         for task in self._tasks:
-            task.cancel()
+            if task is not asyncio.current_task():
+                task.cancel()
         with contextlib.suppress(MetadataError):
             await self.metadata.unregister_bookie(self.bookie_id, self.state.read_only)
         if self.gc is not None and hasattr(self.gc, "stop"):
@@ -146,10 +187,12 @@ class BookieServer:
             await self._http.cleanup()
         if self._metrics_http is not None:
             await self._metrics_http.cleanup()
-        if self._engine is not None:
-            await self._engine.close()
-        await self.metadata.close()
-        self.stopped.set()
+        try:
+            if self._engine is not None:
+                await self._engine.close()
+        finally:
+            await self.metadata.close()
+            self.stopped.set()
         log.info("bookie %s stopped", self.bookie_id)
 
     def _prepare_autorecovery(self) -> None:
@@ -198,7 +241,15 @@ class BookieServer:
                 log.exception("disk check failed")
 
     async def _refresh_disks(self) -> None:
-        self.usages = await asyncio.to_thread(disks.measure, self.conf.ledger_directories)
+        measured = await asyncio.to_thread(disks.measure, self.conf.ledger_directories)
+        if self._engine is None:
+            self.usages = measured
+            return
+        self._engine.update_disk_space({u.path: (u.free_bytes, u.total_bytes) for u in measured})
+        # What the next checkpoint will write counts as used: the state follows the disk the bookie is
+        # committed to, not the one it has now.
+        pending = {str(d.ledger_dir): d.pending_bytes() for d in self._engine.dirs}
+        self.usages = [disks.with_pending(u, pending.get(u.path, 0)) for u in measured]
 
     async def check_disks_now(self) -> None:
         """One disk check outside the schedule (used after GC frees space)."""
@@ -237,10 +288,16 @@ async def serve(conf: BookieConfig) -> int:
         log.exception("bookie %s cannot start", server.bookie_id)
         await _close_quietly(server)
         raise StartupError(f"{type(exc).__name__}: {exc}", reason_for_error(exc)) from exc
-    await stop.wait()
-    log.info("signal received: stopping bookie %s", server.bookie_id)
+    signalled = asyncio.ensure_future(stop.wait())
+    stopped = asyncio.ensure_future(server.stopped.wait())
+    await asyncio.wait((signalled, stopped), return_when=asyncio.FIRST_COMPLETED)
+    signalled.cancel()
+    stopped.cancel()
+    if not server.stopped.is_set():
+        log.info("signal received: stopping bookie %s", server.bookie_id)
     await server.stop()
-    return 0
+    await server.stopped.wait()
+    return server.exit_code
 
 
 async def _close_quietly(server: BookieServer) -> None:

@@ -141,6 +141,13 @@ class StateManager:
             await self._transition(False, ReadOnlyReason.NONE)
         return verdict
 
+    async def mark_disk_full(self, why: str) -> None:
+        """The add path found a ledger directory about to fill (before the disk checker's next round)."""
+        if self.status.reason in (ReadOnlyReason.MANUAL, ReadOnlyReason.FORCED) or self.status.read_only:
+            return
+        log.warning("going read-only: %s", why)
+        await self._transition(True, ReadOnlyReason.DISK_FULL)
+
     async def _transition(self, read_only: bool, reason: ReadOnlyReason) -> None:
         async with self._lock:
             changed = read_only != self.status.read_only

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -47,3 +48,13 @@ def test_kills_the_process_at_the_nth_hit() -> None:
     done = _run_hits(3, "stream.cleaner.mid_write:2")
     assert done.returncode == -signal.SIGKILL
     assert done.stdout.split() == ["0"], "killed when reaching it the second time"
+
+
+def test_io_error_raises_once_at_the_nth_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(failpoints.ENV, "journal.fsync:2")
+    monkeypatch.setattr(failpoints, "_armed", None)
+    failpoints.io_error("journal.fsync")
+    with pytest.raises(OSError, match="injected I/O error") as raised:
+        failpoints.io_error("journal.fsync")
+    assert raised.value.errno == errno.EIO
+    failpoints.io_error("journal.fsync")  # reported once, as a failed fsync is: later passes succeed

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from bookie.storage import journal_format as jf
+from bookie.storage.errors import StorageIOError
 from bookie.storage.journal import Journal, JournalSettings, LogMark, replay_records
 
 from tests.support.raw_client import entry
@@ -59,3 +61,16 @@ def test_journal_without_group_checksums_is_read_as_bookkeeper_writes_it() -> No
     data += jf.padding(len(data), 512)
     data += bytes(512)
     assert [(r.ledger_id, r.entry_id) for r in jf.iter_journal(data)] == [(7, 0), (7, 1), (7, 2)]
+
+
+async def test_damaged_group_followed_by_a_valid_one_is_an_error_naming_file_and_offset(tmp_path: Path) -> None:
+    path = await _write_groups(tmp_path, [[entry(1, i, b"a" * 1000)] for i in range(3)])
+    data = bytearray(path.read_bytes())
+    middle = list(jf.iter_journal(data))[1]
+    data[middle.end - 10] ^= 0xFF  # acknowledged group 2 damaged, group 3 intact after it
+    path.write_bytes(bytes(data))
+    with pytest.raises(StorageIOError) as raised:
+        _replayed(tmp_path)
+    message = str(raised.value)
+    assert path.name in message and f"offset {middle.offset}" in message, message
+    assert "followed by a valid one" in message

@@ -16,6 +16,8 @@ for reads. Every method called from the event loop returns quickly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import os
 import struct
@@ -30,6 +32,7 @@ from bookie.storage import journal_format as jf
 from bookie.storage.caches import WriteCache
 from bookie.storage.errors import (
     FencedError,
+    LedgerDirFullError,
     MasterKeyMismatchError,
     NoLedgerError,
     StorageClosedError,
@@ -74,7 +77,15 @@ class StorageEngine(EngineReads, GcStorageApi):
             format_version=conf.journal_format_version_to_write,
             max_backups=conf.journal_max_backups,
         )
-        self.journals = [Journal(d, settings) for d in conf.journal_directories]
+        self.journals = [Journal(d, settings, self._journal_failed) for d in conf.journal_directories]
+        # Told (on the event loop, once) when an I/O error leaves the engine unable to keep its promise
+        # (a journal write or fsync, or a checkpoint's write to a ledger directory): the server stops.
+        self.on_fatal: Callable[[str], None] | None = None
+        self.fatal_error: str | None = None
+        # Told (on the loop) when an add was refused because its ledger directory would fill: the server
+        # turns the bookie read-only at once instead of at the disk checker's next round.
+        self.on_disk_full: Callable[[str], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.ledgers: dict[int, LedgerState] = {}
         self._flush_pool = ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
         self._read_pool = ThreadPoolExecutor(max(1, conf.num_read_worker_threads), thread_name_prefix="read")
@@ -91,7 +102,7 @@ class StorageEngine(EngineReads, GcStorageApi):
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         """Load ledger state, replay the journal since the last checkpoint, start the journal and timer."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         loaded = await loop.run_in_executor(self._flush_pool, self._load_ledgers)
         self.ledgers = {lid: LedgerState(data) for lid, data in loaded.items()}
         await self._replay()
@@ -127,6 +138,20 @@ class StorageEngine(EngineReads, GcStorageApi):
         await loop.run_in_executor(self._flush_pool, self._close_dirs)
         self._flush_pool.shutdown(wait=True)
         self._read_pool.shutdown(wait=True)
+
+    def _journal_failed(self, exc: BaseException) -> None:
+        """On a journal writer thread: hand the failure to the loop."""
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the process is stopping anyway
+                self._loop.call_soon_threadsafe(self._fatal, f"journal I/O error: {exc!r}")
+
+    def _fatal(self, reason: str) -> None:
+        if self.fatal_error is not None:
+            return
+        self.fatal_error = reason
+        log.critical("storage cannot keep its promises any more: %s", reason)
+        if self.on_fatal is not None:
+            self.on_fatal(reason)
 
     def _close_dirs(self) -> None:
         for d in self.dirs:
@@ -183,7 +208,7 @@ class StorageEngine(EngineReads, GcStorageApi):
         state, _ = self._state_for_write(ledger_id, master_key)
         if state.data.fenced and not recovery:
             raise FencedError(ledger_id)
-        await self._cache_put(ledger_id, entry_id, body)
+        await self._cache_put(ledger_id, entry_id, body, recovery)
         self._journal_key_once(ledger_id, state)
         await self.journal_of(ledger_id).append(body)
         self.stats["adds"] += 1
@@ -203,6 +228,7 @@ class StorageEngine(EngineReads, GcStorageApi):
         d = self.dir_of(ledger_id)
         if not d.write_cache.has_room(len(body)):
             return False
+        self._check_room(d, len(body), recovery)
         state, _ = self._state_for_write(ledger_id, master_key)
         if state.data.fenced and not recovery:
             raise FencedError(ledger_id)
@@ -219,8 +245,35 @@ class StorageEngine(EngineReads, GcStorageApi):
             self._advance_lac(state, lac)
         durable(error)
 
-    async def _cache_put(self, ledger_id: int, entry_id: int, body: bytes) -> None:
+    def update_disk_space(self, free_and_total: dict[str, tuple[int, int]]) -> None:
+        """The disk checker's measure of each ledger directory (by path): the add path's free-space figure."""
+        for d in self.dirs:
+            measured = free_and_total.get(str(d.ledger_dir))
+            if measured is not None:
+                d.free_bytes, d.total_bytes = measured
+
+    def _check_room(self, d: LedgerDirStorage, size: int, high_priority: bool) -> None:
+        """Refuse an entry that, once checkpointed, would take ``d`` past diskUsageThreshold (or, for recovery
+        writes, below minUsableSizeForHighPriorityWrites); keeps minUsableSizeForEntryLogCreation free for
+        compaction, which needs room for the live part of every log it rewrites."""
+        if d.free_bytes is None:
+            return
+        c = self.conf
+        if high_priority:
+            reserve = c.min_usable_size_for_high_priority_writes
+        else:
+            reserve = max(int(d.total_bytes * (1 - c.disk_usage_threshold)), c.min_usable_size_for_entry_log_creation)
+        pending = d.pending_bytes()
+        if d.free_bytes - pending - size >= reserve:
+            return
+        error = LedgerDirFullError(str(d.ledger_dir), d.free_bytes, pending, reserve)
+        if self.on_disk_full is not None:
+            self.on_disk_full(str(error))
+        raise error
+
+    async def _cache_put(self, ledger_id: int, entry_id: int, body: bytes, recovery: bool = False) -> None:
         d = self.dir_of(ledger_id)
+        self._check_room(d, len(body), recovery)
         deadline = time.monotonic() + self.conf.db_storage_max_throttle_time_ms / 1000
         while not d.write_cache.has_room(len(body)):
             self._trigger_checkpoint()
@@ -242,7 +295,7 @@ class StorageEngine(EngineReads, GcStorageApi):
         if state.lac is None or lac > state.lac:
             state.lac = lac
             state.lac_updated_ms = int(time.time() * 1000)
-            watchers, state.watchers = state.watchers, []
+            watchers, state.watchers = state.watchers, set()
             for fut in watchers:
                 if not fut.done():
                     fut.set_result(None)
@@ -303,6 +356,12 @@ class StorageEngine(EngineReads, GcStorageApi):
             await asyncio.sleep(interval)
             try:
                 await self.checkpoint()
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the disk checker turns the bookie read-only
+                    log.error("checkpoint failed, disk full; retrying at the next interval: %r", exc)
+                    continue
+                self._fatal(f"ledger directory I/O error in a checkpoint: {exc!r}")
+                return
             except Exception:
                 log.exception("checkpoint failed; retrying at the next interval")
 
@@ -319,6 +378,11 @@ class StorageEngine(EngineReads, GcStorageApi):
                 for d in swapped:
                     assert d.flushing is not None
                     await self._in_thread(self._flush_pool, d.flush_cache, d.flushing)
+                    if d.free_bytes is not None:  # until the disk checker measures again
+                        d.free_bytes -= d.flushing.size
+                # Fences, master keys and explicit LACs reach a directory's ledger index even when it had no
+                # entries to flush: they must be durable before the mark passes their journal records.
+                await self._in_thread(self._flush_pool, self._sync_ledger_indexes, swapped)
                 await self._in_thread(self._flush_pool, self._write_marks, marks)
             except BaseException:
                 # The marks did not move, but the flushed cache must not be dropped either (a full disk,
@@ -335,6 +399,11 @@ class StorageEngine(EngineReads, GcStorageApi):
                 for journal, mark in zip(self.journals, marks, strict=True):
                     await self._in_thread(self._flush_pool, journal.delete_before, mark)
             self._checkpoint_done.set()
+
+    def _sync_ledger_indexes(self, flushed: list[LedgerDirStorage]) -> None:
+        for d in self.dirs:
+            if d not in flushed:  # flush_cache synced those
+                d.ledger_index.sync()
 
     def _mark_file(self, journal_index: int) -> str:
         return "lastMark" if len(self.journals) == 1 else f"lastMark.{journal_index}"

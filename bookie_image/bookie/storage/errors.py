@@ -54,3 +54,12 @@ class CorruptDataError(StorageIOError):
 
 class StorageClosedError(StorageIOError):
     """The engine is shutting down."""
+
+
+class LedgerDirFullError(StorageError):
+    """Writing this entry could take its ledger directory past diskUsageThreshold once checkpointed."""
+
+    def __init__(self, path: str, free: int, pending: int, reserve: int) -> None:
+        super().__init__(f"ledger directory {path}: {free} bytes free, {pending} waiting in the write cache, "
+                         f"{reserve} kept free (diskUsageThreshold, room for compaction)")
+        self.path = path

@@ -21,6 +21,7 @@ from itertools import chain
 from pathlib import Path
 from typing import cast
 
+from bookie import failpoints
 from bookie.stats import JournalStats
 from bookie.storage import journal_format as jf
 from bookie.storage.errors import StorageClosedError, StorageIOError
@@ -73,9 +74,13 @@ _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None] | Durable"]
 class Journal:
     """Append-only journal in one directory (``<dir>/current/<hex id>.txn``) with its writer thread."""
 
-    def __init__(self, directory: Path, settings: JournalSettings) -> None:
+    def __init__(self, directory: Path, settings: JournalSettings,
+                 on_failure: Callable[[BaseException], None] | None = None) -> None:
         self.current_dir = directory / "current"
         self.settings = settings
+        # Called once, on the writer thread, when a write or fsync fails: the journal can no longer make
+        # anything durable, and the bookie must stop (fail-stop) rather than go on refusing every add.
+        self._on_failure = on_failure
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._fd = -1
@@ -160,9 +165,18 @@ class Journal:
                 stop = self._group(items)
             except Exception as exc:  # a defect here must fail the waiters loudly, never leave them hanging
                 log.exception("journal writer failed in %s", self.current_dir)
-                self._failure = exc
+                self._fail(exc)
                 self._complete([item[1] for item in items if isinstance(item, tuple)], exc)
                 stop = _STOP in items
+
+    def _fail(self, exc: BaseException) -> None:
+        first = self._failure is None
+        self._failure = exc
+        if first and self._on_failure is not None:
+            try:
+                self._on_failure(exc)
+            except Exception:
+                log.exception("journal failure callback failed")
 
     def _group(self, items: list[object]) -> bool:
         """Gather one group commit after its first record, write it; True once asked to stop."""
@@ -214,6 +228,11 @@ class Journal:
         return bytearray().join(records), list(waiters)
 
     def _flush(self, buf: bytearray, pending: list[_Waiter], taken_at: float) -> None:
+        if self._failure is not None:
+            # Never write or acknowledge after a failure: a later fsync may succeed although the pages of the
+            # failed one were dropped (Linux reports a writeback error once), so "durable" could be a lie.
+            self._complete(pending, self._failure)
+            return
         error: BaseException | None = None
         nbytes, written_at, synced = len(buf), taken_at, False
         try:
@@ -223,6 +242,7 @@ class Journal:
             if self.settings.sync_data or self._force_requested:
                 self.stats.syncing = len(pending)
                 os.fdatasync(self._fd)
+                failpoints.io_error("journal.fsync")
                 self.syncs += 1
                 self._force_requested = False
                 synced = True
@@ -232,7 +252,8 @@ class Journal:
                 self._roll()
         except OSError as exc:
             log.error("journal write failed in %s: %r", self.current_dir, exc)
-            self._failure = error = exc
+            error = exc
+            self._fail(exc)
         self.stats.syncing = 0
         self._complete(pending, error)
         self.stats.group(len(pending), nbytes, taken_at, written_at, synced, error is None)

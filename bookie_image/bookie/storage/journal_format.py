@@ -138,7 +138,9 @@ def iter_journal(buf: Buffer, start: int = HEADER_SIZE) -> Iterator[JournalRecor
 
     In journals with group checksums, a group's records are yielded only once its trailer's CRC32C matches;
     a group without a valid trailer is the torn tail: the scan ends there quietly (none of its adds was
-    acknowledged). A negative length that is not padding is corruption and raises.
+    acknowledged). Unless a valid group follows it: groups are written one after the other, each only once
+    the previous one is durable, so a bad group before a good one is corruption of acknowledged data, and
+    raises (as does a negative length that is not padding).
     """
     view = memoryview(buf)
     checked = has_group_checksums(view)
@@ -147,6 +149,8 @@ def iter_journal(buf: Buffer, start: int = HEADER_SIZE) -> Iterator[JournalRecor
     while pos + 4 <= len(view):
         (length,) = _INT32.unpack_from(view, pos)
         if length == 0:
+            if checked and pos != group_start:
+                _refuse_valid_group_after(view, group_start)  # a group cut by zeros
             break
         if length == PADDING_MASK:
             if pos + 8 > len(view):
@@ -155,6 +159,7 @@ def iter_journal(buf: Buffer, start: int = HEADER_SIZE) -> Iterator[JournalRecor
             if pad < 0 or pos + 8 + pad > len(view):
                 raise CorruptJournal(pos, f"bad padding length {pad}")
             if checked and not _trailer_matches(view, group_start, pos, pad):
+                _refuse_valid_group_after(view, group_start)
                 return  # torn group
             yield from pending
             pending.clear()
@@ -165,11 +170,30 @@ def iter_journal(buf: Buffer, start: int = HEADER_SIZE) -> Iterator[JournalRecor
             raise CorruptJournal(pos, f"negative record length {length}")
         end = pos + 4 + length
         if end > len(view):
+            if checked:
+                _refuse_valid_group_after(view, group_start)
             break  # torn write at the tail
         pending.append(parse_payload(pos, end, view[pos + 4:end]))
         pos = end
     if not checked:
         yield from pending
+
+
+_PADDING_PREFIX = struct.pack(">i", PADDING_MASK)
+
+
+def _refuse_valid_group_after(view: memoryview, bad_start: int) -> None:
+    """Raise ``CorruptJournal`` at ``bad_start`` if a group with a valid trailer starts after it."""
+    data = bytes(view)
+    at = data.find(_PADDING_PREFIX, bad_start + 1)
+    while at >= 0 and at + 8 + _TRAILER.size <= len(data):
+        (pad,) = _INT32.unpack_from(data, at + 4)
+        magic, _, length = _TRAILER.unpack_from(data, at + 8)
+        start = at - length
+        if magic == GROUP_CHECKSUM_MAGIC and start > bad_start and _trailer_matches(view, start, at, pad):
+            raise CorruptJournal(bad_start, f"a damaged group is followed by a valid one at offset {start}: "
+                                            "acknowledged records would be lost")
+        at = data.find(_PADDING_PREFIX, at + 1)
 
 
 def _trailer_matches(view: memoryview, group_start: int, pos: int, pad: int) -> bool:

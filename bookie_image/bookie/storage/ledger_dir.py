@@ -22,7 +22,7 @@ class LedgerState:
     lac: int | None = None           # None: not computed yet since start
     lac_updated_ms: int = 0
     key_journaled: bool = False      # master key record written in this run
-    watchers: list[asyncio.Future[None]] = field(default_factory=list)
+    watchers: set[asyncio.Future[None]] = field(default_factory=set)  # parked long polls: O(1) removal
 
 
 class LedgerDirStorage:
@@ -38,6 +38,10 @@ class LedgerDirStorage:
         half = max(1, conf.db_storage_write_cache_max_size_mb * 1024 * 1024 // n_dirs // 2)
         self.write_cache = WriteCache(half)
         self.flushing: WriteCache | None = None
+        # Free space as last measured by the disk checker, less what checkpoints wrote since (None: not yet
+        # measured): the add path checks it instead of a statvfs per add.
+        self.free_bytes: int | None = None
+        self.total_bytes = 0
         self.read_cache = ReadCache(conf.db_storage_read_ahead_cache_max_size_mb * 1024 * 1024 // n_dirs)
         self.read_ahead_entries = conf.db_storage_read_ahead_cache_batch_size
         # BookKeeper's bookie_read_entry and bookie_readahead_batch_{count,size} (bookie.metrics).
@@ -71,6 +75,10 @@ class LedgerDirStorage:
         self.readahead_count_stat.record(entries)
         self.readahead_size_stat.record(nbytes)
         return body
+
+    def pending_bytes(self) -> int:
+        """Entry bytes not in an entry log yet: they will take disk space at the next checkpoint."""
+        return self.write_cache.size + (self.flushing.size if self.flushing is not None else 0)
 
     def last_entry_on_disk(self, ledger_id: int) -> int | None:
         return self.locations.last_entry(ledger_id)

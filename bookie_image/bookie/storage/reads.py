@@ -102,14 +102,13 @@ class EngineReads:
             if remaining <= 0:
                 break
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            state.watchers.append(fut)
+            state.watchers.add(fut)
             try:
                 await asyncio.wait_for(fut, remaining)
             except TimeoutError:
                 pass
             finally:
-                if fut in state.watchers:
-                    state.watchers.remove(fut)
+                state.watchers.discard(fut)
             lac = self.last_add_confirmed(ledger_id)
         return lac
 
