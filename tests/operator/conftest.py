@@ -246,6 +246,15 @@ def events(kube: KubeTarget, namespace: str, name: str, reason: str | None = Non
     return [e for e in kube.events(namespace, name) if reason is None or e.get("reason") == reason]
 
 
+def await_events(kube: KubeTarget, namespace: str, name: str, reason: str, at_least: int = 1,
+                 timeout: float = 20) -> list[Obj]:
+    """The Events of ``reason`` once there are ``at_least`` of them: the operator posts a tick's Events just
+    after writing its status, so a test that has seen the status may be a moment ahead of them."""
+    wait_for(lambda: len(events(kube, namespace, name, reason)) >= at_least, timeout, interval=0.2,
+             what=f"{at_least} {reason} Event(s) about {name}")
+    return events(kube, namespace, name, reason)
+
+
 def patch_spec(kube: KubeTarget, namespace: str, name: str, spec: Obj) -> None:
     kube.kubectl("-n", namespace, "patch", f"{crd.models.PLURAL}.{crd.models.GROUP}", name, "--type", "merge",
                  "-p", json.dumps({"spec": spec}))

@@ -13,10 +13,10 @@ from tests.operator.conftest import (
     JAVA,
     OperatorProcess,
     SmallVolumes,
+    await_events,
     bookie_cluster,
     bookie_status,
     condition,
-    events,
     get_cluster,
     wait_ready,
 )
@@ -46,7 +46,7 @@ def test_java_bookie_with_a_full_disk_goes_read_only_and_back(
     assert bookie_status(obj, 2)["readOnlyReason"].startswith("operator: disk")
     pressure = condition(obj, "DiskPressure")
     assert pressure is not None and pressure["status"] == "True"
-    assert events(kube, ns, "jbk", "BookieReadOnly")
+    assert await_events(kube, ns, "jbk", "BookieReadOnly")
     ballast.unlink()
     wait_for(lambda: state("Writable"), 30, interval=0.2, what="Java bookie 2 writable again")
-    assert events(kube, ns, "jbk", "BookieWritable")
+    assert await_events(kube, ns, "jbk", "BookieWritable")

@@ -10,7 +10,7 @@ from bookie.client.config import ClientConfig
 from bookie.metadata.store import MetadataStore
 from bookie_fleet.zookeeper import ZooKeeperServer
 
-from tests.operator.conftest import OperatorProcess, bookie_cluster, condition, events, wait_ready
+from tests.operator.conftest import OperatorProcess, await_events, bookie_cluster, condition, events, wait_ready
 from tests.support.kube import KubeTarget
 
 
@@ -50,6 +50,6 @@ async def test_three_bookies_become_ready_registered_and_serve_a_client(
     assert kube.get(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/bk") is not None
     pvcs = kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
     assert len(pvcs) == 6 and all(not p["metadata"].get("ownerReferences") for p in pvcs)
-    assert events(kube, ns, "bk", "Created") and events(kube, ns, "bk", "MetadataInitialized")
+    assert await_events(kube, ns, "bk", "Created") and events(kube, ns, "bk", "MetadataInitialized")
     managers = {m["manager"] for m in sts["metadata"]["managedFields"]}
     assert "bookie-operator" in managers

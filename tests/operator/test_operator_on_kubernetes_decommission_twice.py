@@ -9,7 +9,15 @@ from typing import Any
 
 from bookie_fleet.zookeeper import ZooKeeperServer
 
-from tests.operator.conftest import OperatorProcess, bookie_cluster, events, get_cluster, patch_spec, wait_ready
+from tests.operator.conftest import (
+    OperatorProcess,
+    await_events,
+    bookie_cluster,
+    events,
+    get_cluster,
+    patch_spec,
+    wait_ready,
+)
 from tests.support.kube import KubeTarget, wait_for
 
 
@@ -37,6 +45,7 @@ def test_a_second_decommission_follows_a_finished_one(
 
     status = get_cluster(kube, ns, "bk")["status"]
     assert "decommission" not in status
+    await_events(kube, ns, "bk", "Decommissioned", at_least=2)
     assert status["decommissioned"][-2:] == [f"bk-{o}.bk-headless.{ns}.svc.cluster.local:3181" for o in (3, 2)]
     for reason, per_bookie in (("DecommissionStarted", 1), ("Decommissioned", 1)):
         counts = collections.Counter(e["message"].split(" ")[1 if reason == "DecommissionStarted" else 0]

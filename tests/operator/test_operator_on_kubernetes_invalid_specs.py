@@ -11,7 +11,7 @@ import pytest
 import yaml
 from bookie_fleet.zookeeper import ZooKeeperServer
 
-from tests.operator.conftest import JAVA, OperatorProcess, bookie_cluster, condition, events, get_cluster
+from tests.operator.conftest import JAVA, OperatorProcess, await_events, bookie_cluster, condition, get_cluster
 from tests.support.kube import KubeTarget, wait_for
 
 ZK = "127.0.0.1:2181"
@@ -76,7 +76,7 @@ def test_what_only_the_operator_can_judge_is_a_condition_and_an_event(
     assert degraded is not None and "diskUsageLwmThreshold must be <= diskUsageThreshold" in degraded["message"]
     ready = condition(obj, "Ready")
     assert ready is not None and ready["status"] == "False" and ready["reason"] == "InvalidSpec"
-    assert len(events(kube, ns, "bk", "InvalidSpec")) == 1       # once, not every tick
+    assert len(await_events(kube, ns, "bk", "InvalidSpec", at_least=1)) == 1       # once, not every tick
     assert kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/bk") is None
     assert kube.get(f"/api/v1/namespaces/{ns}/configmaps/bk-config") is None
 

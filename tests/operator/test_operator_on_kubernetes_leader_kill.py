@@ -11,7 +11,15 @@ from typing import Any
 
 from bookie_fleet.zookeeper import ZooKeeperServer
 
-from tests.operator.conftest import OperatorProcess, bookie_cluster, events, get_cluster, patch_spec, wait_ready
+from tests.operator.conftest import (
+    OperatorProcess,
+    await_events,
+    bookie_cluster,
+    events,
+    get_cluster,
+    patch_spec,
+    wait_ready,
+)
 from tests.support.kube import KubeTarget, wait_for
 
 LEASE_S = 6
@@ -59,6 +67,6 @@ def test_the_standby_takes_over_and_finishes_the_decommission_without_repeating_
     transitions = Counter(e["message"] for e in events(kube, ns, "bk", "Decommissioning"))
     assert transitions and max(transitions.values()) == 1, transitions     # no step announced twice
     assert any("-> ScalingDown" in m for m in transitions)
-    assert len(events(kube, ns, "bk", "DecommissionStarted")) == 1         # resumed, not restarted
-    assert len(events(kube, ns, "bk", "Decommissioned")) == 1
+    assert len(await_events(kube, ns, "bk", "DecommissionStarted", at_least=1)) == 1         # resumed, not restarted
+    assert len(await_events(kube, ns, "bk", "Decommissioned", at_least=1)) == 1
     assert "acquired the lease" in standby.log

@@ -17,10 +17,10 @@ from tests.operator.conftest import (
     INTERVAL,
     OperatorProcess,
     SmallVolumes,
+    await_events,
     bookie_cluster,
     bookie_status,
     condition,
-    events,
     get_cluster,
     wait_ready,
 )
@@ -71,7 +71,7 @@ async def test_a_full_disk_goes_read_only_within_two_ticks_and_comes_back_when_f
     pressure = condition(obj, "DiskPressure")
     assert pressure is not None and pressure["status"] == "True" and "bk-1" in pressure["message"]
     assert await bookie_read_only(kube, ns, "bk-1")
-    assert any("bk-1 set read-only" in e["message"] for e in events(kube, ns, "bk", "BookieReadOnly"))
+    assert any("bk-1 set read-only" in e["message"] for e in await_events(kube, ns, "bk", "BookieReadOnly"))
     async with MetadataStore(zookeeper.connect_string, root) as store:
         assert f"bk-1.bk-headless.{ns}.svc.cluster.local:3181" in await store.list_bookies(readonly=True)
 
@@ -85,7 +85,7 @@ async def test_a_full_disk_goes_read_only_within_two_ticks_and_comes_back_when_f
              what="bookie 1 writable again")
     assert time.monotonic() - freed <= TWO_TICKS
     assert not await bookie_read_only(kube, ns, "bk-1")
-    assert events(kube, ns, "bk", "BookieWritable")
+    assert await_events(kube, ns, "bk", "BookieWritable")
     obj = get_cluster(kube, ns, "bk")
     pressure = condition(obj, "DiskPressure")
     assert pressure is not None and pressure["status"] == "False"
@@ -118,4 +118,4 @@ async def test_it_never_leaves_fewer_writable_bookies_than_the_ensemble_size(
     assert states == ["ReadOnly", "Writable", "Writable"]   # the fullest goes, the other is held writable
     c = condition(obj, "DiskPressure")
     assert c is not None and "bk-2 above the high-water mark kept writable" in c["message"]
-    assert events(kube, ns, "bk", "DiskPressure")
+    assert await_events(kube, ns, "bk", "DiskPressure")

@@ -19,6 +19,7 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 from tests.operator.conftest import (
     IMPLEMENTATIONS,
     OperatorProcess,
+    await_events,
     bookie_cluster,
     events,
     get_cluster,
@@ -82,7 +83,7 @@ async def test_scale_down_with_an_operator_restart_loses_nothing_and_scale_up_wo
     assert obj["status"]["replicas"] == 3
     phases = [e["message"] for e in events(kube, ns, "bk", "Decommissioning")]
     assert any("-> DeletingCookie" in m for m in phases) and any("-> ScalingDown" in m for m in phases)
-    assert len(events(kube, ns, "bk", "DecommissionStarted")) == 1   # resumed, not restarted
+    assert len(await_events(kube, ns, "bk", "DecommissionStarted", at_least=1)) == 1   # resumed, not restarted
     assert kube.get(f"/api/v1/namespaces/{ns}/pods/bk-3") is None
     claims = kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
     assert not [c for c in claims if c["metadata"]["name"].endswith("-bk-3")]

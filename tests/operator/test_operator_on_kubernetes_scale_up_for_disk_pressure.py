@@ -18,6 +18,7 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 from tests.operator.conftest import (
     OperatorProcess,
     SmallVolumes,
+    await_events,
     bookie_cluster,
     bookie_status,
     events,
@@ -77,7 +78,7 @@ def test_disk_pressure_scales_up_in_status_and_a_gitops_reapply_never_undoes_it(
     obj = wait_for(relieved, 180, interval=1.0, what="bk-2 added and bk-0 read-only")
     assert obj["status"]["scaledUpBy"] == 1 and obj["spec"]["replicas"] == 2
     assert [bookie_status(obj, i)["state"] for i in (1, 2)] == ["Writable", "Writable"]
-    assert any("replicas 2 -> 3" in e["message"] for e in events(kube, ns, "bk", "ScaledUp"))
+    assert any("replicas 2 -> 3" in e["message"] for e in await_events(kube, ns, "bk", "ScaledUp"))
 
     deadline = time.monotonic() + 20        # after the scale-up: several operator ticks (2 s interval)
     while time.monotonic() < deadline:
@@ -88,6 +89,6 @@ def test_disk_pressure_scales_up_in_status_and_a_gitops_reapply_never_undoes_it(
     assert 3 in gitops.replicas_seen and gitops.replicas_seen[gitops.replicas_seen.index(3):] == \
         [3] * (len(gitops.replicas_seen) - gitops.replicas_seen.index(3)), gitops.replicas_seen
     assert not events(kube, ns, "bk", "DecommissionStarted")
-    assert len(events(kube, ns, "bk", "ScaledUp")) == 1        # and no further: maxReplicas
+    assert len(await_events(kube, ns, "bk", "ScaledUp", at_least=1)) == 1        # and no further: maxReplicas
     table = kube.kubectl("-n", ns, "get", "bkc", "bk").stdout.splitlines()
     assert "SCALED-UP" in table[0].split() and table[1].split()[table[0].split().index("SCALED-UP")] == "1"

@@ -20,6 +20,7 @@ from tests.operator.conftest import (
     IMPLEMENTATIONS,
     OperatorProcess,
     SmallVolumes,
+    await_events,
     bookie_cluster,
     bookie_status,
     events,
@@ -86,8 +87,8 @@ async def test_scheduled_compaction_runs_bookie_by_bookie_and_reclaims_space(
     obj = wait_for(completed, 240, interval=1, what="the scheduled compaction run to complete")
     assert obj["status"]["compaction"]["lastScheduleTime"] == fire.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert obj["status"]["compaction"]["nextScheduleTime"] > obj["status"]["compaction"]["lastScheduleTime"]
-    started = [e for e in events(kube, ns, "bk", "CompactionStarted")]
-    finished = [e for e in events(kube, ns, "bk", "CompactionFinished")]
+    finished = await_events(kube, ns, "bk", "CompactionFinished", at_least=3)
+    started = events(kube, ns, "bk", "CompactionStarted")
     order = [e["message"].split(":")[0] for e in sorted(started, key=lambda e: e["firstTimestamp"])]
     assert order == ["bk-0", "bk-1", "bk-2"]
     assert len(finished) == 3

@@ -22,9 +22,9 @@ from tests.operator.conftest import (
     JAVA,
     OperatorProcess,
     SmallVolumes,
+    await_events,
     bookie_cluster,
     condition,
-    events,
     get_cluster,
     wait_ready,
 )
@@ -84,11 +84,11 @@ def test_recreated_cluster_on_old_claims_is_cookie_mismatch_until_the_claims_are
     assert ready is not None and ready["status"] == "False"
 
     # One Warning Event per bookie, not one per tick: wait for a few more restarts and ticks.
-    warned = events(kube, ns, "bk", "CookieMismatch")
+    warned = await_events(kube, ns, "bk", "CookieMismatch", at_least=3)
     assert len(warned) == 3 and all(e["type"] == "Warning" for e in warned)
     assert any(f"volumes hold a cookie of BookKeeper instance '{old_id}'" in e["message"] for e in warned)
     time.sleep(10)
-    assert len(events(kube, ns, "bk", "CookieMismatch")) == 3
+    assert len(await_events(kube, ns, "bk", "CookieMismatch", at_least=3)) == 3
 
     # The documented fix: delete the claims, then the pods; the bookies start again, empty.
     kube.kubectl("-n", ns, "delete", "pvc", *claims, "--wait=false")
@@ -120,7 +120,7 @@ def test_read_only_ledger_volume_is_directory_not_writable(
     assert obj["status"]["bookies"][0]["startFailure"]["reason"] == "DirectoryNotWritable"
     [pod] = kube.pods(ns)
     assert termination_message(pod).startswith("DirectoryNotWritable: directory /bookie/ledgers-0 is not writable")
-    assert len(events(kube, ns, "ro", "DirectoryNotWritable")) == 1
+    assert len(await_events(kube, ns, "ro", "DirectoryNotWritable", at_least=1)) == 1
 
 
 def test_the_operator_reclaims_old_volumes_only_when_the_spec_names_their_instance(
@@ -142,7 +142,7 @@ def test_the_operator_reclaims_old_volumes_only_when_the_spec_names_their_instan
                               storage={"reclaimVolumesOfInstance": old_id}, **one), namespace=ns)
     obj = wait_ready(kube, ns, "re", timeout=300)
     assert not obj["status"]["bookies"][0].get("startFailure")
-    reclaimed = events(kube, ns, "re", "VolumesReclaimed")
+    reclaimed = await_events(kube, ns, "re", "VolumesReclaimed")
     assert len(reclaimed) == 1 and "journal-0-re-0, ledgers-0-re-0" in reclaimed[0]["message"]
     uids = {c["metadata"]["uid"] for c in claims}
     now = kube.api.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims")["items"]
@@ -172,4 +172,4 @@ def test_apache_bookkeeper_bookies_on_old_claims_are_cookie_mismatch_from_their_
                                   f"instanceId {new_id} is not matching with {old_id}")
     [pod] = kube.pods(ns)
     assert failure["message"] in termination_message(pod), "the end of the Java bookie's log"
-    assert len(events(kube, ns, "jb", "CookieMismatch")) == 1
+    assert len(await_events(kube, ns, "jb", "CookieMismatch", at_least=1)) == 1
