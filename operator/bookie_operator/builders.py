@@ -240,8 +240,14 @@ def resources(spec: BookieClusterSpec) -> Obj:
     """Requests sized for the caches (a bookie without them is BestEffort, evicted first); the spec's own
     requests replace the defaults one by one, and everything else it sets (limits) is kept."""
     memory = cache_memory_mb(spec) + PROCESS_MEMORY_MB[spec.implementation]
-    requests = {"cpu": DEFAULT_CPU_REQUEST, "memory": f"{memory}Mi", **spec.resources.get("requests", {})}
+    requests = {"cpu": DEFAULT_CPU_REQUEST, "memory": mebibytes(memory), **spec.resources.get("requests", {})}
     return {**spec.resources, "requests": requests}
+
+
+def mebibytes(n: int) -> str:
+    """A memory quantity in the API server's canonical form (``2048Mi`` is stored as ``2Gi``): the StatefulSet
+    compared with what was applied must not differ by spelling, or it would be applied again every tick."""
+    return f"{n // 1024}Gi" if n % 1024 == 0 else f"{n}Mi"
 
 
 def default_affinity(cluster: str) -> Obj:

@@ -141,7 +141,7 @@ def test_memory_request_follows_the_cache_sizes() -> None:
     assert memory(config={"dbStorage_writeCacheMaxSizeMb": 1024, "dbStorage_readAheadCacheMaxSizeMb": 512}) \
         == f"{1024 + 512 + 256}Mi"
     java = {"implementation": "apache-bookkeeper", "image": "apache/bookkeeper:4.17.3"}
-    assert memory(**java) == f"{512 + 512 + 1024}Mi"      # BookKeeper's caches: a quarter of direct memory each
+    assert memory(**java) == builders.mebibytes(512 + 512 + 1024)   # BookKeeper's caches: a quarter of direct memory each
     assert memory(**java, config={"dbStorage_writeCacheMaxSizeMb": 256}) == f"{256 + 512 + 1024}Mi"
 
 
@@ -182,3 +182,10 @@ def test_without_escape_hatches_the_pod_has_none_of_their_fields() -> None:
     assert not {"imagePullSecrets", "serviceAccountName", "priorityClassName"} & set(pod)
     assert [c["name"] for c in pod["containers"]] == ["bookie"]
     assert "BOOKIE_EXTRA_OPTS" not in {e["name"] for e in pod["containers"][0]["env"]}
+
+
+def test_default_memory_requests_are_spelled_as_the_api_server_stores_them() -> None:
+    # The live StatefulSet holds canonical quantities; a desired "2048Mi" would never match its "2Gi".
+    java = spec(implementation="apache-bookkeeper", image="bookie-fleet/apache-bookkeeper:4.17.3")
+    assert builders.resources(java)["requests"]["memory"] == "2Gi"
+    assert builders.mebibytes(384) == "384Mi" and builders.mebibytes(1024) == "1Gi"
