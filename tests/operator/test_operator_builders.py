@@ -141,7 +141,8 @@ def test_memory_request_follows_the_cache_sizes() -> None:
     assert memory(config={"dbStorage_writeCacheMaxSizeMb": 1024, "dbStorage_readAheadCacheMaxSizeMb": 512}) \
         == f"{1024 + 512 + 256}Mi"
     java = {"implementation": "apache-bookkeeper", "image": "apache/bookkeeper:4.17.3"}
-    assert memory(**java) == builders.mebibytes(512 + 512 + 1024)   # BookKeeper's caches: a quarter of direct memory each
+    # BookKeeper's caches: a quarter of direct memory each
+    assert memory(**java) == builders.mebibytes(512 + 512 + 1024)
     assert memory(**java, config={"dbStorage_writeCacheMaxSizeMb": 256}) == f"{256 + 512 + 1024}Mi"
 
 
