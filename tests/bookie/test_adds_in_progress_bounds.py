@@ -25,7 +25,7 @@ BOUND = 8
 async def _in_progress(url: str) -> float:
     text = (await get(f"{url}/metrics")).text
     return next(s.value for f in text_string_to_metric_families(text) for s in f.samples
-                if s.name == "bookie_adds_in_progress")
+                if s.name == "bookkeeper_server_ADD_ENTRY_IN_PROGRESS")
 
 
 @pytest.mark.parametrize("limit", [{"journalQueueSize": BOUND}, {"maxAddsInProgressBytes": BOUND * PAYLOAD}],
