@@ -156,7 +156,8 @@ async def name_topics(answer: dict[str, Any], store: LedgerManager) -> dict[str,
     """Adds ``topic`` to each pinning ledger a Pulsar broker wrote (``bookie.metadata.pulsar``), read from its
     ledger metadata. A ledger whose metadata cannot be read (deleted meanwhile, ZooKeeper away) gets none:
     explaining the disk never depends on the metadata service."""
-    pins = [p for d in answer["ledgerDirs"] for log in d["entryLogs"] for p in log["pinningLedgers"]]
+    # Logs whose figures are not known yet list no pinning ledgers.
+    pins = [p for d in answer["ledgerDirs"] for log in d["entryLogs"] for p in log.get("pinningLedgers", ())]
     limit = asyncio.Semaphore(TOPIC_LOOKUPS)
 
     async def topic_of(ledger_id: int) -> tuple[int, str | None]:
