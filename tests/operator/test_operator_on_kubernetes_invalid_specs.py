@@ -34,7 +34,7 @@ ZK = "127.0.0.1:2181"
     ({"config": {"dbStorage_rocksDB_blockCacheSize": 1, "numIOThreads": 2}},
      "spec.config: Apache BookKeeper-only keys need implementation apache-bookkeeper"),
     ({**JAVA, "config": {"gcDiskPressureRatio": 0.5}},
-     "majorCompactionWindow are bookie-fleet only"),
+     "are bookie-fleet only"),
     ({"storage": {"journal": {"size": "lots"}}}, "spec.storage.journal.size"),
     ({"jvmOptions": ["-Xmx1g"]}, "spec.jvmOptions: only for implementation apache-bookkeeper"),
     ({**JAVA, "jvmOptions": ["Xmx1g"]}, "spec.jvmOptions[0]"),
