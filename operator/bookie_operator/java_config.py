@@ -31,6 +31,8 @@ CLASSES = (
     "org/apache/bookkeeper/bookie/storage/ldb/DbLedgerStorage.class",
     "org/apache/bookkeeper/bookie/storage/ldb/SingleDirectoryDbLedgerStorage.class",
     "org/apache/bookkeeper/bookie/storage/ldb/KeyValueStorageRocksDB.class",
+    # The stats provider the bookies export Prometheus metrics with (prometheusStatsHttpPort, ...).
+    "org/apache/bookkeeper/stats/prometheus/PrometheusMetricsProvider.class",
 )
 # A key name: an identifier, possibly with dots or underscores; class names and sentences are not keys.
 _KEY = re.compile(r"^[a-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$")
