@@ -374,10 +374,16 @@ class StorageEngine(EngineReads, GcStorageApi):
                 if len(d.write_cache):
                     d.flushing, d.write_cache = d.write_cache, WriteCache(d.write_cache.max_bytes)
                     swapped.append(d)
+            flushed: list[LedgerDirStorage] = []
             try:
                 for d in swapped:
                     assert d.flushing is not None
-                    await self._in_thread(self._flush_pool, d.flush_cache, d.flushing)
+                    try:
+                        await self._in_thread(self._flush_pool, d.flush_cache, d.flushing)
+                    except asyncio.CancelledError:
+                        flushed.append(d)  # the worker thread finishes the flush it started
+                        raise
+                    flushed.append(d)
                     if d.free_bytes is not None:  # until the disk checker measures again
                         d.free_bytes -= d.flushing.size
                 # Fences, master keys and explicit LACs reach a directory's ledger index even when it had no
@@ -385,10 +391,13 @@ class StorageEngine(EngineReads, GcStorageApi):
                 await self._in_thread(self._flush_pool, self._sync_ledger_indexes, swapped)
                 await self._in_thread(self._flush_pool, self._write_marks, marks)
             except BaseException:
-                # The marks did not move, but the flushed cache must not be dropped either (a full disk,
-                # ENOSPC): its entries go back to the write cache and the next checkpoint writes them again.
+                # The marks did not move, but a cache whose flush failed (a full disk, ENOSPC) must not be
+                # dropped: its entries go back to the write cache and the next checkpoint writes them again.
+                # A flushed one is in the entry log and the index already: writing it again would only leave
+                # a second copy of each entry on disk.
                 for d in swapped:
-                    restore_flushing(d)
+                    if d not in flushed:
+                        restore_flushing(d)
                 raise
             finally:
                 for d in swapped:

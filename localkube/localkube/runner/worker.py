@@ -211,8 +211,15 @@ class PodWorker(threading.Thread):
             return
         for volume in self.pod["spec"].get("volumes") or []:
             path = self.volumes.paths.get(volume["name"])
-            if path is not None and any(k in volume for k in security.FS_GROUP_VOLUMES):
+            if path is None or not any(k in volume for k in security.FS_GROUP_VOLUMES):
+                continue
+            try:
                 security.apply_fs_group(path, int(pod_sc["fsGroup"]), pod_sc.get("fsGroupChangePolicy", "Always"))
+            except OSError as exc:
+                # A read-only filesystem (or one that refuses chown) keeps its ownership: the container starts
+                # and finds the volume as it is, as on a volume type whose ownership the kubelet does not manage.
+                self.event("Warning", "FSGroupNotApplied", f"volume {volume['name']}: fsGroup ownership not "
+                           f"applied: {exc}", once=f"fsgroup:{volume['name']}")
 
     def _pod_view(self) -> Obj:
         """The pod as the downward API sees it once running: with its IPs filled in."""
