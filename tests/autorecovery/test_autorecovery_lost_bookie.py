@@ -87,7 +87,7 @@ async def test_decommission_through_rest(cluster_factory: Callable[..., BookieCl
         await web.TCPSite(runner, "127.0.0.1", port).start()
         base = f"http://127.0.0.1:{port}/api/v1/autorecovery"
         try:
-            async with aiohttp.ClientSession() as http:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
                 async with http.put(f"{base}/decommission", json={"bookie_src": target}) as r:
                     assert r.status == 200 and "Success send decommission" in await r.text()
                 report: dict[str, object] = {}
