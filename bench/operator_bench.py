@@ -88,6 +88,8 @@ class Bench:
     def start(self) -> None:
         self.cluster.up()
         self.api = self.cluster.api("operator-bench")
+        # Where the cluster's pods reach this machine (and so does the operator run here).
+        self.zk = ZooKeeperServer(self.work / "zk", host=self.cluster.host_ip)
         self.zk.start()
         self.kubectl("apply", "--server-side", "-f", "-", input=crd.render())
         self.kubectl("create", "namespace", NS)

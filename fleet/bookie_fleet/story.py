@@ -109,7 +109,7 @@ class Story:
         self.keep_running = keep_running
         self.summary = Summary()
         self.cluster = LocalCluster(workdir / "kube", ephemeral_ports=True)
-        self.zk = ZooKeeperServer(workdir / "zookeeper")
+        self._zk: ZooKeeperServer | None = None   # once the cluster is up: it listens where pods reach it
         self.mounts: list[Path] = []
         self.api: KubeAPI | None = None
 
@@ -132,6 +132,11 @@ class Story:
         if result.returncode != 0:
             raise StoryFailed(f"{name} {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}")
         return result.stdout
+
+    @property
+    def zk(self) -> ZooKeeperServer:
+        assert self._zk is not None
+        return self._zk
 
     def kube(self) -> KubeAPI:
         assert self.api is not None
@@ -166,6 +171,7 @@ class Story:
         with self.step("local Kubernetes, ZooKeeper"):
             self.cluster.up()
             self.api = self.cluster.api("bookie-fleet-playground")
+            self._zk = ZooKeeperServer(self.workdir / "zookeeper", host=self.cluster.host_ip)
             self.zk.start()
             say(f"   API server {self.cluster.server}, ZooKeeper {self.zk.connect_string}")
         with self.step("operator installed by its Helm chart"):
@@ -320,7 +326,8 @@ class Story:
 
     # ------------------------------------------------------------------------------------ teardown
     def close(self) -> None:
-        self.zk.stop()
+        if self._zk is not None:
+            self._zk.stop()
         self.cluster.down()
         for path in self.mounts:
             subprocess.run(["umount", "-l", str(path)], check=False)

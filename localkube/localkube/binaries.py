@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 BIN_ENV = "BOOKIE_FLEET_KUBE_BIN"
-REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager")
+REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-proxy", "coredns")
 
 
 class MissingBinaryError(RuntimeError):

@@ -1,12 +1,15 @@
-"""The local control plane: etcd, kube-apiserver, kube-controller-manager and the pod runner as processes.
+"""The local control plane: etcd, kube-apiserver, kube-controller-manager, the pod runner and kube-proxy.
 
-``LocalCluster(state_dir).up()`` generates certificates and keys (once), starts the four components in
-their own process groups, waits until the API server is ready, the controller manager healthy, the
-default service account exists and the runner's Node is Ready, and records everything in
+``LocalCluster(state_dir).up()`` claims a node network (``localkube.network``: a network namespace standing
+in for the node, with the pods' bridge), generates certificates and keys (once), starts the five components
+in their own process groups (the runner and kube-proxy in the node's network namespace), installs cluster
+DNS, waits until the API server is ready, the controller manager healthy, the default service account
+exists, the runner's Node is Ready, kube-proxy healthy and CoreDNS serving, and records everything in
 ``state_dir/cluster.json`` so that another process (``bookie-fleet cluster down``) can stop it.
-``down()`` stops the pod runner first (it stops its pods), then the control plane, then kills any pod
-process group still listed by the runner and deletes its leftover runc containers: nothing is left running.
-One module at the usual size limit: each component's command line sits next to its start and readiness.
+``down()`` stops kube-proxy and the pod runner first (it stops its pods), then the control plane, then kills
+any pod process group still listed by the runner, deletes its leftover runc containers and tears the node
+network down: nothing is left running, no namespace, link or route is left behind.
+One module over the usual size limit: each component's command line sits next to its start and readiness.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localkube import procs
+from localkube import addons, network, procs
 from localkube.binaries import find_binaries
 from localkube.kapi import KubeAPI
 from localkube.kubeconfig import write_kubeconfig
@@ -31,11 +34,14 @@ from localkube.pki import CertificateAuthority, service_account_keys
 from localkube.serviceaccounts import service_account_kubeconfig
 
 KUBE_VERSION_ENV = "BOOKIE_FLEET_KUBE_VERSION"
-SERVICE_CIDR = "10.96.0.0/16"
+SERVICE_CIDR = network.SERVICE_CIDR
+KUBERNETES_SERVICE_IP = "10.96.0.1"    # the first address of the service CIDR, as the API server allocates it
+CLUSTER_DNS_IP = "10.96.0.10"          # kubeadm's and kind's choice
+CLUSTER_DOMAIN = "cluster.local"
 STORAGE_CLASS = "standard"          # the name kind gives its default StorageClass
 PROVISIONER = "localkube.io/local-path"
 DEFAULT_PORTS = {"etcd": 2379, "etcd-peer": 2380, "kube-apiserver": 6443, "kube-controller-manager": 10257}
-ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "pod-runner")
+ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "pod-runner", "kube-proxy")
 
 
 class ClusterError(RuntimeError):
@@ -117,10 +123,24 @@ class LocalCluster:
 
     @property
     def server(self) -> str:
-        port = self._load_state().get("ports", {}).get("kube-apiserver")
-        if not port:
+        state = self._load_state()
+        port = state.get("ports", {}).get("kube-apiserver")
+        if not port or "network" not in state:
             raise ClusterError(f"no cluster state in {self.state_dir}: run `bookie-fleet cluster up`")
-        return f"https://127.0.0.1:{port}"
+        return f"https://{network.NodeNetwork(int(state['network']['index'])).host_ip}:{port}"
+
+    @property
+    def node_network(self) -> network.NodeNetwork:
+        """The node network of the running cluster: pod CIDR, node and machine addresses."""
+        state = self._load_state()
+        if "network" not in state:
+            raise ClusterError(f"no cluster network in {self.state_dir}: run `bookie-fleet cluster up`")
+        return network.NodeNetwork(int(state["network"]["index"]))
+
+    @property
+    def host_ip(self) -> str:
+        """This machine's address as pods see it (the API server listens there; so may ZooKeeper)."""
+        return self.node_network.host_ip
 
     @property
     def ca_file(self) -> Path:
@@ -139,20 +159,26 @@ class LocalCluster:
         if procs_state and all(self._running(procs_state.get(name)) for name in ORDER) and self._readyz():
             return self
         # Partial leftovers (a crashed component): restart cleanly.
-        if procs_state:
+        if procs_state or "network" in state:
             self.down()
+        preferred = state.get("last_network")
         ports = self._choose_ports()
-        state = {"ports": ports, "processes": {}, "node": self.node_name, "started_at": time.time()}
+        net = network.allocate(self.state_dir, preferred=int(preferred) if preferred is not None else None)
+        state = {"ports": ports, "processes": {}, "node": self.node_name, "started_at": time.time(),
+                 "network": {"index": net.index, "pod_cidr": net.pod_cidr, "host_ip": net.host_ip,
+                             "node_ip": net.node_ip, "netns": net.netns},
+                 "last_network": net.index}
         self._save_state(state)
-        self._write_pki_and_kubeconfigs(ports["kube-apiserver"])
         try:
+            self._write_pki_and_kubeconfigs(ports["kube-apiserver"], net)
             self._start(state, "etcd", self._etcd_argv(str(binaries["etcd"]), ports))
             self._wait("etcd", lambda: self._http_ok(f"http://127.0.0.1:{ports['etcd']}/health"), timeout)
-            self._start(state, "kube-apiserver", self._apiserver_argv(str(binaries["kube-apiserver"]), ports))
+            self._start(state, "kube-apiserver", self._apiserver_argv(str(binaries["kube-apiserver"]), ports, net))
             self._wait("kube-apiserver", self._readyz, timeout)
             self._start(state, "kube-controller-manager",
                         self._kcm_argv(str(binaries["kube-controller-manager"]), ports))
-            self._start(state, "pod-runner", self._runner_argv(ports))
+            self._start(state, "pod-runner", net.in_node(self._runner_argv(net)))
+            self._start(state, "kube-proxy", net.in_node(self._proxy_argv(str(binaries["kube-proxy"]), net)))
             self._bootstrap_objects()
             self._wait("kube-controller-manager",
                        lambda: self._http_ok(f"https://127.0.0.1:{ports['kube-controller-manager']}/healthz",
@@ -160,6 +186,10 @@ class LocalCluster:
             self._wait("kube-controller-manager", self._default_service_account_exists, timeout,
                        what="the default ServiceAccount (serviceaccount controller)")
             self._wait("pod-runner", self._node_ready, timeout, what=f"Node {self.node_name} Ready")
+            self._wait("kube-proxy", lambda: self._http_ok(f"http://{net.node_ip}:10256/healthz"), timeout,
+                       what="kube-proxy /healthz (rules synced)")
+            self._wait("pod-runner", lambda: addons.dns_ready(self.api()), timeout,
+                       what="CoreDNS ready behind the kube-dns Service (kube-system/coredns)")
         except BaseException:
             self.down()
             raise
@@ -174,23 +204,26 @@ class LocalCluster:
             chosen[name] = procs.pick_port(0 if self.ephemeral_ports else preferred, avoid=set(chosen.values()))
         return chosen
 
-    def _write_pki_and_kubeconfigs(self, apiserver_port: int) -> None:
+    def _write_pki_and_kubeconfigs(self, apiserver_port: int, net: network.NodeNetwork) -> None:
         ca = CertificateAuthority(self.pki_dir)
-        ca.issue("apiserver", "kube-apiserver", server=True, ips=("127.0.0.1", "10.96.0.1"),
+        # Issued again when the addresses change (a restart that got another node network).
+        ca.issue("apiserver", "kube-apiserver", server=True, ips=(net.host_ip, KUBERNETES_SERVICE_IP, "127.0.0.1"),
                  dns_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-                            "kubernetes.default.svc.cluster.local"))
+                            f"kubernetes.default.svc.{CLUSTER_DOMAIN}"))
         ca.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client", organizations=("kubeadm:cluster-admins",),
                  client=True)
         ca.issue("kubelet", f"system:node:{self.node_name}", organizations=("system:nodes",), server=True,
-                 ips=("127.0.0.1",), dns_names=("localhost", self.node_name))
+                 ips=(net.node_ip,), dns_names=("localhost", self.node_name))
         service_account_keys(self.pki_dir)
-        server = f"https://127.0.0.1:{apiserver_port}"
+        server = f"https://{net.host_ip}:{apiserver_port}"
         ca_pem = ca.pair.cert_pem()
         users = {
             "admin": ("kubernetes-admin", ("system:masters",), self.admin_kubeconfig),
             "kcm": ("system:kube-controller-manager", (), self.state_dir / "kube-controller-manager.kubeconfig"),
             "runner": (f"localkube-runner:{self.node_name}", ("system:masters",),
                        self.state_dir / "pod-runner.kubeconfig"),
+            # The default binding system:node-proxier grants this user what kube-proxy needs.
+            "kube-proxy": ("system:kube-proxy", (), self.state_dir / "kube-proxy.kubeconfig"),
         }
         for name, (cn, orgs, path) in users.items():
             pair = ca.issue(name, cn, organizations=orgs, client=True)
@@ -206,12 +239,14 @@ class LocalCluster:
                 f"--initial-cluster=localkube={peer}", "--unsafe-no-fsync=true", "--log-level=warn",
                 "--quota-backend-bytes=2147483648"]
 
-    def _apiserver_argv(self, binary: str, ports: dict[str, int]) -> list[str]:
+    def _apiserver_argv(self, binary: str, ports: dict[str, int], net: network.NodeNetwork) -> list[str]:
         pki = self.pki_dir
         return [
             binary,
             f"--etcd-servers=http://127.0.0.1:{ports['etcd']}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            # The machine's end of the node link: reachable from this machine and, through the `kubernetes`
+            # Service (its endpoint is the advertised address), from pods.
+            f"--bind-address={net.host_ip}", f"--advertise-address={net.host_ip}",
             f"--secure-port={ports['kube-apiserver']}",
             f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
@@ -229,8 +264,6 @@ class LocalCluster:
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             "--allow-privileged=true",
-            # The "kubernetes" Service's endpoints would be a loopback address, which Endpoints reject.
-            "--endpoint-reconciler-type=none",
             f"--cert-dir={self.state_dir / 'apiserver-certs'}",
             "--profiling=false",
         ]
@@ -255,21 +288,40 @@ class LocalCluster:
             "--profiling=false",
         ]
 
-    def _runner_argv(self, ports: dict[str, int]) -> list[str]:
+    def _runner_argv(self, net: network.NodeNetwork) -> list[str]:
         return [self.python, "-m", "localkube.runner",
                 "--kubeconfig", str(self.state_dir / "pod-runner.kubeconfig"),
                 "--state-dir", str(self.state_dir / "runner"),
                 "--node-name", self.node_name,
-                "--apiserver-port", str(ports["kube-apiserver"]),
-                "--ca-file", str(self.ca_file),
+                "--node-ip", net.node_ip, "--node-netns", str(net.netns_path),
+                "--pod-cidr", net.pod_cidr, "--pod-netns-prefix", net.pod_netns_prefix,
+                "--cni-network", net.netns,
+                "--kubernetes-service", f"{KUBERNETES_SERVICE_IP}:443",
+                "--cluster-dns", CLUSTER_DNS_IP, "--cluster-domain", CLUSTER_DOMAIN,
                 "--tls-cert", str(self.pki_dir / "kubelet.crt"), "--tls-key", str(self.pki_dir / "kubelet.key")]
+
+    def _proxy_argv(self, binary: str, net: network.NodeNetwork) -> list[str]:
+        return [
+            binary,
+            f"--kubeconfig={self.state_dir / 'kube-proxy.kubeconfig'}",
+            f"--hostname-override={self.node_name}",
+            "--proxy-mode=iptables",
+            f"--cluster-cidr={net.pod_cidr}",
+            # The node is a network namespace: the conntrack table's size and timeouts are the machine's, not
+            # ours to set (kind runs kube-proxy the same way).
+            "--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0s",
+            "--conntrack-tcp-timeout-close-wait=0s",
+            f"--healthz-bind-address={net.node_ip}:10256", f"--metrics-bind-address={net.node_ip}:10249",
+            "--profiling=false",
+        ]
 
     def _start(self, state: dict[str, Any], name: str, argv: list[str]) -> None:
         child = procs.start_detached(argv, self.log_path(name), cwd=self.state_dir)
         self._children[child.pid] = child
         pid = child.pid
-        state["processes"][name] = {"pid": pid, "argv": argv, "log": str(self.log_path(name)),
-                                    "expect": Path(argv[0]).name if name != "pod-runner" else "localkube.runner"}
+        # What the process's command line holds once running (nsenter execs the program it is given).
+        expect = {"pod-runner": "localkube.runner", "kube-proxy": "kube-proxy"}.get(name, Path(argv[0]).name)
+        state["processes"][name] = {"pid": pid, "argv": argv, "log": str(self.log_path(name)), "expect": expect}
         self._save_state(state)
 
     def _running(self, entry: dict[str, Any] | None) -> bool:
@@ -360,7 +412,9 @@ class LocalCluster:
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
     def _bootstrap_objects(self) -> None:
-        """Cluster-level objects a kind cluster also has: a default StorageClass named ``standard``."""
+        """Cluster-level objects a kind cluster also has: a default StorageClass named ``standard``, and
+        cluster DNS (CoreDNS behind the ``kube-dns`` Service)."""
+        addons.install(self.api(), addons.cluster_dns_objects(CLUSTER_DNS_IP, CLUSTER_DOMAIN))
         if self._get_json(f"/apis/storage.k8s.io/v1/storageclasses/{STORAGE_CLASS}") is None:
             self._send_json("POST", "/apis/storage.k8s.io/v1/storageclasses", {
                 "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
@@ -400,12 +454,14 @@ class LocalCluster:
                     child.poll()
                 else:
                     procs.reap(int(entry["pid"]))
-        from localkube.runner.state import kill_leftover_pods, release_all_claims
+        from localkube.runner.state import kill_leftover_pods
 
         kill_leftover_pods(self.state_dir / "runner")
-        release_all_claims(self.state_dir / "runner")
-        if processes:
+        if "network" in state:
+            network.release(network.NodeNetwork(int(state["network"]["index"])), self.state_dir)
+        if processes or "network" in state:
             state["processes"] = {}
+            state.pop("network", None)
             state["stopped_at"] = time.time()
             self._save_state(state)
         if purge:

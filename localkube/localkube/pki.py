@@ -84,9 +84,9 @@ class CertificateAuthority:
     def issue(self, name: str, common_name: str, *, organizations: tuple[str, ...] = (),
               ips: tuple[str, ...] = (), dns_names: tuple[str, ...] = (), server: bool = False,
               client: bool = False) -> KeyPair:
-        """``name.crt``/``name.key`` signed by this CA (reused if they already exist)."""
+        """``name.crt``/``name.key`` signed by this CA (reused if they already exist for the same addresses)."""
         pair = KeyPair(self.directory / f"{name}.crt", self.directory / f"{name}.key")
-        if pair.cert.exists() and pair.key.exists():
+        if pair.cert.exists() and pair.key.exists() and _subject_alt_names(pair) == (set(ips), set(dns_names)):
             return pair
         key = _new_key()
         now = dt.datetime.now(dt.UTC)
@@ -112,6 +112,17 @@ class CertificateAuthority:
         _write(pair.key, _key_pem(key), private=True)
         _write(pair.cert, cert.public_bytes(serialization.Encoding.PEM))
         return pair
+
+
+def _subject_alt_names(pair: KeyPair) -> tuple[set[str], set[str]]:
+    """(IP addresses, DNS names) a certificate is valid for."""
+    cert = x509.load_pem_x509_certificate(pair.cert_pem())
+    try:
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return set(), set()
+    return ({str(ip) for ip in sans.get_values_for_type(x509.IPAddress)},
+            set(sans.get_values_for_type(x509.DNSName)))
 
 
 def service_account_keys(directory: Path) -> KeyPair:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local Kubernetes binaries from the Go module proxy, once, into a cache keyed by what they are built from:
-#   etcd (hack/etcd), kube-apiserver, kube-controller-manager, kubectl (hack/kube), helm (go install).
+#   etcd (hack/etcd), kube-apiserver, kube-controller-manager, kube-proxy, kubectl (hack/kube), CoreDNS
+#   (hack/coredns), helm (go install).
 # Writes $BOOKIE_FLEET_CACHE/env.d/kube.sh, which scripts/bootstrap appends to the env file it prints.
 # Run by scripts/bootstrap; can also be run alone. See docs/local-kubernetes.md.
 set -euo pipefail
@@ -36,7 +37,9 @@ helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version \
 # The cache key: everything the binaries are built from (versions, build flags, module files), not this script's text.
 key="$( { echo "$kube_version $helm_version $go_have $kube_ldflags $helm_ldflags $build_goflags"
           cat "$repo"/hack/kube/go.mod "$repo"/hack/kube/go.sum "$repo"/hack/kube/cmd/*/main.go \
-              "$repo"/hack/etcd/go.mod "$repo"/hack/etcd/go.sum "$repo"/hack/etcd/main.go; } | sha256sum | cut -c1-12)"
+              "$repo"/hack/etcd/go.mod "$repo"/hack/etcd/go.sum "$repo"/hack/etcd/main.go \
+              "$repo"/hack/coredns/go.mod "$repo"/hack/coredns/go.sum "$repo"/hack/coredns/main.go; } \
+        | sha256sum | cut -c1-12)"
 dir="$cache/kube-$key"
 bin="$dir/bin"
 
@@ -44,7 +47,7 @@ mkdir -p "$cache"
 exec 8>"$cache/.kube-build.lock"   # one build at a time (another bootstrap may run this concurrently)
 flock 8
 if [ ! -f "$dir/.complete" ]; then
-  log "building etcd, kube-apiserver, kube-controller-manager, kubectl $kube_version and helm $helm_version into $bin"
+  log "building etcd, kube-apiserver, kube-controller-manager, kube-proxy, kubectl $kube_version, CoreDNS and helm $helm_version into $bin"
   log "(a cold build takes tens of minutes on 2 cores; later runs reuse it)"
   rm -rf "$dir"; mkdir -p "$bin"
   export CGO_ENABLED=0
@@ -56,9 +59,10 @@ if [ ! -f "$dir/.complete" ]; then
     log "built $label in ${took}s"; echo "$label ${took}s" >> "$dir/build-times"
   }
   t_all="$(date +%s)"
-  timed "kube-apiserver+kube-controller-manager+kubectl" \
-    bash -c "cd '$repo/hack/kube' && go build -ldflags '$kube_ldflags' -o '$bin/' ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kubectl"
+  timed "kube-apiserver+kube-controller-manager+kube-proxy+kubectl" \
+    bash -c "cd '$repo/hack/kube' && go build -ldflags '$kube_ldflags' -o '$bin/' ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-proxy ./cmd/kubectl"
   timed "etcd" bash -c "cd '$repo/hack/etcd' && go build -ldflags '-s -w' -o '$bin/etcd' ."
+  timed "coredns" bash -c "cd '$repo/hack/coredns' && go build -ldflags '-s -w' -o '$bin/coredns' ."
   timed "helm" bash -c "GOFLAGS='-trimpath -buildvcs=false' GOBIN='$bin' go install -ldflags '$helm_ldflags' helm.sh/helm/v3/cmd/helm@$helm_version"
   total=$(( $(date +%s) - t_all ))
   echo "total ${total}s (go $go_have, $(nproc) cores)" >> "$dir/build-times"

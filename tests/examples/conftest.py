@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from tests.operator.conftest import bookie_crd, operator_factory  # noqa: F401  (fixtures)
+from tests.operator.conftest import bookie_crd, operator_factory, zookeeper  # noqa: F401  (fixtures)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -6,9 +6,10 @@ ZooKeeper (tests/support/zookeeper.py) and real bookie processes run by the pod 
 group); ``start()``, ``kill()`` (SIGKILL, for restart tests) and the log text.
 ``small_ledger_volumes``: statically provisioned PersistentVolumes on size-limited tmpfs mounts, pre-bound to
 the ledger claims of a BookieCluster, so "filling one bookie's disk" fills exactly that bookie's filesystem.
-Bookie ids are ``<pod>.<service>.<namespace>.svc.cluster.local:3181``, which nothing resolves here (the local
-control plane has no cluster DNS): clients reach the bookies through the endpoints each bookie publishes in
-its ZooKeeper registration, our bookies and Apache BookKeeper's alike.
+``zookeeper`` (session): the ZooKeeper of tests/support/kube.py's ``pod_zookeeper``, reachable from pods.
+Bookie ids are ``<pod>.<service>.<namespace>.svc.cluster.local:3181``: pods resolve them through cluster DNS;
+clients on this machine (the tests, the operator run as a process) reach the bookies through the endpoints
+each bookie publishes in its ZooKeeper registration (pod IPs), our bookies and Apache BookKeeper's alike.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import crd
 
 from tests.support.kube import KubeTarget, wait_for
@@ -52,6 +54,12 @@ def bookie_crd(kube: KubeTarget) -> str:
 
     wait_for(established, 30, what="the BookieCluster CRD established")
     return name
+
+
+@pytest.fixture(scope="session")
+def zookeeper(pod_zookeeper: ZooKeeperServer) -> ZooKeeperServer:
+    """The session's ZooKeeper, where pods reach it (``pod_zookeeper`` of tests/support/kube.py)."""
+    return pod_zookeeper
 
 
 @dataclass

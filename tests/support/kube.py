@@ -10,6 +10,9 @@ cluster instead (e.g. kind from kind-config.yaml); nothing is started or stopped
 cluster as ``kube``'s unless ``BOOKIE_FLEET_KUBECONFIG`` points elsewhere). tests/localkube/conftest.py
 overrides ``kube`` with ``local_target(kube_cluster)`` so that localkube's own tests always run locally.
 ``kube_namespace``: a fresh namespace per test, deleted afterwards.
+``pod_zookeeper`` (session): a ZooKeeper that both this machine and the cluster's pods reach: it listens on the
+machine's address on the local cluster's node link (``LocalCluster.host_ip``). The Kubernetes test folders
+use it as their ``zookeeper``.
 
 Registered for every test folder by tests/conftest.py (``pytest_plugins``).
 """
@@ -29,6 +32,7 @@ from typing import Any, TypeVar
 
 import pytest
 import yaml
+from bookie_fleet.zookeeper import ZooKeeperServer
 from localkube.binaries import find_binary
 from localkube.cluster import LocalCluster
 from localkube.kapi import KubeAPI
@@ -155,6 +159,19 @@ def kube(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     if external:
         return KubeTarget(Path(external), KubeAPI.from_kubeconfig(external), None, workdir)
     return local_target(request.getfixturevalue("kube_cluster"), workdir)
+
+
+@pytest.fixture(scope="session")
+def pod_zookeeper(kube: KubeTarget, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    """One ZooKeeper for the session's pods (and this machine's clients): pods reach the machine at
+    ``host_ip``, not at 127.0.0.1 (their own loopback). On an external cluster it stays on 127.0.0.1."""
+    host = kube.local.host_ip if kube.local is not None else "127.0.0.1"
+    server = ZooKeeperServer(tmp_path_factory.mktemp("pod-zookeeper"), host=host)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -37,6 +37,10 @@ IMAGES: dict[str, ImageEntry] = {
     "python": ImageEntry("this machine's Python (the project's virtualenv)", entrypoint=("python3",)),
     "busybox": ImageEntry("this machine's shell and coreutils", entrypoint=(), cmd=("sh",)),
     "registry.k8s.io/pause": ImageEntry("a process that sleeps forever", entrypoint=("sleep", "infinity")),
+    # Cluster DNS (the add-on LocalCluster installs): CoreDNS built with the control plane.
+    "registry.k8s.io/coredns/coredns": ImageEntry(
+        "CoreDNS built with the local Kubernetes binaries", entrypoint=("/coredns",),
+        path=tuple(filter(None, (os.environ.get("BOOKIE_FLEET_KUBE_BIN"), *SYSTEM_PATH)))),
 }
 
 

@@ -1,7 +1,8 @@
 """The node loop: registers the Node, binds pending pods to it (scheduler), provisions PersistentVolumes
 for claims of the ``localkube.io/local-path`` StorageClass, and keeps one PodWorker per pod of the node.
 
-``python -m localkube.runner --kubeconfig K --state-dir D --node-name N --apiserver-port P``
+``python -m localkube.runner --kubeconfig K --state-dir D --node-name N --node-ip IP --pod-cidr CIDR ...``,
+started by ``LocalCluster`` in the node's network namespace (``localkube.network``).
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from localkube.kapi import ApiError, KubeAPI
-from localkube.runner import bindshim
 from localkube.runner.container import now_rfc3339
+from localkube.runner.dns import ClusterDNS, Resolv
 from localkube.runner.imagestore import ImageStore
 from localkube.runner.kubeletapi import KubeletAPI
+from localkube.runner.podnet import CNI_BIN_DIR, PodNetwork, PodNetworkConfig
 from localkube.runner.runtime import Runc
 from localkube.runner.state import RunnerState, kill_leftover_pods
 from localkube.runner.worker import PodWorker
@@ -35,14 +37,20 @@ KUBE_VERSION = os.environ.get("BOOKIE_FLEET_KUBE_VERSION", "v1.34.4")
 
 
 class Runner:
-    def __init__(self, api: KubeAPI, state: RunnerState, node_name: str, apiserver_port: int,
-                 kubelet_api: KubeletAPI | None = None) -> None:
+    def __init__(self, api: KubeAPI, state: RunnerState, node_name: str, network: PodNetwork,
+                 kubernetes_service: tuple[str, int], dns: ClusterDNS, kubelet_api: KubeletAPI | None = None) -> None:
         self.api = api
         self.state = state
         self.node_name = node_name
-        self.apiserver_port = apiserver_port
+        self.network = network
+        self.node_ip = network.config.node_ip
+        self.kubernetes_service = kubernetes_service
+        self.dns = dns
+        try:
+            self.node_resolv = Resolv.parse(Path("/etc/resolv.conf").read_text())
+        except OSError:
+            self.node_resolv = Resolv()
         self.workers: dict[str, PodWorker] = {}
-        self.bind_shim = bindshim.build(state.root)
         self.images = ImageStore.from_environment(state.root)
         self.runtime: Runc | None = Runc(state.root) if Runc.available() else None
         if self.runtime is None:
@@ -77,11 +85,11 @@ class Runner:
                 cond("PIDPressure", "False", "KubeletHasSufficientPID", "localkube runner"),
                 cond("Ready", "True", "KubeletReady", "localkube pod runner is posting ready status"),
             ],
-            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+            "addresses": [{"type": "InternalIP", "address": self.node_ip},
                           {"type": "Hostname", "address": self.node_name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": self.kubelet_api.port if self.kubelet_api else 0}},
             "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": platform.release(),
-                         "osImage": "localkube (processes, no containers)", "containerRuntimeVersion":
+                         "osImage": "localkube", "containerRuntimeVersion":
                          "localkube://1", "kubeletVersion": KUBE_VERSION, "kubeProxyVersion": "",
                          "operatingSystem": "linux", "architecture": {"x86_64": "amd64", "aarch64": "arm64"}.get(
                              platform.machine(), platform.machine())},
@@ -99,6 +107,9 @@ class Runner:
         # TaintNodesByCondition gives a new Node the not-ready taint; the node lifecycle controller (not run
         # here) would lift it once the Node is Ready, so the runner does.
         self.api.merge_patch(path, {"metadata": {"labels": labels}, "spec": {"taints": None}})
+        if not (self.api.get(path) or {}).get("spec", {}).get("podCIDR"):   # set once, as node IPAM would
+            self.api.merge_patch(path, {"spec": {"podCIDR": self.network.config.pod_cidr,
+                                                 "podCIDRs": [self.network.config.pod_cidr]}})
         self.api.merge_patch(f"{path}/status", {"status": self.node_status()})
         self._renew_lease()
 
@@ -258,13 +269,6 @@ class Runner:
                 if uid not in seen:
                     worker.gone()
 
-    def cluster_hosts(self) -> list[str]:
-        """hosts lines for the node's pods that have a subdomain: ``<ip>\t<host>.<sub>.<ns>.svc.cluster.local ...``."""
-        with self._workers_lock:
-            workers = list(self.workers.values())
-        return [f"{w.pod_ip}\t{w.fqdn} {w.hostname}.{w.pod['spec']['subdomain']}.{w.namespace}"
-                for w in workers if w.fqdn and w.pod_ip]
-
     def pod_alive(self, namespace: str, name: str) -> bool:
         with self._workers_lock:
             return any(w.namespace == namespace and w.pod_name == name for w in self.workers.values())
@@ -313,6 +317,7 @@ class Runner:
         for worker in workers:
             worker.join(grace + 10)
         kill_leftover_pods(self.state.root)
+        self.network.cleanup()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -320,8 +325,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--state-dir", required=True, type=Path)
     parser.add_argument("--node-name", default="localkube")
-    parser.add_argument("--apiserver-port", type=int, required=True)
-    parser.add_argument("--ca-file", default=None, help="unused; kept for the launcher's command line")
+    parser.add_argument("--node-ip", required=True, help="the node's address (this network namespace's)")
+    parser.add_argument("--node-netns", type=Path, required=True,
+                        help="the node's network namespace (hostNetwork pods)")
+    parser.add_argument("--pod-cidr", required=True)
+    parser.add_argument("--pod-netns-prefix", required=True, help="pods' network namespaces are PREFIX<pod uid>")
+    parser.add_argument("--cni-network", required=True, help="the CNI network's name")
+    parser.add_argument("--cni-bin-dir", type=Path, default=CNI_BIN_DIR)
+    parser.add_argument("--kubernetes-service", required=True, metavar="IP:PORT",
+                        help="the `kubernetes` Service (KUBERNETES_SERVICE_HOST/PORT of every container)")
+    parser.add_argument("--cluster-dns", required=True, help="cluster DNS server of ClusterFirst pods")
+    parser.add_argument("--cluster-domain", default="cluster.local")
     parser.add_argument("--tls-cert", type=Path, default=None, help="serving certificate of the kubelet API (logs)")
     parser.add_argument("--tls-key", type=Path, default=None)
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -332,10 +346,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     leftovers = kill_leftover_pods(state.root)
     if leftovers:
         log.warning("killed %d container process groups left by a previous runner", len(leftovers))
+    network = PodNetwork(PodNetworkConfig(args.cni_network, args.pod_cidr, args.pod_netns_prefix, args.node_ip,
+                                          args.node_netns, args.cni_bin_dir), state.root)
+    sandboxes = network.cleanup()
+    if sandboxes:
+        log.warning("deleted %d pod network namespaces left by a previous runner", len(sandboxes))
+    host, _, port = args.kubernetes_service.rpartition(":")
     runner = Runner(KubeAPI.from_kubeconfig(args.kubeconfig, user_agent="localkube-runner"), state,
-                    args.node_name, args.apiserver_port)
+                    args.node_name, network, (host, int(port)), ClusterDNS(args.cluster_dns, args.cluster_domain))
     if args.tls_cert and args.tls_key:
-        runner.kubelet_api = KubeletAPI(state.root / "logs", args.tls_cert, args.tls_key, runner.pod_alive)
+        runner.kubelet_api = KubeletAPI(state.root / "logs", args.tls_cert, args.tls_key, runner.pod_alive,
+                                        host=args.node_ip)
         runner.kubelet_api.start()
 
     def on_signal(signum: int, _frame: object) -> None:

@@ -6,11 +6,12 @@ imports back.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Protocol
 
 from localkube.kapi import KubeAPI
+from localkube.runner.dns import ClusterDNS, Resolv
 from localkube.runner.imagestore import ImageStore
+from localkube.runner.podnet import PodNetwork
 from localkube.runner.runtime import Runc
 from localkube.runner.state import RunnerState
 
@@ -20,14 +21,15 @@ Obj = dict[str, Any]
 class Node(Protocol):
     api: KubeAPI
     state: RunnerState
-    apiserver_port: int
-    bind_shim: Path | None
+    network: PodNetwork
+    node_ip: str
+    kubernetes_service: tuple[str, int]   # (ClusterIP, port) of the `kubernetes` Service
+    dns: ClusterDNS
+    node_resolv: Resolv
     capacity: dict[str, str]
     images: ImageStore
     runtime: Runc | None          # None: runc/umoci missing, only host-command images run
 
     def emit_event(self, obj: Obj, kind: str, reason: str, message: str, component: str = "kubelet") -> None: ...
-
-    def cluster_hosts(self) -> list[str]: ...
 
     def worker_done(self, uid: str) -> None: ...

@@ -1,9 +1,10 @@
 """Container launcher, run by the pod runner in place of a container runtime (standard library only).
 
-``python -I -S podexec.py SPEC.json``: dies with its parent (PR_SET_PDEATHSIG), enters a new mount and
-UTS namespace, takes the pod's hostname, bind-mounts the pod's volumes (and its /etc/hosts and termination
-message file) at the container's paths (read-only where asked), changes to the working directory and execs
-the container's command with exactly the environment of the spec.
+``python -I -S podexec.py SPEC.json``: dies with its parent (PR_SET_PDEATHSIG), joins the pod's network
+namespace, enters a new mount and UTS namespace, takes the pod's hostname, bind-mounts the pod's volumes
+(and its /etc/hosts, /etc/resolv.conf and termination message file) at the container's paths (read-only
+where asked), changes to the working directory and execs the container's command with exactly the
+environment of the spec.
 
 A mount point that does not exist under /dev (``/dev/termination-log``) is made in a private /dev: a tmpfs
 holding binds of the host's device nodes, so the machine's own /dev never gets the container's files.
@@ -17,6 +18,7 @@ import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
+CLONE_NEWNET = 0x40000000
 MS_RDONLY = 1
 MS_REMOUNT = 32
 MS_BIND = 4096
@@ -71,6 +73,12 @@ def main() -> int:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() == 1:  # the runner died before prctl
         return 1
+    if spec.get("netns"):
+        fd = os.open(spec["netns"], os.O_RDONLY)
+        try:
+            check(libc.setns(fd, CLONE_NEWNET), f"setns {spec['netns']}")
+        finally:
+            os.close(fd)
     mounts = spec.get("mounts", [])
     hostname = spec.get("hostname")
     if mounts or hostname:

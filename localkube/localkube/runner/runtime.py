@@ -70,11 +70,12 @@ def bind_mount(source: str, target: str, readonly: bool) -> Obj:
 
 
 def oci_config(process: ProcessSpec, *, rootfs: Path, readonly: bool, hostname: str, mounts: list[Obj],
-               seccomp: Obj | None, cgroups_path: str) -> Obj:
-    """The bundle's config.json: own mount/pid/ipc/uts namespaces, the host's network namespace, no rlimits
-    (containerd sets none either: raising one above this machine's hard limit fails)."""
+               seccomp: Obj | None, cgroups_path: str, netns: Path) -> Obj:
+    """The bundle's config.json: own mount/pid/ipc/uts namespaces, the pod's network namespace ``netns``, no
+    rlimits (containerd sets none either: raising one above this machine's hard limit fails)."""
     linux: Obj = {
-        "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount")],
+        "namespaces": [*({"type": t} for t in ("pid", "ipc", "uts", "mount")),
+                       {"type": "network", "path": str(netns)}],
         "maskedPaths": MASKED_PATHS, "readonlyPaths": READONLY_PATHS, "cgroupsPath": cgroups_path,
     }
     if seccomp is not None:

@@ -1,4 +1,4 @@
-"""The runner's files: pod directories, provisioned volumes, the pod IP table and the process registry.
+"""The runner's files: pod directories, provisioned volumes, the pods' addresses and the process registry.
 
 Every container process group is registered in ``procs/<pgid>`` while it runs and carries
 ``LOCALKUBE_STATE=<root>`` in its environment, so that ``kill_leftover_pods`` (called by
@@ -8,7 +8,6 @@ Every container process group is registered in ``procs/<pgid>`` while it runs an
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import os
 import signal
@@ -19,11 +18,6 @@ from localkube import procs
 from localkube.runner.runtime import Runc
 
 MARKER_ENV = "LOCALKUBE_STATE"
-# Pod IPs are claimed machine-wide (several clusters may run at once: a test session, a developer's), one
-# file per address, created exclusively; a claim whose runner process is gone is stale and taken over.
-IP_REGISTRY = Path(os.environ.get("LOCALKUBE_IP_REGISTRY", "/tmp/localkube-pod-ips"))
-FIRST_IP = ipaddress.IPv4Address("127.0.1.1")   # 127.0.0.x is left to the playground's bookies
-LAST_IP = ipaddress.IPv4Address("127.0.254.254")
 
 
 class RunnerState:
@@ -41,7 +35,6 @@ class RunnerState:
         except (OSError, ValueError):
             data = {}
         self._ips: dict[str, str] = dict(data.get("ips", {}))
-        self._cursor = int(data.get("cursor", int(FIRST_IP)))
 
     @property
     def marker(self) -> str:
@@ -56,92 +49,26 @@ class RunnerState:
             (self.procs / str(pgid)).unlink()
 
     # ------------------------------------------------------------------------------ pod IPs
+    # The address each pod got, so that a restarted runner asks the IPAM plugin for the same one again.
     def _save_ips(self) -> None:
         tmp = self._ips_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"ips": self._ips, "cursor": self._cursor}))
+        tmp.write_text(json.dumps({"ips": self._ips}))
         tmp.replace(self._ips_file)
 
-    def _claim(self, ip: str, uid: str) -> bool:
-        """Claim ``ip`` machine-wide for pod ``uid`` of this runner (True), or find it taken (False)."""
-        IP_REGISTRY.mkdir(parents=True, exist_ok=True)
-        path = IP_REGISTRY / ip
-        content = f"{os.getpid()} {self.root} {uid}\n"
-        for _ in range(2):
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                try:
-                    pid_text, root, owner = path.read_text().split()
-                except (OSError, ValueError):
-                    continue  # being written, or gone meanwhile: look again
-                if root == str(self.root) and owner == uid:
-                    path.write_text(content)   # ours, from before a runner restart
-                    return True
-                if Path(f"/proc/{pid_text}").exists():
-                    return False
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()   # stale: its runner is gone
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(content)
-            return True
-        return False
-
-    def allocate_ip(self, uid: str) -> str:
-        """A loopback address of the pod's own, 127.0.x.y (x >= 1), stable for the pod's lifetime and unique
-        on this machine across localkube clusters."""
+    def pod_ip(self, uid: str) -> str | None:
         with self._lock:
-            if uid in self._ips and self._claim(self._ips[uid], uid):
-                return self._ips[uid]
-            used = set(self._ips.values()) | listening_ips()
-            span = int(LAST_IP) - int(FIRST_IP) + 1
-            for _ in range(span):
-                candidate = ipaddress.IPv4Address(self._cursor)
-                self._cursor = self._cursor + 1 if self._cursor < int(LAST_IP) else int(FIRST_IP)
-                last = int(candidate) & 0xFF
-                if last in (0, 255) or str(candidate) in used or not self._claim(str(candidate), uid):
-                    continue
-                self._ips[uid] = str(candidate)
+            return self._ips.get(uid)
+
+    def remember_ip(self, uid: str, ip: str) -> None:
+        with self._lock:
+            if self._ips.get(uid) != ip:
+                self._ips[uid] = ip
                 self._save_ips()
-                return str(candidate)
-            raise RuntimeError("no free pod IP left in 127.0.1.1-127.0.254.254")
 
-    def release_ip(self, uid: str) -> None:
+    def forget_ip(self, uid: str) -> None:
         with self._lock:
-            ip = self._ips.pop(uid, None)
-            if ip is not None:
+            if self._ips.pop(uid, None) is not None:
                 self._save_ips()
-                release_claim(ip, self.root)
-
-    def known_pod_uids(self) -> set[str]:
-        with self._lock:
-            return set(self._ips)
-
-
-def listening_ips() -> set[str]:
-    """IPv4 addresses with a listening TCP socket now (another cluster's pod, anything else)."""
-    found = set()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-            fields = line.split()
-            if len(fields) > 3 and fields[3] == "0A":   # TCP_LISTEN
-                hex_ip = fields[1].split(":")[0]
-                found.add(str(ipaddress.IPv4Address(bytes.fromhex(hex_ip)[::-1])))
-    return found
-
-
-def release_claim(ip: str, root: Path) -> None:
-    path = IP_REGISTRY / ip
-    with contextlib.suppress(OSError, ValueError):
-        if path.read_text().split()[1] == str(root):
-            path.unlink()
-
-
-def release_all_claims(root: Path) -> None:
-    """Give back every pod IP claimed by the runner of ``root`` (the cluster is going down)."""
-    if IP_REGISTRY.is_dir():
-        for entry in IP_REGISTRY.iterdir():
-            release_claim(entry.name, root.resolve())
 
 
 def _environ_has(pid: int, marker: bytes) -> bool:

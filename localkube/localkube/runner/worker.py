@@ -26,9 +26,11 @@ from localkube import procs
 from localkube.kapi import ApiError
 from localkube.runner import containerspec, images, security, termination
 from localkube.runner.container import ContainerRun, now_rfc3339
+from localkube.runner.dns import resolv_conf
 from localkube.runner.envvars import EnvError, container_env, expand
 from localkube.runner.imagestore import Image, ImageError
 from localkube.runner.nodeapi import Node
+from localkube.runner.podnet import PodNetworkError
 from localkube.runner.probes import ProbeState, run_probe
 from localkube.runner.runtime import CGROUP_PARENT, ContainerRuntimeError, ProcessSpec, bind_mount, oci_config
 from localkube.runner.volumes import VolumeError, VolumeManager, VolumeNotReady, container_mounts
@@ -101,7 +103,6 @@ class PodWorker(threading.Thread):
     # --------------------------------------------------------------------------------------- main
     def run(self) -> None:
         try:
-            self.pod_ip = self.runner.state.allocate_ip(self.uid)
             self.start_time = self.pod.get("status", {}).get("startTime") or now_rfc3339()
             self.pod_dir.mkdir(parents=True, exist_ok=True)
             self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -129,10 +130,12 @@ class PodWorker(threading.Thread):
             grace = 2.0
         self._kill_all(grace, run_pre_stop=deleting)
         if self._shutdown_grace is not None:
-            return   # the pod stays; a restarted runner takes it over
+            return   # the pod stays; a restarted runner takes it over (and asks for the same address)
         # The pod's resources are reclaimed before its object goes, as the kubelet does: whoever sees the
         # pod gone finds nothing of it left on the node.
-        self.runner.state.release_ip(self.uid)
+        if not self.host_network:
+            self.runner.network.teardown(self.uid)
+        self.runner.state.forget_ip(self.uid)
         shutil.rmtree(self.pod_dir, ignore_errors=True)
         if deleting:
             with contextlib.suppress(ApiError):
@@ -150,9 +153,33 @@ class PodWorker(threading.Thread):
         self.event(event_type, event_reason, message, once=f"{event_reason}:{message}")
         self.publish()
 
+    @property
+    def host_network(self) -> bool:
+        return bool(self.pod["spec"].get("hostNetwork"))
+
+    @property
+    def netns(self) -> Path:
+        return self.runner.network.netns_path(self.uid, self.host_network)
+
+    def _sandbox(self) -> None:
+        """The pod's network namespace on the node's bridge (the node's own for hostNetwork): its address."""
+        if self.host_network:
+            self.pod_ip = self.runner.node_ip
+            return
+        self.pod_ip = self.runner.network.setup(self.uid, self.runner.state.pod_ip(self.uid))
+        self.runner.state.remember_ip(self.uid, self.pod_ip)
+
     def _setup(self) -> bool:
-        """Images, volumes, environment: True when containers can start, False if the pod is going away."""
+        """Sandbox, images, volumes, environment: True when containers can start, False if the pod is going away."""
         while not self._should_stop():
+            if not self.pod_ip:
+                try:
+                    self._sandbox()
+                except PodNetworkError as exc:
+                    self._pending("ContainerCreating", f"Failed to create pod sandbox: {exc}",
+                                  "FailedCreatePodSandBox")
+                    self._sleep(5)
+                    continue
             try:
                 self._resolve_images()
             except ImageError as exc:
@@ -227,22 +254,14 @@ class PodWorker(threading.Thread):
         status = pod.setdefault("status", {})
         status["podIP"] = self.pod_ip
         status["podIPs"] = [{"ip": self.pod_ip}]
-        status["hostIP"] = "127.0.0.1"
-        status["hostIPs"] = [{"ip": "127.0.0.1"}]
+        status["hostIP"] = self.runner.node_ip
+        status["hostIPs"] = [{"ip": self.runner.node_ip}]
         return pod
 
     # ------------------------------------------------------------------------------- containers
     def _base_env(self, entry: images.ImageEntry) -> dict[str, str]:
-        port = str(self.runner.apiserver_port)
-        env = {
-            "PATH": ":".join(entry.path),
-            "HOSTNAME": self.hostname,
-            "HOME": "/root",
-            "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port,
-            "KUBERNETES_SERVICE_PORT_HTTPS": port, "KUBERNETES_PORT": f"tcp://127.0.0.1:{port}",
-            "KUBERNETES_PORT_443_TCP": f"tcp://127.0.0.1:{port}", "KUBERNETES_PORT_443_TCP_PROTO": "tcp",
-            "KUBERNETES_PORT_443_TCP_ADDR": "127.0.0.1", "KUBERNETES_PORT_443_TCP_PORT": port,
-        }
+        env = {"PATH": ":".join(entry.path), "HOSTNAME": self.hostname, "HOME": "/root",
+               **containerspec.kubernetes_service_env(*self.runner.kubernetes_service)}
         env.update({k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ})
         env.update(entry.env)
         return env
@@ -273,9 +292,6 @@ class PodWorker(threading.Thread):
             c.env = container_env(pod, c.spec, self._base_env(entry), get_configmap=self._get_obj("configmaps"),
                                   get_secret=self._get_obj("secrets"), node_capacity=self.runner.capacity)
             c.env["LOCALKUBE_POD"] = f"{self.namespace}/{self.pod_name}"
-            c.env["LOCALKUBE_POD_IP"] = self.pod_ip
-            if self.runner.bind_shim is not None:
-                c.env["LD_PRELOAD"] = " ".join(filter(None, [str(self.runner.bind_shim), c.env.get("LD_PRELOAD")]))
             k, _, v = self.runner.state.marker.partition("=")
             c.env[k] = v
             command = [expand(a, c.env) for a in c.spec.get("command") or []] or None
@@ -310,12 +326,10 @@ class PodWorker(threading.Thread):
             rootfs = self.runner.images.rootfs(image)
             security.verify_run_as_non_root(pod, spec, image_user)
             user = security.process_user(pod, spec, image_user, rootfs)
-            c.env = container_env(pod, spec, containerspec.base_env(image, self.hostname, self.runner.apiserver_port),
+            c.env = container_env(pod, spec, containerspec.base_env(image, self.hostname,
+                                                                   self.runner.kubernetes_service),
                                   get_configmap=self._get_obj("configmaps"), get_secret=self._get_obj("secrets"),
                                   node_capacity=self.runner.capacity)
-            c.env["LOCALKUBE_POD_IP"] = self.pod_ip
-            if self.runner.bind_shim is not None:
-                c.env["LD_PRELOAD"] = " ".join(filter(None, [containerspec.SHIM_IN_CONTAINER, c.env.get("LD_PRELOAD")]))
             command = [expand(a, c.env) for a in spec.get("command") or []]
             args = [expand(a, c.env) for a in spec.get("args") or []]
             argv = containerspec.argv(image, command, args)
@@ -337,11 +351,11 @@ class PodWorker(threading.Thread):
         c.process = ProcessSpec(argv, c.env, c.cwd, user, security.capabilities(spec),
                                 security.no_new_privileges(spec))
         mounts = [*containerspec.pod_file_mounts(self.pod_dir, spec, self.hostname, self.write_hosts(),
-                                                 self.runner.bind_shim),
+                                                 self.write_resolv_conf()),
                   *(bind_mount(m["source"], m["target"], m["readonly"]) for m in c.mounts)]
         c.oci = oci_config(c.process, rootfs=rootfs, readonly=bool(sc.get("readOnlyRootFilesystem")),
                            hostname=self.hostname, mounts=mounts, seccomp=seccomp,
-                           cgroups_path=f"/{CGROUP_PARENT}/{c.cid}")
+                           cgroups_path=f"/{CGROUP_PARENT}/{c.cid}", netns=self.netns)
         return argv
 
     @property
@@ -354,14 +368,22 @@ class PodWorker(threading.Thread):
         return f"{self.hostname}.{subdomain}.{self.namespace}.svc.cluster.local" if subdomain else None
 
     def write_hosts(self) -> Path:
-        """The pod's /etc/hosts, as the kubelet writes it, plus every pod of the cluster with a subdomain
-        (what cluster DNS would answer for headless services). Rewritten in place: it is bind-mounted."""
+        """The pod's /etc/hosts, as the kubelet writes it: localhost, the pod's own name (its FQDN first when it
+        has a subdomain) and ``hostAliases``; other names are cluster DNS's."""
         own = f"{self.pod_ip}\t{self.fqdn} {self.hostname}" if self.fqdn else f"{self.pod_ip}\t{self.hostname}"
-        lines = ["# Kubernetes-managed hosts file (localkube).", "127.0.0.1\tlocalhost",
-                 "::1\tlocalhost ip6-localhost ip6-loopback", own,
-                 *(line for line in self.runner.cluster_hosts() if not line.startswith(f"{self.pod_ip}\t"))]
-        path = self.pod_dir / "etc-hosts"
-        text = "\n".join(lines) + "\n"
+        aliases = [f"{a['ip']}\t{' '.join(a.get('hostnames') or [])}"
+                   for a in self.pod["spec"].get("hostAliases") or []]
+        lines = ["# Kubernetes-managed hosts file.", "127.0.0.1\tlocalhost",
+                 "::1\tlocalhost ip6-localhost ip6-loopback", own, *aliases]
+        return self._write_pod_file("etc-hosts", "\n".join(lines) + "\n")
+
+    def write_resolv_conf(self) -> Path:
+        """The pod's /etc/resolv.conf from its dnsPolicy and dnsConfig (cluster DNS by default)."""
+        return self._write_pod_file("etc-resolv.conf", resolv_conf(self.pod, self.runner.dns, self.runner.node_resolv))
+
+    def _write_pod_file(self, name: str, text: str) -> Path:
+        """Write ``text`` in place (the file is bind-mounted into running containers), only if it changed."""
+        path = self.pod_dir / name
         if not path.exists() or path.read_text() != text:
             with open(path, "w") as f:
                 f.write(text)
@@ -370,11 +392,13 @@ class PodWorker(threading.Thread):
     def _spawn(self, c: ContainerRun, argv: list[str], mounts: list[Obj], env: dict[str, str],
                cwd: str, log_path: Path, tag: str) -> subprocess.Popen[bytes]:
         spec_file = self.pod_dir / f"{tag}.json"
-        hosts = {"source": str(self.write_hosts()), "target": "/etc/hosts", "readonly": False}
-        if not any(m["target"] == "/etc/hosts" for m in mounts):
-            mounts = sorted([hosts, *mounts], key=lambda m: str(m["target"]).count("/"))
+        pod_files = [{"source": str(self.write_hosts()), "target": "/etc/hosts", "readonly": False},
+                     {"source": str(self.write_resolv_conf()), "target": "/etc/resolv.conf", "readonly": False}]
+        targets = {m["target"] for m in mounts}
+        mounts = sorted([*(f for f in pod_files if f["target"] not in targets), *mounts],
+                        key=lambda m: str(m["target"]).count("/"))
         spec_file.write_text(json.dumps({"argv": argv, "env": env, "mounts": mounts, "cwd": cwd,
-                                         "hostname": self.hostname}))
+                                         "hostname": self.hostname, "netns": str(self.netns)}))
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen([sys.executable, "-I", "-S", PODEXEC, str(spec_file)], stdout=out,
@@ -603,7 +627,6 @@ class PodWorker(threading.Thread):
                     c.done = True
             if now - last_refresh > 10 and self.volumes is not None:
                 last_refresh = now
-                self.write_hosts()
                 self.volumes.pod = self._pod_view()
                 with contextlib.suppress(ApiError, OSError):
                     self.volumes.refresh()
@@ -670,11 +693,12 @@ class PodWorker(threading.Thread):
         conditions += [c for t, c in current.items() if t not in ours]
         status: Obj = {
             "phase": self._phase(), "conditions": conditions,
-            "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}],
-            "podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}],
+            "hostIP": self.runner.node_ip, "hostIPs": [{"ip": self.runner.node_ip}],
             "startTime": self.start_time,
             "containerStatuses": [c.status() for c in self.containers],
         }
+        if self.pod_ip:
+            status.update({"podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}]})
         if self.init_containers:
             status["initContainerStatuses"] = [c.status() for c in self.init_containers]
         return status
