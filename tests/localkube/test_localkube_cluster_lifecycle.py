@@ -1,11 +1,14 @@
-"""A second, private cluster: start-to-ready time (printed and recorded in docs, not asserted), status with
+"""A second, private cluster beside the session's: start-to-ready time (printed and recorded in docs, not
+asserted), its own node network (namespace, link, pod CIDR) distinct from the session cluster's, status with
 log paths, service account kubeconfigs under RBAC, a crashed component reported, and `down` leaving
-nothing running: no component, no pod process, ports free."""
+nothing running and nothing of its network: no component, no pod process, ports free, no namespace, link,
+route or claim."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,11 +17,11 @@ from localkube.cli import main as cli_main
 from localkube.cluster import LocalCluster
 from localkube.kapi import ApiError, KubeAPI
 
-from localkube import procs
+from localkube import network, procs
 from tests.support.kube import container_pid, pod_ready, wait_for
 
 
-def test_cluster_up_status_service_accounts_and_clean_down(tmp_path: Path,
+def test_cluster_up_status_service_accounts_and_clean_down(tmp_path: Path, kube_cluster: LocalCluster,
                                                            capsys: object) -> None:
     cluster = LocalCluster(tmp_path / "c", ephemeral_ports=True, node_name="lifecycle")
     started = time.monotonic()
@@ -28,8 +31,11 @@ def test_cluster_up_status_service_accounts_and_clean_down(tmp_path: Path,
         status = cluster.status()
         assert status.healthy and status.apiserver_ready
         assert [c.name for c in status.components] == ["etcd", "kube-apiserver", "kube-controller-manager",
-                                                       "pod-runner"]
+                                                       "pod-runner", "kube-proxy"]
         assert all(c.log.is_file() for c in status.components)
+        net, session_net = cluster.node_network, kube_cluster.node_network
+        assert net.index != session_net.index and net.pod_cidr != session_net.pod_cidr
+        assert net.netns in network.netns_names() and Path(f"/sys/class/net/{net.host_veth}").exists()
 
         # Service account kubeconfigs: what RBAC allows, and nothing else.
         api = cluster.api()
@@ -72,4 +78,8 @@ def test_cluster_up_status_service_accounts_and_clean_down(tmp_path: Path,
     assert not list((cluster.state_dir / "runner" / "procs").iterdir())
     ports = state["ports"]
     assert all(procs.port_free(port) for port in ports.values()), ports
+    assert not any(n == net.netns or n.startswith(net.pod_netns_prefix) for n in network.netns_names())
+    assert not Path(f"/sys/class/net/{net.host_veth}").exists()
+    assert net.pod_cidr not in subprocess.run(["ip", "route"], capture_output=True, text=True).stdout
+    assert not (network.REGISTRY / str(net.index)).exists()
     assert cli_main(["--state-dir", str(cluster.state_dir), "status"]) == 3

@@ -1,6 +1,6 @@
 """Nothing of a container is left behind: after a pod's deletion (graceful: SIGTERM first, SIGKILL after the
-grace period) no runc container, mount, bundle or process remains; after the runner itself is killed and the
-cluster taken down, neither."""
+grace period) no runc container, mount, bundle, process or network namespace remains; after the runner itself
+is killed and the cluster taken down, neither."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from localkube.cluster import LocalCluster
 
-from localkube import procs
+from localkube import network, procs
 from tests.support.kube import KubeTarget, pod_ready, wait_for
 from tests.support.ociimage import SHELL_IMAGE, load_shell_images, mounts_below, runc_containers, runc_pid
 
@@ -52,6 +52,7 @@ def test_nothing_left_after_pod_deletion(kube: KubeTarget, kube_cluster: LocalCl
     assert "got-term" in next(log).read_text()
     assert not any(procs.alive(pid) for pid in pids)
     for uid in uids:
+        assert not any(name.endswith(uid) for name in network.netns_names())
         assert not any(uid in cid for cid in runc_containers(state))
         assert not list(Path("/sys/fs/cgroup").glob(f"*/localkube/{uid}-c"))
         assert not mounts_below(state / "pods" / uid)
@@ -69,6 +70,8 @@ def test_nothing_left_after_runner_killed_and_cluster_down(tmp_path: Path) -> No
         pod = wait_for(lambda: (lambda p: p if p and pod_ready(p) else None)(
             api.get("/api/v1/namespaces/default/pods/orphan")), 90, what="pod Ready")
         pid = runc_pid(state, pod["status"]["containerStatuses"][0]["containerID"])
+        prefix = cluster.node_network.pod_netns_prefix
+        assert any(name.startswith(prefix) for name in network.netns_names())
         runner = next(c for c in cluster.status().components if c.name == "pod-runner")
         assert runner.pid is not None
         os.kill(runner.pid, signal.SIGKILL)   # no chance to stop its containers
@@ -77,6 +80,7 @@ def test_nothing_left_after_runner_killed_and_cluster_down(tmp_path: Path) -> No
     finally:
         cluster.down()
     assert not procs.alive(pid)
+    assert not any(name.startswith(prefix) for name in network.netns_names())
     assert runc_containers(state) == []
     assert mounts_below(cluster.state_dir) == []
     assert not list(Path("/sys/fs/cgroup").glob(f"*/localkube/{pod['metadata']['uid']}-c"))

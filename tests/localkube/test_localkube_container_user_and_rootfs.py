@@ -3,6 +3,7 @@ only to its volumes, in its own mount/pid/ipc/uts namespaces and on the pod's lo
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Any
@@ -63,12 +64,14 @@ def test_non_root_read_only_root_writes_only_to_volumes(kube: KubeTarget, kube_c
     assert f"pid:[{os.stat(f'/proc/{pid}/ns/pid').st_ino}]" in text
     assert os.stat(f"/proc/{pid}/ns/pid").st_ino != os.stat("/proc/self/ns/pid").st_ino
     assert os.stat(f"/proc/{pid}/ns/mnt").st_ino != os.stat("/proc/self/ns/mnt").st_ino
-    assert os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino
+    # The pod's own network namespace, not the machine's.
+    assert os.stat(f"/proc/{pid}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino
     assert _status_field(pid, "Uid").split()[:2] == ["1000", "1000"]
     # The volume got the write, as uid 1000; the image's shared root filesystem did not.
     volume = kube_cluster.state_dir / "runner" / "pods" / pod["metadata"]["uid"] / "volumes" / "data"
     written = volume / "out"
     assert written.read_text() == "hello\n" and written.stat().st_uid == 1000
     assert not list((kube_cluster.state_dir / "runner" / "rootfs").glob("*/rootfs/written-to-root"))
-    # The readiness probe reached the listener on the pod's own address.
-    assert pod["status"]["podIP"].startswith("127.0.")
+    # The readiness probe reached the listener on the pod's own address, in the node's pod CIDR.
+    pod_cidr = ipaddress.ip_network(kube_cluster.node_network.pod_cidr)
+    assert ipaddress.ip_address(pod["status"]["podIP"]) in pod_cidr

@@ -98,7 +98,8 @@ def test_container_sees_env_volumes_and_service_account(kube: KubeTarget, kube_n
     assert env["MY_URL"] == f"http://{ip}:8080/env"
     assert env["MY_LEVEL"] == "3" and env["MY_PASSWORD"] == "s3cret"
     assert env["CFG_mode"] == "fast" and env["CFG_level"] == "3"
-    assert env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
+    # The `kubernetes` Service, as on any cluster: kube-proxy takes the pod to the API server.
+    assert (env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]) == ("10.96.0.1", "443")
     assert report["files"] == {"/etc/settings/mode": "fast", "/etc/settings/renamed": "fast",
                                "/etc/creds/password": "s3cret", "/etc/podinfo/labels": 'app="env"',
                                "/srv/app/scratch/.keep": "ERROR [Errno 2] No such file or directory: "

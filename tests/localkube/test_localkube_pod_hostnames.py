@@ -1,6 +1,7 @@
 """Each pod has its own hostname (UTS namespace) and a kubelet-style /etc/hosts: a StatefulSet pod's FQDN
-(<pod>.<service>.<namespace>.svc.cluster.local) resolves to its pod IP, for itself and for its peers, so
-software that identifies itself by hostname (BookKeeper's useHostNameAsBookieID) works."""
+(<pod>.<service>.<namespace>.svc.cluster.local) resolves to its pod IP, for itself (/etc/hosts) and for its
+peers (cluster DNS, from the headless Service's EndpointSlice), so software that identifies itself by
+hostname (BookKeeper's useHostNameAsBookieID) works."""
 
 from __future__ import annotations
 
@@ -28,11 +29,14 @@ time.sleep(3600)
 def test_statefulset_pods_have_hostnames_and_resolve_each_other(kube: KubeTarget, kube_namespace: str) -> None:
     ns = kube_namespace
     peer = f"peers-1.peers.{ns}.svc.cluster.local"
-    kube.apply({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "peers"}, "spec": {
+    headless = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "peers"}, "spec": {
+        "clusterIP": "None", "publishNotReadyAddresses": True, "selector": {"app": "peers"},
+        "ports": [{"name": "none", "port": 1}]}}
+    kube.apply([headless, {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "peers"}, "spec": {
         "serviceName": "peers", "replicas": 2, "podManagementPolicy": "Parallel",
         "selector": {"matchLabels": {"app": "peers"}},
         "template": {"metadata": {"labels": {"app": "peers"}}, "spec": {"containers": [{
-            "name": "report", "image": "python", "command": ["python3", "-c", REPORT, peer]}]}}}}, namespace=ns)
+            "name": "report", "image": "python", "command": ["python3", "-c", REPORT, peer]}]}}}}], namespace=ns)
 
     def reports() -> dict[str, dict[str, Any]] | None:
         pods = kube.pods(ns, "app=peers")

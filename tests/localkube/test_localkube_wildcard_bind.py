@@ -1,4 +1,5 @@
-"""Replicas that listen on 0.0.0.0, as written for containers, each end up on their own pod IP (bind shim)."""
+"""Replicas that listen on 0.0.0.0:9000, as written for containers, each do so in their own pod network
+namespace, reachable on their own pod IP (host-command pods join the pod's namespace too)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ image layout (``<runner state>/images``, where the runner looks first).
 
 ``localkube-test/shell:1`` runs as ``USER 1000``; ``localkube-test/shell-root:1`` has no USER (root);
 ``localkube-test/listener:1`` adds a small dynamically linked program (this machine's C compiler and glibc)
-that listens on 0.0.0.0 and prints the address it got, to see the bind shim work inside a container.
+that listens on 0.0.0.0 and prints the address it got, to see a container's own network namespace.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _rootfs(directory: Path) -> None:
 
 
 def _add_listener(directory: Path, scratch: Path) -> None:
-    """The listener program and the glibc files it (and the bind shim) load."""
+    """The listener program and the glibc files it loads."""
     source = scratch / "listener.c"
     source.write_text(LISTENER_SOURCE)
     subprocess.run(["cc", "-O2", "-o", str(directory / "bin" / "listener"), str(source)], check=True)
