@@ -5,6 +5,7 @@ list the ready pods."""
 
 from __future__ import annotations
 
+import functools
 import urllib.request
 from typing import Any
 
@@ -47,6 +48,10 @@ def _slice_addresses(kube: KubeTarget, ns: str, service: str) -> set[str]:
             for a in e["addresses"]}
 
 
+def _lists_exactly(kube: KubeTarget, ns: str, service: str, addresses: set[str]) -> bool:
+    return _slice_addresses(kube, ns, service) == addresses
+
+
 def test_pods_reach_pods_services_and_statefulset_members(kube: KubeTarget, kube_namespace: str,
                                                           shell_image: str) -> None:
     ns = kube_namespace
@@ -63,9 +68,9 @@ def test_pods_reach_pods_services_and_statefulset_members(kube: KubeTarget, kube
         with urllib.request.urlopen(f"http://{ip}:8080/id", timeout=5) as response:
             assert response.read().decode().strip() == name
     # The EndpointSlices of both Services list exactly the ready pods.
-    for service in ("web", "web-headless"):
-        wait_for(lambda s=service: _slice_addresses(kube, ns, s) == set(ips.values()), 30,  # type: ignore[misc]
-                 what=f"{service}'s EndpointSlices listing both pods")
+    for name in ("web", "web-headless"):
+        wait_for(functools.partial(_lists_exactly, kube, ns, name, set(ips.values())), 30,
+                 what=f"{name}'s EndpointSlices listing both pods")
 
     service = kube.get(f"/api/v1/namespaces/{ns}/services/web")
     assert service is not None
