@@ -27,6 +27,7 @@ from bookie.http.auth import AdminAuth, TokenFileError
 from bookie.http.https import HttpsConfigError, ServerCertificates
 from bookie.listener import BookieConnection
 from bookie.metadata import service_info
+from bookie.metadata.security import ZkSecurityError
 from bookie.metadata.store import MetadataError, MetadataStore
 from bookie.processor import RequestProcessor
 from bookie.state import DiskThresholds, DiskUsage, StateManager
@@ -52,7 +53,10 @@ class BookieServer:
     def __init__(self, conf: BookieConfig) -> None:
         self.conf = conf
         self.bookie_id = conf.effective_bookie_id
-        self.metadata = MetadataStore.from_config(conf, on_session_expired=self._on_session_expired)
+        try:  # reads zkDigestAuthFile: a credential that cannot be read stops the start, naming the file
+            self.metadata = MetadataStore.from_config(conf, on_session_expired=self._on_session_expired)
+        except ZkSecurityError as exc:
+            raise StartupError(str(exc), INVALID_CONFIG) from None
         # Storage is opened only after the cookie check: opening it creates files (RocksDB, current/) in the
         # directories, which must not happen in a foreign or wiped directory, nor make a new one look used.
         self._engine: StorageEngine | None = None
@@ -217,8 +221,8 @@ class BookieServer:
         """autoRecoveryDaemonEnabled: auditor + replication worker sharing this bookie's ZooKeeper session."""
         if not self.conf.auto_recovery_daemon_enabled:
             return
-        client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root),
-                            store=self.metadata)
+        client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root,
+                                         zk_security=self.metadata.security), store=self.metadata)
         self.autorecovery = Autorecovery(client, self.bookie_id,
                                          lost_bookie_recovery_delay_s=self.conf.lost_bookie_recovery_delay)
 
