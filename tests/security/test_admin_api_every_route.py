@@ -18,7 +18,7 @@ def every_path() -> list[str]:
     paths: list[str] = []
     for module in (routes_bookie, routes_gc, routes_entrylogs, routes_ledger):
         paths += module.routes(backend)
-    paths += routes_autorecovery.routes(SimpleNamespace(store=None))  # type: ignore[arg-type]
+    paths += routes_autorecovery.routes(SimpleNamespace(store=None))
     return paths
 
 
