@@ -57,7 +57,7 @@ async def connect() -> Operator:
     """The operator's real clients: the Kubernetes API, the bookies' admin APIs, their ZooKeeper metadata."""
     kube = await Kube.connect(os.environ.get("BOOKIE_OPERATOR_KUBECONFIG"))
     http = aiohttp.ClientSession()
-    return Operator(kube=kube, admin_for=lambda host, port: BookieAdmin(http, host, port),
+    return Operator(kube=kube, admin_for=lambda host, port, token: BookieAdmin(http, host, port, token=token),
                     metadata=MetadataService(), closers=[http.close, kube.close])
 
 
