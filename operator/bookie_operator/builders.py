@@ -316,10 +316,10 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
                    {"name": "run", "mountPath": RUN_DIR},
                    {"name": "admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True}]
         volumes += [{"name": "run", "emptyDir": {}},
-                    # Readable by the bookie's group only (fsGroup): the token lets its holder delete data.
+                    # Read-only for everyone in the pod (the bookie's user is the image's, not root).
                     {"name": "admin-token", "secret": {"secretName": admin_token_secret_name(name, spec),
                                                        "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
-                                                       "defaultMode": 0o440}}]
+                                                       "defaultMode": 0o444}}]
     mounts += [m.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"mountPath": m.mount_path}
                for m in spec.extra_volume_mounts]
     container["volumeMounts"] = mounts

@@ -75,7 +75,7 @@ def test_our_bookies_mount_the_token_and_read_it_from_their_configuration() -> N
     mount = next(m for m in bookie["volumeMounts"] if m["name"] == "admin-token")
     assert mount == {"name": "admin-token", "mountPath": builders.ADMIN_TOKEN_DIR, "readOnly": True}
     volume = next(v for v in pod["volumes"] if v["name"] == "admin-token")
-    assert volume["secret"]["defaultMode"] == 0o440 and volume["secret"]["secretName"] == "bk-admin-token"
+    assert volume["secret"]["defaultMode"] == 0o444 and volume["secret"]["secretName"] == "bk-admin-token"
     assert builders.bookie_config(spec)["httpServerAuthTokenFile"] == f"{builders.ADMIN_TOKEN_DIR}/token"
 
 
