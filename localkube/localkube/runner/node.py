@@ -107,9 +107,6 @@ class Runner:
         # TaintNodesByCondition gives a new Node the not-ready taint; the node lifecycle controller (not run
         # here) would lift it once the Node is Ready, so the runner does.
         self.api.merge_patch(path, {"metadata": {"labels": labels}, "spec": {"taints": None}})
-        if not (self.api.get(path) or {}).get("spec", {}).get("podCIDR"):   # set once, as node IPAM would
-            self.api.merge_patch(path, {"spec": {"podCIDR": self.network.config.pod_cidr,
-                                                 "podCIDRs": [self.network.config.pod_cidr]}})
         self.api.merge_patch(f"{path}/status", {"status": self.node_status()})
         self._renew_lease()
 

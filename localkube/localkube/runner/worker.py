@@ -365,7 +365,7 @@ class PodWorker(threading.Thread):
     @property
     def fqdn(self) -> str | None:
         subdomain = self.pod["spec"].get("subdomain")
-        return f"{self.hostname}.{subdomain}.{self.namespace}.svc.cluster.local" if subdomain else None
+        return f"{self.hostname}.{subdomain}.{self.namespace}.svc.{self.runner.dns.domain}" if subdomain else None
 
     def write_hosts(self) -> Path:
         """The pod's /etc/hosts, as the kubelet writes it: localhost, the pod's own name (its FQDN first when it
