@@ -16,7 +16,7 @@ import time
 import uvloop
 from aiohttp import web
 
-from bookie import cookies, disks, metrics
+from bookie import cookies, disks, metrics, tls
 from bookie.admin import AdminService
 from bookie.client import BookKeeper, ClientConfig
 from bookie.client.autorecovery import Autorecovery
@@ -27,9 +27,10 @@ from bookie.listener import BookieConnection
 from bookie.metadata import service_info
 from bookie.metadata.store import MetadataError, MetadataStore
 from bookie.processor import RequestProcessor
+from bookie.security import BookieSecurity, client_tls
 from bookie.state import DiskThresholds, DiskUsage, StateManager
 from bookie.storage.engine import StorageEngine
-from bookie.termination import METADATA_UNREACHABLE, StartFailure, reason_for_error
+from bookie.termination import INVALID_CONFIG, METADATA_UNREACHABLE, StartFailure, reason_for_error
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class BookieServer:
         # directories, which must not happen in a foreign or wiped directory, nor make a new one look used.
         self._engine: StorageEngine | None = None
         self._processor: RequestProcessor | None = None
+        self.security: BookieSecurity | None = None
         thresholds = DiskThresholds(conf.disk_usage_threshold, conf.disk_usage_warn_threshold,
                                     conf.effective_lwm_threshold, conf.read_only_mode_on_any_disk_full_enabled)
         self.state = StateManager(thresholds, self._register, forced_read_only=conf.force_read_only_bookie,
@@ -77,6 +79,10 @@ class BookieServer:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
+        try:  # before anything is written: a bookie with unreadable certificates must not join the cluster
+            self.security = await asyncio.to_thread(BookieSecurity.from_config, self.conf)
+        except tls.TLSConfigError as exc:
+            raise StartupError(f"TLS: {exc}", INVALID_CONFIG) from None
         await asyncio.to_thread(cookies.check_writable, cookies.cookie_dirs(self.conf))
         await self._connect_metadata()
         try:
@@ -90,8 +96,10 @@ class BookieServer:
         await self._engine.start()
         await self._refresh_disks()
         loop = asyncio.get_running_loop()
+        security = self.security
         self._tcp = await loop.create_server(
-            lambda: BookieConnection(self.processor, self.conf.netty_max_frame_size_bytes, self.connections),
+            lambda: BookieConnection(self.processor, self.conf.netty_max_frame_size_bytes, self.connections,
+                                     security),
             self.conf.listening_interface_address, self.conf.bookie_port, reuse_address=True)
         self._prepare_autorecovery()
         if self.conf.http_server_enabled:
@@ -108,6 +116,8 @@ class BookieServer:
             await self.autorecovery.start()
         self._tasks.append(asyncio.create_task(self._disk_monitor(), name="disk-monitor"))
         self._tasks.append(asyncio.create_task(metrics.rollover_forever(self), name="metrics-rollover"))
+        if security is not None:
+            self._tasks.append(asyncio.create_task(security.refresh_forever(), name="tls-refresh"))
         self._ready = True
         log.info("bookie %s ready (protocol port %d, http port %d)", self.bookie_id, self.conf.bookie_port,
                  self.conf.http_server_port)
@@ -199,7 +209,8 @@ class BookieServer:
         """autoRecoveryDaemonEnabled: auditor + replication worker sharing this bookie's ZooKeeper session."""
         if not self.conf.auto_recovery_daemon_enabled:
             return
-        client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root),
+        client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root,
+                                         tls=client_tls(self.conf)),
                             store=self.metadata)
         self.autorecovery = Autorecovery(client, self.bookie_id,
                                          lost_bookie_recovery_delay_s=self.conf.lost_bookie_recovery_delay)
@@ -219,7 +230,9 @@ class BookieServer:
         http = None
         if self.conf.http_server_enabled:
             http = (_concrete(self.conf.http_server_host) or host, self.conf.http_server_port)
-        return service_info.encode(host, self.bound_port(), http)
+        # As BookKeeper's BookieService: the "tls" extension on the bookie-rpc endpoint when TLS is configured.
+        extensions = [service_info.TLS_EXTENSION] if self.conf.tls_enabled else []
+        return service_info.encode(host, self.bound_port(), http, extensions=extensions)
 
     def bound_port(self) -> int:
         """The protocol port actually listened on (``bookiePort=0`` picks a free one)."""
