@@ -2,8 +2,8 @@
 
 Every key is spelt as in Apache BookKeeper's ``bk_server.conf`` (the alias) and exposed to Python code in
 snake_case. The server validates its ``--conf`` file with this model, the operator validates a
-BookieCluster's config overrides with it, and ``docs/configuration.md`` is generated from it, so a key
-exists, has a default and a range in exactly one place.
+BookieCluster's config overrides with it, and ``docs/configuration.md`` is generated from it
+(``python -m bookie.config_docs``), so a key exists, has a default and a range in exactly one place.
 """
 
 from __future__ import annotations

@@ -338,7 +338,7 @@ class BookieConnection(asyncio.Protocol):
             secure = await asyncio.get_running_loop().start_tls(
                 transport, self, context, server_side=True, ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S)
         except (OSError, TimeoutError, ConnectionError) as exc:  # ssl.SSLError is an OSError
-            self.security.refusals.refuse("TLS handshake", self.peer, _handshake_failure(exc))
+            self.security.refusals.refuse("TLS handshake", self.peer, self.client_host, _handshake_failure(exc))
             transport.abort()
             self.connection_lost(None)
             return
@@ -353,9 +353,10 @@ class BookieConnection(asyncio.Protocol):
             self.authenticated = True
         else:
             self._refusal = refusal
-            self.security.refusals.refuse("unauthorized", self.peer, refusal + "; its requests get EUA")
-            # BookKeeper answers the START_TLS again, with EIO, inside TLS when the auth plugin refuses.
-            self._send(codec.encode_response(request, m.StartTLSResponse(request.wire, StatusCode.EIO)))
+            self.security.refusals.refuse("unauthorized", self.peer, self.client_host,
+                                          refusal + "; its requests get EUA")
+            # BookKeeper answers the START_TLS again, header and EIO, inside TLS when the auth plugin refuses.
+            self._send(codec.encode_refusal(request, StatusCode.EIO))
         self._upgrading = False
         self._reading_paused = False  # the TLS transport reads
         self._flush_outgoing()
@@ -368,7 +369,7 @@ class BookieConnection(asyncio.Protocol):
             self._refusal = ("request before START_TLS (TLS is required)" if not self.secure
                              else "not authorized")
             assert self.security is not None
-            self.security.refusals.refuse("unauthenticated request", self.peer,
+            self.security.refusals.refuse("unauthenticated request", self.peer, self.client_host,
                                           f"{type(request).__name__}: {self._refusal}; answering EUA")
         if request.wire.version == 3 or isinstance(request, (m.AddRequest, m.ReadRequest)):
             self._send(codec.encode_refusal(request, StatusCode.EUA))
@@ -398,9 +399,16 @@ class BookieConnection(asyncio.Protocol):
             self.transport.close()
 
 
+_HANDSHAKE_REASONS = {
+    "CERTIFICATE_VERIFY_FAILED": "its certificate does not verify against tlsTrustStore (another CA, expired?)",
+    "PEER_DID_NOT_RETURN_A_CERTIFICATE": "it sent no client certificate (tlsClientAuthentication requires one)",
+}
+
+
 def _handshake_failure(exc: BaseException) -> str:
     if isinstance(exc, ssl.SSLError):
-        return f"TLS handshake failed: {exc.reason or exc}"
+        reason = exc.reason or str(exc)
+        return f"TLS handshake failed: {_HANDSHAKE_REASONS.get(reason, reason)} ({reason})"
     if isinstance(exc, TimeoutError):
         return f"no TLS handshake within {HANDSHAKE_TIMEOUT_S:g} s of START_TLS"
     return f"connection lost during the TLS handshake: {exc!r}"

@@ -10,7 +10,8 @@
   if the first role in its certificate's OU is in ``authorizedRoles`` (``BookieAuthZFactory.onProtocolUpgrade``).
 
 Refusals are logged with the peer, at most once per connection and, across connections, at most once per
-interval per kind with the count of the others (a client retrying in a loop must not flood the log).
+interval per kind and client host with the count of the others (a client retrying in a loop must not flood
+the log, nor hide another client's first refusal).
 """
 
 from __future__ import annotations
@@ -40,22 +41,29 @@ HANDSHAKE_TIMEOUT_S = 10.0
 
 @dataclass
 class Refusals:
-    """Counts refusals by kind; logs the first of each kind per interval with the peer, then how many more."""
+    """Counts refusals by kind; logs the first of a kind from a host per interval with the peer, then how
+    many more there were."""
 
     interval_s: float = 10.0
+    max_hosts: int = 1024  # hosts remembered; beyond, the oldest are forgotten (bounded memory under a scan)
     counts: dict[str, int] = field(default_factory=dict)
-    _logged_at: dict[str, float] = field(default_factory=dict)
-    _unlogged: dict[str, int] = field(default_factory=dict)
+    _logged_at: dict[tuple[str, str], float] = field(default_factory=dict)
+    _unlogged: dict[tuple[str, str], int] = field(default_factory=dict)
 
-    def refuse(self, kind: str, peer: str, detail: str) -> None:
+    def refuse(self, kind: str, peer: str, host: str, detail: str) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
-        now = time.monotonic()
-        if now - self._logged_at.get(kind, -self.interval_s) < self.interval_s:
-            self._unlogged[kind] = self._unlogged.get(kind, 0) + 1
+        key, now = (kind, host), time.monotonic()
+        if now - self._logged_at.get(key, -self.interval_s) < self.interval_s:
+            self._unlogged[key] = self._unlogged.get(key, 0) + 1
             return
-        more = self._unlogged.pop(kind, 0)
-        self._logged_at[kind] = now
-        suffix = f" ({more} more {kind} refusals since the last report)" if more else ""
+        more = self._unlogged.pop(key, 0)
+        self._logged_at.pop(key, None)
+        self._logged_at[key] = now
+        while len(self._logged_at) > self.max_hosts:
+            oldest = next(iter(self._logged_at))
+            del self._logged_at[oldest]
+            self._unlogged.pop(oldest, None)
+        suffix = f" ({more} more from {host} since the last report)" if more else ""
         log.warning("refused %s from %s: %s%s", kind, peer, detail, suffix)
 
 

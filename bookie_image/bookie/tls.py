@@ -164,8 +164,9 @@ def _load_chain(ctx: ssl.SSLContext, cert: str, key: str, password_path: str | N
     try:
         ctx.load_cert_chain(cert, key, _read_password(password_path, "tlsKeyStorePasswordPath"))
     except ssl.SSLError as exc:
-        raise TLSConfigError(f"{keys[0]} {cert} with {keys[1]} {key}: not a PEM certificate chain and its "
-                             f"private key ({exc.reason or exc})") from None
+        what = ("the key is not the certificate's" if exc.reason == "KEY_VALUES_MISMATCH"
+                else "not a PEM certificate chain and its private key")
+        raise TLSConfigError(f"{keys[0]} {cert} with {keys[1]} {key}: {what} ({exc.reason or exc})") from None
 
 
 def _load_trust(ctx: ssl.SSLContext, path: str, key: str) -> None:
@@ -325,7 +326,11 @@ def peer_roles(peercert: dict[str, Any] | None) -> list[str]:
 
 
 def describe_subject(peercert: dict[str, Any] | None) -> str:
-    """``CN=client,OU=0:role`` for logs (no certificate: ``no certificate``)."""
+    """``O=org,OU="0:a,b",CN=client`` for logs (no certificate: ``no certificate``)."""
     short = {"commonName": "CN", "organizationalUnitName": "OU", "organizationName": "O", "countryName": "C"}
-    parts = [f"{short.get(k, k)}={v}" for rdn in (peercert or {}).get("subject", ()) for k, v in rdn]
+    parts = [f"{short.get(k, k)}={_quoted(str(v))}" for rdn in (peercert or {}).get("subject", ()) for k, v in rdn]
     return ",".join(parts) or "no certificate"
+
+
+def _quoted(value: str) -> str:
+    return f'"{value}"' if any(ch in value for ch in ',=+;"') else value

@@ -31,7 +31,7 @@ from bookie.metadata import service_info
 from bookie.protocol import messages as m
 from bookie.protocol.client_codec import decode_response, encode_request
 from bookie.protocol.codec import MalformedFrame
-from bookie.protocol.codes import StatusCode
+from bookie.protocol.codes import OperationType, StatusCode
 from bookie.protocol.framing import FrameReader, FrameTooLarge
 from bookie.tls import TLSConfigError
 
@@ -102,6 +102,12 @@ def _v2_response_key(response: m.Response) -> tuple[int, int, int] | None:
     return None
 
 
+def _answers_start_tls(response: m.Response) -> bool:
+    """The START_TLS answer: EOK with a StartTLSResponse, or (TLS not configured) the header and a status."""
+    return isinstance(response, m.StartTLSResponse) or (
+        isinstance(response, m.ErrorResponse) and response.operation == OperationType.START_TLS)
+
+
 def _retrieve(future: asyncio.Future[m.Response]) -> None:
     if not future.cancelled():
         future.exception()
@@ -164,7 +170,7 @@ class BookieConnection(asyncio.Protocol):
                 self._fail(BookieUnavailable(f"bookie {self.bookie_id} sent an undecodable response: {exc}",
                                              bookie=self.bookie_id))
                 return
-            if self._starting_tls and isinstance(response, m.StartTLSResponse):
+            if self._starting_tls and _answers_start_tls(response):
                 self._start_tls_answered(response, more=index + 1 < len(frames))
                 return  # the next bytes are TLS records, read by the TLS transport
             self._dispatch(response)
@@ -235,7 +241,7 @@ class BookieConnection(asyncio.Protocol):
             self._fail(BookieUnavailable(f"no TLS with bookie {self.bookie_id} within "
                                          f"{self.start_tls_timeout_s:g}s of START_TLS", bookie=self.bookie_id))
 
-    def _start_tls_answered(self, response: m.StartTLSResponse, *, more: bool) -> None:
+    def _start_tls_answered(self, response: m.Response, *, more: bool) -> None:
         if response.status != StatusCode.EOK:
             self._fail(BookieUnavailable(f"bookie {self.bookie_id} refused START_TLS with {response.status.name} "
                                          f"(no TLS configured on it?)", bookie=self.bookie_id,
