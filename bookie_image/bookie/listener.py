@@ -314,8 +314,8 @@ class BookieConnection(asyncio.Protocol):
         transport = self.transport
         if context is None or transport is None:
             return False
-        if self.secure or self._upgrading:
-            self._send(codec.encode_response(request, m.StartTLSResponse(request.wire, StatusCode.EBADREQ)))
+        if self.secure or self._upgrading:  # TLS already started on this connection
+            self._send(codec.encode_refusal(request, StatusCode.EBADREQ))
             return True
         if self._backlog or self.frames.buffered:
             self._close_bad("data sent after START_TLS before the TLS handshake")
@@ -373,8 +373,8 @@ class BookieConnection(asyncio.Protocol):
                                           f"{type(request).__name__}: {self._refusal}; answering EUA")
         if request.wire.version == 3 or isinstance(request, (m.AddRequest, m.ReadRequest)):
             self._send(codec.encode_refusal(request, StatusCode.EUA))
-        else:
-            self._close_bad(f"v2 {type(request).__name__} on an unauthenticated connection", "unauthenticated")
+        elif self.transport is not None:
+            self.transport.abort()
 
     def _close_bad(self, reason: str, limit: str = "badFrames") -> None:
         # Counted and logged once per interval: a flood of bad connections must not flood the log.
