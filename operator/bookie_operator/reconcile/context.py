@@ -38,6 +38,8 @@ class Operator:
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     # (cluster uid, kind, name) -> (digest of the desired object, when the live object last matched it)
     checked: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)
+    # (namespace, Secret name) -> (the admin API token it holds, when it was read)
+    admin_tokens: dict[tuple[str, str], tuple[str, float]] = field(default_factory=dict)
     bookie_port: int = models.HTTP_PORT
 
     def lock(self, uid: str) -> asyncio.Lock:
@@ -85,6 +87,7 @@ class Tick:
         self.current_replicas: int | None = None
         self.bookies: list[ObservedBookie] = []
         self.admins: dict[int, BookieAdminApi] = {}
+        self.admin_token: str | None = None     # what this tick presents to the bookies' admin APIs
         self.replicas = 0                      # what the StatefulSet is given this tick
         self.plan = ReadOnlyPlan({})
         self.forced: dict[int, str] = {}       # ordinal -> when a forced GC was triggered this tick
