@@ -278,13 +278,17 @@ class Point:
 
 
 def run_btl(cluster: Cluster, size: int, ens: tuple[int, int, int], v2: bool, seconds: int, throttle: int,
-            workdir: Path, properties: dict[str, str] | None = None) -> tuple[float, float, float, int]:
-    """BenchThroughputLatency once: (entries/s, p50 ms, p99 ms, completions); ``properties``: more client keys."""
+            workdir: Path, properties: dict[str, str] | None = None,
+            client_warmup: bool = False) -> tuple[float, float, float, int]:
+    """BenchThroughputLatency once: (entries/s, p50 ms, p99 ms, completions); ``properties``: more client keys;
+    ``client_warmup``: the tool's own warm-up (10000 adds from a first client, not measured) instead of none."""
     latency_file = workdir / "latency.dat"
     args = ["-zookeeper", cluster.chroot_connect, "-ensemble", str(ens[0]), "-quorum", str(ens[1]),
             "-ackQuorum", str(ens[2]), "-entrysize", str(size), "-throttle", str(throttle), "-ledgers", str(LEDGERS),
-            "-time", str(seconds), "-sendlimit", "3000000", "-skipwarmup", "-latencyFile", str(latency_file),
+            "-time", str(seconds), "-sendlimit", "3000000", "-latencyFile", str(latency_file),
             "-timeout", str(seconds + 90)]
+    if not client_warmup:
+        args.append("-skipwarmup")
     if v2:
         args.append("-useV2")
     text = java_tool(BTL, *args, limit_s=seconds + 120, properties=properties)

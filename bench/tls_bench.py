@@ -2,7 +2,8 @@
 on Apache BookKeeper 4.17.3, same machine, same run.
 
     python bench/tls_bench.py                 # 3 rounds; rewrites the TLS section of docs/benchmarks.md
-    python bench/tls_bench.py --quick         # tiny run for the test suite (tests/bench/), docs untouched
+    python bench/tls_bench.py --quick         # tiny run, docs untouched
+    python bench/tls_bench.py --report-only   # the docs section again from bench/tls_results.json
 
 Two clusters of three bookies (ours under ``/ours-tls/ledgers``, Apache BookKeeper's with DbLedgerStorage under
 ``/java-tls/ledgers``), journal fsync on, both with the same TLS keys and PEM files (``tlsProviderFactoryClass``,
@@ -83,8 +84,8 @@ def start_tls_clusters(workdir: Path, zk_connect: str, count: int, tls_conf: dic
     for c in (java, ours):
         asyncio.run(_init_cluster(zk_connect, c.root))
     java.bookies = plan_java_bookies(count, workdir / "java", zk_connect, java.root, first_host=226,
-                                     journalSyncData=True, log_level="warn", ledgerStorageClass=DB_LEDGER_STORAGE,
-                                     **JOURNAL_RETENTION, **tls_conf)
+                                     production=True, journalSyncData=True, log_level="warn",
+                                     ledgerStorageClass=DB_LEDGER_STORAGE, **JOURNAL_RETENTION, **tls_conf)
     ours.bookies = plan_bookies(count, workdir / "ours", zk_connect, ours.root, first_host=216, journalSyncData=True,
                                 journalMaxGroupWaitMSec=1, autoRecoveryDaemonEnabled=False, **JOURNAL_RETENTION,
                                 **tls_conf)
@@ -132,9 +133,9 @@ def run(rounds: int, seconds: int, throttle: int, count: int, ensemble: tuple[in
         start_tls_clusters(workdir, zk.connect_string, count, tls_conf, clusters)
         facts["negotiated"] = {impl: asyncio.run(negotiated(c.bookies[0].bookie_id, ca.ca))
                                for impl, c in clusters.items()}
-        for impl in ("java", "ours"):  # warm-up: JIT of the Java bookies, both modes' connections
+        for impl in ("java", "ours"):  # warm-up: the JIT of the Java bookies, in both modes
             for props in (None, client_tls):
-                run_btl(clusters[impl], SIZE, ensemble, False, 3, throttle, workdir, props)
+                run_btl(clusters[impl], SIZE, ensemble, False, 2 * seconds, throttle, workdir, props, True)
         python_tls = ClientTLS(trust_store=str(ca.ca))
         step = 0
         for r in range(rounds):
@@ -145,7 +146,7 @@ def run(rounds: int, seconds: int, throttle: int, count: int, ensemble: tuple[in
                         c = clusters[impl]
                         if client == "java":
                             fn: Any = partial(run_btl, c, SIZE, ensemble, False, seconds, throttle, workdir,
-                                              client_tls if tls else None)
+                                              client_tls if tls else None, True)
                         else:
                             fn = partial(_sync_adds, c, ensemble, seconds, python_tls if tls else None)
                         ops, p50, p99, count, cpu, load = measured(c, fn)
@@ -178,6 +179,12 @@ def _median(points: list[TlsPoint], impl: str, client: str, tls: bool, attr: str
     return statistics.median(values) if values else float("nan")
 
 
+def _spread(points: list[TlsPoint], impl: str, client: str, tls: bool) -> str:
+    values = sorted(p.ops_per_s for p in points
+                    if p.impl == impl and p.client == client and p.tls == tls and p.ops_per_s == p.ops_per_s)
+    return f"{values[0]:.0f}-{values[-1]:.0f}" if values else "n/a"
+
+
 def _pct(new: float, old: float) -> str:
     return f"{100 * (new - old) / old:+.0f}%" if old == old and new == new and old else "n/a"
 
@@ -194,7 +201,8 @@ def report(points: list[TlsPoint], facts: dict[str, Any], rounds: int, seconds: 
             cpu.append(f"{name} {_pct(med(True, 'cpu_s_per_100k'), med(False, 'cpu_s_per_100k'))}")
             for mode in (False, True):
                 rows.append(f"| {client_name} | {name} | {'TLS' if mode else 'plaintext'} | "
-                            f"{med(mode, 'ops_per_s'):.0f} | {ratio if mode else ''} | {med(mode, 'p50_ms'):.1f} "
+                            f"{med(mode, 'ops_per_s'):.0f} | {_spread(points, impl, client, mode)} "
+                            f"| {ratio if mode else ''} | {med(mode, 'p50_ms'):.1f} "
                             f"| {med(mode, 'p99_ms'):.1f} | {med(mode, 'cpu_s_per_100k'):.1f} "
                             f"| {med(mode, 'load'):.1f} | {_valid(points, impl, client, mode)}/{rounds} |")
     loaded = facts["load_before"] > (facts["cores"] or 1)
@@ -208,21 +216,22 @@ def report(points: list[TlsPoint], facts: dict[str, Any], rounds: int, seconds: 
         f"Command: `{command}`  ",
         f"Machine: {facts['cores']} cores, {facts['platform']}, Python {facts['python']}; disk fdatasync "
         f"{facts['fdatasync_per_s']:.0f}/s measured in the same run.{load_note}  ",
-        "Clusters: 3 bookies per implementation (ours; Apache BookKeeper 4.17.3 with DbLedgerStorage), journal fsync "
-        "on, both with TLS configured from the same PEM files (no client certificates). Clients, 1 KiB entries, "
-        f"3/2/2, v3, in plaintext and with START_TLS on every connection: BookKeeper's `BenchThroughputLatency` "
-        f"(`-throttle {throttle} -ledgers 64 -time {seconds}`; TLS by `tlsProviderFactoryClass` + "
-        f"`clientTrustStore`) and our Python client ({PY_WINDOW} outstanding appends on one ledger for "
-        f"{seconds} s; `ClientConfig.tls`). Client and bookies share the machine's cores, so each row includes "
-        f"the client's own TLS work. {rounds} rounds alternating implementation and mode; medians over the points "
-        "where adds completed (a point without any, seen only on an overloaded machine, is counted in the last "
-        "column). A START_TLS probe with Python's ssl negotiates "
-        f"{facts['negotiated']['ours']} with ours, {facts['negotiated']['java']} with BookKeeper's (whose tlsProvider "
-        "OpenSSL is netty-tcnative BoringSSL).",
+        "Clusters: 3 bookies per implementation (ours; Apache BookKeeper 4.17.3 with DbLedgerStorage and the JVM "
+        "settings of its bin/bookkeeper, as in the suite), journal fsync on, both with TLS configured from the "
+        "same PEM files (no client certificates). Clients, 1 KiB entries, 3/2/2, v3, in plaintext and with "
+        "START_TLS on every connection: BookKeeper's `BenchThroughputLatency` "
+        f"(`-throttle {throttle} -ledgers 64 -time {seconds}` after its own warm-up of 10000 adds, which starts "
+        "the JVM's TLS and is not measured; TLS by `tlsProviderFactoryClass` + `clientTrustStore`) and our "
+        f"Python client ({PY_WINDOW} outstanding appends on one ledger for {seconds} s; `ClientConfig.tls`). "
+        "Client and bookies share the machine's cores, so each row includes the client's own TLS work. "
+        f"{rounds} rounds alternating implementation and mode; medians over the points where adds completed (a "
+        "point without any, seen only on an overloaded machine, is counted in the last column). A START_TLS "
+        f"probe with Python's ssl negotiates {facts['negotiated']['ours']} with ours, "
+        f"{facts['negotiated']['java']} with BookKeeper's (whose tlsProvider OpenSSL is netty-tcnative BoringSSL).",
         "",
-        "| client | bookies | connections | adds/s | TLS/plaintext | p50 ms | p99 ms | bookie CPU s/100k | load "
-        "| points |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| client | bookies | connections | adds/s | rounds' adds/s | TLS/plaintext | p50 ms | p99 ms "
+        "| bookie CPU s/100k | load | points |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
         f"Throughput with TLS relative to plaintext: {'; '.join(ratios)}. Bookie CPU per 100k adds with TLS "
@@ -239,7 +248,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=8, help="per point")
     parser.add_argument("--throttle", type=int, default=1000, help="BenchThroughputLatency -throttle")
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite the docs section from bench/tls_results.json, measuring nothing")
     args = parser.parse_args(argv)
+    if args.report_only:
+        saved = json.loads(RESULTS.read_text())
+        points = [TlsPoint(**p) for p in saved["points"]]
+        settings = saved["settings"]
+        write_section(DOCS, report(points, saved["facts"], settings["rounds"], settings["seconds"],
+                                   settings["throttle"], saved["command"]), BEGIN, END)
+        return 0
     prepare(False)
     rounds, seconds, count, ensemble = args.rounds, args.seconds, 3, ENSEMBLE
     if args.quick:
@@ -256,8 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     print(section)
     print(json.dumps([asdict(p) for p in points]))
     if not args.quick:
-        RESULTS.write_text(json.dumps({"command": command, "facts": facts, "points": [asdict(p) for p in points]},
-                                      indent=1) + "\n")
+        settings = {"rounds": rounds, "seconds": seconds, "throttle": args.throttle}
+        RESULTS.write_text(json.dumps({"command": command, "facts": facts, "settings": settings,
+                                       "points": [asdict(p) for p in points]}, indent=1) + "\n")
         write_section(DOCS, section, BEGIN, END)
     return 0 if all(_valid(points, impl, client, mode) for impl in ("java", "ours") for client in ("java", "python")
                     for mode in (False, True)) else 1

@@ -1,6 +1,6 @@
-"""The bookie port's security against real components: three of our bookies and three of Apache BookKeeper's,
-each with TLS and BookKeeper's certificate-role authorization (``BookieAuthZFactory``), driven by BookKeeper's
-Java client and by ours.
+"""Fixtures of the bookie port's tests (``test_bookie_port_*``): three of our bookies and three of Apache
+BookKeeper's, each with TLS and BookKeeper's certificate-role authorization (``BookieAuthZFactory``), driven by
+BookKeeper's Java client and by ours; and START_TLS as raw bytes.
 
 One test PKI per session (``cryptography``): a CA, the bookies' certificate, client certificates with and
 without an allowed role in their OU, and one from a CA nobody trusts.
@@ -22,6 +22,7 @@ from bookie_fleet.certificates import Issued, LocalCA, bookie_tls_conf, java_cli
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 from tests.support.java_bookies import BookieCluster, start_cluster
+from tests.support.raw_client import RawConnection
 
 # The roles the secured bookies admit; a writer's certificate carries "writer" first.
 AUTHORIZED_ROLES = ["writer", "bookie"]
@@ -111,6 +112,28 @@ async def first_entry_statuses(cluster: BookieCluster, pki: PKI, ledger_id: int)
 
 
 NOTHING_STORED = {StatusCode.ENOLEDGER, StatusCode.ENOENTRY}
+
+
+# BKPacketHeader{version=3, operation=START_TLS (9), txnId=1} + startTLSRequest (field 106, empty).
+START_TLS = bytes.fromhex("0000000b" "0a06" "080310091801" "d20600")
+# The same header, status EOK, startTLSResponse (field 106, empty).
+START_TLS_OK = bytes.fromhex("0000000d" "0a06" "080310091801" "1000" "d20600")
+# The same header, status EBADREQ (404): no TLS on that bookie.
+START_TLS_EBADREQ = bytes.fromhex("0000000b" "0a06" "080310091801" "109403")
+
+
+async def open_raw(bookie_id: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    host, port = bookie_id.rsplit(":", 1)
+    return await asyncio.open_connection(host, int(port))
+
+
+async def start_tls(bookie_id: str, pki: PKI, version: int) -> RawConnection:
+    reader, writer = await open_raw(bookie_id)
+    writer.write(START_TLS)
+    assert await asyncio.wait_for(reader.readexactly(len(START_TLS_OK)), 10) == START_TLS_OK
+    context = pki.client_tls(pki.writer).load()
+    await asyncio.wait_for(writer.start_tls(context), 10)
+    return RawConnection(reader, writer, version)
 
 
 async def registration_of(cluster: BookieCluster, bookie_id: str) -> bytes:

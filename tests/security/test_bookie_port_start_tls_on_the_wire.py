@@ -13,31 +13,10 @@ from bookie.protocol import client_codec
 from bookie.protocol import messages as m
 from bookie.protocol.codes import OperationType, StatusCode, V2Rc
 
-from tests.security.conftest import PKI
+from tests.security.conftest import PKI, START_TLS, START_TLS_EBADREQ, open_raw, start_tls
 from tests.support.bookies import BookieSet
 from tests.support.java_bookies import BookieCluster
 from tests.support.raw_client import MASTER_KEY, RawConnection, entry
-
-# BKPacketHeader{version=3, operation=START_TLS (9), txnId=1} + startTLSRequest (field 106, empty).
-START_TLS = bytes.fromhex("0000000b" "0a06" "080310091801" "d20600")
-# The same header, status EOK, startTLSResponse (field 106, empty).
-START_TLS_OK = bytes.fromhex("0000000d" "0a06" "080310091801" "1000" "d20600")
-# The same header, status EBADREQ (404): no TLS on that bookie.
-START_TLS_EBADREQ = bytes.fromhex("0000000b" "0a06" "080310091801" "109403")
-
-
-async def open_raw(bookie_id: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    host, port = bookie_id.rsplit(":", 1)
-    return await asyncio.open_connection(host, int(port))
-
-
-async def start_tls(bookie_id: str, pki: PKI, version: int) -> RawConnection:
-    reader, writer = await open_raw(bookie_id)
-    writer.write(START_TLS)
-    assert await asyncio.wait_for(reader.readexactly(len(START_TLS_OK)), 10) == START_TLS_OK
-    context = pki.client_tls(pki.writer).load()
-    await asyncio.wait_for(writer.start_tls(context), 10)
-    return RawConnection(reader, writer, version)
 
 
 @pytest.mark.parametrize("version", [2, 3])

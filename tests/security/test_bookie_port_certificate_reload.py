@@ -15,8 +15,7 @@ from bookie.protocol.codes import StatusCode
 from bookie_fleet.certificates import LocalCA, roles_ou
 from cryptography import x509
 
-from tests.security.conftest import PKI, secured_conf
-from tests.security.test_security_start_tls_on_the_wire import start_tls
+from tests.security.conftest import PKI, secured_conf, start_tls
 from tests.support.bookies import BookieFactory
 from tests.support.raw_client import RawConnection
 
