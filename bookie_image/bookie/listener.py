@@ -342,6 +342,11 @@ class BookieConnection(asyncio.Protocol):
             transport.abort()
             self.connection_lost(None)
             return
+        except Exception:  # a defect must still close this connection only, not leave it half upgraded
+            log.exception("TLS upgrade of the connection from %s failed", self.peer)
+            transport.abort()
+            self.connection_lost(None)
+            return
         if secure is None or self.transport is None:
             return  # closed during the handshake
         self.transport = secure

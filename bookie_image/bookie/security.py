@@ -130,6 +130,8 @@ class BookieSecurity:
                 if context.failed_mtimes != reported:  # once per version of the files, not every period
                     reported = context.failed_mtimes
                     log.error("TLS certificate files changed but do not load, keeping the previous ones: %s", exc)
+            except Exception:  # the check must outlive a defect: the next period tries again
+                log.exception("checking the TLS certificate files failed")
 
 
 def server_files(conf: BookieConfig) -> tls.ServerFiles:

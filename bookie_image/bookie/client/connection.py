@@ -261,7 +261,7 @@ class BookieConnection(asyncio.Protocol):
         try:
             secure = await self._loop.start_tls(transport, self, context, server_hostname=self.server_hostname,
                                                 ssl_handshake_timeout=self.start_tls_timeout_s)
-        except (OSError, TimeoutError, ConnectionError) as exc:
+        except Exception as exc:  # ssl.SSLError, a reset, a timeout: the connection fails, its requests with it
             why = exc.reason if isinstance(exc, ssl.SSLError) and exc.reason else repr(exc)
             self._fail(BookieUnavailable(f"TLS handshake with bookie {self.bookie_id} failed: {why}",
                                          bookie=self.bookie_id))
