@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import errno
 import logging
-import os
 import struct
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bookie.config import BookieConfig
+from bookie.storage import durable
 from bookie.storage import journal_format as jf
 from bookie.storage.caches import WriteCache
 from bookie.storage.errors import (
@@ -420,13 +420,8 @@ class StorageEngine(EngineReads, GcStorageApi):
     def _write_marks(self, marks: list[LogMark]) -> None:
         for d in self.dirs:
             for i, mark in enumerate(marks):
-                path = d.current / self._mark_file(i)
-                tmp = path.with_suffix(".tmp")
-                with open(tmp, "wb") as f:
-                    f.write(mark.encode())
-                    f.flush()
-                    os.fsync(f.fileno())
-                tmp.replace(path)
+                # Renamed into place and the directory fsynced: the journals before the mark are trimmed next.
+                durable.write_file(d.current / self._mark_file(i), mark.encode())
 
     def _read_marks(self) -> list[LogMark]:
         marks = []

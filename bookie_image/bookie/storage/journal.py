@@ -23,6 +23,7 @@ from typing import cast
 
 from bookie import failpoints
 from bookie.stats import JournalStats
+from bookie.storage import durable
 from bookie.storage import journal_format as jf
 from bookie.storage.errors import StorageClosedError, StorageIOError
 
@@ -98,7 +99,7 @@ class Journal:
 
     # --- lifecycle
     def start(self) -> None:
-        self.current_dir.mkdir(parents=True, exist_ok=True)
+        durable.make_dirs(self.current_dir)
         self._open_new_file(max([*self.journal_ids(), int(time.time() * 1000)]) + 1)
         self._thread = threading.Thread(target=self._run, name=f"journal-{self.current_dir.parent.name}",
                                         daemon=True)
