@@ -40,7 +40,16 @@ from bookie.storage.errors import (
 )
 from bookie.storage.gc_api import GcStorageApi
 from bookie.storage.index import LedgerData
-from bookie.storage.journal import Durable, Journal, JournalSettings, LogMark, replay_records
+from bookie.storage.journal import (
+    Durable,
+    Journal,
+    JournalDamage,
+    JournalSettings,
+    LogMark,
+    keep_damaged,
+    kept_damage,
+    replay_records,
+)
 from bookie.storage.ledger_dir import LedgerDirStorage, LedgerState, restore_flushing
 from bookie.storage.reads import EngineReads
 
@@ -95,6 +104,9 @@ class StorageEngine(EngineReads, GcStorageApi):
         self._timer: asyncio.Task[None] | None = None
         self._closed = False
         self.last_checkpoint: LogMark | None = None
+        # Damaged journal groups found by a replay, this one or an earlier one (kept in <journal>/corrupt/):
+        # acknowledged records may be missing here, and the server keeps the bookie read-only.
+        self.journal_damage: list[JournalDamage] = []
         self._replay_dirty: set[int] = set()
         self.stats = {"adds": 0, "reads": 0, "read_cache_hits": 0, "checkpoints": 0, "throttled_adds": 0,
                       "replayed_records": 0}
@@ -444,8 +456,12 @@ class StorageEngine(EngineReads, GcStorageApi):
         """
         marks = await self._in_thread(self._flush_pool, self._read_marks)
         for i, journal in enumerate(self.journals):
-            records = await self._in_thread(self._flush_pool, lambda j=journal, m=marks[i]: list(
-                replay_records(j.current_dir.parent, m)))
+            damages: list[JournalDamage] = []
+            records = await self._in_thread(self._flush_pool, lambda j=journal, m=marks[i], d=damages: list(
+                replay_records(j.current_dir.parent, m, d)))
+            for damage in damages:
+                kept = await self._in_thread(self._flush_pool, keep_damaged, damage)
+                log.error("%s: its records are lost here; the records after it were replayed", kept.describe())
             for _, record in records:
                 self._apply_replayed(record)
                 self.stats["replayed_records"] += 1
@@ -457,6 +473,8 @@ class StorageEngine(EngineReads, GcStorageApi):
         dirty = {lid: self.ledgers[lid].data for lid in self._replay_dirty}
         self._replay_dirty.clear()
         await self._in_thread(self._flush_pool, self._persist_all, dirty)
+        self.journal_damage = await self._in_thread(self._flush_pool, lambda: [
+            damage for j in self.journals for damage in kept_damage(j.current_dir.parent)])
 
     def _persist_all(self, items: dict[int, LedgerData]) -> None:
         for lid, data in items.items():
