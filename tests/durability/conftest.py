@@ -36,8 +36,8 @@ def powerloss_fs() -> Iterator[PowerLossFs]:
 
 @pytest.fixture(scope="session")
 def powercut_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    """A ZooKeeper that allows sessions of 400 ms: after each of the many cuts, the restarted bookie waits for
-    the registration of the one that was killed to expire."""
+    """A ZooKeeper with short ticks, so sessions expire soon after their timeout: after each of the many cuts,
+    the restarted bookie waits for the registration of the one that was killed to expire."""
     server = ZooKeeperServer(tmp_path_factory.mktemp("powercut-zookeeper"), tick_time_ms=200)
     server.start()
     try:
