@@ -21,7 +21,10 @@ from pydantic.alias_generators import to_camel
 from bookie_operator import cron, java_config
 
 GROUP = "bookie-fleet.dev"
-VERSION = "v1alpha1"
+VERSION = "v1beta1"                 # served and stored
+# Older versions still served, with the same schema (so no conversion webhook: the API server only rewrites
+# apiVersion), marked deprecated: each request through them gets a warning naming VERSION.
+DEPRECATED_VERSIONS = ("v1alpha1",)
 KIND = "BookieCluster"
 PLURAL = "bookieclusters"
 SINGULAR = "bookiecluster"
