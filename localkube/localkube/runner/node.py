@@ -1,5 +1,6 @@
 """The node loop: registers the Node, binds pending pods to it (scheduler), provisions PersistentVolumes
-for claims of the ``localkube.io/local-path`` StorageClass, and keeps one PodWorker per pod of the node.
+for claims of the ``localkube.io/local-path`` StorageClass (directories, or XFS filesystems of the claimed
+size: ``filesystems``), expands them (``resizer``), and keeps one PodWorker per pod of the node.
 
 ``python -m localkube.runner --kubeconfig K --state-dir D --node-name N --apiserver-port P``
 """
@@ -20,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from localkube.kapi import ApiError, KubeAPI
-from localkube.runner import bindshim
+from localkube.runner import bindshim, filesystems
 from localkube.runner.container import now_rfc3339
+from localkube.runner.envvars import quantity
 from localkube.runner.imagestore import ImageStore
 from localkube.runner.kubeletapi import KubeletAPI
+from localkube.runner.resizer import VolumeResizer, claim_users
 from localkube.runner.runtime import Runc
 from localkube.runner.state import RunnerState, kill_leftover_pods
 from localkube.runner.worker import PodWorker
@@ -49,6 +52,7 @@ class Runner:
             log.warning("runc or umoci missing: only host-command images run (scripts/bootstrap.d/runc.sh)")
         self.kubelet_api = kubelet_api
         self._workers_lock = threading.Lock()
+        self.resizer = VolumeResizer(api, PROVISIONER, state.volumes, self.emit_event, node_name)
         self.wake = threading.Event()
         self.stopping = threading.Event()
         mem_kib = 0
@@ -186,14 +190,28 @@ class Runner:
                 continue
             name = f"pvc-{meta['uid']}"
             directory = self.state.volumes / name
-            directory.mkdir(parents=True, exist_ok=True)
-            directory.chmod(0o777)   # as kind's local-path provisioner: writable by any container user
+            pvc.setdefault("kind", "PersistentVolumeClaim")
+            capacity = spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")
+            annotations = {"pv.kubernetes.io/provisioned-by": PROVISIONER}
+            if filesystems.wants_filesystem(sc):
+                try:
+                    size = (filesystems.image_of(directory).stat().st_size if filesystems.has_image(directory)
+                            else filesystems.create(directory, quantity(capacity)))
+                    capacity = f"{size // filesystems.MiB}Mi"
+                except (OSError, filesystems.FilesystemError) as exc:
+                    self.emit_event(pvc, "Warning", "ProvisioningFailed", f"{filesystems.FS_TYPE} volume {name}: "
+                                    f"{exc} (needs {', '.join(filesystems.TOOLS)})", component=PROVISIONER)
+                    continue
+                annotations["localkube.io/filesystem"] = filesystems.FS_TYPE
+            else:
+                directory.mkdir(parents=True, exist_ok=True)
+                directory.chmod(0o777)   # as kind's local-path provisioner: writable by any container user
             pv = {
                 "apiVersion": "v1", "kind": "PersistentVolume",
-                "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER},
+                "metadata": {"name": name, "annotations": annotations,
                              "labels": {"localkube.io/claim-namespace": meta["namespace"]}},
                 "spec": {
-                    "capacity": {"storage": spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")},
+                    "capacity": {"storage": capacity},
                     "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
                     "persistentVolumeReclaimPolicy": sc.get("reclaimPolicy", "Delete"),
                     "storageClassName": sc["metadata"]["name"],
@@ -209,7 +227,6 @@ class Runner:
                 if exc.status != 409:
                     log.warning("provisioning %s failed: %s", name, exc)
                 continue
-            pvc.setdefault("kind", "PersistentVolumeClaim")
             self.emit_event(pvc, "Normal", "ProvisioningSucceeded",
                             f"Successfully provisioned volume {name} at {directory}", component=PROVISIONER)
         for pv in pvs:
@@ -219,6 +236,11 @@ class Runner:
                     and spec.get("persistentVolumeReclaimPolicy") == "Delete" and not meta.get("deletionTimestamp")):
                 path = Path(spec.get("hostPath", {}).get("path", ""))
                 if path.is_relative_to(self.state.volumes):
+                    try:
+                        filesystems.remove(path)
+                    except filesystems.FilesystemError as exc:
+                        log.warning("volume %s stays: %s", meta["name"], exc)
+                        continue
                     shutil.rmtree(path, ignore_errors=True)
                 self.api.delete(f"/api/v1/persistentvolumes/{meta['name']}")
                 log.info("deleted released volume %s and %s", meta["name"], path)
@@ -257,6 +279,13 @@ class Runner:
             for uid, worker in list(self.workers.items()):
                 if uid not in seen:
                     worker.gone()
+
+    def resize_volumes(self) -> None:
+        """Expansion of the claims whose size grew: the resizer's controller part, and the node part for the
+        claims this node's pods use."""
+        with self._workers_lock:
+            pods = [w.pod for w in self.workers.values()]
+        self.resizer.sync(claim_users(pods))
 
     def cluster_hosts(self) -> list[str]:
         """hosts lines for the node's pods that have a subdomain: ``<ip>\t<host>.<sub>.<ns>.svc.cluster.local ...``."""
@@ -299,6 +328,7 @@ class Runner:
             try:
                 self.provision()
                 self.sync_pods()
+                self.resize_volumes()
             except Exception:
                 log.exception("sync failed")
             self.wake.wait(2.0)
