@@ -622,6 +622,33 @@ class DecommissionStatus(Model):
     recovery_requested_at: str | None = Field(default=None, description="When autorecovery accepted the request.")
 
 
+ExpansionPhase = Literal["Requested", "ControllerResizing", "FileSystemResizePending", "NodeResizing", "Expanded",
+                         "Failed", "NotExpandable"]
+
+
+class ClaimExpansionStatus(Model):
+    claim: str
+    ordinal: int
+    target: str = Field(description="The size asked for this claim.")
+    phase: ExpansionPhase = Field(description="Where the claim is in the resize protocol: Requested (patched, "
+                                  "the resizer has not started), ControllerResizing (the storage grows), "
+                                  "FileSystemResizePending (the kubelet grows the filesystem online while the "
+                                  "bookie runs), NodeResizing, Expanded, Failed, NotExpandable (its "
+                                  "StorageClass does not allow expansion).")
+    message: str = ""
+    since: str = Field(description="When the claim reached this phase.")
+
+
+class VolumeExpansionStatus(Model):
+    """The volume expansion run for the current storage sizes (kept after it completes, until the next one)."""
+
+    journal_size: str = Field(description="spec.storage.journal.size this run grows the claims to.")
+    ledgers_size: str = Field(description="spec.storage.ledgers.size this run grows the claims to.")
+    started_at: str
+    completed_at: str | None = None
+    claims: list[ClaimExpansionStatus] = Field(default_factory=list, description="Each bookie's claims.")
+
+
 class BookieClusterStatus(Model):
     observed_generation: int | None = None
     replicas: int = 0
@@ -634,6 +661,8 @@ class BookieClusterStatus(Model):
     bookies: list[BookieStatus] = Field(default_factory=list)
     compaction: CompactionStatus = Field(default_factory=CompactionStatus)
     decommission: DecommissionStatus | None = None
+    volume_expansion: VolumeExpansionStatus | None = Field(
+        default=None, description="Growing the bookies' claims to larger spec.storage sizes, claim by claim.")
     decommissioned: list[str] = Field(default_factory=list, description="Bookie ids decommissioned (newest last).")
     scaled_up_by: int = Field(default=0, ge=0, description="Bookies the operator added for disk pressure: the "
                               "StatefulSet runs spec.replicas plus this (the spec is never written, so GitOps "

@@ -13,6 +13,7 @@ from bookie_operator.reconcile.apply import apply_desired
 from bookie_operator.reconcile.compaction import apply_compaction_window, run_compaction_schedule
 from bookie_operator.reconcile.context import Operator, Outcome, Tick
 from bookie_operator.reconcile.decommission import decommission
+from bookie_operator.reconcile.expansion import expand_volumes
 from bookie_operator.reconcile.observe import ensure_metadata, observe, observe_registrations, parse_spec
 from bookie_operator.reconcile.ports import Obj
 from bookie_operator.reconcile.read_only import control_read_only, force_gc
@@ -30,6 +31,7 @@ async def steps(t: Tick) -> None:
     await reclaim_foreign_volumes(t)     # only with the explicit opt-in, another instance's claims
     await decommission(t)                # scale-down: the resumable state machine in status.decommission
     await apply_desired(t)               # ConfigMap, Services, PDB, StatefulSet
+    await expand_volumes(t)              # larger spec.storage sizes: each claim patched and followed
     await control_read_only(t)           # read-only from disk usage, with the ensemble floor
     await force_gc(t)                    # forced GC above the force-compaction ratio
     await run_compaction_schedule(t)     # scheduled compaction, one bookie at a time
