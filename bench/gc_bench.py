@@ -27,10 +27,8 @@ from typing import Any, Protocol
 from bookie.client import BookKeeper, ClientConfig
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
 from bookie_fleet.zookeeper import ZooKeeperServer
-from docs_section import write_section  # bench/ is on sys.path when a bench script runs
+from docs_section import publish  # bench/ is on sys.path when a bench script runs
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- gc:begin -->", "<!-- gc:end -->"
 MIB = 1 << 20
 ENTRY = 16 * 1024
 PER_LEDGER = 64  # entries of each ledger write_mixed writes: 1 MiB ledgers
@@ -209,10 +207,6 @@ def table(res: dict[str, Any], command: str) -> str:
     ])
 
 
-def write_docs(section: str) -> None:
-    write_section(DOCS, f"{BEGIN}\n{section}\n{END}", BEGIN, END)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny run; docs untouched")
@@ -228,11 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         res = run(args, Path(tmp))
     command = "python bench/gc_bench.py" + (" --quick" if args.quick else "")
-    section = table(res, command)
-    print(section)
-    if not args.quick:
-        write_docs(section)
-    print(json.dumps(res))
+    publish("gc", table(res, command), res, write=not args.quick)
     return 0
 
 

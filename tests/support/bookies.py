@@ -19,8 +19,10 @@ import pytest
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies, start_all, stop_all
 from bookie_fleet.zookeeper import ZooKeeperServer
 
-# Private bookies take addresses from 127.0.0.100 up so they never collide with the shared ones.
-_next_host = itertools.count(100)
+# Private bookies take addresses from 127.0.0.100 to .159, in turn, so they never collide with the shared ones
+# (127.0.0.11 up) nor with cluster_factory's (.160 up). An address comes round again after 60 bookies; one still
+# running there by then (a package-scoped fixture's) keeps its port, and the new bookie takes a free one.
+_next_host = itertools.cycle(range(100, 160))
 
 
 @dataclass
