@@ -419,6 +419,11 @@ class BookieClusterSpec(Model):
         "Pod topology spread constraints. Default: maxSkew 1 over topology.kubernetes.io/zone, "
         "ScheduleAnyway; [] for none.")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Pod node selector.")
+    publish_racks: bool = Field(
+        default=True, description="Publish each bookie's rack, /<region>/<zone> from its node's "
+        "topology.kubernetes.io/region and topology.kubernetes.io/zone labels, in ZooKeeper's /bookies znode "
+        "(group <namespace>/<name>), where Pulsar's rack-aware placement (BookieRackAffinityMapping) and "
+        "bookie-fleet's client read it. false: leave /bookies to others.")
     pod_annotations: dict[str, str] = Field(default_factory=dict, description="Extra pod annotations.")
     env: list[EnvVar] = Field(default_factory=list, max_length=64,
                               description="Extra environment variables of the bookie container.")
@@ -586,6 +591,8 @@ class BookieStatus(Model):
     minor_compactions: int | None = None
     forced_gc_at: str | None = Field(default=None, description="When the operator last forced a GC for disk usage.")
     start_failure: StartFailureStatus | None = Field(default=None, description="Why the bookie cannot start.")
+    rack: str | None = Field(default=None, description="The rack published for it in /bookies, from its node's "
+                             "region and zone.")
 
 
 class CompactionRunStatus(Model):

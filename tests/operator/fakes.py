@@ -192,6 +192,7 @@ class FakeClusterMetadata:
     under_replicated_ledgers: int = 0
     cookies: set[str] = field(default_factory=set)
     calls: list[str] = field(default_factory=list)
+    racks: dict[str, dict[str, tuple[str, str | None]]] = field(default_factory=dict)   # the /bookies groups
 
     async def init_cluster(self) -> str:
         self.calls.append("init_cluster")
@@ -212,6 +213,11 @@ class FakeClusterMetadata:
     async def delete_cookie(self, bookie_id: str) -> None:
         self.calls.append(f"delete_cookie({bookie_id})")
         self.cookies.discard(bookie_id)
+
+    async def publish_racks(self, group: str, racks: dict[str, tuple[str, str | None]]) -> bool:
+        changed = self.racks.get(group, {}) != racks
+        self.racks[group] = dict(racks)
+        return changed
 
 
 @dataclass

@@ -11,7 +11,8 @@ exception. One module per concern:
 - ``decommission``: the scale-down state machine;
 - ``rolling``: rolling restarts;
 - ``conditions``: Ready, Degraded, Progressing, Decommissioning;
-- ``expansion``: online volume expansion, claim by claim.
+- ``expansion``: online volume expansion, claim by claim;
+- ``racks``: each bookie's rack from its node's zone.
 """
 
 from bookie_operator.decisions.compaction import CompactionAction, CompactionStep, compaction_tick, in_window
