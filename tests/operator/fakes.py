@@ -64,6 +64,10 @@ class FakeKube:
         key = (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
         live = self.objects.get(key, {})
         merged = {**copy.deepcopy(obj), "status": live.get("status", {})}
+        if obj["kind"] == "PersistentVolumeClaim" and live:
+            # The operator applies only the claim's size: the rest stays (server-side apply keeps other owners'
+            # fields).
+            merged = {**copy.deepcopy(live), "spec": apply_merge_patch(live.get("spec") or {}, obj["spec"])}
         self.objects[key] = merged
         self.applied.append(f"{key[0]}/{key[2]}")
         return copy.deepcopy(merged)
