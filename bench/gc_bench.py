@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import platform
+import secrets
 import tempfile
 import time
 import urllib.request
@@ -44,6 +45,8 @@ class AdminBookie(Protocol):
 
     @property
     def ledger_dir(self) -> Path: ...
+
+    def auth_headers(self) -> dict[str, str]: ...
 
 
 def sequential_write_mb_s(directory: Path, mib: int) -> float:
@@ -75,7 +78,8 @@ def metrics(bookie: LocalBookie) -> dict[str, float]:
 
 def rest(bookie: AdminBookie, method: str, path: str, body: Any = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"{bookie.http_url}{path}", data=data, method=method)
+    req = urllib.request.Request(f"{bookie.http_url}{path}", data=data, method=method,
+                                 headers=bookie.auth_headers())
     with urllib.request.urlopen(req, timeout=600) as r:
         return json.loads(r.read())
 
@@ -157,6 +161,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     zk = ZooKeeperServer(tmp / "zk").start()
     root = "/bench-gc/ledgers"
     (bookie,) = plan_bookies(1, tmp / "bookie", zk.connect_string, root, first_host=60,
+                             admin_token=secrets.token_urlsafe(32),
                              logSizeLimit=64 * MIB, flushInterval=1000, gcWaitTime=600000,
                              gcEntryLogDeletionPauseMs=0, compactionReadRateByBytes=0)
     conf = ClientConfig(zk_servers=zk.connect_string, ledgers_root=root)

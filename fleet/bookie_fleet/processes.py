@@ -121,6 +121,11 @@ class BookieProcess:
     def wait_ready(self, timeout: float | None = None) -> None:
         raise NotImplementedError
 
+    def auth_headers(self) -> dict[str, str]:
+        """What a caller of the admin API's mutating endpoints sends ({}: none; Apache BookKeeper's has no
+        authentication)."""
+        return {}
+
     @property
     def conf_path(self) -> Path:
         return self.data_dir / self.conf_name

@@ -5,6 +5,7 @@ The reconcile interval comes from ``$BOOKIE_OPERATOR_INTERVAL`` (seconds, defaul
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -16,7 +17,7 @@ from bookie_operator import crd, models, storage_version
 from bookie_operator.bookie_client import BookieAdmin
 from bookie_operator.kube import Kube, KubeError
 from bookie_operator.reconcile import Operator, reconcile
-from bookie_operator.zk import MetadataService
+from bookie_operator.zk import MetadataService, security_from_env
 
 INTERVAL = float(os.environ.get("BOOKIE_OPERATOR_INTERVAL", "30"))
 RETRY_DELAY = max(1.0, min(INTERVAL, 15.0))
@@ -63,9 +64,10 @@ async def keep_crd_current(kube: Kube) -> None:
 async def connect() -> Operator:
     """The operator's real clients: the Kubernetes API, the bookies' admin APIs, their ZooKeeper metadata."""
     kube = await Kube.connect(os.environ.get("BOOKIE_OPERATOR_KUBECONFIG"))
+    zk_security = await asyncio.to_thread(security_from_env, dict(os.environ))
     http = aiohttp.ClientSession()
-    return Operator(kube=kube, admin_for=lambda host, port: BookieAdmin(http, host, port),
-                    metadata=MetadataService(), closers=[http.close, kube.close])
+    return Operator(kube=kube, admin_for=lambda host, port, token: BookieAdmin(http, host, port, token=token),
+                    metadata=MetadataService(zk_security), closers=[http.close, kube.close])
 
 
 @kopf.on.cleanup()

@@ -44,7 +44,7 @@ ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 
 # What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
 OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS"}
-OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-")
+OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "admin-token")
 OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
 
 # Keys of bookie.config.BookieConfig the operator writes itself: they cannot be overridden in spec.config
@@ -64,6 +64,7 @@ OWNED_CONFIG_KEYS: dict[str, str] = {
     "httpServerEnabled": "the operator needs the admin REST API",
     "httpServerPort": "the operator uses 8080",
     "httpServerHost": "set per pod to the pod IP",
+    "httpServerAuthTokenFile": "the operator mounts the admin token Secret (spec.adminApi.tokenSecretName)",
     "readOnlyModeEnabled": "the operator's read-only control needs it (apache/bookkeeper#3972)",
     "forceAllowCompaction": "forced compactions must run on a full disk (apache/bookkeeper#3205)",
     "isForceGCAllowWhenNoSpace": "forced compactions must run on a full disk",
@@ -299,6 +300,17 @@ class AutorecoverySpec(Model):
                                                     description="Wait before re-replicating a lost bookie.")
 
 
+class AdminApiSpec(Model):
+    """The bookies' admin REST API: every call that changes state needs the token of this Secret, which the
+    operator mounts into the bookie pods and presents itself (Apache BookKeeper's bookies have no such check)."""
+
+    token_secret_name: str | None = Field(
+        default=None, pattern=DNS_SUBDOMAIN_PATTERN, max_length=253,
+        description="An existing Secret whose key `token` holds the bearer token(s), one per line, at least 16 "
+        "characters each; the operator presents the first. Default: the operator creates <cluster>-admin-token "
+        "once, with a random token, owned by the BookieCluster.")
+
+
 class PdbSpec(Model):
     enabled: bool = Field(default=True, description="Create a PodDisruptionBudget.")
     max_unavailable: int = Field(default=1, ge=1, description="Bookies that may be disrupted at once.")
@@ -405,6 +417,8 @@ class BookieClusterSpec(Model):
     disk_policy: DiskPolicySpec = Field(default_factory=DiskPolicySpec, description="Read-only control.")
     compaction: CompactionSpec = Field(default_factory=CompactionSpec, description="Scheduled forced compactions.")
     autorecovery: AutorecoverySpec = Field(default_factory=AutorecoverySpec, description="Autorecovery.")
+    admin_api: AdminApiSpec = Field(default_factory=AdminApiSpec, description="The bookies' admin REST API "
+                                    "credential.")
     pdb: PdbSpec = Field(default_factory=PdbSpec, description="PodDisruptionBudget.")
     scale_down: ScaleDownSpec = Field(default_factory=ScaleDownSpec, description="Safe scale-down.")
     resources: dict[str, Any] = _preserve(

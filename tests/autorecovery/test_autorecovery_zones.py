@@ -27,7 +27,7 @@ async def test_re_replication_keeps_every_ledger_across_the_zones(cluster_factor
     async with BookKeeper(config) as bk:
         await bk.store.update_rack_info("autorecovery-test", {b: BookieRack(f"/{z}") for b, z in zones.items()})
         victim = ids[1]
-        ledgers = []
+        ledgers: list[int] = []
         while len(ledgers) < 6:
             lh = await bk.create_ledger(3, 3, 2)
             for i in range(20):

@@ -9,6 +9,7 @@ turns it into ``kopf.TemporaryError``.
 from __future__ import annotations
 
 from bookie_operator import metrics, models
+from bookie_operator.reconcile.admin_token import ensure_admin_token
 from bookie_operator.reconcile.apply import apply_desired
 from bookie_operator.reconcile.compaction import apply_compaction_window, run_compaction_schedule
 from bookie_operator.reconcile.context import Operator, Outcome, Tick
@@ -27,6 +28,8 @@ async def steps(t: Tick) -> None:
     if not parse_spec(t):                # an invalid spec: a condition and an Event, nothing applied
         return
     if not await ensure_metadata(t):     # BookKeeper's metadata layout, created once
+        return
+    if not await ensure_admin_token(t):  # the admin API's token Secret, created once unless the spec names one
         return
     await observe(t)                     # StatefulSet, pods, each bookie's state, disk and GC
     await reclaim_foreign_volumes(t)     # only with the explicit opt-in, another instance's claims

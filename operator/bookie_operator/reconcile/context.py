@@ -40,6 +40,8 @@ class Operator:
     checked: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)
     # node name -> (its labels, when read): the bookies' zones change only with the nodes they run on
     node_labels: dict[str, tuple[dict[str, str], float]] = field(default_factory=dict)
+    # (namespace, Secret name) -> (the admin API token it holds, when it was read)
+    admin_tokens: dict[tuple[str, str], tuple[str, float]] = field(default_factory=dict)
     bookie_port: int = models.HTTP_PORT
 
     def lock(self, uid: str) -> asyncio.Lock:
@@ -87,6 +89,7 @@ class Tick:
         self.current_replicas: int | None = None
         self.bookies: list[ObservedBookie] = []
         self.admins: dict[int, BookieAdminApi] = {}
+        self.admin_token: str | None = None     # what this tick presents to the bookies' admin APIs
         self.replicas = 0                      # what the StatefulSet is given this tick
         self.plan = ReadOnlyPlan({})
         self.forced: dict[int, str] = {}       # ordinal -> when a forced GC was triggered this tick

@@ -86,7 +86,7 @@ async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBoo
         revision=pod["metadata"].get("labels", {}).get("controller-revision-hash"))
     ip = st.get("podIP")
     if ip and st.get("phase") == "Running" and not info["terminating"]:
-        admin = t.op.admin_for(ip, t.op.bookie_port)
+        admin = t.op.admin_for(ip, t.op.bookie_port, t.admin_token)
         t.admins[ordinal] = admin
         try:
             state = await admin.state()
