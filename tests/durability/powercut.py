@@ -29,6 +29,7 @@ from bookie_fleet.local_bookies import LocalBookie, plan_bookies
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 from tests.compat.java_client import java_command
+from tests.support.admin_api import TEST_ADMIN_TOKEN
 from tests.support.bookies import TEST_OVERRIDES
 from tests.support.powerloss.mount import PowerLossFs
 
@@ -151,6 +152,7 @@ def plan_powercut_bookie(fs: PowerLossFs, zookeeper: ZooKeeperServer, data_dir: 
     # on the machine taking the address meanwhile must not answer in their place.
     [bookie] = plan_bookies(1, data_dir, zookeeper.connect_string, root, first_host=next(_hosts),
                             port=random.randrange(20000, 26000), http_port=random.randrange(26000, 32000),
+                            admin_token=TEST_ADMIN_TOKEN,
                             **{**POWERCUT_OVERRIDES, "journalDirectories": str(journal),
                                "ledgerDirectories": str(fs.mountpoint / zone / "ledgers0")})
     return PowerCutBookie(fs, zone, bookie, zookeeper.connect_string, root)
