@@ -34,23 +34,11 @@ def powerloss_fs() -> Iterator[PowerLossFs]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def powercut_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    """A ZooKeeper with short ticks, so sessions expire soon after their timeout: after each of the many cuts,
-    the restarted bookie waits for the registration of the one that was killed to expire."""
-    server = ZooKeeperServer(tmp_path_factory.mktemp("powercut-zookeeper"), tick_time_ms=200)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture
-def powercut_bookie(powerloss_fs: PowerLossFs, powercut_zookeeper: ZooKeeperServer,
+def powercut_bookie(powerloss_fs: PowerLossFs, zookeeper: ZooKeeperServer,
                     tmp_path: Path) -> Iterator[PowerCutBookie]:
     """An unstarted bookie on a zone of its own; ``configure`` it, then ``start`` it."""
-    bookie = plan_powercut_bookie(powerloss_fs, powercut_zookeeper, tmp_path)
+    bookie = plan_powercut_bookie(powerloss_fs, zookeeper, tmp_path)
     try:
         yield bookie
     finally:

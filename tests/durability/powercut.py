@@ -5,14 +5,17 @@ A cut is: the bookie's process group SIGKILLed (by the file system itself, befor
 test), then every change it had not made durable thrown away (``PowerLossFs.cut``). ``restart`` brings the
 same bookie back on what is left, as a machine would after the power came back.
 
-The tests restart a bookie after every cut, so each restart uses a spare process started ahead: an interpreter
-that has imported the bookie already (most of a start's time) and waits for its go on stdin, then serves
-with the bookie's configuration as ``bookie serve`` would.
+The tests restart a bookie after every cut, so restarts are made quick: each uses a spare process started
+ahead (an interpreter that has imported the bookie already, most of a start's time, and waits for its go on
+stdin, then serves with the bookie's configuration as ``bookie serve`` would), and the cut removes the dead
+bookie's registration from ZooKeeper, which would otherwise hold it until the session timed out and the new
+process waited for that.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import random
@@ -25,8 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from bookie.client import BookKeeper, ClientConfig
+from bookie.metadata.layout import ZkLayout
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
 from bookie_fleet.zookeeper import ZooKeeperServer
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from tests.compat.java_client import java_command
 from tests.support.admin_api import TEST_ADMIN_TOKEN
@@ -38,10 +44,9 @@ _zones = itertools.count()
 _hosts = itertools.count(random.randrange(200, 240))
 
 # Small files and caches, so a few hundred adds roll journals and entry logs and fill the write cache: cuts land
-# in every kind of file operation. Short ZooKeeper sessions (``powercut_zookeeper`` allows them): a restarted
-# bookie waits for its killed predecessor's registration to expire.
+# in every kind of file operation.
 POWERCUT_OVERRIDES: dict[str, Any] = {
-    **TEST_OVERRIDES, "zkTimeout": 1200, "flushInterval": 500, "journalPreAllocSizeMB": 1, "journalMaxSizeMB": 1,
+    **TEST_OVERRIDES, "flushInterval": 500, "journalPreAllocSizeMB": 1, "journalMaxSizeMB": 1,
     "logSizeLimit": 256 * 1024, "dbStorage_writeCacheMaxSizeMb": 1, "journalMaxGroupWaitMSec": 1,
 }
 
@@ -96,21 +101,15 @@ class PowerCutBookie:
         changes dropped. Returns what the file system says of it (``at``: the operation it was cut before)."""
         armed = self.fs.armed(self.zone)
         await asyncio.to_thread(self.bookie.kill)
+        await asyncio.to_thread(self._forget_registration)
         report = {**self.fs.cut(self.zone), "at": armed.get("at"), "fired": armed.get("fired")}
         report["names_lost"] = report["names_lost"][:20]
         self.cuts.append(report)
         return report
 
     async def restart(self) -> None:
-        """Start the bookie again, in the spare process (module docstring), and start the next spare. A start
-        whose ZooKeeper session expired meanwhile (a machine loaded by other work) is tried once more: that is
-        not what these tests are about."""
-        try:
-            await self._start_spare()
-        except RuntimeError as exc:
-            if "ZooKeeper" not in str(exc):
-                raise
-            await self._start_spare()
+        """Start the bookie again, in the spare process (module docstring), and start the next spare."""
+        await self._start_spare()
         assert self.bookie.running, f"bookie exited right after start:\n{self.bookie.tail_log()}"
         self._spawn_spare()
 
@@ -124,6 +123,19 @@ class PowerCutBookie:
         spare.stdin.close()
         self.bookie.proc = spare
         await asyncio.to_thread(self.bookie.wait_ready)
+
+    def _forget_registration(self) -> None:
+        """Delete the killed process's ephemeral registration (module docstring)."""
+        layout = ZkLayout(self.ledgers_root)
+        zk = KazooClient(hosts=self.zk_connect)
+        zk.start(timeout=30)
+        try:
+            for read_only in (False, True):
+                with contextlib.suppress(NoNodeError):
+                    zk.delete(layout.bookie(self.bookie.bookie_id, read_only))
+        finally:
+            zk.stop()
+            zk.close()
 
     def _spawn_spare(self) -> None:
         with open(self.bookie.log_path, "ab") as log:
