@@ -116,7 +116,9 @@ class AdminService:
         st = self.bookie.state.status
         return {"running": st.running, "readOnly": st.read_only, "shuttingDown": st.shutting_down,
                 "availableForHighPriorityWrites": self.bookie.state.available_for_high_priority_writes,
-                "readOnlyReason": st.reason.value, "fullDirs": list(st.full_dirs), "warnDirs": list(st.warn_dirs)}
+                "readOnlyReason": st.reason.value, "fullDirs": list(st.full_dirs), "warnDirs": list(st.warn_dirs),
+                "journalDamage": [{"file": d.file, "offset": d.offset, "reason": d.reason, "keptAs": d.kept}
+                                  for d in self.bookie.engine.journal_damage]}
 
     def is_ready(self) -> bool:
         return self.bookie.is_ready()

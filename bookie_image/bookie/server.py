@@ -12,6 +12,7 @@ import contextlib
 import logging
 import signal
 import time
+from pathlib import Path
 
 import uvloop
 from aiohttp import web
@@ -31,7 +32,7 @@ from bookie.metadata.security import ZkSecurityError
 from bookie.metadata.store import MetadataError, MetadataStore
 from bookie.processor import RequestProcessor
 from bookie.security import BookieSecurity, client_tls
-from bookie.state import DiskThresholds, DiskUsage, StateManager
+from bookie.state import DiskThresholds, DiskUsage, ReadOnlyReason, StateManager
 from bookie.storage.engine import StorageEngine
 from bookie.termination import INVALID_CONFIG, METADATA_UNREACHABLE, StartFailure, reason_for_error
 
@@ -102,6 +103,7 @@ class BookieServer:
         self._engine.on_disk_full = self._disk_full
         self._processor = RequestProcessor(self.conf, self._engine, self.state, self.disk_space)
         await self._engine.start()
+        self._hold_read_only_if_journal_damaged(self._engine)
         await self._refresh_disks()
         loop = asyncio.get_running_loop()
         security = self.security
@@ -164,6 +166,19 @@ class BookieServer:
         except MetadataError as exc:
             raise StartupError(f"metadata service {self.conf.zk_connect}{self.conf.ledgers_root}: {exc}",
                                METADATA_UNREACHABLE) from None
+
+    def _hold_read_only_if_journal_damaged(self, engine: StorageEngine) -> None:
+        """A replay found damaged journal groups (this start or an earlier one): serve what is here, read-only,
+        until an operator has looked at the damage; writing on would hide it under new data."""
+        if not engine.journal_damage:
+            return
+        kept = sorted({str(Path(d.kept).parent) for d in engine.journal_damage})
+        why = (f"{len(engine.journal_damage)} damaged journal group(s), first: {engine.journal_damage[0].describe()}."
+               f" Acknowledged entries of those groups may be missing on this bookie (their other replicas have"
+               f" them). Inspect {', '.join(kept)} (bookie journal dump), then remove it and restart the bookie to"
+               f" make it writable again")
+        log.error("bookie %s starts read-only: %s", self.bookie_id, why)
+        self.state.hold_read_only(ReadOnlyReason.JOURNAL_CORRUPT, why)
 
     def _fail_stop(self, reason: str) -> None:
         """Storage can no longer make writes durable: stop as BookKeeper's death watcher does, so clients
@@ -231,8 +246,12 @@ class BookieServer:
         """autoRecoveryDaemonEnabled: auditor + replication worker sharing this bookie's ZooKeeper session."""
         if not self.conf.auto_recovery_daemon_enabled:
             return
+        # Rack-aware with the racks of /bookies (published by the operator from the nodes' zones): a re-replicated
+        # copy goes to another zone than the copies left. Without rack information every bookie is in the
+        # default rack and the choice is random, as BookKeeper's default placement.
         client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root,
-                                         zk_security=self.metadata.security, tls=client_tls(self.conf)),
+                                         zk_security=self.metadata.security, placement="rack",
+                                         rack_resolver="zookeeper", tls=client_tls(self.conf)),
                             store=self.metadata)
         self.autorecovery = Autorecovery(client, self.bookie_id,
                                          lost_bookie_recovery_delay_s=self.conf.lost_bookie_recovery_delay)
