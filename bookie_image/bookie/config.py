@@ -192,6 +192,13 @@ class BookieConfig(BaseModel):
     http_server_enabled: bool = Field(True, description="Serve the admin REST API.")
     http_server_port: int = Field(8080, ge=0, le=65535, description="Admin REST API port.")
     http_server_host: str = Field("0.0.0.0", description="Admin REST API listen address.")
+    http_entry_log_read_rate_by_bytes: int = Field(
+        50_000_000, ge=0, description="Bytes/s the admin API's entry-log reads (the storage audit) may read from "
+        "disk, all readers together (0 = unlimited)."
+    )
+    http_entry_log_read_concurrency: int = Field(
+        4, gt=0, description="Entry-log reads the admin API serves at once; more wait their turn."
+    )
 
     # --- Prometheus (BookKeeper's PrometheusMetricsProvider keys); /metrics is always on the admin port too
     prometheus_stats_http_enable: bool = Field(
