@@ -275,7 +275,11 @@ def findings(out_dir: str, summary: Summary) -> list[str]:
     if r.get("over_replicated"):
         found.append(f"{r['over_replicated']} entries have copies outside their write set (garbage)")
     if t.get("flagged"):
-        found.append(f"{t['flagged']} corrupt or truncated spans in entry logs (see flagged.parquet)")
+        statuses: dict[str, int] = {}
+        for row in _read(out_dir, "flagged"):
+            statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(statuses.items()))
+        found.append(f"{t['flagged']} flagged spans in entry logs ({kinds}; see flagged.parquet)")
     return found
 
 

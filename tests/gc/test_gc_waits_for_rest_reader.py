@@ -22,7 +22,8 @@ def log_holding(bookie: LocalBookie, ledger_id: int) -> int:
     """The one entry log holding the ledger's entries."""
     found = entries_on_disk(bookie)
     logs = {log for (lid, _), copies in found.items() if lid == ledger_id for log, _ in copies}
-    assert len(logs) == 1, f"ledger {ledger_id} in logs {logs}: {sorted({(k[0], c[0]) for k, v in found.items() for c in v})}"
+    placed = sorted({(lid, log) for (lid, _), copies in found.items() for log, _ in copies})
+    assert len(logs) == 1, f"ledger {ledger_id} in logs {logs}; (ledger, log) on disk: {placed}"
     return logs.pop()
 
 
