@@ -278,8 +278,8 @@ def findings(out_dir: str, summary: Summary) -> list[str]:
         statuses: dict[str, int] = {}
         for row in _read(out_dir, "flagged"):
             statuses[row["status"]] = statuses.get(row["status"], 0) + 1
-        kinds = ", ".join(f"{n} {k}" for k, n in sorted(statuses.items()))
-        found.append(f"{t['flagged']} flagged spans in entry logs ({kinds}; see flagged.parquet)")
+        by_status = ", ".join(f"{n} {k}" for k, n in sorted(statuses.items()))
+        found.append(f"{t['flagged']} flagged spans in entry logs ({by_status}; see flagged.parquet)")
     return found
 
 
