@@ -12,11 +12,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
 from bookie_audit import audits
-from bookie_audit.files import AuditInputError, LogInput, discover
-from bookie_audit.snapshot import read_manifest
+from bookie_audit.files import AuditInputError, LogFile, LogInput, discover
+from bookie_audit.rest_bookies import RestBookie, rest_table
+from bookie_audit.snapshot import Manifest, read_manifest
 
 TABLES = ("ledger_map", "records", "usage_logs", "usage_bookies", "pinning", "compaction_whatif", "orphans",
-          "replication_ledgers", "replication_problems", "flagged")
+          "replication_ledgers", "replication_problems", "flagged", "rest_bookies")
 
 
 @dataclass
@@ -32,6 +33,8 @@ class AuditOptions:
     max_snapshot_lag_s: float = 600.0
     as_of_ms: int | None = None
     keep_records: bool = False  # write records.parquet (one row per record: large)
+    # bookies whose logs cannot be read (Apache BookKeeper's): their REST API and the snapshot only
+    rest_bookies: Sequence[RestBookie] = ()
 
 
 @dataclass
@@ -122,20 +125,64 @@ def _human(n: float) -> str:
 
 def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) -> Summary:
     """Run every audit and write ``opts.out``: Parquet tables, ``summary.json``, ``report.html``."""
-    from pyspark.sql import functions as F
-
     t0 = time.monotonic()
     say: Callable[[str], None] = progress.begin if progress else (lambda _s: None)
     if opts.mode not in ("full", "metadata"):
         raise AuditInputError(f"mode must be 'full' or 'metadata', not {opts.mode!r}")
     manifest = read_manifest(opts.metadata)
     say("listing entry logs")
-    files = discover(opts.logs)  # raises a clear AuditInputError on empty input
+    # Raises a clear AuditInputError on empty input; bookies known by their REST API alone need no logs.
+    files = discover(opts.logs) if opts.logs or not opts.rest_bookies else []
     bookies = sorted({f.bookie for f in files})
-    newest = max(f.mtime_ms for f in files)
     as_of = opts.as_of_ms if opts.as_of_ms is not None else manifest.started_ms
     summary = Summary(bookies, len(files), sum(f.size for f in files), as_of, manifest.started_ms,
                       manifest.ledgers, opts.mode)
+    if manifest.underreplicated:
+        summary.totals["underreplicated_marks"] = len(manifest.underreplicated)
+    os.makedirs(opts.out, exist_ok=True)
+    if files:
+        _audit_logs(spark, opts, manifest, files, summary, say)
+    if opts.rest_bookies:
+        say(f"{len(opts.rest_bookies)} bookies by their REST API and the metadata snapshot only")
+        _audit_rest(opts, manifest, summary)
+    summary.findings = findings(opts.out, summary)
+    summary.elapsed_s = round(time.monotonic() - t0, 2)
+    with open(os.path.join(opts.out, "summary.json"), "w") as f:
+        f.write(summary.to_json())
+    say("report")
+    from bookie_audit.report import write_report
+
+    write_report(opts.out)
+    return summary
+
+
+def _audit_rest(opts: AuditOptions, manifest: Manifest, summary: Summary) -> None:
+    import pyarrow.parquet as pq
+
+    table = rest_table(opts.rest_bookies, opts.metadata, [*manifest.bookies, *manifest.readonly_bookies],
+                       manifest.underreplicated)
+    pq.write_table(table, os.path.join(opts.out, "rest_bookies.parquet"))
+    for row in table.to_pylist():
+        if row["bookie"] not in summary.bookies:
+            summary.bookies.append(row["bookie"])
+        if row["error"]:
+            summary.warnings.append(f"bookie {row['bookie']}: its REST API did not answer: {row['error']}")
+    summary.bookies.sort()
+    rows = table.to_pylist()
+    summary.totals["rest_bookies"] = len(rows)
+    summary.totals["rest_entry_logs"] = sum(r["entry_logs"] or 0 for r in rows)
+    summary.totals["rest_expected_bytes"] = sum(r["expected_bytes"] or 0 for r in rows)
+    summary.totals["rest_unexplained_bytes"] = sum(r["unexplained_bytes"] or 0 for r in rows)
+
+
+def _audit_logs(spark: Any, opts: AuditOptions, manifest: Manifest, files: list[LogFile], summary: Summary,
+                say: Callable[[str], None]) -> None:
+    """Every audit of the entry logs (ledgers maps, and in full mode every record); fills ``summary``."""
+    from pyspark.sql import functions as F
+
+    bookies = summary.bookies
+    as_of = summary.as_of_ms
+    newest = max(f.mtime_ms for f in files)
     lag_s = (newest - manifest.started_ms) / 1000
     if lag_s > opts.max_snapshot_lag_s:
         summary.warnings.append(
@@ -146,7 +193,6 @@ def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) 
         summary.warnings.append("the metadata snapshot holds no ledgers: every ledger on disk is garbage")
     if manifest.vanished:
         summary.warnings.append(f"{len(manifest.vanished)} ledgers were deleted while the snapshot was taken")
-    os.makedirs(opts.out, exist_ok=True)
     logs_json = json.dumps([{"path": i.path, "bookie": i.bookie} for i in opts.logs])
 
     def out(name: str) -> str:
@@ -212,16 +258,7 @@ def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) 
     ul = pq.read_table(out("usage_logs"), columns=["state"]).column("state").to_pylist()
     summary.states = {s: ul.count(s) for s in sorted(set(ul))}
     summary.totals["flagged"] = pq.read_table(out("flagged")).num_rows
-    summary.findings = findings(opts.out, summary)
     classified.unpersist()
-    summary.elapsed_s = round(time.monotonic() - t0, 2)
-    with open(os.path.join(opts.out, "summary.json"), "w") as f:
-        f.write(summary.to_json())
-    say("report")
-    from bookie_audit.report import write_report
-
-    write_report(opts.out)
-    return summary
 
 
 def _read(out_dir: str, table: str) -> list[dict[str, Any]]:
@@ -267,6 +304,15 @@ def findings(out_dir: str, summary: Summary) -> list[str]:
             kinds[row["class"]] = kinds.get(row["class"], 0) + 1
         found.append("ledgers on disk not placed there by metadata: "
                      + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+    for row in _read(out_dir, "rest_bookies"):
+        if row["unexplained_bytes"]:
+            found.append(f"bookie {row['bookie']} (REST API only, entry logs not readable): "
+                         f"{_human(row['disk_used_bytes'])} used on its ledger disk, metadata places about "
+                         f"{_human(row['expected_bytes'])} there: up to {_human(row['unexplained_bytes'])} of garbage "
+                         "(with the journal, index and other files on that disk)")
+    if t.get("underreplicated_marks"):
+        found.append(f"{t['underreplicated_marks']} ledgers are marked under-replicated in ZooKeeper "
+                     "(autorecovery has not re-replicated them yet)")
     r = summary.replication
     if r.get("missing"):
         found.append(f"DATA LOSS: {r['missing']} entries have no replica on any bookie of their write set")
