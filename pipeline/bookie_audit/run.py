@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -115,6 +116,16 @@ class Progress:
                 last_print = time.monotonic()
 
 
+def _save(df: Any, path: str) -> None:
+    """Write a result table from the driver (pyarrow), so executors need no file system shared with it (Spark on
+    Kubernetes); the tables are aggregates or the ledgers maps, which the driver can hold."""
+    import pyarrow.parquet as pq
+
+    if os.path.isdir(path):  # an earlier run's table written by Spark (a directory of part files)
+        shutil.rmtree(path)
+    pq.write_table(df.toArrow(), path)
+
+
 def _human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
@@ -202,22 +213,21 @@ def _audit_logs(spark: Any, opts: AuditOptions, manifest: Manifest, files: list[
     say(f"reading headers and ledgers maps of {len(files)} logs on {len(bookies)} bookies")
     ledger_map = (spark.read.format("entrylog").option("mode", "metadata").option("logs", logs_json)
                   .option("partitions", str(max(2, spark.sparkContext.defaultParallelism * 2))).load())
-    ledger_map.write.mode("overwrite").parquet(out("ledger_map"))
-    ledger_map = spark.read.parquet(out("ledger_map"))
+    ledger_map = ledger_map.localCheckpoint()  # read once: every audit below starts from these rows
+    _save(ledger_map, out("ledger_map"))
 
     say("usage per log and per bookie")
     classified = audits.classify(ledger_map, snap).cache()
     usage_logs = audits.usage_by_log(classified, as_of)
-    usage_logs.write.mode("overwrite").parquet(out("usage_logs"))
-    usage_logs = spark.read.parquet(out("usage_logs"))
-    audits.usage_by_bookie(usage_logs).write.mode("overwrite").parquet(out("usage_bookies"))
+    usage_logs = usage_logs.localCheckpoint()
+    _save(usage_logs, out("usage_logs"))
+    _save(audits.usage_by_bookie(usage_logs), out("usage_bookies"))
     say(f"pinning (logs older than {opts.min_age_days:g} days)")
-    audits.pinning(classified, usage_logs, snap, opts.min_age_days).write.mode("overwrite").parquet(out("pinning"))
+    _save(audits.pinning(classified, usage_logs, snap, opts.min_age_days), out("pinning"))
     say("compaction what-if")
-    audits.compaction_whatif(spark, usage_logs, opts.minor, opts.major).write.mode("overwrite").parquet(
-        out("compaction_whatif"))
+    _save(audits.compaction_whatif(spark, usage_logs, opts.minor, opts.major), out("compaction_whatif"))
     say("orphans")
-    audits.orphans(classified).write.mode("overwrite").parquet(out("orphans"))
+    _save(audits.orphans(classified), out("orphans"))
 
     records = None
     if opts.mode == "full":
@@ -225,7 +235,7 @@ def _audit_logs(spark: Any, opts: AuditOptions, manifest: Manifest, files: list[
         records = (spark.read.format("entrylog").option("mode", "scan").option("logs", logs_json)
                    .option("splitBytes", str(opts.split_bytes)).option("digests", os.path.abspath(opts.metadata))
                    .load())
-        if opts.keep_records:
+        if opts.keep_records:  # written by the executors: --out must be a file system they all share
             records.write.mode("overwrite").parquet(out("records"))
             records = spark.read.parquet(out("records"))
         else:
@@ -236,15 +246,15 @@ def _audit_logs(spark: Any, opts: AuditOptions, manifest: Manifest, files: list[
         say("replication vs write quorum")
         found = audits.found_entries(records)
         entries = audits.replication(found, snap, bookies).cache()
-        audits.replication_by_ledger(entries, snap).write.mode("overwrite").parquet(out("replication_ledgers"))
-        (entries.filter((F.col("status") != "ok") | (F.col("misplaced") > 0))
-         .orderBy("ledger_id", "entry_id").write.mode("overwrite").parquet(out("replication_problems")))
+        _save(audits.replication_by_ledger(entries, snap), out("replication_ledgers"))
+        _save(entries.filter((F.col("status") != "ok") | (F.col("misplaced") > 0)).orderBy("ledger_id", "entry_id"),
+              out("replication_problems"))
         counts = {r["status"]: int(r["count"]) for r in entries.groupBy("status").count().collect()}
         counts["over_replicated"] = entries.filter(F.col("misplaced") > 0).count()
         counts["checksum_failures"] = records.filter(F.col("checksum_ok") == F.lit(False)).count()
         summary.replication = counts
         entries.unpersist()
-    audits.flagged(ledger_map, records).write.mode("overwrite").parquet(out("flagged"))
+    _save(audits.flagged(ledger_map, records), out("flagged"))
     if records is not None:
         records.unpersist()
 
