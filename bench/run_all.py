@@ -47,6 +47,7 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import signal
 import statistics
@@ -192,6 +193,7 @@ def start_clusters(workdir: Path, zk_connect: str, count: int, impls: tuple[str,
                                      production=True, journalSyncData=True, log_level="warn", http=True,
                                      ledgerStorageClass=DB_LEDGER_STORAGE, **JOURNAL_RETENTION)
     ours.bookies = plan_bookies(count, workdir / "ours", zk_connect, ours.root, first_host=211,
+                                admin_token=secrets.token_urlsafe(32),
                                 journalSyncData=True, journalMaxGroupWaitMSec=1, autoRecoveryDaemonEnabled=False,
                                 **JOURNAL_RETENTION)
     started.update({c.impl: c for c in (java, ours) if c.impl in impls})
@@ -538,7 +540,8 @@ def start_gc_stores(workdir: Path, zk_connect: str, r: int, log_mib: int, stores
             (bookie,) = plan_java_bookies(1, workdir / "java", zk_connect, root, first_host=241, http=True,
                                           production=True, ledgerStorageClass=DB_LEDGER_STORAGE, **conf)
         else:
-            (bookie,) = plan_bookies(1, workdir / "ours", zk_connect, root, first_host=231, **conf, **GC_CONF_OURS)
+            (bookie,) = plan_bookies(1, workdir / "ours", zk_connect, root, first_host=231,
+                                     admin_token=secrets.token_urlsafe(32), **conf, **GC_CONF_OURS)
         stores[impl] = GcStore(impl, bookie, ClientConfig(zk_servers=zk_connect, ledgers_root=root))
     _start_gc_bookies(list(stores.values()))
 

@@ -111,6 +111,7 @@ class Snapshot:
     disk_thresholds: dict[str, float] = field(default_factory=dict)
     limit_hits: dict[str, int] = field(default_factory=dict)     # limit key -> times hit (docs/limits.md)
     long_polls_parked: int = 0
+    journal_damaged_groups: int = 0
 
 
 # BookKeeper's GC stats: counters and gauges under ``bookie_``. Everything else the GC reports is ours.
@@ -321,6 +322,7 @@ def _ours(text: Text, s: Snapshot) -> None:
             text.gauge(f"bookie_{name}", value)
     text.histogram("bookie_entry_log_age_seconds", s.entry_log_ages, AGE_BUCKETS)
     text.gauge("bookie_long_polls_parked", s.long_polls_parked)
+    text.gauge("bookie_journal_damaged_groups", s.journal_damaged_groups)
     for limit, hits in sorted(s.limit_hits.items()):
         text.counter(f"bookie_limit_{limit}_hits_total", hits)
 
@@ -368,7 +370,8 @@ def snapshot_of(server: MetricsSource) -> Snapshot:
         ledgers=len(engine.ledgers), engine_counters=dict(engine.stats),
         disk_thresholds={"full": conf.disk_usage_threshold, "warn": conf.disk_usage_warn_threshold,
                          "writable_below": conf.effective_lwm_threshold},
-        limit_hits=dict(processor.limits.counts), long_polls_parked=processor.long_polls.count)
+        limit_hits=dict(processor.limits.counts), long_polls_parked=processor.long_polls.count,
+        journal_damaged_groups=len(engine.journal_damage))
 
 
 def _dir_snapshot(d: LedgerDirStorage, used: float, full_threshold: float, ledgers: int) -> DirSnapshot:

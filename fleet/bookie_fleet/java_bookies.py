@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bookie_fleet import processes
-from bookie_fleet.processes import BookieProcess, accepts, free_port, stop_all
+from bookie_fleet.processes import BookieProcess, accepts, console_log4j2, free_port, stop_all
 
 __all__ = ["PRODUCTION_JVM_OPTS", "TEST_JVM_OPTS", "JavaBookie", "bk_lib_dir", "plan_java_bookies", "start_all",
            "stop_all"]
@@ -52,17 +52,6 @@ TEST_TUNING: dict[str, Any] = {
     "numReadWorkerThreads": 2,
     "serverNumIOThreads": 2,
 }
-
-
-_LOG4J = """\
-status = error
-appender.console.type = Console
-appender.console.name = console
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1} - %m%n
-rootLogger.level = {level}
-rootLogger.appenderRef.console.ref = console
-"""
 
 
 def bk_lib_dir(lib_dir: str | Path | None = None) -> Path:
@@ -127,7 +116,7 @@ class JavaBookie(BookieProcess):
 
     def write_conf(self) -> None:
         super().write_conf()
-        (self.data_dir / "log4j2.properties").write_text(_LOG4J.replace("{level}", self.log_level))
+        (self.data_dir / "log4j2.properties").write_text(console_log4j2(self.log_level))
 
     def command(self) -> list[str]:
         lib = bk_lib_dir(self.lib_dir)

@@ -9,13 +9,17 @@ and a scan task its offset range. The bookie holds a log while a range of it is 
 up to its forced-destroy interval) and throttles what all its readers take together
 (``httpEntryLogReadRateByBytes``): the audit's read load on a bookie is bounded by the bookie.
 
-Credentials and TLS, from the environment of the driver and of every executor (no secret in a URI: paths end up
-in the audit's tables):
+Credentials and TLS, never in a URI (paths end up in the audit's tables): files named by ``configure`` (the
+audit's ``--bookie-token-file`` / ``--bookie-ca-file``, which the ``entrylog`` data source hands to every task),
+else by the environment:
 
 * ``BOOKIE_AUDIT_TOKEN_FILE``: a file holding the bearer token of the bookies' admin API (read at every
-  connection, so a rotated token is picked up);
+  request, so a rotated token is picked up);
 * ``BOOKIE_AUDIT_CA_FILE``: the CA bundle that signed the bookies' certificates (``bookie+https``); without it,
   the system's CAs.
+
+On Spark executors the files must be at the same paths as on the driver (Spark on Kubernetes: the same Secret
+mounted in both pods).
 
 Why not fsspec's HTTP file system: it learns what a directory holds by scraping links from an HTML page and has
 no modification times, which the audit needs for log ages; this endpoint answers both in one JSON listing. The
@@ -45,6 +49,23 @@ TOKEN_FILE_ENV = "BOOKIE_AUDIT_TOKEN_FILE"
 CA_FILE_ENV = "BOOKIE_AUDIT_CA_FILE"
 TIMEOUT_S = 120.0  # a range waits for the bookie's throttle: generous
 LISTING_TTL_S = 30.0
+
+
+_settings: dict[str, str | None] = {"token_file": None, "ca_file": None}
+
+
+def configure(token_file: str | None = None, ca_file: str | None = None) -> None:
+    """The credential and CA files of this process's bookie clients (over the environment's)."""
+    _settings["token_file"] = token_file
+    _settings["ca_file"] = ca_file
+
+
+def token_file() -> str | None:
+    return _settings["token_file"] or os.environ.get(TOKEN_FILE_ENV) or None
+
+
+def ca_file() -> str | None:
+    return _settings["ca_file"] or os.environ.get(CA_FILE_ENV) or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +98,7 @@ class BookieHttpClient:
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
         if conn is None:
             if self.tls:
-                context = ssl.create_default_context(cafile=os.environ.get(CA_FILE_ENV) or None)
+                context = ssl.create_default_context(cafile=ca_file())
                 conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout_s, context=context)
             else:
                 conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
@@ -86,14 +107,9 @@ class BookieHttpClient:
 
     def _headers(self) -> dict[str, str]:
         headers = {"Accept-Encoding": "identity"}
-        token_file = os.environ.get(TOKEN_FILE_ENV)
-        if token_file:
-            try:
-                with open(token_file) as f:
-                    headers["Authorization"] = f"Bearer {f.read().strip()}"
-            except OSError as exc:
-                raise PermissionError(errno.EACCES, f"{TOKEN_FILE_ENV}={token_file}: cannot read the bookies' "
-                                      f"admin token: {exc.strerror}", token_file) from None
+        path = token_file()
+        if path:
+            headers["Authorization"] = f"Bearer {read_token(path)}"
         return headers
 
     def request(self, method: str, path: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str],
@@ -115,8 +131,8 @@ class BookieHttpClient:
             except ssl.SSLError as exc:
                 conn.close()
                 self._local.conn = None
-                raise OSError(f"{self.base}{path}: TLS: {exc} (is {CA_FILE_ENV} the CA of the bookies' "
-                              "certificates?)") from None
+                raise OSError(f"{self.base}{path}: TLS: {exc} (is {ca_file()} the CA of the bookies' "
+                              "certificates? --bookie-ca-file or " + CA_FILE_ENV + ")") from None
             except OSError as exc:
                 conn.close()
                 self._local.conn = None
@@ -127,7 +143,7 @@ class BookieHttpClient:
         text = f"bookie {self.host}:{self.port}: {what}: HTTP {status}: {body.decode(errors='replace').strip()}"
         if status in (401, 403):
             return PermissionError(errno.EACCES, f"{text} (the admin API's bearer token is read from the file "
-                                   f"named by {TOKEN_FILE_ENV})", what)
+                                   f"given by --bookie-token-file or {TOKEN_FILE_ENV}: {token_file()})", what)
         if status == 404:
             return FileNotFoundError(errno.ENOENT, text, what)
         if status == 501:
@@ -141,6 +157,9 @@ class BookieHttpClient:
             now = time.monotonic()
             if fresh or self._listing is None or now - self._listing[0] > LISTING_TTL_S:
                 status, _, body = self.request("GET", PREFIX)
+                if status in (404, 501):
+                    raise OSError(f"bookie {self.host}:{self.port} serves no entry-log reads (HTTP {status}; Apache "
+                                  "BookKeeper's bookies do not): audit it with --rest-bookie")
                 if status != 200:
                     raise self._error(status, body, "listing entry logs")
                 answer = json.loads(body)
@@ -207,6 +226,20 @@ class _RangeFile(io.RawIOBase):
         data = self.read(len(buffer))
         memoryview(buffer).cast("B")[:len(data)] = data
         return len(data)
+
+
+def read_token(path: str) -> str:
+    """The first token of a token file (the bookie's own format: one per line, ``#`` comments)."""
+    try:
+        with open(path) as f:
+            lines = [line.strip() for line in f.read().splitlines()]
+    except OSError as exc:
+        raise PermissionError(errno.EACCES, f"cannot read the bookies' admin token from {path}: {exc.strerror}",
+                              path) from None
+    tokens = [line for line in lines if line and not line.startswith("#")]
+    if not tokens:
+        raise PermissionError(errno.EACCES, f"the admin token file {path} holds no token", path)
+    return tokens[0]
 
 
 def _parents(path: str) -> list[str]:

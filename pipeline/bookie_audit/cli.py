@@ -41,6 +41,11 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--rest-bookie", action="append", default=[], metavar="[BOOKIE=]URL",
                    help="a bookie whose entry logs cannot be read (Apache BookKeeper's): its admin REST API "
                         "http(s)://HOST:PORT and the snapshot only")
+    r.add_argument("--bookie-token-file", default=None,
+                   help="the bookies' admin API bearer token (bookie+https:// and --rest-bookie; default "
+                        "$BOOKIE_AUDIT_TOKEN_FILE); on a cluster, a path every executor has")
+    r.add_argument("--bookie-ca-file", default=None,
+                   help="CA bundle of the bookies' HTTPS certificates (default $BOOKIE_AUDIT_CA_FILE)")
     r.add_argument("--metadata", required=True, help="a snapshot directory from `bookie-audit snapshot`")
     r.add_argument("--out", required=True)
     r.add_argument("--master", default=None, help="Spark master (default local[*], or $BOOKIE_AUDIT_MASTER)")
@@ -92,11 +97,15 @@ def _run(args: argparse.Namespace) -> int:
     opts = AuditOptions(
         logs=[LogInput.parse(x) for x in args.logs], metadata=args.metadata, out=args.out, mode=args.mode,
         rest_bookies=[RestBookie.parse(x) for x in args.rest_bookie],
+        bookie_token_file=args.bookie_token_file, bookie_ca_file=args.bookie_ca_file,
         min_age_days=args.min_age_days, minor=args.minor or audits.DEFAULT_MINOR,
         major=args.major or audits.DEFAULT_MAJOR, split_bytes=args.split_mb << 20,
         max_snapshot_lag_s=args.max_snapshot_lag, keep_records=args.keep_records)
     # Bad input is said before a JVM is started.
     read_manifest(opts.metadata)
+    from bookie_audit import bookie_http
+
+    bookie_http.configure(opts.bookie_token_file, opts.bookie_ca_file)
     if opts.logs:
         discover(opts.logs)
     from bookie_audit.spark import build_session

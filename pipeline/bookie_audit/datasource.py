@@ -10,6 +10,8 @@ Options:
   ``mode``            ``metadata`` (header + ledgers map: one row per log and ledger) or ``scan`` (every record)
   ``splitBytes``      scan mode: logs larger than this are read by several tasks, by offset ranges (128 MiB)
   ``partitions``      metadata mode: number of tasks the logs are spread over (default 8)
+  ``bookieTokenFile``, ``bookieCaFile``  credential and CA files of ``bookie+https://`` inputs (paths valid on the
+                      driver and on every executor; ``bookie_audit.bookie_http``)
   ``digests``         scan mode: a metadata snapshot directory; records are checked with their ledger's
                       digest type and password (otherwise CRC32C then CRC32 are tried)
 Files are listed on the driver when the query is planned; they are opened in the Python workers. The snapshot
@@ -29,7 +31,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from bookie_audit import scan
+from bookie_audit import bookie_http, scan
 from bookie_audit.files import AuditInputError, LogFile, LogInput, discover
 
 DEFAULT_SPLIT_BYTES = 128 << 20
@@ -121,6 +123,7 @@ class EntryLogReader(DataSourceReader):
         self.mode = options.get("mode", "metadata")
         if self.mode not in MODES:  # options are lower-case keys (``splitbytes``)
             raise AuditInputError(f"entrylog mode must be one of {MODES}, not {self.mode!r}")
+        bookie_http.configure(options.get("bookietokenfile") or None, options.get("bookiecafile") or None)
         snapshot = options.get("digests") or None
         self.digests: dict[int, tuple[int, bytes]] = dict(load_digests(snapshot)) if snapshot and \
             self.mode == "scan" else {}
@@ -136,6 +139,7 @@ class EntryLogReader(DataSourceReader):
         return [RangePartition(log, start, end) for log, start, end in plan_ranges(logs, split)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        bookie_http.configure(self.options.get("bookietokenfile") or None, self.options.get("bookiecafile") or None)
         if isinstance(partition, LogsPartition):
             yield from scan.ledger_rows(list(partition.logs))
             return

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from bookie.protocol import entry as bke
 from bookie.storage.entrylog_format import RECORD_SIZE_PREFIX
 
-from bookie_audit.bookie_http import CA_FILE_ENV, TOKEN_FILE_ENV
+from bookie_audit import bookie_http
 from bookie_audit.files import AuditInputError
 
 TIMEOUT_S = 30.0
@@ -71,12 +71,10 @@ class RestBookie:
 
 def _get(url: str) -> Any:
     headers = {}
-    token_file = os.environ.get(TOKEN_FILE_ENV)
-    if token_file:
-        with open(token_file) as f:
-            headers["Authorization"] = f"Bearer {f.read().strip()}"
-    context = ssl.create_default_context(cafile=os.environ.get(CA_FILE_ENV) or None) if url.startswith(
-        "https:") else None
+    path = bookie_http.token_file()
+    if path:
+        headers["Authorization"] = f"Bearer {bookie_http.read_token(path)}"
+    context = ssl.create_default_context(cafile=bookie_http.ca_file()) if url.startswith("https:") else None
     with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_S,
                                 context=context) as response:
         return json.loads(response.read())

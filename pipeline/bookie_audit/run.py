@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
-from bookie_audit import audits
+from bookie_audit import audits, bookie_http
 from bookie_audit.files import AuditInputError, LogFile, LogInput, discover
 from bookie_audit.rest_bookies import RestBookie, rest_table
 from bookie_audit.snapshot import Manifest, read_manifest
@@ -36,6 +36,9 @@ class AuditOptions:
     keep_records: bool = False  # write records.parquet (one row per record: large)
     # bookies whose logs cannot be read (Apache BookKeeper's): their REST API and the snapshot only
     rest_bookies: Sequence[RestBookie] = ()
+    # credential and CA of bookie+https:// inputs and REST calls (bookie_audit.bookie_http)
+    bookie_token_file: str | None = None
+    bookie_ca_file: str | None = None
 
 
 @dataclass
@@ -141,6 +144,7 @@ def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) 
     if opts.mode not in ("full", "metadata"):
         raise AuditInputError(f"mode must be 'full' or 'metadata', not {opts.mode!r}")
     manifest = read_manifest(opts.metadata)
+    bookie_http.configure(opts.bookie_token_file, opts.bookie_ca_file)
     say("listing entry logs")
     # Raises a clear AuditInputError on empty input; bookies known by their REST API alone need no logs.
     files = discover(opts.logs) if opts.logs or not opts.rest_bookies else []
@@ -211,7 +215,10 @@ def _audit_logs(spark: Any, opts: AuditOptions, manifest: Manifest, files: list[
 
     snap = audits.load_snapshot(spark, opts.metadata, manifest)
     say(f"reading headers and ledgers maps of {len(files)} logs on {len(bookies)} bookies")
-    ledger_map = (spark.read.format("entrylog").option("mode", "metadata").option("logs", logs_json)
+    credentials = {k: v for k, v in (("bookieTokenFile", opts.bookie_token_file),
+                                     ("bookieCaFile", opts.bookie_ca_file)) if v}
+    ledger_map = (spark.read.format("entrylog").options(**credentials).option("mode", "metadata")
+                  .option("logs", logs_json)
                   .option("partitions", str(max(2, spark.sparkContext.defaultParallelism * 2))).load())
     ledger_map = ledger_map.localCheckpoint()  # read once: every audit below starts from these rows
     _save(ledger_map, out("ledger_map"))
@@ -232,7 +239,8 @@ def _audit_logs(spark: Any, opts: AuditOptions, manifest: Manifest, files: list[
     records = None
     if opts.mode == "full":
         say("full scan of every record (replication)")
-        records = (spark.read.format("entrylog").option("mode", "scan").option("logs", logs_json)
+        records = (spark.read.format("entrylog").options(**credentials).option("mode", "scan")
+                   .option("logs", logs_json)
                    .option("splitBytes", str(opts.split_bytes)).option("digests", os.path.abspath(opts.metadata))
                    .load())
         if opts.keep_records:  # written by the executors: --out must be a file system they all share

@@ -1,7 +1,7 @@
-"""A bookie serves its entry logs read-only over the admin API (``/api/v1/bookie/entry_log_files``): the listing
-says what ``stat`` says, a range gives exactly the file's bytes, header and ledgers map are decoded with the
-one parser of the format, and a range outside the file, a malformed range or an unknown log are refused with
-a 4xx naming the problem."""
+"""A bookie serves its entry logs read-only over the admin API (``/api/v1/bookie/entry_log_files``), to holders of
+its admin credential only: the listing says what ``stat`` says, a range gives exactly the file's bytes, header
+and ledgers map are decoded with the one parser of the format, and a read without the credential, a range
+outside the file, a malformed range or an unknown log are refused with a 4xx naming the problem."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 from bookie.storage import entrylog_format as ef
 
+from tests.support.admin_api import ADMIN_HEADERS
 from tests.support.bookies import BookieFactory, BookieSet
 from tests.support.raw_client import RawConnection, entry
 
@@ -23,9 +24,10 @@ LEDGERS = (501, 502)
 PREFIX = "/api/v1/bookie/entry_log_files"
 
 
-async def request(method: str, url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+async def request(method: str, url: str, headers: dict[str, str] | None = None, *,
+                  credential: dict[str, str] = ADMIN_HEADERS) -> tuple[int, dict[str, str], bytes]:
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-        async with session.request(method, url, headers=headers) as response:
+        async with session.request(method, url, headers={**credential, **(headers or {})}) as response:
             return response.status, dict(response.headers), await response.read()
 
 
@@ -37,7 +39,7 @@ async def written(bookie_factory: BookieFactory) -> BookieSet:
         for entry_id in range(ENTRIES):
             for ledger in LEDGERS:
                 resp = await conn.add(ledger, entry_id, bytes([entry_id % 256]) * ENTRY_BYTES)
-                assert resp.status == 0
+                assert resp.status == 0, (ledger, entry_id, resp)
     await asyncio.to_thread(cluster[0].restart)
     return cluster
 
@@ -147,3 +149,15 @@ async def test_a_log_without_ledgers_map_says_so(bookie_factory: BookieFactory) 
     [log] = active
     status, _, body = await request("GET", f"{base}/0/{log['name']}/ledgers_map")
     assert status == 422 and b"has no ledgers map" in body
+
+
+async def test_reads_without_the_admin_credential_are_refused(written: BookieSet) -> None:
+    name, _ = next(iter(on_disk(written).items()))
+    base = f"{written[0].http_url}{PREFIX}"
+    for credential in ({}, {"Authorization": "Bearer not-the-token-of-this-bookie"}):
+        for method, url in (("GET", base), ("GET", f"{base}/0/{name}"), ("HEAD", f"{base}/0/{name}"),
+                            ("GET", f"{base}/0/{name}/header"), ("GET", f"{base}/0/{name}/ledgers_map")):
+            status, headers, body = await request(method, url, {"Range": "bytes=0-1023"}, credential=credential)
+            assert status == 401, (method, url, credential, status)
+            assert headers["WWW-Authenticate"].startswith("Bearer")
+            assert ef.MAGIC not in body, "no byte of the log"

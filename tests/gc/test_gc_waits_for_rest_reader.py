@@ -11,6 +11,7 @@ from bookie.storage import entrylog_format as ef
 from bookie_fleet.local_bookies import LocalBookie
 
 from tests.gc.gcutil import GC_OVERRIDES, client, current_dir, entries_on_disk, gc_now, metrics, write_ledger
+from tests.support.admin_api import ADMIN_HEADERS
 from tests.support.bookies import BookieFactory
 
 FORCED_AFTER_S = 3.0
@@ -44,7 +45,7 @@ async def test_gc_waits_for_a_rest_read_then_forced_destroy(bookie_factory: Book
         url = f"{bookie.http_url}/api/v1/bookie/entry_log_files/0/"
         timeout = aiohttp.ClientTimeout(total=120)
 
-        async with aiohttp.ClientSession(timeout=timeout) as session:
+        async with aiohttp.ClientSession(timeout=timeout, headers=ADMIN_HEADERS) as session:
             await bk.delete_ledger(ledgers[0])
             async with session.get(url + paths[0].name, headers={"Range": "bytes=0-"}) as reading:
                 assert reading.status == 206  # headers sent: the log is held from here to the last byte

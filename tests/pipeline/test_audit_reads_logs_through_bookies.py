@@ -13,15 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.metadata.store import MetadataStore
 from bookie.protocol.entry import DigestType
 from bookie.storage import entrylog_format as ef
-from bookie_audit.files import LogInput, discover
+from bookie_audit import bookie_http
+from bookie_audit.files import AuditInputError, LogInput, discover
 from bookie_audit.run import AuditOptions, Summary, run_audit
 from bookie_audit.snapshot import export_snapshot
 
 from tests.pipeline.tables import audit_tables
+from tests.support.admin_api import TEST_ADMIN_TOKEN
 
 raw = importlib.import_module("tests.support.raw_client")
 
@@ -107,13 +110,20 @@ async def test_audit_through_bookies_gives_the_tables_of_a_copy(bookie_factory: 
     for b, copy in zip(bs.bookies, copies, strict=True):
         await asyncio.to_thread(_copy_logs, b.ledger_dir, Path(copy))
 
+    token = tmp_path / "admin-token"
+    token.write_text(TEST_ADMIN_TOKEN + "\n")
+    bookie_http.configure()
+    with pytest.raises(AuditInputError, match="401"):  # the bookies' logs are for holders of their credential
+        await asyncio.to_thread(discover, [LogInput(next(iter(remote)))])
+    bookie_http.configure(str(token))
     logs = await asyncio.to_thread(discover, [LogInput(u) for u in remote])
     assert sorted({log.bookie for log in logs}) == sorted(bs.ids), "bookie ids from the bookies' listings"
     assert any(log.size > 2 * SPLIT for log in logs)
 
     def audit(roots: dict[str, str], name: str) -> tuple[Summary, dict[str, list[str]]]:
         opts = AuditOptions(logs=[LogInput(r) for r in roots], metadata=str(tmp_path / "snap"),
-                            out=str(tmp_path / name), min_age_days=0, split_bytes=SPLIT, keep_records=True)
+                            out=str(tmp_path / name), min_age_days=0, split_bytes=SPLIT, keep_records=True,
+                            bookie_token_file=str(token))
         return run_audit(spark, opts), audit_tables(tmp_path / name, roots)
 
     _, copy_tables = await asyncio.to_thread(audit, copies, "copy-audit")
