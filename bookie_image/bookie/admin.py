@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from bookie.client.config import ClientConfig
 from bookie.client.connection import BookieAddressResolver, BookieClient
 from bookie.config import BookieConfig, describe_validation_error, unknown_key_message
-from bookie.http.backend import AutorecoveryAdmin, GcAdmin
+from bookie.http.backend import AutorecoveryAdmin, EntryLogFilesAdmin, GcAdmin
+from bookie.log_reads import EntryLogReads
 from bookie.metadata.ledger_metadata import LedgerMetadata, serialize_ledger_metadata
 from bookie.metadata.store import MetadataStore, NoNode
 from bookie.processor import RequestProcessor
@@ -72,6 +73,7 @@ class AdminService:
 
     def __init__(self, bookie: BookieProcess) -> None:
         self.bookie = bookie
+        self._log_reads: EntryLogReads | None = None
 
     @property
     def bookie_id(self) -> str:
@@ -84,6 +86,17 @@ class AdminService:
     @property
     def autorecovery(self) -> AutorecoveryAdmin | None:
         return self.bookie.autorecovery
+
+    @property
+    def entry_log_files(self) -> EntryLogFilesAdmin | None:
+        """Created at first use: storage is open only once the bookie passed its cookie check."""
+        if self._log_reads is None:
+            self._log_reads = EntryLogReads(self.bookie.conf, self.bookie.engine)
+        return self._log_reads
+
+    def close(self) -> None:
+        if self._log_reads is not None:
+            self._log_reads.close()
 
     def server_config(self) -> dict[str, Any]:
         return {k: _jsonable(v) for k, v in self.bookie.conf.model_dump(by_alias=True).items()}

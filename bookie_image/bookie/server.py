@@ -232,6 +232,7 @@ class BookieServer:
             conn.close()
         if self._http is not None:
             await self._http.cleanup()
+        self.admin.close()
         if self._metrics_http is not None:
             await self._metrics_http.cleanup()
         try:
