@@ -31,6 +31,7 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "Event": ("/api/v1", "events"),
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases"),
     models.KIND: (f"/apis/{models.GROUP}/{models.VERSION}", models.PLURAL),
 }

@@ -41,8 +41,10 @@ ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 
 # What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
 OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS"}
-OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-")
+OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-")
+OWNED_VOLUME_NAMES = ("tmp",)
 OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
+OWNED_MOUNT_PATHS = ("/tmp",)   # the bookie's writable /tmp (the root filesystem is read-only)
 
 # Keys of bookie.config.BookieConfig the operator writes itself: they cannot be overridden in spec.config
 # (the value points at the spec field that controls them, or says why the operator owns it).
@@ -301,6 +303,93 @@ class PdbSpec(Model):
     max_unavailable: int = Field(default=1, ge=1, description="Bookies that may be disrupted at once.")
 
 
+CLIENT_LABEL = f"{GROUP}/client"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"   # set by the API server on every namespace
+
+
+class LabelSelectorRequirement(Model):
+    key: str = Field(description="Label key.", max_length=317)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"] = Field(description="How the key is matched.")
+    values: list[str] = Field(default_factory=list, max_length=64, description="Values for In and NotIn.")
+
+
+class LabelSelector(Model):
+    """A metav1 LabelSelector; ``{}`` selects everything."""
+
+    match_labels: dict[str, str] = Field(default_factory=dict, description="Labels that must all match.")
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list, max_length=16,
+                                                              description="Requirements that must all hold.")
+
+
+class IPBlock(Model):
+    cidr: str = Field(description="An IP range (CIDR), e.g. 10.0.0.0/8.", max_length=64)
+    except_: list[str] = Field(default_factory=list, alias="except", max_length=32,
+                               description="Ranges within cidr that are not included.")
+
+
+class NetworkPolicyPeer(Model):
+    """Who a rule admits (networking/v1 NetworkPolicyPeer). A podSelector alone means pods of the cluster's own
+    namespace; with a namespaceSelector, those pods in the selected namespaces; a namespaceSelector alone, every
+    pod there."""
+
+    model_config = ConfigDict(json_schema_extra=_rules(
+        ("has(self.podSelector) || has(self.namespaceSelector) || has(self.ipBlock)",
+         "a network policy peer needs podSelector, namespaceSelector or ipBlock"),
+        ("!has(self.ipBlock) || !(has(self.podSelector) || has(self.namespaceSelector))",
+         "ipBlock cannot be combined with podSelector or namespaceSelector"),
+    ))
+
+    pod_selector: LabelSelector | None = Field(default=None, description="Pods (labels).")
+    namespace_selector: LabelSelector | None = Field(default=None, description="Namespaces (labels).")
+    ip_block: IPBlock | None = Field(default=None, description="Addresses (for what runs outside pods).")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> NetworkPolicyPeer:
+        selectors = self.pod_selector is not None or self.namespace_selector is not None
+        if not selectors and self.ip_block is None:
+            raise ValueError("a network policy peer needs podSelector, namespaceSelector or ipBlock")
+        if selectors and self.ip_block is not None:
+            raise ValueError("ipBlock cannot be combined with podSelector or namespaceSelector")
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        """As the API server stores it (no empty lists), so the applied object compares equal to the live one."""
+        return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
+
+
+def _peers(*peers: dict[str, Any]) -> Any:
+    return lambda: [NetworkPolicyPeer.model_validate(p) for p in peers]
+
+
+class NetworkPolicySpec(Model):
+    """The bookies' NetworkPolicy: which pods may reach which port, and where the bookies may connect to.
+
+    Only enforced where the cluster's network plugin implements NetworkPolicy. Traffic from the node itself
+    (the kubelet's probes) is allowed by the usual plugins whatever the policy says."""
+
+    enabled: bool = Field(default=True, description="Create the NetworkPolicy (false: the operator deletes its own).")
+    clients: list[NetworkPolicyPeer] = Field(
+        default_factory=_peers({"podSelector": {"matchLabels": {CLIENT_LABEL: "true"}}}), max_length=32,
+        description=f"Who may reach the bookie port (3181). Default: pods labelled {CLIENT_LABEL}=true in the "
+        "cluster's namespace. The cluster's own bookies always may (re-replication).")
+    monitoring: list[NetworkPolicyPeer] = Field(
+        default_factory=_peers({"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "monitoring"}}}),
+        max_length=32, description="Who may scrape /metrics: the dedicated metrics port of bookie-fleet's bookies "
+        "(prometheusStatsHttpPort, 8000), the admin port of Apache BookKeeper's (which serves /metrics only there). "
+        "Default: every pod of the namespace named monitoring.")
+    operator: list[NetworkPolicyPeer] | None = Field(
+        default=None, max_length=32, description="Who may reach the admin port (8080). Default: the operator's own "
+        "pods (the namespace and labels its Helm chart gives it); an operator running outside the cluster needs "
+        "an ipBlock here.")
+    zookeeper: list[NetworkPolicyPeer] = Field(
+        default_factory=list, max_length=32, description="Where the bookies may reach ZooKeeper (the ports of "
+        "spec.metadataService.zkServers). Default: any address on those ports.")
+    extra_ingress: list[dict[str, Any]] = _preserve_list(
+        "More ingress rules (networking/v1 NetworkPolicyIngressRule), e.g. for a sidecar's port.")
+    extra_egress: list[dict[str, Any]] = _preserve_list(
+        "More egress rules (networking/v1 NetworkPolicyEgressRule), e.g. for a sidecar's destination.")
+
+
 class ScaleDownSpec(Model):
     pvc_policy: Literal["Delete", "Retain"] = Field(
         default="Delete", description="What happens to a decommissioned bookie's volumes. "
@@ -403,6 +492,8 @@ class BookieClusterSpec(Model):
     compaction: CompactionSpec = Field(default_factory=CompactionSpec, description="Scheduled forced compactions.")
     autorecovery: AutorecoverySpec = Field(default_factory=AutorecoverySpec, description="Autorecovery.")
     pdb: PdbSpec = Field(default_factory=PdbSpec, description="PodDisruptionBudget.")
+    network_policy: NetworkPolicySpec = Field(default_factory=NetworkPolicySpec,
+                                              description="The bookies' NetworkPolicy.")
     scale_down: ScaleDownSpec = Field(default_factory=ScaleDownSpec, description="Safe scale-down.")
     resources: dict[str, Any] = _preserve(
         "Bookie container resources (core/v1 ResourceRequirements). Default requests: memory sized for the "
@@ -464,9 +555,9 @@ class BookieClusterSpec(Model):
                 problems.append(f"spec.env[{i}]: value and valueFrom are exclusive")
         names = [v.name for v in self.extra_volumes]
         for i, name in enumerate(names):
-            if name.startswith(OWNED_VOLUME_PREFIXES):
-                problems.append(f"spec.extraVolumes[{i}].name: {name} is the operator's (config, run, journal-*, "
-                                "ledgers-*)")
+            if name.startswith(OWNED_VOLUME_PREFIXES) or name in OWNED_VOLUME_NAMES:
+                problems.append(f"spec.extraVolumes[{i}].name: {name} is the operator's (config, run, tmp, "
+                                "journal-*, ledgers-*, tls-*)")
             elif names.index(name) != i:
                 problems.append(f"spec.extraVolumes[{i}].name: {name} is given twice")
         for i, mount in enumerate(self.extra_volume_mounts):
@@ -475,6 +566,9 @@ class BookieClusterSpec(Model):
             if any(mount.mount_path == r or mount.mount_path.startswith(r + "/") for r in OWNED_MOUNT_ROOTS):
                 problems.append(f"spec.extraVolumeMounts[{i}].mountPath: {mount.mount_path} is under the bookie's "
                                 f"own directories ({', '.join(OWNED_MOUNT_ROOTS)})")
+            elif mount.mount_path.rstrip("/") in OWNED_MOUNT_PATHS:
+                problems.append(f"spec.extraVolumeMounts[{i}].mountPath: {mount.mount_path} is the bookie's own "
+                                "writable directory (an emptyDir)")
         sidecars = [c.name for c in self.sidecars]
         for i, name in enumerate(sidecars):
             if name == "bookie" or sidecars.index(name) != i:

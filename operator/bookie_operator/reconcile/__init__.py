@@ -29,7 +29,7 @@ async def steps(t: Tick) -> None:
     await observe(t)                     # StatefulSet, pods, each bookie's state, disk and GC
     await reclaim_foreign_volumes(t)     # only with the explicit opt-in, another instance's claims
     await decommission(t)                # scale-down: the resumable state machine in status.decommission
-    await apply_desired(t)               # ConfigMap, Services, PDB, StatefulSet
+    await apply_desired(t)               # ConfigMap, Services, PDB, NetworkPolicy, StatefulSet
     await control_read_only(t)           # read-only from disk usage, with the ensemble floor
     await force_gc(t)                    # forced GC above the force-compaction ratio
     await run_compaction_schedule(t)     # scheduled compaction, one bookie at a time

@@ -39,6 +39,9 @@ class Operator:
     # (cluster uid, kind, name) -> (digest of the desired object, when the live object last matched it)
     checked: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)
     bookie_port: int = models.HTTP_PORT
+    # The operator's own pods as NetworkPolicy peers (its namespace and labels), admitted to the admin port;
+    # empty when it runs outside the cluster.
+    operator_peers: list[Obj] = field(default_factory=list)
 
     def lock(self, uid: str) -> asyncio.Lock:
         return self.locks.setdefault(uid, asyncio.Lock())
