@@ -26,6 +26,9 @@ IMPLEMENTATION_LABEL = f"{models.GROUP}/implementation"
 CONF_DIR = "/opt/bookie/conf"
 RUN_DIR = "/opt/bookie/run"
 DATA_ROOT = "/bookie"
+# spec.tls's Secrets, one directory per purpose (bookie, admin, zookeeper), mounted whole (not by subPath) so that
+# the kubelet's updates of a renewed certificate reach the bookie, which re-reads the files.
+TLS_ROOT = "/opt/bookie/tls"
 JAVA_CONF = "/opt/bookkeeper/conf/bk_server.conf"
 HOSTNAME_KEY = "kubernetes.io/hostname"
 ZONE_KEY = "topology.kubernetes.io/zone"
@@ -228,6 +231,22 @@ def container_security_context() -> Obj:
             "capabilities": {"drop": ["ALL"]}}
 
 
+def tls_dir(purpose: str) -> str:
+    return f"{TLS_ROOT}/{purpose}"
+
+
+def tls_volumes(spec: BookieClusterSpec) -> tuple[list[Obj], list[Obj]]:
+    """(volumes, mounts) of spec.tls's Secrets. Readable by every user of the pod (0444): the bookie's uid is the
+    image's, and a Secret volume's files are root's on a node that does not give them the pod's fsGroup."""
+    if spec.tls is None:
+        return [], []
+    volumes, mounts = [], []
+    for purpose, secret in spec.tls.secrets().items():
+        volumes.append({"name": f"tls-{purpose}", "secret": {"secretName": secret, "defaultMode": 0o444}})
+        mounts.append({"name": f"tls-{purpose}", "mountPath": tls_dir(purpose), "readOnly": True})
+    return volumes, mounts
+
+
 def metrics_port(spec: BookieClusterSpec) -> int:
     """Where the bookie serves /metrics: our bookie's dedicated port, unless spec.config turned it off; the
     admin port otherwise (Apache BookKeeper serves /metrics only there while its admin HTTP server is on)."""
@@ -353,8 +372,16 @@ def default_topology_spread(cluster: str) -> list[Obj]:
              "labelSelector": {"matchLabels": selector_labels(cluster)}}]
 
 
-def _probe(path: str, **timing: int) -> Obj:
-    return {"httpGet": {"path": path, "port": "http"}, **timing}
+def admin_scheme(spec: BookieClusterSpec) -> str:
+    """HTTPS when spec.tls.admin gives the admin API a certificate (the kubelet's probes do not verify it)."""
+    return "HTTPS" if spec.tls is not None and spec.tls.admin is not None else "HTTP"
+
+
+def _probe(path: str, scheme: str, **timing: int) -> Obj:
+    get: Obj = {"path": path, "port": "http"}
+    if scheme == "HTTPS":
+        get["scheme"] = scheme
+    return {"httpGet": get, **timing}
 
 
 def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
@@ -374,9 +401,10 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         "env": _env(owner, spec),
         "ports": ports,
         "securityContext": container_security_context(),
-        "readinessProbe": _probe("/api/v1/bookie/is_ready", periodSeconds=5, timeoutSeconds=5, failureThreshold=3),
-        "livenessProbe": _probe("/heartbeat", initialDelaySeconds=30, periodSeconds=10, timeoutSeconds=5,
-                                failureThreshold=6),
+        "readinessProbe": _probe("/api/v1/bookie/is_ready", admin_scheme(spec), periodSeconds=5, timeoutSeconds=5,
+                                 failureThreshold=3),
+        "livenessProbe": _probe("/heartbeat", admin_scheme(spec), initialDelaySeconds=30, periodSeconds=10,
+                                timeoutSeconds=5, failureThreshold=6),
         "resources": resources(spec),
         # Our bookie writes why it cannot start to /dev/termination-log; Apache BookKeeper's does not, and the
         # end of its log takes the message's place. The operator reads either (start_failures).
@@ -389,6 +417,9 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
                    {"name": "run", "mountPath": RUN_DIR}]
         volumes.append({"name": "run", "emptyDir": {}})
+    tls_vols, tls_mounts = tls_volumes(spec)
+    volumes += tls_vols
+    mounts += tls_mounts
     mounts += [m.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"mountPath": m.mount_path}
                for m in spec.extra_volume_mounts]
     container["volumeMounts"] = mounts

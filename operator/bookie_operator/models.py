@@ -390,6 +390,58 @@ class NetworkPolicySpec(Model):
         "More egress rules (networking/v1 NetworkPolicyEgressRule), e.g. for a sidecar's destination.")
 
 
+class SecretRef(Model):
+    secret_name: str = Field(description="A Secret of the cluster's namespace in cert-manager's layout: tls.crt "
+                             "(the certificate chain), tls.key (its private key, PKCS#8 for Apache BookKeeper's "
+                             "bookies) and ca.crt (the CA that signed it and the peers' certificates).",
+                             pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
+
+
+class TlsSpec(Model):
+    """Certificates for the bookies, from Secrets in cert-manager's layout, mounted into the pods and re-read
+    when they change (BookKeeper's tlsCertFilesRefreshDurationSeconds): a renewed certificate needs no restart.
+    Each bookie's certificate must name its bookie id's host (<pod>.<cluster>-headless.<namespace>.svc.<domain>,
+    or a wildcard over the headless service): the operator checks it and says which bookies are not covered."""
+
+    model_config = ConfigDict(json_schema_extra=_rules(
+        ("!has(self.authorizedRoles) || size(self.authorizedRoles) == 0 || self.clientAuthentication",
+         "spec.tls.authorizedRoles needs spec.tls.clientAuthentication (roles come from client certificates)"),
+    ))
+
+    bookie: SecretRef | None = Field(default=None, description="TLS on the bookie port (START_TLS, BookKeeper's "
+                                     "tls* keys): the bookies' certificate; its ca.crt is what client "
+                                     "certificates (and other bookies, for re-replication) must chain to.")
+    client_authentication: bool = Field(default=False, description="Require a client certificate signed by the "
+                                        "bookie Secret's ca.crt (tlsClientAuthentication).")
+    authorized_roles: list[str] = Field(
+        default_factory=list, max_length=32, description="Admit only clients whose certificate's first OU role "
+        "(OU=0:role1,role2;1:cluster) is one of these (BookKeeper's BookieAuthZFactory, authorizedRoles).",
+        json_schema_extra={"items": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$", "maxLength": 64}})
+    admin: SecretRef | None = Field(default=None, description="HTTPS on the admin API, bookie-fleet's bookies only "
+                                    "(Apache BookKeeper's admin server reads Java key stores only); the operator "
+                                    "trusts its ca.crt.")
+    zookeeper: SecretRef | None = Field(default=None, description="TLS to ZooKeeper (spec.metadataService.zkServers "
+                                        "must then name its secureClientPort) with this client certificate; ca.crt "
+                                        "must have signed ZooKeeper's. Apache BookKeeper's bookies also need the "
+                                        "Secret's tls-combined.pem (cert-manager: additionalOutputFormats "
+                                        "CombinedPEM).")
+    refresh_seconds: int = Field(default=300, ge=0, le=86400, description="How often the bookies look for "
+                                 "renewed certificate files (tlsCertFilesRefreshDurationSeconds; 0: never, a "
+                                 "renewal then needs a restart).")
+
+    @model_validator(mode="after")
+    def _roles_need_client_certificates(self) -> TlsSpec:
+        if self.authorized_roles and not self.client_authentication:
+            raise ValueError("spec.tls.authorizedRoles needs spec.tls.clientAuthentication (roles come from client "
+                             "certificates)")
+        return self
+
+    def secrets(self) -> dict[str, str]:
+        """purpose (bookie, admin, zookeeper) -> Secret name, for the purposes configured."""
+        return {purpose: ref.secret_name for purpose, ref in
+                (("bookie", self.bookie), ("admin", self.admin), ("zookeeper", self.zookeeper)) if ref is not None}
+
+
 class ScaleDownSpec(Model):
     pvc_policy: Literal["Delete", "Retain"] = Field(
         default="Delete", description="What happens to a decommissioned bookie's volumes. "
@@ -467,6 +519,8 @@ class BookieClusterSpec(Model):
         _config_keys_rule(),
         ("!has(self.jvmOptions) || size(self.jvmOptions) == 0 || self.implementation == 'apache-bookkeeper'",
          "spec.jvmOptions: only for implementation apache-bookkeeper"),
+        ("!has(self.tls) || !has(self.tls.admin) || self.implementation != 'apache-bookkeeper'",
+         "spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only"),
     ))
 
     replicas: int = Field(default=3, ge=1, le=100, description="Number of bookies.")
@@ -494,6 +548,8 @@ class BookieClusterSpec(Model):
     pdb: PdbSpec = Field(default_factory=PdbSpec, description="PodDisruptionBudget.")
     network_policy: NetworkPolicySpec = Field(default_factory=NetworkPolicySpec,
                                               description="The bookies' NetworkPolicy.")
+    tls: TlsSpec | None = Field(default=None, description="TLS certificates (cert-manager Secrets) for the bookie "
+                                "port, the admin API and ZooKeeper.")
     scale_down: ScaleDownSpec = Field(default_factory=ScaleDownSpec, description="Safe scale-down.")
     resources: dict[str, Any] = _preserve(
         "Bookie container resources (core/v1 ResourceRequirements). Default requests: memory sized for the "
@@ -536,10 +592,20 @@ class BookieClusterSpec(Model):
             validate_java_config_overrides(self.config)
         else:
             validate_config_overrides(self.config)
-        problems = self._escape_hatch_problems()
+        if self.tls is not None and self.tls.admin is not None and self.implementation == "apache-bookkeeper":
+            raise ValueError("spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only, not "
+                             "PEM Secrets; its admin API stays on HTTP (limit it with spec.networkPolicy)")
+        problems = self._escape_hatch_problems() + self._tls_key_problems()
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _tls_key_problems(self) -> list[str]:
+        """spec.config may not set what spec.tls sets (two sources of one file path)."""
+        if self.tls is None:
+            return []
+        return [f"spec.config.{key}: set by spec.tls.{purpose}" for purpose in self.tls.secrets()
+                for key in TLS_CONFIG_KEYS[purpose] if key in self.config]
 
     def _escape_hatch_problems(self) -> list[str]:
         """What the escape hatches may not do: replace what the operator itself puts into the pod."""
@@ -574,6 +640,16 @@ class BookieClusterSpec(Model):
             if name == "bookie" or sidecars.index(name) != i:
                 problems.append(f"spec.sidecars[{i}].name: {name} is taken")
         return problems
+
+
+# The bookie configuration keys spec.tls writes, per purpose.
+TLS_CONFIG_KEYS: dict[str, tuple[str, ...]] = {
+    "bookie": ("tlsProviderFactoryClass", "tlsProvider", "tlsKeyStoreType", "tlsKeyStore", "tlsCertificatePath",
+               "tlsTrustStoreType", "tlsTrustStore", "tlsClientAuthentication", "tlsCertFilesRefreshDurationSeconds",
+               "bookieAuthProviderFactoryClass", "authorizedRoles"),
+    "admin": ("httpServerTlsEnable", "httpServerTlsCertificatePath", "httpServerTlsKeyPath"),
+    "zookeeper": ("zkTlsEnable", "zkTlsCertificatePath", "zkTlsKeyPath", "zkTlsTrustStorePath"),
+}
 
 
 def _owned(overrides: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from bookie_operator.reconcile.read_only import control_read_only, force_gc
 from bookie_operator.reconcile.rolling import roll_outdated_pods, scale_for_disk_pressure
 from bookie_operator.reconcile.start_failures import reclaim_foreign_volumes, report_start_failures
 from bookie_operator.reconcile.status import record_status
+from bookie_operator.reconcile.tls import check_certificates
 
 
 async def steps(t: Tick) -> None:
@@ -37,6 +38,7 @@ async def steps(t: Tick) -> None:
     await roll_outdated_pods(t)          # one outdated pod at a time
     await scale_for_disk_pressure(t)     # status.scaledUpBy: one more bookie under pressure, or one fewer
     await observe_registrations(t)       # which bookies ZooKeeper knows
+    await check_certificates(t)          # spec.tls: do the Secrets' certificates serve these bookies?
     report_start_failures(t)             # bookies that cannot start: why, and what to do
     record_status(t)                     # per-bookie status and conditions
 

@@ -14,6 +14,7 @@ from bookie_operator import decisions, models
 from bookie_operator.builders import Owner
 from bookie_operator.decisions import ObservedBookie, ReadOnlyPlan, parse_time
 from bookie_operator.decisions.start_failures import StartFailure
+from bookie_operator.decisions.tls import TlsVerdict
 from bookie_operator.models import BookieClusterSpec, BookieClusterStatus
 from bookie_operator.reconcile.ports import AdminFactory, BookieAdminApi, ClusterMetadataApi, KubeApi, MetadataApi, Obj
 from bookie_operator.status_patch import merge_patch
@@ -42,6 +43,8 @@ class Operator:
     # The operator's own pods as NetworkPolicy peers (its namespace and labels), admitted to the admin port;
     # empty when it runs outside the cluster.
     operator_peers: list[Obj] = field(default_factory=list)
+    # cluster uid -> (what was checked, when, the verdict on its certificates): Secrets are not read every tick.
+    tls_verdicts: dict[str, tuple[str, float, TlsVerdict]] = field(default_factory=dict)
 
     def lock(self, uid: str) -> asyncio.Lock:
         return self.locks.setdefault(uid, asyncio.Lock())
