@@ -154,7 +154,7 @@ def covers(names: list[str], host: str) -> bool:
     """RFC 6125: an exact name, or a wildcard standing for the whole left-most label only."""
     host = host.lower().rstrip(".")
     for name in names:
-        name = name.rstrip(".")
+        name = name.lower().rstrip(".")
         if name == host:
             return True
         if name.startswith("*.") and "." in host and host.split(".", 1)[1] == name[2:]:
