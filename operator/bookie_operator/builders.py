@@ -25,6 +25,10 @@ CLUSTER_LABEL = f"{models.GROUP}/cluster"
 IMPLEMENTATION_LABEL = f"{models.GROUP}/implementation"
 CONF_DIR = "/opt/bookie/conf"
 RUN_DIR = "/opt/bookie/run"
+# The admin token Secret, mounted as a directory (not a subPath) so that the kubelet's updates reach the bookie,
+# which re-reads the file when it changes.
+ADMIN_TOKEN_DIR = "/opt/bookie/secrets/admin"
+ADMIN_TOKEN_KEY = "token"
 DATA_ROOT = "/bookie"
 # spec.tls's Secrets, one directory per purpose (bookie, admin, zookeeper), mounted whole (not by subPath) so that
 # the kubelet's updates of a renewed certificate reach the bookie, which re-reads the files.
@@ -93,6 +97,13 @@ def network_policy_name(cluster: str) -> str:
     return cluster
 
 
+def admin_token_secret_name(cluster: str, spec: BookieClusterSpec | None = None) -> str:
+    """The Secret holding the admin API's token: the spec's, else the one the operator creates."""
+    if spec is not None and spec.admin_api.token_secret_name:
+        return spec.admin_api.token_secret_name
+    return f"{cluster}-admin-token"
+
+
 def pod_name(cluster: str, ordinal: int) -> str:
     return f"{statefulset_name(cluster)}-{ordinal}"
 
@@ -153,6 +164,9 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
     if spec.implementation == "bookie-fleet":
         values.update({"prometheusStatsHttpEnable": True, "prometheusStatsHttpPort": METRICS_PORT})
     values.update(spec.config)
+    values.update(tls_config(spec))
+    if spec.implementation == "bookie-fleet":
+        values["httpServerAuthTokenFile"] = f"{ADMIN_TOKEN_DIR}/{ADMIN_TOKEN_KEY}"
     if spec.implementation == "apache-bookkeeper":
         values.update({
             "useHostNameAsBookieID": False,  # the id is given explicitly (bookieId), hostname-based
@@ -164,6 +178,36 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
     else:
         BookieConfig.model_validate(values)  # the one model: a value our bookie would refuse never ships
     return values
+
+
+def tls_config(spec: BookieClusterSpec) -> dict[str, Any]:
+    """The configuration keys of spec.tls, pointing at the mounted Secrets (BookKeeper's tls* keys on both
+    implementations; our admin API's and ZooKeeper's keys on ours; Java bookies get ZooKeeper's TLS from
+    system properties, ``zookeeper_jvm_options``)."""
+    tls = spec.tls
+    values: dict[str, Any] = {}
+    if tls is None:
+        return values
+    if tls.admin is not None:
+        d = tls_dir("admin")
+        values.update({"httpServerTlsEnable": True, "httpServerTlsCertificatePath": f"{d}/tls.crt",
+                       "httpServerTlsKeyPath": f"{d}/tls.key"})
+    if tls.zookeeper is not None and spec.implementation == "bookie-fleet":
+        d = tls_dir("zookeeper")
+        values.update({"zkTlsEnable": True, "zkTlsCertificatePath": f"{d}/tls.crt", "zkTlsKeyPath": f"{d}/tls.key",
+                       "zkTlsTrustStorePath": f"{d}/ca.crt"})
+    return values
+
+
+def zookeeper_jvm_options(spec: BookieClusterSpec) -> list[str]:
+    """ZooKeeper's client TLS for Apache BookKeeper's bookie, which has no keys of its own for it: the client's
+    system properties, with the Secret's key and chain in one PEM file (tls-combined.pem) as ZooKeeper reads it."""
+    if spec.tls is None or spec.tls.zookeeper is None or spec.implementation != "apache-bookkeeper":
+        return []
+    d = tls_dir("zookeeper")
+    return ["-Dzookeeper.client.secure=true", "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+            f"-Dzookeeper.ssl.keyStore.location={d}/tls-combined.pem", "-Dzookeeper.ssl.keyStore.type=PEM",
+            f"-Dzookeeper.ssl.trustStore.location={d}/ca.crt", "-Dzookeeper.ssl.trustStore.type=PEM"]
 
 
 def render_properties(values: dict[str, Any]) -> str:
@@ -189,6 +233,14 @@ def _meta(name: str, owner: Owner) -> Obj:
 def configmap(owner: Owner, spec: BookieClusterSpec) -> Obj:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(configmap_name(owner.name), owner),
             "data": {"bk_server.conf": render_properties(bookie_config(spec))}}
+
+
+def admin_token_secret(owner: Owner, token: str) -> Obj:
+    """The admin token Secret the operator creates once (never applied again: the token must not change under
+    the bookies). Owned by the BookieCluster, so it goes with it."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": _meta(admin_token_secret_name(owner.name), owner),
+            "stringData": {ADMIN_TOKEN_KEY: token + "\n"}}
 
 
 def _ports() -> list[Obj]:
@@ -322,8 +374,9 @@ def _env(owner: Owner, spec: BookieClusterSpec) -> list[Obj]:
                 # not 0.0.0.0 (BookieNettyServer); "lo" exists everywhere and is not otherwise used.
                 {"name": "BK_listeningInterface", "value": "lo"},
                 {"name": "BK_httpServerHost", "value": "$(POD_IP)"}]
-        if spec.jvm_options:
-            env.append({"name": "BOOKIE_EXTRA_OPTS", "value": " ".join(spec.jvm_options)})
+        options = zookeeper_jvm_options(spec) + spec.jvm_options     # the spec's last: they win
+        if options:
+            env.append({"name": "BOOKIE_EXTRA_OPTS", "value": " ".join(options)})
     return env + [v.model_dump(by_alias=True, exclude_none=True) for v in spec.env]
 
 
@@ -415,8 +468,13 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
     else:
         container["command"] = ["sh", "-c", PYTHON_START]
         mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
-                   {"name": "run", "mountPath": RUN_DIR}]
-        volumes.append({"name": "run", "emptyDir": {}})
+                   {"name": "run", "mountPath": RUN_DIR},
+                   {"name": "admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True}]
+        volumes += [{"name": "run", "emptyDir": {}},
+                    # Read-only for everyone in the pod (the bookie's user is the image's, not root).
+                    {"name": "admin-token", "secret": {"secretName": admin_token_secret_name(name, spec),
+                                                       "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
+                                                       "defaultMode": 0o444}}]
     tls_vols, tls_mounts = tls_volumes(spec)
     volumes += tls_vols
     mounts += tls_mounts

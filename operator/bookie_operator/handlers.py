@@ -5,8 +5,10 @@ The reconcile interval comes from ``$BOOKIE_OPERATOR_INTERVAL`` (seconds, defaul
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import ssl
 from typing import Any
 
 import aiohttp
@@ -16,7 +18,8 @@ from bookie_operator import builders, crd, models
 from bookie_operator.bookie_client import BookieAdmin
 from bookie_operator.kube import Kube, KubeError
 from bookie_operator.reconcile import Operator, reconcile
-from bookie_operator.zk import MetadataService
+from bookie_operator.reconcile.ports import AdminTls
+from bookie_operator.zk import MetadataService, security_from_env
 
 INTERVAL = float(os.environ.get("BOOKIE_OPERATOR_INTERVAL", "30"))
 RETRY_DELAY = max(1.0, min(INTERVAL, 15.0))
@@ -65,9 +68,20 @@ async def keep_crd_current(kube: Kube) -> None:
 async def connect() -> Operator:
     """The operator's real clients: the Kubernetes API, the bookies' admin APIs, their ZooKeeper metadata."""
     kube = await Kube.connect(os.environ.get("BOOKIE_OPERATOR_KUBECONFIG"))
+    zk_security = await asyncio.to_thread(security_from_env, dict(os.environ))
     http = aiohttp.ClientSession()
-    return Operator(kube=kube, admin_for=lambda host, port: BookieAdmin(http, host, port),
-                    metadata=MetadataService(), closers=[http.close, kube.close], operator_peers=operator_peers())
+    contexts: dict[bytes, ssl.SSLContext] = {}
+
+    def admin_for(host: str, port: int, token: str | None, tls: AdminTls | None = None) -> BookieAdmin:
+        if tls is None:
+            return BookieAdmin(http, host, port, token=token)
+        context = contexts.get(tls.ca_pem)
+        if context is None:     # one per CA (a renewed CA makes a new one), not one per request
+            context = contexts[tls.ca_pem] = ssl.create_default_context(cadata=tls.ca_pem.decode("ascii"))
+        return BookieAdmin(http, host, port, token=token, ssl_context=context, server_hostname=tls.server_hostname)
+
+    return Operator(kube=kube, admin_for=admin_for, metadata=MetadataService(zk_security),
+                    closers=[http.close, kube.close], operator_peers=operator_peers())
 
 
 def operator_peers() -> list[dict[str, Any]]:

@@ -111,6 +111,17 @@ class Kube:
             raise KubeError(f"apply {obj['kind']}/{meta['name']}: not found")
         return result
 
+    async def create(self, obj: Obj) -> Obj | None:
+        """Create ``obj`` unless it exists (None then: 409, nothing changed). For what must never be
+        overwritten, such as a generated credential."""
+        meta = obj["metadata"]
+        try:
+            return await self.request("POST", path(obj["kind"], meta["namespace"]), body=obj)
+        except KubeError as exc:
+            if exc.status == 409:
+                return None
+            raise
+
     async def delete(self, kind: str, namespace: str, name: str, *, propagation: str = "Background") -> bool:
         result = await self.request("DELETE", path(kind, namespace, name),
                                     body={"kind": "DeleteOptions", "apiVersion": "v1",

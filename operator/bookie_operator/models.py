@@ -41,7 +41,7 @@ ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 
 # What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
 OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS"}
-OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-")
+OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-", "admin-token")
 OWNED_VOLUME_NAMES = ("tmp",)
 OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
 OWNED_MOUNT_PATHS = ("/tmp",)   # the bookie's writable /tmp (the root filesystem is read-only)
@@ -63,6 +63,7 @@ OWNED_CONFIG_KEYS: dict[str, str] = {
     "httpServerEnabled": "the operator needs the admin REST API",
     "httpServerPort": "the operator uses 8080",
     "httpServerHost": "set per pod to the pod IP",
+    "httpServerAuthTokenFile": "the operator mounts the admin token Secret (spec.adminApi.tokenSecretName)",
     "readOnlyModeEnabled": "the operator's read-only control needs it (apache/bookkeeper#3972)",
     "forceAllowCompaction": "forced compactions must run on a full disk (apache/bookkeeper#3205)",
     "isForceGCAllowWhenNoSpace": "forced compactions must run on a full disk",
@@ -296,6 +297,17 @@ class AutorecoverySpec(Model):
     enabled: bool = Field(default=True, description="Run BookKeeper's autorecovery in the bookies.")
     lost_bookie_recovery_delay_seconds: int = Field(default=60, ge=0,
                                                     description="Wait before re-replicating a lost bookie.")
+
+
+class AdminApiSpec(Model):
+    """The bookies' admin REST API: every call that changes state needs the token of this Secret, which the
+    operator mounts into the bookie pods and presents itself (Apache BookKeeper's bookies have no such check)."""
+
+    token_secret_name: str | None = Field(
+        default=None, pattern=DNS_SUBDOMAIN_PATTERN, max_length=253,
+        description="An existing Secret whose key `token` holds the bearer token(s), one per line, at least 16 "
+        "characters each; the operator presents the first. Default: the operator creates <cluster>-admin-token "
+        "once, with a random token, owned by the BookieCluster.")
 
 
 class PdbSpec(Model):
@@ -545,6 +557,8 @@ class BookieClusterSpec(Model):
     disk_policy: DiskPolicySpec = Field(default_factory=DiskPolicySpec, description="Read-only control.")
     compaction: CompactionSpec = Field(default_factory=CompactionSpec, description="Scheduled forced compactions.")
     autorecovery: AutorecoverySpec = Field(default_factory=AutorecoverySpec, description="Autorecovery.")
+    admin_api: AdminApiSpec = Field(default_factory=AdminApiSpec, description="The bookies' admin REST API "
+                                    "credential.")
     pdb: PdbSpec = Field(default_factory=PdbSpec, description="PodDisruptionBudget.")
     network_policy: NetworkPolicySpec = Field(default_factory=NetworkPolicySpec,
                                               description="The bookies' NetworkPolicy.")
@@ -588,14 +602,17 @@ class BookieClusterSpec(Model):
         if self.replicas < self.ensemble_size:
             raise ValueError(f"spec.replicas must be >= spec.ensembleSize (got {self.replicas} < "
                              f"{self.ensemble_size})")
+        if self.tls is not None and self.tls.admin is not None and self.implementation == "apache-bookkeeper":
+            raise ValueError("spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only, not "
+                             "PEM Secrets; its admin API stays on HTTP (limit it with spec.networkPolicy)")
+        overlap = self._tls_key_problems()      # before the keys' own checks, which would name a symptom
+        if overlap:
+            raise ValueError("; ".join(overlap))
         if self.implementation == "apache-bookkeeper":
             validate_java_config_overrides(self.config)
         else:
             validate_config_overrides(self.config)
-        if self.tls is not None and self.tls.admin is not None and self.implementation == "apache-bookkeeper":
-            raise ValueError("spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only, not "
-                             "PEM Secrets; its admin API stays on HTTP (limit it with spec.networkPolicy)")
-        problems = self._escape_hatch_problems() + self._tls_key_problems()
+        problems = self._escape_hatch_problems()
         if problems:
             raise ValueError("; ".join(problems))
         return self

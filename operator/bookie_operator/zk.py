@@ -8,8 +8,31 @@ under-replicated, and a bookie's cookie. One ``MetadataStore`` per metadata serv
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from pathlib import Path
 
+from bookie.metadata.security import ZkSecurity, read_digest
 from bookie.metadata.store import MetadataError, MetadataStore, NoNode
+
+# The operator's own ZooKeeper identity (``python -m bookie_operator --zk-*`` sets them; the chart mounts the
+# Secrets): it must be the fleet's, or the operator cannot read or delete the znodes of a zkEnableSecurity fleet.
+ENV_TLS = "BOOKIE_OPERATOR_ZK_TLS"
+ENV_TLS_CA = "BOOKIE_OPERATOR_ZK_TLS_CA"
+ENV_TLS_CERT = "BOOKIE_OPERATOR_ZK_TLS_CERT"
+ENV_TLS_KEY = "BOOKIE_OPERATOR_ZK_TLS_KEY"
+ENV_DIGEST_FILE = "BOOKIE_OPERATOR_ZK_DIGEST_FILE"
+ENV_ENABLE_SECURITY = "BOOKIE_OPERATOR_ZK_ENABLE_SECURITY"
+
+
+def security_from_env(env: Mapping[str, str]) -> ZkSecurity:
+    """The operator's ZooKeeper security from its environment (reads the digest file: call at start-up)."""
+    def path(name: str) -> Path | None:
+        return Path(env[name]) if env.get(name) else None
+
+    digest_file = path(ENV_DIGEST_FILE)
+    return ZkSecurity(tls=env.get(ENV_TLS) == "true", ca=path(ENV_TLS_CA), certfile=path(ENV_TLS_CERT),
+                      keyfile=path(ENV_TLS_KEY), digest=read_digest(digest_file) if digest_file else None,
+                      acl=env.get(ENV_ENABLE_SECURITY) == "true")
 
 
 class ClusterMetadata:
@@ -56,9 +79,10 @@ class ClusterMetadata:
 class MetadataService:
     """The metadata of every cluster the operator manages, one ZooKeeper session per metadata service."""
 
-    def __init__(self) -> None:
+    def __init__(self, security: ZkSecurity | None = None) -> None:
         self._stores: dict[tuple[str, str], MetadataStore] = {}
         self._lock = asyncio.Lock()
+        self.security = security
 
     async def cluster(self, zk_servers: str, ledgers_root: str) -> ClusterMetadata:
         key = (zk_servers, ledgers_root)
@@ -67,7 +91,8 @@ class MetadataService:
             if store is None or not store.connected:
                 if store is not None:
                     await store.close()
-                store = MetadataStore(zk_servers, ledgers_root, session_timeout_ms=10000, connect_timeout_s=10)
+                store = MetadataStore(zk_servers, ledgers_root, session_timeout_ms=10000, connect_timeout_s=10,
+                                      security=self.security)
                 await store.connect()
                 self._stores[key] = store
             return ClusterMetadata(store)

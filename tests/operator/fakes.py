@@ -9,6 +9,7 @@ cluster's ZooKeeper metadata. ``Clock`` is the time the reconcile reads.
 
 from __future__ import annotations
 
+import base64
 import builtins
 import copy
 import datetime as dt
@@ -18,6 +19,7 @@ from typing import Any
 from bookie_operator import builders, models
 from bookie_operator.decisions import GcInfo
 from bookie_operator.reconcile import Operator, Outcome, reconcile
+from bookie_operator.reconcile.ports import AdminTls
 
 from tests.operator.merge_patch import apply_merge_patch
 
@@ -47,6 +49,7 @@ class FakeKube:
     events: list[tuple[str, str, str]] = field(default_factory=list)     # (type, reason, message)
     applied: list[str] = field(default_factory=list)                     # "Kind/name" per apply
     deleted: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)                     # "Kind/name" per create
     status_patches: list[Obj] = field(default_factory=list)
     crash_before_status_write: bool = False     # the next status write "kills the operator" instead
 
@@ -67,6 +70,19 @@ class FakeKube:
         self.objects[key] = merged
         self.applied.append(f"{key[0]}/{key[2]}")
         return copy.deepcopy(merged)
+
+    async def create(self, obj: Obj) -> Obj | None:
+        """As the API server: 409 (None) when it exists; a Secret's stringData is stored base64 in data."""
+        key = (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
+        if key in self.objects:
+            return None
+        stored = copy.deepcopy(obj)
+        if "stringData" in stored:
+            strings = stored.pop("stringData")
+            stored["data"] = {k: base64.b64encode(v.encode()).decode() for k, v in strings.items()}
+        self.objects[key] = stored
+        self.created.append(f"{key[0]}/{key[2]}")
+        return copy.deepcopy(stored)
 
     async def delete(self, kind: str, namespace: str, name: str, *, propagation: str = "Background") -> bool:
         self.deleted.append(f"{kind}/{name}")
@@ -146,6 +162,7 @@ class FakeBookie:
     compaction_pending: bool = False
     calls: list[str] = field(default_factory=list)
     reachable: bool = True
+    tokens: list[str | None] = field(default_factory=list)   # the admin token each client was made with
 
     def _call(self, what: str) -> None:
         from bookie_operator.bookie_client import BookieApiError
@@ -242,8 +259,13 @@ class World:
 
     def new_operator(self) -> Operator:
         """A fresh operator process: nothing remembered but what is stored in the API server."""
-        return Operator(kube=self.kube, admin_for=lambda ip, port: self.bookies.setdefault(ip, FakeBookie()),
+        return Operator(kube=self.kube, admin_for=self._admin_for,
                         metadata=self.metadata, now=self.clock, monotonic=lambda: self.clock.now.timestamp())
+
+    def _admin_for(self, host: str, port: int, token: str | None, tls: AdminTls | None = None) -> FakeBookie:
+        bookie = self.bookies.setdefault(host, FakeBookie())
+        bookie.tokens.append(token)
+        return bookie
 
     @property
     def zk(self) -> FakeClusterMetadata:

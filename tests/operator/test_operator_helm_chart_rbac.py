@@ -12,7 +12,7 @@ import yaml
 from tests.operator.test_operator_helm_chart import CHART
 
 Obj = dict[str, Any]
-NAMESPACED = {"bookieclusters", "bookieclusters/status", "configmaps", "services", "poddisruptionbudgets",
+NAMESPACED = {"bookieclusters", "bookieclusters/status", "configmaps", "secrets", "services", "poddisruptionbudgets",
               "networkpolicies", "statefulsets", "pods", "persistentvolumeclaims", "events"}
 
 

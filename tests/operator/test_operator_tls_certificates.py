@@ -20,13 +20,15 @@ HEADLESS = "bk-headless.ns.svc.cluster.local"
 HOSTS = {f"bk-{i}": f"bk-{i}.{HEADLESS}" for i in range(3)}
 
 
-def secret(cert: trustme.LeafCert, ca: trustme.CA, *, pkcs8: bool = True, **extra: bytes) -> dict[str, bytes]:
+def secret(cert: trustme.LeafCert, ca: trustme.CA, *, pkcs8: bool = True,
+           extra: dict[str, bytes] | None = None) -> dict[str, bytes]:
     key = cert.private_key_pem.bytes()
     if pkcs8:
         loaded = serialization.load_pem_private_key(key, password=None)
         key = loaded.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                    serialization.NoEncryption())
-    return {"tls.crt": cert.cert_chain_pems[0].bytes(), "tls.key": key, "ca.crt": ca.cert_pem.bytes(), **extra}
+    return {"tls.crt": cert.cert_chain_pems[0].bytes(), "tls.key": key, "ca.crt": ca.cert_pem.bytes(),
+            **(extra or {})}
 
 
 def verdict(secrets: dict[str, dict[str, bytes] | None], implementation: str = "bookie-fleet",
@@ -115,17 +117,17 @@ def test_java_bookies_need_pkcs8_keys_and_a_combined_pem_for_zookeeper(ca: trust
     without = verdict({"zk-tls": secret(zk, ca)}, "apache-bookkeeper", zookeeper={"secretName": "zk-tls"})
     assert [p.reason for p in without.problems] == [TlsReason.KEY_MISSING]
     assert "has no tls-combined.pem" in without.message() and "CombinedPEM" in without.message()
-    combined = secret(zk, ca, **{"tls-combined.pem": b"key and chain"})
+    combined = secret(zk, ca, extra={"tls-combined.pem": b"key and chain"})
     assert verdict({"zk-tls": combined}, "apache-bookkeeper", zookeeper={"secretName": "zk-tls"}).valid
     # A ZooKeeper client certificate need not name the bookies.
     assert verdict({"zk-tls": secret(zk, ca)}, zookeeper={"secretName": "zk-tls"}).valid
 
 
 def test_spec_rules_of_tls() -> None:
-    with pytest.raises(ValueError, match="authorizedRoles needs spec.tls.clientAuthentication"):
+    with pytest.raises(ValueError, match=r"authorizedRoles needs spec\.tls\.clientAuthentication"):
         spec(tls={"bookie": {"secretName": "a"}, "authorizedRoles": ["broker"]})
     with pytest.raises(ValueError, match="admin HTTP server reads Java key stores only"):
         spec(implementation="apache-bookkeeper", image="bookie-fleet/apache-bookkeeper:4.17.3",
              tls={"admin": {"secretName": "a"}})
-    with pytest.raises(ValueError, match="spec.config.tlsCertificatePath: set by spec.tls.bookie"):
-        spec(tls={"bookie": {"secretName": "a"}}, config={"tlsCertificatePath": "/x"})
+    with pytest.raises(ValueError, match=r"spec\.config\.httpServerTlsCertificatePath: set by spec\.tls\.admin"):
+        spec(tls={"admin": {"secretName": "a"}}, config={"httpServerTlsCertificatePath": "/x"})

@@ -32,7 +32,8 @@ class BookKeeper:
         self.config = config
         self._own_store = store is None
         self.store = store or ms.MetadataStore(config.zk_servers, config.ledgers_root,
-                                               session_timeout_ms=config.zk_session_timeout_ms)
+                                               session_timeout_ms=config.zk_session_timeout_ms,
+                                               security=config.zk_security)
         self.client = BookieClient(config, BookieAddressResolver(self.store.bookie_service_info))
         self.placement = placement or placement_policy(config.placement, config.racks, config.default_rack)
 

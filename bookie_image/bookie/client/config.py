@@ -6,12 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bookie.metadata.security import ZkSecurity
+
 
 @dataclass(frozen=True)
 class ClientConfig:
     """Everything the ledger client can be told.
 
-    ``zk_servers`` / ``ledgers_root``: where the metadata lives (BookKeeper's layout).
+    ``zk_servers`` / ``ledgers_root``: where the metadata lives (BookKeeper's layout); ``zk_security``: TLS,
+    identity and ACLs of the ZooKeeper session (``bookie.metadata.security``; default plaintext, open ACLs).
     ``use_v2_protocol``: speak the v2 binary protocol (Pulsar's ``useV2WireProtocol``); explicit LAC and long
     poll need v3. ``connections_per_bookie``: ``numChannelsPerBookie`` (a ledger always uses the same one, so
     its requests to one bookie stay ordered).
@@ -20,6 +23,7 @@ class ClientConfig:
     zk_servers: str
     ledgers_root: str = "/ledgers"
     zk_session_timeout_ms: int = 10000
+    zk_security: ZkSecurity | None = None
     use_v2_protocol: bool = False
     connections_per_bookie: int = 1
     connect_timeout_s: float = 5.0

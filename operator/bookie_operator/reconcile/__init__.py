@@ -9,6 +9,7 @@ turns it into ``kopf.TemporaryError``.
 from __future__ import annotations
 
 from bookie_operator import metrics, models
+from bookie_operator.reconcile.admin_token import ensure_admin_token
 from bookie_operator.reconcile.apply import apply_desired
 from bookie_operator.reconcile.compaction import apply_compaction_window, run_compaction_schedule
 from bookie_operator.reconcile.context import Operator, Outcome, Tick
@@ -27,6 +28,9 @@ async def steps(t: Tick) -> None:
         return
     if not await ensure_metadata(t):     # BookKeeper's metadata layout, created once
         return
+    if not await ensure_admin_token(t):  # the admin API's token Secret, created once unless the spec names one
+        return
+    await check_certificates(t)          # spec.tls: do the Secrets' certificates serve these bookies?
     await observe(t)                     # StatefulSet, pods, each bookie's state, disk and GC
     await reclaim_foreign_volumes(t)     # only with the explicit opt-in, another instance's claims
     await decommission(t)                # scale-down: the resumable state machine in status.decommission
@@ -38,7 +42,6 @@ async def steps(t: Tick) -> None:
     await roll_outdated_pods(t)          # one outdated pod at a time
     await scale_for_disk_pressure(t)     # status.scaledUpBy: one more bookie under pressure, or one fewer
     await observe_registrations(t)       # which bookies ZooKeeper knows
-    await check_certificates(t)          # spec.tls: do the Secrets' certificates serve these bookies?
     report_start_failures(t)             # bookies that cannot start: why, and what to do
     record_status(t)                     # per-bookie status and conditions
 

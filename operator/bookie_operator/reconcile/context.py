@@ -39,12 +39,14 @@ class Operator:
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     # (cluster uid, kind, name) -> (digest of the desired object, when the live object last matched it)
     checked: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)
+    # (namespace, Secret name) -> (the admin API token it holds, when it was read)
+    admin_tokens: dict[tuple[str, str], tuple[str, float]] = field(default_factory=dict)
     bookie_port: int = models.HTTP_PORT
     # The operator's own pods as NetworkPolicy peers (its namespace and labels), admitted to the admin port;
     # empty when it runs outside the cluster.
     operator_peers: list[Obj] = field(default_factory=list)
     # cluster uid -> (what was checked, when, the verdict on its certificates): Secrets are not read every tick.
-    tls_verdicts: dict[str, tuple[str, float, TlsVerdict]] = field(default_factory=dict)
+    tls_verdicts: dict[str, tuple[str, float, TlsVerdict, bytes | None]] = field(default_factory=dict)
 
     def lock(self, uid: str) -> asyncio.Lock:
         return self.locks.setdefault(uid, asyncio.Lock())
@@ -91,6 +93,8 @@ class Tick:
         self.current_replicas: int | None = None
         self.bookies: list[ObservedBookie] = []
         self.admins: dict[int, BookieAdminApi] = {}
+        self.admin_token: str | None = None     # what this tick presents to the bookies' admin APIs
+        self.admin_ca: bytes | None = None      # the CA of their HTTPS (spec.tls.admin), None: plain HTTP
         self.replicas = 0                      # what the StatefulSet is given this tick
         self.plan = ReadOnlyPlan({})
         self.forced: dict[int, str] = {}       # ordinal -> when a forced GC was triggered this tick

@@ -14,7 +14,7 @@ import hashlib
 import json
 
 from bookie_operator import builders
-from bookie_operator.decisions.tls import TlsVerdict, check_tls
+from bookie_operator.decisions.tls import CA, TlsVerdict, check_tls
 from bookie_operator.kube import KubeError
 from bookie_operator.reconcile.context import Tick
 
@@ -23,26 +23,33 @@ RECHECK_S = 300.0
 
 
 async def check_certificates(t: Tick) -> None:
+    """Before the bookies are observed: ``t.admin_ca`` is what the operator trusts on their HTTPS admin API."""
     tls = t.spec.tls
     if tls is None or not tls.secrets():
         if t.was(CONDITION) is not None:
             t.status.conditions = [c for c in t.status.conditions if c.type != CONDITION]
         return
-    hosts = {builders.pod_name(t.name, o): builders.bookie_id(t.name, t.namespace, o, t.spec.cluster_domain)
-             .rpartition(":")[0] for o in range(max(t.desired_replicas, t.replicas))}
+    ordinals = range(max(t.desired_replicas, t.previous.replicas))
+    hosts = {builders.pod_name(t.name, o): bookie_host(t, o) for o in ordinals}
     key = hashlib.sha256(json.dumps([tls.model_dump(), sorted(hosts), t.spec.implementation]).encode()).hexdigest()
     mono = t.op.monotonic()
     cached = t.op.tls_verdicts.get(t.uid)
-    if cached is not None and cached[0] == key and mono - cached[1] < RECHECK_S:
-        _report(t, cached[2])
-        return
-    verdict = await _check(t, hosts)
-    if verdict is not None:
-        t.op.tls_verdicts[t.uid] = (key, mono, verdict)
-        _report(t, verdict)
+    if cached is None or cached[0] != key or mono - cached[1] >= RECHECK_S:
+        checked = await _check(t, hosts)
+        if checked is None:
+            return
+        cached = t.op.tls_verdicts[t.uid] = (key, mono, *checked)
+    _, _, verdict, admin_ca = cached
+    t.admin_ca = admin_ca
+    _report(t, verdict)
 
 
-async def _check(t: Tick, hosts: dict[str, str]) -> TlsVerdict | None:
+def bookie_host(t: Tick, ordinal: int) -> str:
+    """The host of an ordinal's bookie id: what its certificate must name."""
+    return builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain).rpartition(":")[0]
+
+
+async def _check(t: Tick, hosts: dict[str, str]) -> tuple[TlsVerdict, bytes | None] | None:
     assert t.spec.tls is not None
     secrets: dict[str, dict[str, bytes] | None] = {}
     for name in set(t.spec.tls.secrets().values()):
@@ -53,7 +60,9 @@ async def _check(t: Tick, hosts: dict[str, str]) -> TlsVerdict | None:
             return None
         secrets[name] = None if secret is None else {
             k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
-    return check_tls(t.spec.tls, t.spec.implementation, secrets, hosts, t.now)
+    admin = t.spec.tls.admin
+    admin_ca = (secrets.get(admin.secret_name) or {}).get(CA) if admin is not None else None
+    return check_tls(t.spec.tls, t.spec.implementation, secrets, hosts, t.now), admin_ca or None
 
 
 def _report(t: Tick, verdict: TlsVerdict) -> None:
