@@ -10,7 +10,8 @@ exception. One module per concern:
 - ``compaction``: the compaction schedule;
 - ``decommission``: the scale-down state machine;
 - ``rolling``: rolling restarts;
-- ``conditions``: Ready, Degraded, Progressing, Decommissioning.
+- ``conditions``: Ready, Degraded, Progressing, Decommissioning;
+- ``tls``: whether the certificates of ``spec.tls`` serve the bookies (CertificatesValid).
 """
 
 from bookie_operator.decisions.compaction import CompactionAction, CompactionStep, compaction_tick, in_window
