@@ -221,8 +221,12 @@ class BookieServer:
         """autoRecoveryDaemonEnabled: auditor + replication worker sharing this bookie's ZooKeeper session."""
         if not self.conf.auto_recovery_daemon_enabled:
             return
+        # Rack-aware with the racks of /bookies (published by the operator from the nodes' zones): a re-replicated
+        # copy goes to another zone than the copies left. Without rack information every bookie is in the
+        # default rack and the choice is random, as BookKeeper's default placement.
         client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root,
-                                         zk_security=self.metadata.security), store=self.metadata)
+                                         zk_security=self.metadata.security, placement="rack",
+                                         rack_resolver="zookeeper"), store=self.metadata)
         self.autorecovery = Autorecovery(client, self.bookie_id,
                                          lost_bookie_recovery_delay_s=self.conf.lost_bookie_recovery_delay)
 

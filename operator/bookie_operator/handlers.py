@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import kopf
 
-from bookie_operator import builders, crd, models
+from bookie_operator import builders, crd, models, storage_version
 from bookie_operator.bookie_client import BookieAdmin
 from bookie_operator.kube import Kube, KubeError
 from bookie_operator.reconcile import Operator, reconcile
@@ -57,12 +57,19 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 async def keep_crd_current(kube: Kube) -> None:
     """Apply the CRD of this operator's own version, so that upgrading the operator (``helm upgrade`` to a new
     image) upgrades its CRD too: Helm installs a chart's crds/ once and never updates them. Without the RBAC
-    for it (a cluster whose CRDs are managed elsewhere) the operator says so and goes on."""
+    for it (a cluster whose CRDs are managed elsewhere) the operator says so and goes on. Then objects stored
+    in an older version are rewritten in the current one (``storage_version``)."""
     try:
         await kube.apply_crd(crd.crd())
         log.info("CRD %s.%s is the operator's own (version %s)", models.PLURAL, models.GROUP, models.VERSION)
     except KubeError as exc:
         log.warning("cannot apply the BookieCluster CRD (%s); it is left as it is", exc)
+        return
+    try:
+        await storage_version.migrate(kube)
+    except KubeError as exc:
+        log.warning("cannot move stored BookieClusters to %s (%s): storedVersions left as it is; see "
+                    "docs/operator.md, \"CRD versions\", to migrate them by hand", models.VERSION, exc)
 
 
 async def connect() -> Operator:

@@ -34,6 +34,8 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases"),
+    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses"),
+    "Node": ("/api/v1", "nodes"),
     models.KIND: (f"/apis/{models.GROUP}/{models.VERSION}", models.PLURAL),
 }
 
@@ -44,9 +46,13 @@ class KubeError(Exception):
         self.status = status
 
 
+# Kinds without a namespace: their namespace argument is ignored.
+CLUSTER_SCOPED = {"StorageClass", "Node"}
+
+
 def path(kind: str, namespace: str, name: str | None = None, sub: str | None = None) -> str:
     prefix, plural = _RESOURCES[kind]
-    out = f"{prefix}/namespaces/{namespace}/{plural}"
+    out = f"{prefix}/{plural}" if kind in CLUSTER_SCOPED else f"{prefix}/namespaces/{namespace}/{plural}"
     if name:
         out += f"/{name}"
     if sub:

@@ -21,7 +21,10 @@ from pydantic.alias_generators import to_camel
 from bookie_operator import cron, java_config
 
 GROUP = "bookie-fleet.dev"
-VERSION = "v1alpha1"
+VERSION = "v1beta1"                 # served and stored
+# Older versions still served, with the same schema (so no conversion webhook: the API server only rewrites
+# apiVersion), marked deprecated: each request through them gets a warning naming VERSION.
+DEPRECATED_VERSIONS = ("v1alpha1",)
 KIND = "BookieCluster"
 PLURAL = "bookieclusters"
 SINGULAR = "bookiecluster"
@@ -577,6 +580,11 @@ class BookieClusterSpec(Model):
         "Pod topology spread constraints. Default: maxSkew 1 over topology.kubernetes.io/zone, "
         "ScheduleAnyway; [] for none.")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Pod node selector.")
+    publish_racks: bool = Field(
+        default=True, description="Publish each bookie's rack, /<region>/<zone> from its node's "
+        "topology.kubernetes.io/region and topology.kubernetes.io/zone labels, in ZooKeeper's /bookies znode "
+        "(group <namespace>/<name>), where Pulsar's rack-aware placement (BookieRackAffinityMapping) and "
+        "bookie-fleet's client read it. false: leave /bookies to others.")
     pod_annotations: dict[str, str] = Field(default_factory=dict, description="Extra pod annotations.")
     env: list[EnvVar] = Field(default_factory=list, max_length=64,
                               description="Extra environment variables of the bookie container.")
@@ -770,6 +778,8 @@ class BookieStatus(Model):
     minor_compactions: int | None = None
     forced_gc_at: str | None = Field(default=None, description="When the operator last forced a GC for disk usage.")
     start_failure: StartFailureStatus | None = Field(default=None, description="Why the bookie cannot start.")
+    rack: str | None = Field(default=None, description="The rack published for it in /bookies, from its node's "
+                             "region and zone.")
 
 
 class CompactionRunStatus(Model):
@@ -806,6 +816,33 @@ class DecommissionStatus(Model):
     recovery_requested_at: str | None = Field(default=None, description="When autorecovery accepted the request.")
 
 
+ExpansionPhase = Literal["Requested", "ControllerResizing", "FileSystemResizePending", "NodeResizing", "Expanded",
+                         "Failed", "NotExpandable"]
+
+
+class ClaimExpansionStatus(Model):
+    claim: str
+    ordinal: int
+    target: str = Field(description="The size asked for this claim.")
+    phase: ExpansionPhase = Field(description="Where the claim is in the resize protocol: Requested (patched, "
+                                  "the resizer has not started), ControllerResizing (the storage grows), "
+                                  "FileSystemResizePending (the kubelet grows the filesystem online while the "
+                                  "bookie runs), NodeResizing, Expanded, Failed, NotExpandable (its "
+                                  "StorageClass does not allow expansion).")
+    message: str = ""
+    since: str = Field(description="When the claim reached this phase.")
+
+
+class VolumeExpansionStatus(Model):
+    """The volume expansion run for the current storage sizes (kept after it completes, until the next one)."""
+
+    journal_size: str = Field(description="spec.storage.journal.size this run grows the claims to.")
+    ledgers_size: str = Field(description="spec.storage.ledgers.size this run grows the claims to.")
+    started_at: str
+    completed_at: str | None = None
+    claims: list[ClaimExpansionStatus] = Field(default_factory=list, description="Each bookie's claims.")
+
+
 class BookieClusterStatus(Model):
     observed_generation: int | None = None
     replicas: int = 0
@@ -818,6 +855,8 @@ class BookieClusterStatus(Model):
     bookies: list[BookieStatus] = Field(default_factory=list)
     compaction: CompactionStatus = Field(default_factory=CompactionStatus)
     decommission: DecommissionStatus | None = None
+    volume_expansion: VolumeExpansionStatus | None = Field(
+        default=None, description="Growing the bookies' claims to larger spec.storage sizes, claim by claim.")
     decommissioned: list[str] = Field(default_factory=list, description="Bookie ids decommissioned (newest last).")
     scaled_up_by: int = Field(default=0, ge=0, description="Bookies the operator added for disk pressure: the "
                               "StatefulSet runs spec.replicas plus this (the spec is never written, so GitOps "

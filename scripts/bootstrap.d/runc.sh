@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The container runtime of localkube's pod runner: Debian's runc and umoci (unpacks OCI images into a root
-# filesystem), plus busybox-static, from which the runner's tests build a small image; and the seccomp profile
+# filesystem), plus busybox-static, from which the runner's tests build a small image, and xfsprogs, whose
+# mkfs.xfs/xfs_growfs make the volumes of the standard-xfs StorageClass and grow them; and the seccomp profile
 # of `seccompProfile: RuntimeDefault`: moby's default profile (the one Docker applies), printed once by
 # hack/seccomp from its Go module into the cache. Installs only what is missing (another bootstrap step may
 # install runc/umoci too); the packages need root. Writes $BOOKIE_FLEET_CACHE/env.d/runc.sh.
@@ -14,6 +15,7 @@ install_packages() {
   command -v runc >/dev/null 2>&1 || missing+=(runc)
   command -v umoci >/dev/null 2>&1 || missing+=(umoci)
   [ -x /bin/busybox ] || missing+=(busybox-static)
+  command -v xfs_growfs >/dev/null 2>&1 || missing+=(xfsprogs)
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" != 0 ]; then
     log "missing ${missing[*]} and this is not root: run 'apt-get install -y ${missing[*]}' (pods cannot run containers)"

@@ -49,7 +49,8 @@ def test_helm_lint_install_and_the_deployed_operator_reconciles(
     # Narrowed to the watched namespace: the service account may act there and nowhere else.
     account = f"system:serviceaccount:{ns}:bkop-bookie-operator"
     for where, verb, resource, allowed in ((ns, "delete", "pods", "yes"), ("default", "list", "pods", "no"),
-                                           ("default", "list", "bookieclusters.bookie-fleet.dev", "no"),
+                                           ("default", "patch", "bookieclusters.bookie-fleet.dev", "no"),
+                                           ("default", "get", "secrets", "no"),
                                            ("", "list", "namespaces", "no")):
         scope = ["-n", where] if where else []
         answer = kube.kubectl("auth", "can-i", verb, resource, "--as", account, *scope, check=False)
@@ -78,7 +79,7 @@ def test_helm_lint_install_and_the_deployed_operator_reconciles(
                                         "app.kubernetes.io/instance": "bkop"}}}]}]
 
     # Uninstall: the operator removes its finalizer first when the cluster is deleted.
-    kube.api.delete(f"/apis/bookie-fleet.dev/v1alpha1/namespaces/{ns}/bookieclusters/bk")
-    wait_for(lambda: kube.get(f"/apis/bookie-fleet.dev/v1alpha1/namespaces/{ns}/bookieclusters/bk") is None, 60,
+    kube.api.delete(f"/apis/bookie-fleet.dev/v1beta1/namespaces/{ns}/bookieclusters/bk")
+    wait_for(lambda: kube.get(f"/apis/bookie-fleet.dev/v1beta1/namespaces/{ns}/bookieclusters/bk") is None, 60,
              what="the BookieCluster deleted")
     kube.helm("uninstall", "bkop", "--namespace", ns, "--wait")

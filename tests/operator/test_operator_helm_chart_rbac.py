@@ -1,6 +1,6 @@
 """The chart's RBAC as ``helm template`` renders it: cluster-wide rules only when every namespace is watched;
-with ``watchNamespaces`` listed, a Role and RoleBinding in each of them, and nothing cluster-wide but the
-operator's own CRD (a cluster-scoped object no Role can grant), and not even that with ``crds.manage=false``."""
+with ``watchNamespaces`` listed, a Role and RoleBinding in each of them, and cluster-wide only what no Role can
+grant: the operator's own CRD (with ``crds.manage``) and reads of StorageClasses and Nodes."""
 
 from __future__ import annotations
 
@@ -41,11 +41,23 @@ def test_watching_every_namespace_the_rules_are_cluster_wide() -> None:
     assert "--all-namespaces" in deploy["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
+CLUSTER_SCOPED = [{"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"], "verbs": ["get"]},
+                  {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+
+
 def test_watching_listed_namespaces_the_rules_are_roles_there() -> None:
     docs = render("watchNamespaces={team-a,team-b}")
     (cluster_role,) = of_kind(docs, "ClusterRole")
-    assert cluster_role["rules"] == [{"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
-                                      "resourceNames": ["bookieclusters.bookie-fleet.dev"], "verbs": ["get", "patch"]}]
+    # Only what no Role can grant: the operator's own CRD (and moving its stored objects to the current version),
+    # and the cluster-scoped objects the reconcile reads.
+    crd = "bookieclusters.bookie-fleet.dev"
+    assert cluster_role["rules"] == [
+        {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "resourceNames": [crd],
+         "verbs": ["get", "patch"]},
+        {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions/status"],
+         "resourceNames": [crd], "verbs": ["patch"]},
+        {"apiGroups": ["bookie-fleet.dev"], "resources": ["bookieclusters"], "verbs": ["list", "update"]},
+        *CLUSTER_SCOPED]
     roles = {(r["metadata"]["namespace"], r["metadata"]["name"]): r for r in of_kind(docs, "Role")}
     assert set(roles) == {("team-a", "bkop-bookie-operator"), ("team-b", "bkop-bookie-operator"),
                           ("ops", "bkop-bookie-operator-leader-election")}
@@ -58,9 +70,10 @@ def test_watching_listed_namespaces_the_rules_are_roles_there() -> None:
     assert "--namespace=team-a" in args and "--namespace=team-b" in args and "--all-namespaces" not in args
 
 
-def test_listed_namespaces_without_crd_management_need_nothing_cluster_wide() -> None:
+def test_listed_namespaces_without_crd_management_need_only_cluster_scoped_reads() -> None:
     docs = render("watchNamespaces={team-a}", "crds.manage=false")
-    assert of_kind(docs, "ClusterRole") == [] and of_kind(docs, "ClusterRoleBinding") == []
+    (cluster_role,) = of_kind(docs, "ClusterRole")
+    assert cluster_role["rules"] == CLUSTER_SCOPED
     assert {r["metadata"]["namespace"] for r in of_kind(docs, "Role")} == {"team-a", "ops"}
 
 

@@ -14,7 +14,7 @@ def test_rendered_chart_is_accepted_by_the_api_server(kube: KubeTarget, kube_nam
     rbac = "rbac.authorization.k8s.io"
     for values, expected in (([], {"clusterrole", "clusterrolebinding"}),
                              (["--set", f"watchNamespaces={{{kube_namespace}}}", "--set", "crds.manage=false"],
-                              {"role", "rolebinding"})):
+                              {"clusterrole", "role", "rolebinding"})):
         rendered = kube.helm("template", "bkop", str(CHART), "--namespace", kube_namespace, *values).stdout
         result = kube.kubectl("apply", "--dry-run=server", "-n", kube_namespace, "-f", "-", input=rendered)
         kinds = {line.split("/")[0] for line in result.stdout.splitlines() if "(server dry run)" in line}

@@ -38,6 +38,11 @@ class ClientConfig:
     placement: Literal["random", "rack"] = "random"
     racks: Mapping[str, str] = field(default_factory=dict)  # bookie id or host -> "/region/rack"
     default_rack: str = "/default-rack"
+    # Where the rack placement learns racks (reppDnsResolverClass): "static" is ``racks`` alone; "zookeeper"
+    # reads the ``/bookies`` znode as Pulsar's BookieRackAffinityMapping does (``racks`` entries win), again
+    # whenever its copy is older than ``rack_refresh_s`` and the client is about to choose bookies.
+    rack_resolver: Literal["static", "zookeeper"] = "static"
+    rack_refresh_s: float = 5.0
     # Quarantine: a bookie with this many errors within the window is avoided by placement for a while.
     bookie_error_threshold: int = 10
     bookie_error_window_s: float = 60.0
