@@ -12,11 +12,12 @@ import contextlib
 import logging
 import signal
 import time
+from pathlib import Path
 
 import uvloop
 from aiohttp import web
 
-from bookie import cookies, disks, metrics
+from bookie import cookies, disks, metrics, tls
 from bookie.admin import AdminService
 from bookie.client import BookKeeper, ClientConfig
 from bookie.client.autorecovery import Autorecovery
@@ -30,7 +31,8 @@ from bookie.metadata import service_info
 from bookie.metadata.security import ZkSecurityError
 from bookie.metadata.store import MetadataError, MetadataStore
 from bookie.processor import RequestProcessor
-from bookie.state import DiskThresholds, DiskUsage, StateManager
+from bookie.security import BookieSecurity, client_tls
+from bookie.state import DiskThresholds, DiskUsage, ReadOnlyReason, StateManager
 from bookie.storage.engine import StorageEngine
 from bookie.termination import INVALID_CONFIG, METADATA_UNREACHABLE, StartFailure, reason_for_error
 
@@ -61,6 +63,7 @@ class BookieServer:
         # directories, which must not happen in a foreign or wiped directory, nor make a new one look used.
         self._engine: StorageEngine | None = None
         self._processor: RequestProcessor | None = None
+        self.security: BookieSecurity | None = None
         thresholds = DiskThresholds(conf.disk_usage_threshold, conf.disk_usage_warn_threshold,
                                     conf.effective_lwm_threshold, conf.read_only_mode_on_any_disk_full_enabled)
         self.state = StateManager(thresholds, self._register, forced_read_only=conf.force_read_only_bookie,
@@ -85,6 +88,10 @@ class BookieServer:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
+        try:  # before anything is written: a bookie with unreadable certificates must not join the cluster
+            self.security = await asyncio.to_thread(BookieSecurity.from_config, self.conf)
+        except tls.TLSConfigError as exc:
+            raise StartupError(f"TLS: {exc}", INVALID_CONFIG) from None
         await asyncio.to_thread(cookies.check_writable, cookies.cookie_dirs(self.conf))
         await self._connect_metadata()
         try:
@@ -96,10 +103,13 @@ class BookieServer:
         self._engine.on_disk_full = self._disk_full
         self._processor = RequestProcessor(self.conf, self._engine, self.state, self.disk_space)
         await self._engine.start()
+        self._hold_read_only_if_journal_damaged(self._engine)
         await self._refresh_disks()
         loop = asyncio.get_running_loop()
+        security = self.security
         self._tcp = await loop.create_server(
-            lambda: BookieConnection(self.processor, self.conf.netty_max_frame_size_bytes, self.connections),
+            lambda: BookieConnection(self.processor, self.conf.netty_max_frame_size_bytes, self.connections,
+                                     security),
             self.conf.listening_interface_address, self.conf.bookie_port, reuse_address=True)
         self._prepare_autorecovery()
         if self.conf.http_server_enabled:
@@ -114,6 +124,8 @@ class BookieServer:
             await self.autorecovery.start()
         self._tasks.append(asyncio.create_task(self._disk_monitor(), name="disk-monitor"))
         self._tasks.append(asyncio.create_task(metrics.rollover_forever(self), name="metrics-rollover"))
+        if security is not None:
+            self._tasks.append(asyncio.create_task(security.refresh_forever(), name="tls-refresh"))
         self._ready = True
         log.info("bookie %s ready (protocol port %d, http port %d)", self.bookie_id, self.conf.bookie_port,
                  self.conf.http_server_port)
@@ -154,6 +166,19 @@ class BookieServer:
         except MetadataError as exc:
             raise StartupError(f"metadata service {self.conf.zk_connect}{self.conf.ledgers_root}: {exc}",
                                METADATA_UNREACHABLE) from None
+
+    def _hold_read_only_if_journal_damaged(self, engine: StorageEngine) -> None:
+        """A replay found damaged journal groups (this start or an earlier one): serve what is here, read-only,
+        until an operator has looked at the damage; writing on would hide it under new data."""
+        if not engine.journal_damage:
+            return
+        kept = sorted({str(Path(d.kept).parent) for d in engine.journal_damage})
+        why = (f"{len(engine.journal_damage)} damaged journal group(s), first: {engine.journal_damage[0].describe()}."
+               f" Acknowledged entries of those groups may be missing on this bookie (their other replicas have"
+               f" them). Inspect {', '.join(kept)} (bookie journal dump), then remove it and restart the bookie to"
+               f" make it writable again")
+        log.error("bookie %s starts read-only: %s", self.bookie_id, why)
+        self.state.hold_read_only(ReadOnlyReason.JOURNAL_CORRUPT, why)
 
     def _fail_stop(self, reason: str) -> None:
         """Storage can no longer make writes durable: stop as BookKeeper's death watcher does, so clients
@@ -207,6 +232,7 @@ class BookieServer:
             conn.close()
         if self._http is not None:
             await self._http.cleanup()
+        self.admin.close()
         if self._metrics_http is not None:
             await self._metrics_http.cleanup()
         try:
@@ -221,8 +247,13 @@ class BookieServer:
         """autoRecoveryDaemonEnabled: auditor + replication worker sharing this bookie's ZooKeeper session."""
         if not self.conf.auto_recovery_daemon_enabled:
             return
+        # Rack-aware with the racks of /bookies (published by the operator from the nodes' zones): a re-replicated
+        # copy goes to another zone than the copies left. Without rack information every bookie is in the
+        # default rack and the choice is random, as BookKeeper's default placement.
         client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root,
-                                         zk_security=self.metadata.security), store=self.metadata)
+                                         zk_security=self.metadata.security, placement="rack",
+                                         rack_resolver="zookeeper", tls=client_tls(self.conf)),
+                            store=self.metadata)
         self.autorecovery = Autorecovery(client, self.bookie_id,
                                          lost_bookie_recovery_delay_s=self.conf.lost_bookie_recovery_delay)
 
@@ -241,7 +272,9 @@ class BookieServer:
         http = None
         if self.conf.http_server_enabled:
             http = (_concrete(self.conf.effective_http_server_host) or host, self.conf.http_server_port)
-        return service_info.encode(host, self.bound_port(), http)
+        # As BookKeeper's BookieService: the "tls" extension on the bookie-rpc endpoint when TLS is configured.
+        extensions = [service_info.TLS_EXTENSION] if self.conf.tls_enabled else []
+        return service_info.encode(host, self.bound_port(), http, extensions=extensions)
 
     def bound_port(self) -> int:
         """The protocol port actually listened on (``bookiePort=0`` picks a free one)."""

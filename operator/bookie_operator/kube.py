@@ -25,14 +25,17 @@ FIELD_MANAGER = "bookie-operator"
 # kind -> (group/version prefix, plural)
 _RESOURCES: dict[str, tuple[str, str]] = {
     "ConfigMap": ("/api/v1", "configmaps"),
-    "Secret": ("/api/v1", "secrets"),
     "Service": ("/api/v1", "services"),
+    "Secret": ("/api/v1", "secrets"),
     "Pod": ("/api/v1", "pods"),
     "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims"),
     "Event": ("/api/v1", "events"),
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases"),
+    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses"),
+    "Node": ("/api/v1", "nodes"),
     models.KIND: (f"/apis/{models.GROUP}/{models.VERSION}", models.PLURAL),
 }
 
@@ -43,9 +46,13 @@ class KubeError(Exception):
         self.status = status
 
 
+# Kinds without a namespace: their namespace argument is ignored.
+CLUSTER_SCOPED = {"StorageClass", "Node"}
+
+
 def path(kind: str, namespace: str, name: str | None = None, sub: str | None = None) -> str:
     prefix, plural = _RESOURCES[kind]
-    out = f"{prefix}/namespaces/{namespace}/{plural}"
+    out = f"{prefix}/{plural}" if kind in CLUSTER_SCOPED else f"{prefix}/namespaces/{namespace}/{plural}"
     if name:
         out += f"/{name}"
     if sub:

@@ -2,7 +2,8 @@
 
 Used only for what the REST API cannot tell: whether the metadata layout exists, which bookies are
 registered, which ledgers still reference a bookie being decommissioned, how many ledgers are
-under-replicated, and a bookie's cookie. One ``MetadataStore`` per metadata service, kept open between ticks.
+under-replicated, and a bookie's cookie; and to publish the bookies' racks (``/bookies``, read by Pulsar's
+rack-aware placement and by our client's). One ``MetadataStore`` per metadata service, kept open between ticks.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
+from bookie.metadata.racks import BookieRack, InvalidRackInfo
 from bookie.metadata.security import ZkSecurity, read_digest
 from bookie.metadata.store import MetadataError, MetadataStore, NoNode
 
@@ -74,6 +76,17 @@ class ClusterMetadata:
             await self.store.delete_cookie(bookie_id)
         except NoNode:
             pass
+
+    async def publish_racks(self, group: str, racks: Mapping[str, tuple[str, str | None]]) -> bool:
+        """Make ``group`` of ``/bookies`` hold exactly ``racks`` (bookie id -> (rack, hostname)); other groups
+        are left alone. True if the znode changed."""
+        try:
+            current = await self.store.read_rack_info()
+        except InvalidRackInfo as exc:
+            raise MetadataError(str(exc)) from None
+        existing = set(((current.value if current else {}).get(group)) or {})
+        return await self.store.update_rack_info(
+            group, {b: BookieRack(rack, host) for b, (rack, host) in racks.items()}, remove=existing - set(racks))
 
 
 class MetadataService:

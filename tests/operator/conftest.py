@@ -62,6 +62,12 @@ def zookeeper(pod_zookeeper: ZooKeeperServer) -> ZooKeeperServer:
     return pod_zookeeper
 
 
+@pytest.fixture(scope="session")
+def zk_tls_host(kube: KubeTarget) -> str:
+    """The TLS-only ZooKeeper (tests/support/zookeeper_tls.py) on the address pods reach, as ``pod_zookeeper``."""
+    return kube.local.host_ip if kube.local is not None else "127.0.0.1"
+
+
 @dataclass
 class OperatorProcess:
     kubeconfig: Path

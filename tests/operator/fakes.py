@@ -19,6 +19,7 @@ from typing import Any
 from bookie_operator import builders, models
 from bookie_operator.decisions import GcInfo
 from bookie_operator.reconcile import Operator, Outcome, reconcile
+from bookie_operator.reconcile.ports import AdminTls
 
 from tests.operator.merge_patch import apply_merge_patch
 
@@ -66,6 +67,10 @@ class FakeKube:
         key = (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
         live = self.objects.get(key, {})
         merged = {**copy.deepcopy(obj), "status": live.get("status", {})}
+        if obj["kind"] == "PersistentVolumeClaim" and live:
+            # The operator applies only the claim's size: the rest stays (server-side apply keeps other owners'
+            # fields).
+            merged = {**copy.deepcopy(live), "spec": apply_merge_patch(live.get("spec") or {}, obj["spec"])}
         self.objects[key] = merged
         self.applied.append(f"{key[0]}/{key[2]}")
         return copy.deepcopy(merged)
@@ -208,6 +213,7 @@ class FakeClusterMetadata:
     under_replicated_ledgers: int = 0
     cookies: set[str] = field(default_factory=set)
     calls: list[str] = field(default_factory=list)
+    racks: dict[str, dict[str, tuple[str, str | None]]] = field(default_factory=dict)   # the /bookies groups
 
     async def init_cluster(self) -> str:
         self.calls.append("init_cluster")
@@ -228,6 +234,11 @@ class FakeClusterMetadata:
     async def delete_cookie(self, bookie_id: str) -> None:
         self.calls.append(f"delete_cookie({bookie_id})")
         self.cookies.discard(bookie_id)
+
+    async def publish_racks(self, group: str, racks: dict[str, tuple[str, str | None]]) -> bool:
+        changed = self.racks.get(group, {}) != racks
+        self.racks[group] = dict(racks)
+        return changed
 
 
 @dataclass
@@ -261,8 +272,8 @@ class World:
         return Operator(kube=self.kube, admin_for=self._admin_for,
                         metadata=self.metadata, now=self.clock, monotonic=lambda: self.clock.now.timestamp())
 
-    def _admin_for(self, ip: str, port: int, token: str | None) -> FakeBookie:
-        bookie = self.bookies.setdefault(ip, FakeBookie())
+    def _admin_for(self, host: str, port: int, token: str | None, tls: AdminTls | None = None) -> FakeBookie:
+        bookie = self.bookies.setdefault(host, FakeBookie())
         bookie.tokens.append(token)
         return bookie
 

@@ -1,6 +1,7 @@
 """pytest fixtures around a real ZooKeeper reachable only over TLS, and the fleet's identity on it.
 
-``zookeeper_tls``: one TLS-only ZooKeeper (``secureClientPort``, client certificates required) for the session.
+``zookeeper_tls``: one TLS-only ZooKeeper (``secureClientPort``, client certificates required) for the session,
+on ``zk_tls_host`` (127.0.0.1; the Kubernetes tests' conftest makes it an address pods reach).
 ``fleet_zk_identity``: what every component of the fleet presents to it: a client certificate (CN=bookie-fleet)
 and a digest credential; ``zk_overrides()`` is the bookie configuration for it, ``security()`` the client's.
 ``outsider_zk_identity``: a certificate of the same CA (it may connect) with another subject and no digest.
@@ -75,13 +76,21 @@ def outsider_zk_identity(zk_tls_ca: trustme.CA, zk_tls_dir: Path) -> ZkIdentity:
 
 
 @pytest.fixture(scope="session")
-def zookeeper_tls(zk_tls_ca: trustme.CA, zk_tls_dir: Path, fleet_zk_identity: ZkIdentity,
+def zk_tls_host() -> str:
+    """The address the TLS-only ZooKeeper listens on (and its certificate names); the Kubernetes tests'
+    conftest makes it the one pods reach."""
+    return "127.0.0.1"
+
+
+@pytest.fixture(scope="session")
+def zookeeper_tls(zk_tls_ca: trustme.CA, zk_tls_dir: Path, fleet_zk_identity: ZkIdentity, zk_tls_host: str,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    server_identity = write_identity(zk_tls_ca, zk_tls_dir, "zookeeper", "127.0.0.1", "localhost")
+    names = dict.fromkeys([zk_tls_host, "127.0.0.1", "localhost"])
+    server_identity = write_identity(zk_tls_ca, zk_tls_dir, "zookeeper", *names)
     tls = ZooKeeperTls(key_store=server_identity.combined(zk_tls_dir / "zookeeper-keystore.pem"),
                        trust_store=fleet_zk_identity.ca, client_cert=fleet_zk_identity.client.cert,
                        client_key=fleet_zk_identity.client.key)
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper-tls"), tls=tls)
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper-tls"), host=zk_tls_host, tls=tls)
     server.start()
     try:
         yield server

@@ -36,7 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 async def _run(args: argparse.Namespace) -> None:
-    async with BookKeeper(ClientConfig(zk_servers=args.zk, ledgers_root=args.ledgers_root)) as bk:
+    async with BookKeeper(ClientConfig(zk_servers=args.zk, ledgers_root=args.ledgers_root, placement="rack",
+                                       rack_resolver="zookeeper")) as bk:   # racks of /bookies, if any
         ar = await Autorecovery(bk, args.id, check_interval_s=args.check_interval,
                                 lost_bookie_recovery_delay_s=args.lost_bookie_recovery_delay).start()
         runner = None
