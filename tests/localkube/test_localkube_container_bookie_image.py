@@ -13,7 +13,6 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import builders, models
 from localkube.cluster import LocalCluster
 
-from tests.support.admin_api import TEST_ADMIN_TOKEN
 from tests.support.kube import KubeTarget, pod_ready, wait_for
 from tests.support.ociimage import runc_pid
 
@@ -25,8 +24,9 @@ def _objects(namespace: str, zk: str, root: str) -> list[dict[str, Any]]:
         "storage": {"journal": {"size": "1Gi"}, "ledgers": {"size": "1Gi"}},
         "config": {"diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998}})
     owner = builders.Owner("bk", namespace, "0")
-    # The admin token Secret the operator creates once before applying the rest (its pods mount it).
-    objects = [builders.admin_token_secret(owner, TEST_ADMIN_TOKEN), *builders.desired_objects(owner, spec, replicas=1)]
+    # The operator creates the admin token Secret once; without an operator here, the test does.
+    objects = [builders.admin_token_secret(owner, "test-admin-token"),
+               *builders.desired_objects(owner, spec, replicas=1)]
     for obj in objects:
         obj["metadata"].pop("ownerReferences", None)   # no BookieCluster here: nothing may collect them
     sts = next(o for o in objects if o["kind"] == "StatefulSet")
