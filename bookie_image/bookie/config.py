@@ -202,6 +202,10 @@ class BookieConfig(BaseModel):
     prometheus_stats_latency_rollover_seconds: int = Field(
         60, gt=0, description="Window of the latency quantiles, s (count and sum are cumulative)."
     )
+    pinned_garbage_top_ledgers: int = Field(
+        10, ge=0, le=1000,
+        description="Ledgers in bookie_pinned_garbage_bytes: the N keeping the most garbage on disk (0: none).",
+    )
 
     # --- autorecovery inside the bookie process
     auto_recovery_daemon_enabled: bool = Field(
