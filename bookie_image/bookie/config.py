@@ -194,6 +194,9 @@ class BookieConfig(BaseModel):
     http_server_host: str = Field("0.0.0.0", description="Admin REST API listen address.")
 
     # --- Prometheus (BookKeeper's PrometheusMetricsProvider keys); /metrics is always on the admin port too
+    enable_statistics: bool = Field(
+        True, description="Record latency and size summaries (false: they stay empty; gauges and counters remain).",
+    )
     prometheus_stats_http_enable: bool = Field(
         False, description="Also serve /metrics on prometheusStatsHttpPort (BookKeeper's dedicated port)."
     )
