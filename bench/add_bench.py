@@ -124,7 +124,8 @@ async def _init_cluster(zk: ZooKeeperServer, root: str) -> None:
 
 def start_java(base: Path, zk: ZooKeeperServer, root: str) -> Any:
     asyncio.run(_init_cluster(zk, root))  # Java bookies expect a formatted cluster
-    bookie = plan_java_bookies(1, base, zk.connect_string, root, first_host=202, journalSyncData=True,
+    bookie = plan_java_bookies(1, base, zk.connect_string, root, first_host=202, production=True,
+                               journalSyncData=True,
                                ledgerStorageClass="org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
                                log_level="warn")[0]
     bookie.start()

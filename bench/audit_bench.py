@@ -14,7 +14,6 @@ All in one run, on the same files, warm page cache (each file set is read once b
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -26,10 +25,8 @@ from typing import Any
 
 from bookie.protocol import entry as bke
 from bookie.storage import entrylog_format as ef
-from docs_section import write_section  # bench/ is on sys.path when a bench script runs
+from docs_section import publish  # bench/ is on sys.path when a bench script runs
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- audit:begin -->", "<!-- audit:end -->"
 MIB = 1 << 20
 
 
@@ -207,10 +204,6 @@ def table(res: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
-def write_docs(section: str) -> None:
-    write_section(DOCS, f"{BEGIN}\n{section}\n{END}", BEGIN, END)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny run; docs untouched")
@@ -226,11 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         res = run(args, Path(tmp))
     command = "python bench/audit_bench.py" + (" --quick" if args.quick else "")
-    section = table(res, command)
-    print(section)
-    if not args.quick:
-        write_docs(section)
-    print(json.dumps(res))
+    publish("audit", table(res, command), res, write=not args.quick)
     return 0
 
 

@@ -3,8 +3,11 @@ its own ``<!-- name:begin -->`` / ``<!-- name:end -->`` markers and rewrites onl
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
+BENCHMARKS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 NEW_DOC = "# Benchmarks\n\nEvery number here comes from a command in bench/.\n"
 
 
@@ -24,3 +27,13 @@ def write_section(doc: Path, section: str, begin: str, end: str, *, insert_befor
     else:
         text = text.rstrip() + "\n\n" + section + "\n"
     doc.write_text(text)
+
+
+def publish(name: str, section: str, results: Any, *, write: bool, doc: Path = BENCHMARKS) -> None:
+    """A benchmark's ending: its Markdown section and its results (JSON, last line) on stdout, and the section
+    written between ``<!-- name:begin -->`` and ``<!-- name:end -->`` of the results document when ``write``."""
+    print(section)
+    if write:
+        begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+        write_section(doc, f"{begin}\n{section}\n{end}", begin, end)
+    print(json.dumps(results, default=str))

@@ -34,10 +34,8 @@ from bookie.client import BookKeeper, ClientConfig
 from bookie.storage import entrylog_format as ef
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
 from bookie_fleet.zookeeper import ZooKeeperServer
-from docs_section import write_section  # bench/ is on sys.path when a bench script runs
+from docs_section import publish  # bench/ is on sys.path when a bench script runs
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- entry-logs:begin -->", "<!-- entry-logs:end -->"
 LOG_SIZE = 65 * 1024
 ENTRY = 8 * 1024
 PER_LEDGER = 56  # entries per ledger: ~8 logs each
@@ -117,7 +115,7 @@ def timed_start(bookie: LocalBookie, conf: ClientConfig, adds: int) -> dict[str,
     after = asyncio.run(add_latencies_ms(conf, adds))
     metrics = urllib.request.urlopen(f"{bookie.http_url}/metrics", timeout=10).read().decode()
     scans = next(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-                 if line.startswith("bookie_ENTRY_LOG_SCAN_TOTAL_total "))
+                 if line.startswith("bookie_ENTRY_LOG_SCAN_TOTAL "))
     bookie.stop()
     return {"logs": len(expected), "ready_s": ready_s, "complete_s": complete_s, "scanned": int(scans),
             "add_during_ms": _summary(during), "add_after_ms": _summary(after)}
@@ -185,11 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         res = run(args, Path(tmp))
     command = "python bench/entry_logs_bench.py" + (" --quick" if args.quick else "")
-    section = table(res, command)
-    print(section)
-    if not args.quick:
-        write_section(DOCS, f"{BEGIN}\n{section}\n{END}", BEGIN, END)
-    print(json.dumps(res))
+    publish("entry-logs", table(res, command), res, write=not args.quick)
     return 0
 
 

@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import platform
+import secrets
 import tempfile
 import time
 import urllib.request
@@ -27,10 +28,8 @@ from typing import Any, Protocol
 from bookie.client import BookKeeper, ClientConfig
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
 from bookie_fleet.zookeeper import ZooKeeperServer
-from docs_section import write_section  # bench/ is on sys.path when a bench script runs
+from docs_section import publish  # bench/ is on sys.path when a bench script runs
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- gc:begin -->", "<!-- gc:end -->"
 MIB = 1 << 20
 ENTRY = 16 * 1024
 PER_LEDGER = 64  # entries of each ledger write_mixed writes: 1 MiB ledgers
@@ -46,6 +45,8 @@ class AdminBookie(Protocol):
 
     @property
     def ledger_dir(self) -> Path: ...
+
+    def auth_headers(self) -> dict[str, str]: ...
 
 
 def sequential_write_mb_s(directory: Path, mib: int) -> float:
@@ -77,7 +78,8 @@ def metrics(bookie: LocalBookie) -> dict[str, float]:
 
 def rest(bookie: AdminBookie, method: str, path: str, body: Any = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"{bookie.http_url}{path}", data=data, method=method)
+    req = urllib.request.Request(f"{bookie.http_url}{path}", data=data, method=method,
+                                 headers=bookie.auth_headers())
     with urllib.request.urlopen(req, timeout=600) as r:
         return json.loads(r.read())
 
@@ -159,6 +161,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     zk = ZooKeeperServer(tmp / "zk").start()
     root = "/bench-gc/ledgers"
     (bookie,) = plan_bookies(1, tmp / "bookie", zk.connect_string, root, first_host=60,
+                             admin_token=secrets.token_urlsafe(32),
                              logSizeLimit=64 * MIB, flushInterval=1000, gcWaitTime=600000,
                              gcEntryLogDeletionPauseMs=0, compactionReadRateByBytes=0)
     conf = ClientConfig(zk_servers=zk.connect_string, ledgers_root=root)
@@ -209,10 +212,6 @@ def table(res: dict[str, Any], command: str) -> str:
     ])
 
 
-def write_docs(section: str) -> None:
-    write_section(DOCS, f"{BEGIN}\n{section}\n{END}", BEGIN, END)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny run; docs untouched")
@@ -228,11 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         res = run(args, Path(tmp))
     command = "python bench/gc_bench.py" + (" --quick" if args.quick else "")
-    section = table(res, command)
-    print(section)
-    if not args.quick:
-        write_docs(section)
-    print(json.dumps(res))
+    publish("gc", table(res, command), res, write=not args.quick)
     return 0
 
 

@@ -8,4 +8,5 @@ from pathlib import Path
 # `pytest` (unlike `python -m pytest`) does not put the repository on sys.path; tests.support lives there.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-pytest_plugins = ["tests.support.zookeeper", "tests.support.bookies", "tests.support.kube", "tests.support.hang_report"]
+pytest_plugins = ["tests.support.zookeeper", "tests.support.bookies", "tests.support.kube", "tests.support.hang_report",
+                  "tests.support.zookeeper_tls"]

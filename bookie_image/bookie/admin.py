@@ -28,6 +28,8 @@ from bookie.storage.engine import StorageEngine
 from bookie.storage.errors import NoEntryError, NoLedgerError
 
 log = logging.getLogger(__name__)
+# Keys (snake_case) read once at start-up that guard the bookie itself: an admin call must not lift them.
+START_UP_ONLY_PREFIXES = ("http_server_", "zk_")
 
 
 class BookieGc(GcAdmin, Protocol):
@@ -91,6 +93,10 @@ class AdminService:
         unknown = [k for k in values if k not in fields and k not in BookieConfig.model_fields]
         if unknown:
             raise ValueError("; ".join(unknown_key_message(k) for k in sorted(unknown)))
+        fixed = sorted(k for k in values if fields.get(k, k).startswith(START_UP_ONLY_PREFIXES))
+        if fixed:
+            raise ValueError(f"{', '.join(fixed)}: read at start-up only (the admin API and ZooKeeper security "
+                             "cannot be changed through the admin API); change the configuration file and restart")
         merged = {**self.bookie.conf.model_dump(by_alias=True), **values}
         try:
             # Validate the whole result first: assigning field by field would check each value against the
@@ -107,7 +113,9 @@ class AdminService:
         st = self.bookie.state.status
         return {"running": st.running, "readOnly": st.read_only, "shuttingDown": st.shutting_down,
                 "availableForHighPriorityWrites": self.bookie.state.available_for_high_priority_writes,
-                "readOnlyReason": st.reason.value, "fullDirs": list(st.full_dirs), "warnDirs": list(st.warn_dirs)}
+                "readOnlyReason": st.reason.value, "fullDirs": list(st.full_dirs), "warnDirs": list(st.warn_dirs),
+                "journalDamage": [{"file": d.file, "offset": d.offset, "reason": d.reason, "keptAs": d.kept}
+                                  for d in self.bookie.engine.journal_damage]}
 
     def is_ready(self) -> bool:
         return self.bookie.is_ready()

@@ -44,6 +44,12 @@ _ALIASES = {
     "http_server_enabled": "httpServerEnabled",
     "http_server_port": "httpServerPort",
     "http_server_host": "httpServerHost",
+    "http_server_tls_enable": "httpServerTlsEnable",
+    "http_server_key_store_path": "httpServerKeyStorePath",
+    "http_server_key_store_password": "httpServerKeyStorePassword",
+    "http_server_trust_store_path": "httpServerTrustStorePath",
+    "http_server_trust_store_password": "httpServerTrustStorePassword",
+    "zk_enable_security": "zkEnableSecurity",
     "is_throttle_by_bytes": "isThrottleByBytes",
     "is_force_gc_allow_when_no_space": "isForceGCAllowWhenNoSpace",
     "verify_metadata_on_gc": "verifyMetadataOnGC",
@@ -78,6 +84,26 @@ class BookieConfig(BaseModel):
     zk_servers: str = Field("127.0.0.1:2181", description="ZooKeeper connect string (legacy key).")
     zk_ledgers_root_path: str = Field("/ledgers", description="Root of BookKeeper's metadata in ZooKeeper.")
     zk_timeout: int = Field(10000, gt=0, description="ZooKeeper session timeout, ms.")
+    # --- ZooKeeper security (docs/security.md, "ZooKeeper")
+    zk_enable_security: bool = Field(
+        False, description="Create every znode with BookKeeper's CREATOR_ALL ACL: only the identities of the "
+                           "creating session (the fleet's: zkDigestAuthFile and/or the x509 certificate of "
+                           "zkTlsCertificatePath) may read or change it. Needs one of them.")
+    zk_digest_auth_file: Path | None = Field(
+        None, description="Ours: file holding user:password, added to the ZooKeeper session with the digest "
+                          "scheme: the fleet's identity shared by bookies, clients and the operator.")
+    zk_tls_enable: bool = Field(
+        False, description="Ours (Apache BookKeeper uses the zookeeper.client.secure system property): connect "
+                           "to ZooKeeper's secureClientPort over TLS.")
+    zk_tls_certificate_path: Path | None = Field(
+        None, description="Ours: PEM client certificate for ZooKeeper (its ssl.clientAuth=need wants one; its "
+                          "subject is the session's x509 identity).")
+    zk_tls_key_path: Path | None = Field(None, description="Ours: PEM private key of zkTlsCertificatePath.")
+    zk_tls_trust_store_path: Path | None = Field(
+        None, description="Ours: PEM CA bundle that ZooKeeper's server certificate must chain to.")
+    zk_tls_hostname_verification: bool = Field(
+        True, description="Ours: the server certificate must name the host dialled (ZooKeeper's "
+                          "zookeeper.ssl.hostnameVerification, default true).")
 
     # --- directories
     journal_directories: list[Path] = Field(
@@ -188,10 +214,43 @@ class BookieConfig(BaseModel):
         True, description="Any single full dir makes the bookie read-only."
     )
 
-    # --- HTTP admin API
+    # --- HTTP admin API (docs/security.md, "The admin API")
     http_server_enabled: bool = Field(True, description="Serve the admin REST API.")
     http_server_port: int = Field(8080, ge=0, le=65535, description="Admin REST API port.")
-    http_server_host: str = Field("0.0.0.0", description="Admin REST API listen address.")
+    http_server_host: str | None = Field(
+        None, description="Admin REST API listen address. Default: the bookie's own address (advertisedAddress, "
+                          "else a concrete listeningAddress, else 127.0.0.1), never every interface; 0.0.0.0 "
+                          "must be asked for.")
+    http_server_tls_enable: bool = Field(
+        False, description="Serve the admin REST API over HTTPS with the PEM files httpServerTlsCertificatePath "
+                           "and httpServerTlsKeyPath.")
+    http_server_tls_certificate_path: Path | None = Field(
+        None, description="Ours: PEM certificate chain of the HTTPS admin API.")
+    http_server_tls_key_path: Path | None = Field(
+        None, description="Ours: PEM private key of the HTTPS admin API (unencrypted, PKCS#8 or PKCS#1).")
+    http_server_tls_trust_store_path: Path | None = Field(
+        None, description="Ours: PEM CA bundle; a client certificate signed by it is verified and its roles "
+                          "(httpServerAllowedRoles) authorize admin calls. Optional for clients: probes and "
+                          "token holders connect without one.")
+    http_server_auth_token_file: Path | None = Field(
+        None, description="Ours: file of bearer tokens (one per line, at least 16 characters) that may call "
+                          "the admin API's mutating and data endpoints; re-read when it changes, so a rotated "
+                          "Kubernetes Secret applies without a restart.")
+    http_server_allowed_roles: list[str] = Field(
+        default_factory=list, description="Ours: roles (comma separated) of client certificates that may call "
+                                          "the mutating and data endpoints; the role is the first one of the "
+                                          "certificate's OU, read as BookKeeper's BookieAuthZFactory reads it "
+                                          "(OU=0:role1,role2;1:cluster). Needs HTTPS with a trust store.")
+    http_server_auth_disabled: bool = Field(
+        False, description="Ours, for development only: every admin call is accepted without a credential (each "
+                           "mutating call is still written to the audit log).")
+    # Apache BookKeeper's JKS keys of its HTTPS admin server: named so that a copied bk_server.conf gets a clear
+    # error instead of "unknown key" (this bookie reads PEM files).
+    http_server_key_store_path: str | None = Field(None, description="Apache BookKeeper's JKS key store: refused.")
+    http_server_key_store_password: str | None = Field(None, description="Apache BookKeeper's: refused.")
+    http_server_trust_store_path: str | None = Field(
+        None, description="Apache BookKeeper's JKS trust store: refused.")
+    http_server_trust_store_password: str | None = Field(None, description="Apache BookKeeper's: refused.")
 
     # --- Prometheus (BookKeeper's PrometheusMetricsProvider keys); /metrics is always on the admin port too
     enable_statistics: bool = Field(
@@ -275,6 +334,22 @@ class BookieConfig(BaseModel):
             return [Path(p.strip()) for p in value.split(",") if p.strip()]
         return value
 
+    @field_validator("http_server_allowed_roles", mode="before")
+    @classmethod
+    def _split_roles(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [r.strip() for r in value.split(",") if r.strip()]
+        return value
+
+    @field_validator("http_server_key_store_path", "http_server_key_store_password", "http_server_trust_store_path",
+                     "http_server_trust_store_password")
+    @classmethod
+    def _refuse_java_key_stores(cls, value: str | None) -> str | None:
+        if value is not None:
+            raise ValueError("this bookie reads PEM files, not Java key stores: set httpServerTlsCertificatePath "
+                             "and httpServerTlsKeyPath (and httpServerTlsTrustStorePath for client certificates)")
+        return value
+
     @field_validator("metadata_service_uri")
     @classmethod
     def _check_uri(cls, value: str | None) -> str | None:
@@ -305,7 +380,41 @@ class BookieConfig(BaseModel):
                 f"(got {self.disk_usage_warn_threshold} > {self.disk_usage_threshold})"
             )
         self._check_compaction()
+        self._check_http_security()
+        self._check_zk_security()
         return self
+
+    def _check_http_security(self) -> None:
+        tls_files = {"httpServerTlsCertificatePath": self.http_server_tls_certificate_path,
+                     "httpServerTlsKeyPath": self.http_server_tls_key_path,
+                     "httpServerTlsTrustStorePath": self.http_server_tls_trust_store_path}
+        if self.http_server_tls_enable:
+            missing = [k for k in ("httpServerTlsCertificatePath", "httpServerTlsKeyPath") if tls_files[k] is None]
+            if missing:
+                raise ValueError(f"httpServerTlsEnable=true needs {' and '.join(missing)} (PEM files)")
+        else:
+            given = [k for k, v in tls_files.items() if v is not None]
+            if given:  # a certificate that is silently unused would leave a plaintext API the reader thinks secure
+                raise ValueError(f"{', '.join(given)} set but httpServerTlsEnable is false")
+        if self.http_server_allowed_roles and self.http_server_tls_trust_store_path is None:
+            raise ValueError("httpServerAllowedRoles needs client certificates: set httpServerTlsEnable=true and "
+                             "httpServerTlsTrustStorePath (the CA bundle that signs them)")
+        if self.http_server_auth_disabled and (self.http_server_auth_token_file or self.http_server_allowed_roles):
+            raise ValueError("httpServerAuthDisabled=true contradicts httpServerAuthTokenFile/httpServerAllowedRoles: "
+                             "remove one or the other")
+
+    def _check_zk_security(self) -> None:
+        tls_files = {"zkTlsCertificatePath": self.zk_tls_certificate_path, "zkTlsKeyPath": self.zk_tls_key_path,
+                     "zkTlsTrustStorePath": self.zk_tls_trust_store_path}
+        given = [k for k, v in tls_files.items() if v is not None]
+        if given and not self.zk_tls_enable:
+            raise ValueError(f"{', '.join(given)} set but zkTlsEnable is false")
+        if (self.zk_tls_certificate_path is None) != (self.zk_tls_key_path is None):
+            raise ValueError("zkTlsCertificatePath and zkTlsKeyPath go together (a client certificate and its key)")
+        if self.zk_enable_security and self.zk_digest_auth_file is None and self.zk_tls_certificate_path is None:
+            raise ValueError("zkEnableSecurity=true needs an identity for the ZooKeeper session: zkDigestAuthFile "
+                             "(digest scheme) or zkTlsCertificatePath (x509 scheme); without one ZooKeeper refuses "
+                             "to create znodes with the CREATOR_ALL ACL")
 
     def _check_compaction(self) -> None:
         for key, value in (
@@ -354,6 +463,16 @@ class BookieConfig(BaseModel):
     def ledgers_root(self) -> str:
         return parse_metadata_service_uri(self.metadata_service_uri)[1] if self.metadata_service_uri \
             else self.zk_ledgers_root_path
+
+    @property
+    def effective_http_server_host(self) -> str:
+        """Where the admin API listens: httpServerHost, else the bookie's own address (never the wildcard by
+        default: the admin API must not appear on interfaces nobody chose)."""
+        if self.http_server_host:
+            return self.http_server_host
+        listening = self.listening_interface_address
+        concrete = None if listening in ("", "0.0.0.0", "::") else listening
+        return self.advertised_address or concrete or "127.0.0.1"
 
     @property
     def effective_bookie_id(self) -> str:
@@ -419,7 +538,8 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
             problems.append(str(err["msg"]).removeprefix("Value error, "))
         else:
             msg = str(err["msg"]).removeprefix("Value error, ")
-            problems.append(f"{key}: {msg} (got {err.get('input')!r}{allowed_range(key)})")
+            shown = "<hidden>" if "password" in key.lower() else repr(err.get("input"))  # never log a secret
+            problems.append(f"{key}: {msg} (got {shown}{allowed_range(key)})")
     return f"invalid bookie configuration in {source}:\n  " + "\n  ".join(problems)
 
 

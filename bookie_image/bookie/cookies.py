@@ -16,6 +16,7 @@ from bookie import termination
 from bookie.config import BookieConfig
 from bookie.metadata.cookie import Cookie, CookieError, CookieMismatch, decode_dirs
 from bookie.metadata.cookie_store import CookieStore
+from bookie.storage import durable
 from bookie.termination import StartFailure
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ def check_writable(dirs: list[Path]) -> None:
     for d in dirs:
         probe = d / _PROBE
         try:
-            d.mkdir(parents=True, exist_ok=True)
+            durable.make_dirs(d)
             fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
                 os.write(fd, b"\0" * _PROBE_BYTES)
@@ -86,12 +87,8 @@ def read_local(dirs: list[Path]) -> dict[Path, Cookie | None]:
 def write_local(dirs: list[Path], cookie: Cookie) -> None:
     for d in dirs:
         current = d / "current"
-        current.mkdir(parents=True, exist_ok=True)
-        tmp = current / "VERSION.tmp"
-        tmp.write_bytes(cookie.to_bytes())
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        tmp.replace(current / "VERSION")
+        durable.make_dirs(current)
+        durable.write_file(current / "VERSION", cookie.to_bytes())
 
 
 def has_data(d: Path) -> bool:

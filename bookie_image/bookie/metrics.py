@@ -114,6 +114,7 @@ class Snapshot:
     disk_thresholds: dict[str, float] = field(default_factory=dict)
     limit_hits: dict[str, int] = field(default_factory=dict)     # limit key -> times hit (docs/limits.md)
     long_polls_parked: int = 0
+    journal_damaged_groups: int = 0
     auditor: AuditorStats | None = None  # when autorecovery runs in this bookie
     pinned: list[PinnedLedger] = field(default_factory=list)  # pinnedGarbageTopLedgers of them at most
 
@@ -337,6 +338,7 @@ def _ours(text: Text, s: Snapshot) -> None:
         labels = [("ledger", str(p.ledger_id))] + ([("topic", p.topic)] if p.topic else [])
         text.gauge("bookie_pinned_garbage_bytes", p.garbage_bytes, labels)
     text.gauge("bookie_long_polls_parked", s.long_polls_parked)
+    text.gauge("bookie_journal_damaged_groups", s.journal_damaged_groups)
     for limit, hits in sorted(s.limit_hits.items()):
         text.counter(f"bookie_limit_{limit}_hits_total", hits)
 
@@ -387,6 +389,7 @@ def snapshot_of(server: MetricsSource) -> Snapshot:
         disk_thresholds={"full": conf.disk_usage_threshold, "warn": conf.disk_usage_warn_threshold,
                          "writable_below": conf.effective_lwm_threshold},
         limit_hits=dict(processor.limits.counts), long_polls_parked=processor.long_polls.count,
+        journal_damaged_groups=len(engine.journal_damage),
         auditor=server.autorecovery.stats if server.autorecovery is not None else None, pinned=pinned)
 
 

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import signal
 import time
+from pathlib import Path
 
 import uvloop
 from aiohttp import web
@@ -23,19 +24,24 @@ from bookie.client.autorecovery import Autorecovery
 from bookie.config import BookieConfig
 from bookie.gc.collector import GarbageCollector
 from bookie.http.api import build_app
+from bookie.http.auth import AdminAuth, TokenFileError
+from bookie.http.https import HttpsConfigError, ServerCertificates
 from bookie.listener import BookieConnection
 from bookie.metadata import service_info
+from bookie.metadata.security import ZkSecurityError
 from bookie.metadata.store import MetadataError, MetadataStore
 from bookie.processor import RequestProcessor
-from bookie.state import DiskThresholds, DiskUsage, StateManager
+from bookie.state import DiskThresholds, DiskUsage, ReadOnlyReason, StateManager
 from bookie.storage.engine import StorageEngine
-from bookie.termination import METADATA_UNREACHABLE, StartFailure, reason_for_error
+from bookie.termination import INVALID_CONFIG, METADATA_UNREACHABLE, StartFailure, reason_for_error
 
 log = logging.getLogger(__name__)
 
 
 # Exit status after a fail-stop (storage I/O error), as BookKeeper's ExitCode.BOOKIE_EXCEPTION.
 EXIT_STORAGE_FAILED = 5
+# How often the admin API's certificate files are checked for a rotation.
+CERT_REFRESH_S = 30.0
 
 
 class StartupError(StartFailure):
@@ -48,7 +54,10 @@ class BookieServer:
     def __init__(self, conf: BookieConfig) -> None:
         self.conf = conf
         self.bookie_id = conf.effective_bookie_id
-        self.metadata = MetadataStore.from_config(conf, on_session_expired=self._on_session_expired)
+        try:  # reads zkDigestAuthFile: a credential that cannot be read stops the start, naming the file
+            self.metadata = MetadataStore.from_config(conf, on_session_expired=self._on_session_expired)
+        except ZkSecurityError as exc:
+            raise StartupError(str(exc), INVALID_CONFIG) from None
         # Storage is opened only after the cookie check: opening it creates files (RocksDB, current/) in the
         # directories, which must not happen in a foreign or wiped directory, nor make a new one look used.
         self._engine: StorageEngine | None = None
@@ -88,6 +97,7 @@ class BookieServer:
         self._engine.on_disk_full = self._disk_full
         self._processor = RequestProcessor(self.conf, self._engine, self.state, self.disk_space)
         await self._engine.start()
+        self._hold_read_only_if_journal_damaged(self._engine)
         await self._refresh_disks()
         loop = asyncio.get_running_loop()
         self._tcp = await loop.create_server(
@@ -95,9 +105,7 @@ class BookieServer:
             self.conf.listening_interface_address, self.conf.bookie_port, reuse_address=True)
         self._prepare_autorecovery()
         if self.conf.http_server_enabled:
-            self._http = web.AppRunner(build_app(self.admin), access_log=None)
-            await self._http.setup()
-            await web.TCPSite(self._http, self.conf.http_server_host, self.conf.http_server_port).start()
+            await self._start_http()
         if self.conf.prometheus_stats_http_enable:
             self._metrics_http = await metrics.serve_dedicated_port(self)
         if self.gc is not None and hasattr(self.gc, "start"):
@@ -111,6 +119,22 @@ class BookieServer:
         self._ready = True
         log.info("bookie %s ready (protocol port %d, http port %d)", self.bookie_id, self.conf.bookie_port,
                  self.conf.http_server_port)
+
+    async def _start_http(self) -> None:
+        """The admin REST API: on the bookie's own address, HTTPS when configured, mutating calls
+        authenticated (``bookie.http.auth``)."""
+        auth = AdminAuth.from_config(self.conf)
+        try:
+            await auth.start()
+            certificates = await asyncio.to_thread(ServerCertificates.from_config, self.conf)
+        except (TokenFileError, HttpsConfigError) as exc:
+            raise StartupError(str(exc), INVALID_CONFIG) from None
+        self._http = web.AppRunner(build_app(self.admin, auth), access_log=None)
+        await self._http.setup()
+        await web.TCPSite(self._http, self.conf.effective_http_server_host, self.conf.http_server_port,
+                          ssl_context=certificates.context if certificates else None).start()
+        if certificates is not None:
+            self._tasks.append(asyncio.create_task(_refresh_certificates(certificates), name="https-certificates"))
 
     @property
     def engine(self) -> StorageEngine:
@@ -132,6 +156,19 @@ class BookieServer:
         except MetadataError as exc:
             raise StartupError(f"metadata service {self.conf.zk_connect}{self.conf.ledgers_root}: {exc}",
                                METADATA_UNREACHABLE) from None
+
+    def _hold_read_only_if_journal_damaged(self, engine: StorageEngine) -> None:
+        """A replay found damaged journal groups (this start or an earlier one): serve what is here, read-only,
+        until an operator has looked at the damage; writing on would hide it under new data."""
+        if not engine.journal_damage:
+            return
+        kept = sorted({str(Path(d.kept).parent) for d in engine.journal_damage})
+        why = (f"{len(engine.journal_damage)} damaged journal group(s), first: {engine.journal_damage[0].describe()}."
+               f" Acknowledged entries of those groups may be missing on this bookie (their other replicas have"
+               f" them). Inspect {', '.join(kept)} (bookie journal dump), then remove it and restart the bookie to"
+               f" make it writable again")
+        log.error("bookie %s starts read-only: %s", self.bookie_id, why)
+        self.state.hold_read_only(ReadOnlyReason.JOURNAL_CORRUPT, why)
 
     def _fail_stop(self, reason: str) -> None:
         """Storage can no longer make writes durable: stop as BookKeeper's death watcher does, so clients
@@ -199,8 +236,12 @@ class BookieServer:
         """autoRecoveryDaemonEnabled: auditor + replication worker sharing this bookie's ZooKeeper session."""
         if not self.conf.auto_recovery_daemon_enabled:
             return
-        client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root),
-                            store=self.metadata)
+        # Rack-aware with the racks of /bookies (published by the operator from the nodes' zones): a re-replicated
+        # copy goes to another zone than the copies left. Without rack information every bookie is in the
+        # default rack and the choice is random, as BookKeeper's default placement.
+        client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root,
+                                         zk_security=self.metadata.security, placement="rack",
+                                         rack_resolver="zookeeper"), store=self.metadata)
         self.autorecovery = Autorecovery(client, self.bookie_id,
                                          lost_bookie_recovery_delay_s=self.conf.lost_bookie_recovery_delay)
 
@@ -218,7 +259,7 @@ class BookieServer:
                 host = "127.0.0.1"
         http = None
         if self.conf.http_server_enabled:
-            http = (_concrete(self.conf.http_server_host) or host, self.conf.http_server_port)
+            http = (_concrete(self.conf.effective_http_server_host) or host, self.conf.http_server_port)
         return service_info.encode(host, self.bound_port(), http)
 
     def bound_port(self) -> int:
@@ -265,6 +306,12 @@ class BookieServer:
     def metrics_text(self) -> tuple[bytes, str]:
         """``/metrics``: Apache BookKeeper's Prometheus exposition of this bookie."""
         return metrics.render(metrics.snapshot_of(self))
+
+
+async def _refresh_certificates(certificates: ServerCertificates) -> None:
+    while True:
+        await asyncio.sleep(CERT_REFRESH_S)
+        await asyncio.to_thread(certificates.refresh)
 
 
 def _concrete(address: str) -> str | None:

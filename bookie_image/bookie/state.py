@@ -22,6 +22,11 @@ class ReadOnlyReason(StrEnum):
     MANUAL = "manual"          # PUT /api/v1/bookie/state/readonly; undone only manually
     DISK_FULL = "disk-full"    # a ledger directory crossed diskUsageThreshold
     FORCED = "forced"          # forceReadOnlyBookie=true
+    JOURNAL_CORRUPT = "journal-corrupt"  # a replay found damaged journal groups; until they are dealt with
+
+
+# Read-only for reasons the disks can not undo.
+_STICKY = (ReadOnlyReason.MANUAL, ReadOnlyReason.FORCED, ReadOnlyReason.JOURNAL_CORRUPT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,7 @@ class StateManager:
         self._lock = asyncio.Lock()
         self._read_only_enabled = read_only_enabled
         self.forced_read_only = forced_read_only
+        self.held: tuple[ReadOnlyReason, str] | None = None
         self.status = BookieStatus()
         self.on_change: list[Callable[[BookieStatus], None]] = []
 
@@ -102,12 +108,21 @@ class StateManager:
         """Recovery writes go on while read-only, unless the bookie is read-only because a disk is full."""
         return self.status.reason is not ReadOnlyReason.DISK_FULL
 
+    def hold_read_only(self, reason: ReadOnlyReason, why: str) -> None:
+        """Before ``start``: come up read-only for ``reason``, and stay so; ``why`` is what an operator is told
+        when asking for writable."""
+        self.held = (reason, why)
+
     async def start(self) -> None:
-        """Register for the first time, read-only if forced."""
+        """Register for the first time, read-only if forced or held."""
         async with self._lock:
-            ro = self.forced_read_only
-            self.status.read_only = ro
-            self.status.reason = ReadOnlyReason.FORCED if ro else ReadOnlyReason.NONE
+            if self.held is not None:
+                ro, reason = True, self.held[0]
+            elif self.forced_read_only:
+                ro, reason = True, ReadOnlyReason.FORCED
+            else:
+                ro, reason = False, ReadOnlyReason.NONE
+            self.status.read_only, self.status.reason = ro, reason
             await self._registrar(ro)
             self.status.running = True
 
@@ -118,6 +133,10 @@ class StateManager:
 
     async def set_manual(self, read_only: bool) -> None:
         """The REST API's switch. Raises ValueError when the configuration forbids it."""
+        if self.held is not None:
+            if read_only:
+                return  # read-only already, for a stronger reason than the switch
+            raise ValueError(f"bookie is read-only ({self.held[0].value}): {self.held[1]}")
         if self.forced_read_only and not read_only:
             raise ValueError("bookie is configured with forceReadOnlyBookie=true")
         if read_only and not self._read_only_enabled:
@@ -130,7 +149,7 @@ class StateManager:
         st = self.status
         verdict = decide(st.reason is ReadOnlyReason.DISK_FULL, usages, self._thresholds)
         st.full_dirs, st.warn_dirs = verdict.full_dirs, verdict.warn_dirs
-        if st.reason in (ReadOnlyReason.MANUAL, ReadOnlyReason.FORCED):
+        if st.reason in _STICKY:
             return verdict
         if verdict.read_only and not st.read_only:
             log.warning("ledger directories over diskUsageThreshold %s: going read-only",
@@ -143,7 +162,7 @@ class StateManager:
 
     async def mark_disk_full(self, why: str) -> None:
         """The add path found a ledger directory about to fill (before the disk checker's next round)."""
-        if self.status.reason in (ReadOnlyReason.MANUAL, ReadOnlyReason.FORCED) or self.status.read_only:
+        if self.status.reason in _STICKY or self.status.read_only:
             return
         log.warning("going read-only: %s", why)
         await self._transition(True, ReadOnlyReason.DISK_FULL)

@@ -16,25 +16,42 @@ from pathlib import Path
 from typing import Any
 
 from bookie_fleet import processes
-from bookie_fleet.processes import BookieProcess, accepts, free_port, stop_all
+from bookie_fleet.processes import BookieProcess, accepts, console_log4j2, free_port, stop_all
 
-__all__ = ["JavaBookie", "bk_lib_dir", "plan_java_bookies", "start_all", "stop_all"]
+__all__ = ["PRODUCTION_JVM_OPTS", "TEST_JVM_OPTS", "JavaBookie", "bk_lib_dir", "plan_java_bookies", "start_all",
+           "stop_all"]
 
 LIB_ENV = "BOOKIE_FLEET_BK_LIB"
 MAIN_CLASS = "org.apache.bookkeeper.server.Main"
-JVM_OPTS = ("-Xms64m", "-Xmx256m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-            "-Dio.netty.leakDetection.level=disabled")
-
-_LOG4J = """\
-status = error
-appender.console.type = Console
-appender.console.name = console
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1} - %m%n
-rootLogger.level = {level}
-rootLogger.appenderRef.console.ref = console
-"""
+# The test suite's JVM: small heap, serial GC and the C1 compiler only, so that a bookie starts in seconds.
+TEST_JVM_OPTS = ("-Xms64m", "-Xmx256m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC",
+                 "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+                 "-Dio.netty.leakDetection.level=disabled")
+# What Apache BookKeeper 4.17's bin/bookkeeper gives a bookie on Java 9 and later (bin/common.sh with an empty
+# conf/bkenv.sh): 1 GB heap, 2 GB of direct memory, G1 with a 10 ms pause goal, full tiered compilation, and
+# the --add-opens that let Netty and the journal use direct buffers and posix_fadvise. GC logging left out.
+PRODUCTION_JVM_OPTS = ("-Xms1g", "-Xmx1g", "-XX:MaxDirectMemorySize=2g",
+                       "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=10", "-XX:+ParallelRefProcEnabled",
+                       "-XX:+DisableExplicitGC",
+                       "-Dio.netty.leakDetectionLevel=disabled", "-Dio.netty.tryReflectionSetAccessible=true",
+                       "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+                       "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
+                       "-Djava.net.preferIPv4Stack=true",
+                       "--add-opens", "java.base/java.io=ALL-UNNAMED",
+                       "--add-opens", "java.base/java.util.zip=ALL-UNNAMED")
+# bk_server.conf values that only suit tests (small caches and thread pools sized for many bookies on two
+# cores, no fsync: tests kill processes, not machines). A production bookie keeps BookKeeper's defaults.
+TEST_TUNING: dict[str, Any] = {
+    "journalSyncData": False,
+    "dbStorage_writeCacheMaxSizeMb": 16,
+    "dbStorage_readAheadCacheMaxSizeMb": 16,
+    "dbStorage_rocksDB_blockCacheSize": 16 * 1024 * 1024,
+    "diskUsageThreshold": 0.999,
+    "diskUsageWarnThreshold": 0.998,
+    "numAddWorkerThreads": 1,
+    "numReadWorkerThreads": 2,
+    "serverNumIOThreads": 2,
+}
 
 
 def bk_lib_dir(lib_dir: str | Path | None = None) -> Path:
@@ -62,6 +79,7 @@ class JavaBookie(BookieProcess):
     lib_dir: Path | None = None
     log_level: str = "info"
     http_port: int | None = None  # BookKeeper's admin REST API (Vert.x), off unless a port is given
+    production: bool = False  # BookKeeper's production JVM and defaults instead of the tests' fast start
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -85,18 +103,10 @@ class JavaBookie(BookieProcess):
             "zkTimeout": 10000,
             "httpServerEnabled": self.http_port is not None,
             "autoRecoveryDaemonEnabled": False,
-            # Tests kill processes, not machines: the page cache survives, fsync only costs time.
-            "journalSyncData": False,
             "journalMaxGroupWaitMSec": 1,
-            "dbStorage_writeCacheMaxSizeMb": 16,
-            "dbStorage_readAheadCacheMaxSizeMb": 16,
-            "dbStorage_rocksDB_blockCacheSize": 16 * 1024 * 1024,
-            "diskUsageThreshold": 0.999,
-            "diskUsageWarnThreshold": 0.998,
-            "numAddWorkerThreads": 1,
-            "numReadWorkerThreads": 2,
-            "serverNumIOThreads": 2,
         }
+        if not self.production:
+            values.update(TEST_TUNING)
         if self.http_port is not None:
             values["httpServerPort"] = self.http_port
             # No default in 4.17: without a class the bookie refuses to start with the HTTP server enabled.
@@ -106,12 +116,13 @@ class JavaBookie(BookieProcess):
 
     def write_conf(self) -> None:
         super().write_conf()
-        (self.data_dir / "log4j2.properties").write_text(_LOG4J.replace("{level}", self.log_level))
+        (self.data_dir / "log4j2.properties").write_text(console_log4j2(self.log_level))
 
     def command(self) -> list[str]:
         lib = bk_lib_dir(self.lib_dir)
         java = shutil.which("java") or "java"
-        return [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
+        jvm = PRODUCTION_JVM_OPTS if self.production else TEST_JVM_OPTS
+        return [java, *jvm, f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
                 "-cp", f"{lib}/*", MAIN_CLASS, "-c", str(self.conf_path)]
 
     def wait_ready(self, timeout: float | None = None) -> None:
@@ -130,9 +141,9 @@ class JavaBookie(BookieProcess):
 
 
 def plan_java_bookies(count: int, base_dir: Path, zk_connect: str, ledgers_root: str, *, first_host: int = 51,
-                      http: bool = False, **overrides: Any) -> list[JavaBookie]:
+                      http: bool = False, production: bool = False, **overrides: Any) -> list[JavaBookie]:
     """``count`` Java bookies on 127.0.0.<first_host + i>, each with its own port and data directory (and, with
-    ``http``, its own admin REST port).
+    ``http``, its own admin REST port); ``production``: BookKeeper's own JVM options and defaults.
 
     BookKeeper binds its ports on every interface, so the ports differ even though the addresses do.
     """
@@ -151,7 +162,7 @@ def plan_java_bookies(count: int, base_dir: Path, zk_connect: str, ledgers_root:
         port = fresh_port()
         bookies.append(JavaBookie(address=address, port=port, data_dir=base_dir / f"java-bookie-{i}",
                                   zk_connect=zk_connect, ledgers_root=ledgers_root, overrides=dict(overrides),
-                                  http_port=fresh_port() if http else None))
+                                  http_port=fresh_port() if http else None, production=production))
     return bookies
 
 

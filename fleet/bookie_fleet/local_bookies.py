@@ -3,11 +3,17 @@
 Used by the playground and by the tests (tests/support/bookies.py). Each bookie is a separate
 ``bookie serve`` process in its own process group, listening on 127.0.0.x so that bookie ids look like
 a fleet's (``127.0.0.11:3181``) and ports never collide between bookies.
+
+``admin_token``: the bearer token of the bookie's admin API (written to a 0600 file in its data directory,
+named by ``httpServerAuthTokenFile``); without one, the bookie refuses every mutating admin call, as any
+bookie without a configured credential does. ``auth_headers()`` is what a caller sends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import ssl
 import subprocess
 import sys
 import urllib.request
@@ -34,6 +40,7 @@ class LocalBookie(BookieProcess):
     zk_connect: str
     ledgers_root: str
     overrides: dict[str, Any] = field(default_factory=dict)
+    admin_token: str | None = None
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -44,7 +51,23 @@ class LocalBookie(BookieProcess):
 
     @property
     def http_url(self) -> str:
-        return f"http://{self.address}:{self.http_port}"
+        scheme = "https" if self.overrides.get("httpServerTlsEnable") else "http"
+        return f"{scheme}://{self.address}:{self.http_port}"
+
+    @property
+    def admin_token_file(self) -> Path:
+        return self.data_dir / "admin-token"
+
+    def auth_headers(self) -> dict[str, str]:
+        """The admin API credential of this bookie ({} when it has none)."""
+        return {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+
+    def write_conf(self) -> None:
+        super().write_conf()
+        if self.admin_token is not None:
+            fd = os.open(self.admin_token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(self.admin_token + "\n")
 
     @property
     def journal_dir(self) -> Path:
@@ -62,6 +85,8 @@ class LocalBookie(BookieProcess):
             "httpServerHost": self.address,
             "httpServerPort": self.http_port,
         }
+        if self.admin_token is not None:
+            values["httpServerAuthTokenFile"] = str(self.admin_token_file)
         values.update(self.overrides)
         return values
 
@@ -73,15 +98,22 @@ class LocalBookie(BookieProcess):
         self._wait_until(self._says_ready, timeout, poll=0.1)
 
     def _says_ready(self) -> bool:
+        context = None
+        if self.http_url.startswith("https:"):  # as the kubelet's HTTPS probes: the certificate is not checked
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
         with (contextlib.suppress(OSError),
-              urllib.request.urlopen(f"{self.http_url}/api/v1/bookie/is_ready", timeout=1) as r):
+              urllib.request.urlopen(f"{self.http_url}/api/v1/bookie/is_ready", timeout=1, context=context) as r):
             return r.status == 200
         return False
 
 
 def plan_bookies(count: int, base_dir: Path, zk_connect: str, ledgers_root: str, *, first_host: int = 11,
-                 port: int = 3181, http_port: int = 8080, **overrides: Any) -> list[LocalBookie]:
-    """``count`` bookies on 127.0.0.<first_host + i>, each with its own data directory."""
+                 port: int = 3181, http_port: int = 8080, admin_token: str | None = None,
+                 **overrides: Any) -> list[LocalBookie]:
+    """``count`` bookies on 127.0.0.<first_host + i>, each with its own data directory (and ``admin_token``
+    as the credential of its admin API)."""
     bookies = []
     for i in range(count):
         address = f"127.0.0.{first_host + i}"
@@ -93,5 +125,6 @@ def plan_bookies(count: int, base_dir: Path, zk_connect: str, ledgers_root: str,
             zk_connect=zk_connect,
             ledgers_root=ledgers_root,
             overrides=dict(overrides),
+            admin_token=admin_token,
         ))
     return bookies

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import signal
 import sys
 import time
@@ -91,10 +92,13 @@ def run_playground(args: argparse.Namespace) -> int:
     try:
         zk.start()
         say(f"ZooKeeper on {zk.connect_string}")
-        bookies = plan_bookies(args.bookies, workdir, zk.connect_string, LEDGERS_ROOT)
+        # The admin API's mutating calls want this token (Authorization: Bearer), as on any real fleet.
+        bookies = plan_bookies(args.bookies, workdir, zk.connect_string, LEDGERS_ROOT,
+                               admin_token=secrets.token_urlsafe(32))
         start_all(bookies, 90)
         for b in bookies:
-            say(f"bookie {b.bookie_id} ready (admin API {b.http_url}, data {b.data_dir})")
+            say(f"bookie {b.bookie_id} ready (admin API {b.http_url}, its token in {b.admin_token_file}, "
+                f"data {b.data_dir})")
         asyncio.run(exercise(zk, bookies, args.ledgers, args.entries))
         print_states(bookies)
         if args.keep_running:

@@ -47,6 +47,22 @@ def write_properties(path: Path, values: Mapping[str, Any]) -> None:
     path.write_text("".join(f"{line}\n" for line in lines))
 
 
+_CONSOLE_LOG4J2 = """\
+status = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1} - %m%n
+rootLogger.level = {level}
+rootLogger.appenderRef.console.ref = console
+"""
+
+
+def console_log4j2(level: str) -> str:
+    """A log4j2 configuration that writes everything at ``level`` and above to the console (the process's log)."""
+    return _CONSOLE_LOG4J2.replace("{level}", level)
+
+
 def spawn(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
     """Start ``cmd`` as the leader of a new process group, its output appended to ``log_path``."""
     with open(log_path, "ab") as log:
@@ -104,6 +120,11 @@ class BookieProcess:
 
     def wait_ready(self, timeout: float | None = None) -> None:
         raise NotImplementedError
+
+    def auth_headers(self) -> dict[str, str]:
+        """What a caller of the admin API's mutating endpoints sends ({}: none; Apache BookKeeper's has no
+        authentication)."""
+        return {}
 
     @property
     def conf_path(self) -> Path:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bookie_fleet.processes import accepts, free_port, log_tail, spawn, terminate, write_properties
+from bookie_fleet.processes import accepts, console_log4j2, free_port, log_tail, spawn, terminate, write_properties
 
 LIB_ENV = "BOOKIE_FLEET_PULSAR_LIB"
 CLASSES_ENV = "BOOKIE_FLEET_PULSAR_CLASSES"
@@ -39,16 +39,6 @@ CLIENT_JVM_OPTS = ("-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtL
                    "-Djava.net.preferIPv4Stack=true", "-Dio.netty.tryReflectionSetAccessible=true",
                    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
                    "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED")
-
-_LOG4J = """\
-status = error
-appender.console.type = Console
-appender.console.name = console
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1} - %m%n
-rootLogger.level = {level}
-rootLogger.appenderRef.console.ref = console
-"""
 
 
 def env_dir(name: str) -> Path:
@@ -125,7 +115,7 @@ class PulsarBroker:
     def setup_metadata(self, timeout: float = 180) -> None:
         """Pulsar's cluster metadata (cluster, tenant public, namespace public/default) on the existing bookies."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        (self.data_dir / "log4j2.properties").write_text(_LOG4J.replace("{level}", self.log_level))
+        (self.data_dir / "log4j2.properties").write_text(console_log4j2(self.log_level))
         store = f"zk:{self.zk_connect}{self.chroot}"
         cmd = self._java("org.apache.pulsar.PulsarClusterMetadataSetup", "--cluster", CLUSTER,
                          "--metadata-store", store, "--configuration-metadata-store", store,

@@ -43,7 +43,7 @@ CHART = REPO / "helm" / "bookie-operator"
 EXAMPLE = REPO / "examples" / "playground.yaml"
 NAMESPACE = "bookie-fleet"
 CLUSTER = "playground"
-GROUP, VERSION, PLURAL = "bookie-fleet.dev", "v1alpha1", "bookieclusters"
+GROUP, VERSION, PLURAL = "bookie-fleet.dev", "v1beta1", "bookieclusters"
 T = TypeVar("T")
 
 

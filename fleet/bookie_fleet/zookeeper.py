@@ -4,6 +4,10 @@ Used by the tests and by the playground. The JVM runs in its own process group s
 everything it started. ``stop()``/``start()`` keep the port and the data directory, so a test can take
 ZooKeeper away mid-operation and bring the same ensemble back; ``pause()``/``resume()`` freeze the server
 (SIGSTOP/SIGCONT) to simulate a hung ZooKeeper whose connections stay open.
+
+``tls=ZooKeeperTls(...)`` serves ZooKeeper's ``secureClientPort`` (Netty, PEM key store and trust store, client
+certificates required, their subject the session's ``x509`` identity) and, unless ``also_plaintext``, no
+plaintext port at all: a ZooKeeper reachable only over TLS.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -48,16 +54,40 @@ def provided_classpath(lib_dir: Path) -> list[str]:
     return extra
 
 
-def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 1.0) -> str:
+@dataclass(frozen=True)
+class ZooKeeperTls:
+    """PEM files of a ZooKeeper serving TLS.
+
+    ``key_store``: the server's private key (PKCS#8, as ZooKeeper's PEM reader wants it) and certificate chain
+    in one file; ``trust_store``: the CA bundle client certificates must chain to; ``client_cert`` and
+    ``client_key``: a client certificate of that CA, used for the readiness check.
+    """
+
+    key_store: Path
+    trust_store: Path
+    client_cert: Path
+    client_key: Path
+    also_plaintext: bool = False
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.trust_store))
+        context.check_hostname = False  # the readiness check dials an address; the chain is still verified
+        context.load_cert_chain(self.client_cert, self.client_key)
+        return context
+
+
+def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 1.0,
+                     tls: ZooKeeperTls | None = None) -> str:
     """Send a ZooKeeper four-letter command and return the answer ('' if it cannot be asked)."""
     try:
-        with socket.create_connection((host, port), timeout=timeout) as s:
+        with socket.create_connection((host, port), timeout=timeout) as raw:
+            s = tls.client_context().wrap_socket(raw) if tls is not None else raw
             s.sendall(word.encode())
             chunks = []
             while chunk := s.recv(4096):
                 chunks.append(chunk)
             return b"".join(chunks).decode(errors="replace")
-    except OSError:
+    except (OSError, ssl.SSLError):
         return ""
 
 
@@ -70,10 +100,12 @@ class ZooKeeperServer:
 
     def __init__(self, data_dir: str | Path, port: int = 0, host: str = "127.0.0.1", *,
                  tick_time_ms: int = 500, force_sync: bool = False, lib_dir: str | Path | None = None,
-                 java: str | None = None) -> None:
+                 java: str | None = None, tls: ZooKeeperTls | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.host = host
+        self.tls = tls
         self.port = port or free_port(host)
+        self.secure_port = free_port(host) if tls is not None else None
         self.tick_time_ms = tick_time_ms
         self.force_sync = force_sync
         lib = lib_dir or os.environ.get(LIB_ENV)
@@ -85,8 +117,19 @@ class ZooKeeperServer:
         self._paused = False
 
     @property
+    def plaintext(self) -> bool:
+        return self.tls is None or self.tls.also_plaintext
+
+    @property
     def connect_string(self) -> str:
-        return f"{self.host}:{self.port}"
+        """The plaintext port's, or the secure port's when that is the only one."""
+        return f"{self.host}:{self.port}" if self.plaintext else self.secure_connect_string
+
+    @property
+    def secure_connect_string(self) -> str:
+        if self.secure_port is None:
+            raise ZooKeeperError("this ZooKeeper serves no TLS port")
+        return f"{self.host}:{self.secure_port}"
 
     @property
     def config_path(self) -> Path:
@@ -117,7 +160,26 @@ class ZooKeeperServer:
             "minSessionTimeout": 2 * self.tick_time_ms,
             "maxSessionTimeout": 60 * self.tick_time_ms,
         }
+        if self.tls is not None:
+            lines.update(self._tls_config(self.tls))
+            if not self.tls.also_plaintext:
+                del lines["clientPort"], lines["clientPortAddress"]
         write_properties(self.config_path, lines)
+
+    def _tls_config(self, tls: ZooKeeperTls) -> dict[str, object]:
+        return {
+            "secureClientPort": self.secure_port,
+            "secureClientPortAddress": self.host,
+            "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+            "ssl.keyStore.location": tls.key_store,
+            "ssl.keyStore.type": "PEM",
+            "ssl.trustStore.location": tls.trust_store,
+            "ssl.trustStore.type": "PEM",
+            "ssl.clientAuth": "need",
+            # Client certificates are checked against the CA, not against the address a client comes from.
+            "ssl.hostnameVerification": "false",
+            "authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+        }
 
     def start(self, timeout: float = 60.0) -> ZooKeeperServer:
         """Launch the JVM and wait until it serves requests."""
@@ -139,7 +201,9 @@ class ZooKeeperServer:
                 raise ZooKeeperError(f"ZooKeeper exited with {self.proc and self.proc.returncode}:\n"
                                      f"{self.log_tail()}")
             # ``ruok`` answers imok even when the server thread died; ``srvr`` only answers when serving.
-            if four_letter_word(self.host, self.port, "srvr").startswith("Zookeeper version"):
+            port, tls = (self.port, None) if self.plaintext else (self.secure_port, self.tls)
+            if port is not None and four_letter_word(self.host, port, "srvr", tls=tls).startswith(
+                    "Zookeeper version"):
                 return
             time.sleep(0.1)
         self.stop()
@@ -167,7 +231,7 @@ class ZooKeeperServer:
                 # As the JVM does: connections in TIME_WAIT must not count as "port in use".
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 try:
-                    s.bind((self.host, self.port))
+                    s.bind((self.host, self.port if self.plaintext else self.secure_port or self.port))
                     return
                 except OSError:
                     time.sleep(0.05)

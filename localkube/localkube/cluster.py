@@ -33,6 +33,7 @@ from localkube.serviceaccounts import service_account_kubeconfig
 KUBE_VERSION_ENV = "BOOKIE_FLEET_KUBE_VERSION"
 SERVICE_CIDR = "10.96.0.0/16"
 STORAGE_CLASS = "standard"          # the name kind gives its default StorageClass
+EXPANDABLE_STORAGE_CLASS = "standard-xfs"   # claims of their own size, online expansion (runner/filesystems.py)
 PROVISIONER = "localkube.io/local-path"
 DEFAULT_PORTS = {"etcd": 2379, "etcd-peer": 2380, "kube-apiserver": 6443, "kube-controller-manager": 10257}
 ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "pod-runner")
@@ -360,14 +361,22 @@ class LocalCluster:
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
     def _bootstrap_objects(self) -> None:
-        """Cluster-level objects a kind cluster also has: a default StorageClass named ``standard``."""
-        if self._get_json(f"/apis/storage.k8s.io/v1/storageclasses/{STORAGE_CLASS}") is None:
-            self._send_json("POST", "/apis/storage.k8s.io/v1/storageclasses", {
-                "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-                "metadata": {"name": STORAGE_CLASS,
-                             "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
-                "provisioner": PROVISIONER, "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
-            })
+        """Cluster-level objects: the default StorageClass ``standard`` a kind cluster also has (directories, no
+        capacity, no expansion), and ``standard-xfs``: a filesystem of the claimed size per volume, which may
+        grow (``allowVolumeExpansion``), as a cloud disk's class."""
+        classes: dict[str, dict[str, Any]] = {
+            STORAGE_CLASS: {"metadata": {"name": STORAGE_CLASS,
+                                         "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}},
+            EXPANDABLE_STORAGE_CLASS: {"metadata": {"name": EXPANDABLE_STORAGE_CLASS},
+                                       "parameters": {"csi.storage.k8s.io/fstype": "xfs"},
+                                       "allowVolumeExpansion": True},
+        }
+        for name, body in classes.items():
+            if self._get_json(f"/apis/storage.k8s.io/v1/storageclasses/{name}") is None:
+                self._send_json("POST", "/apis/storage.k8s.io/v1/storageclasses", {
+                    "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", **body,
+                    "provisioner": PROVISIONER, "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
+                })
 
     # ------------------------------------------------------------------------- service accounts
     def api(self, user_agent: str = "localkube") -> KubeAPI:

@@ -42,7 +42,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leader-election-id", default="bookie-operator", help="name of the Lease")
     parser.add_argument("--lease-duration", type=float, default=15.0,
                         help="seconds a standby waits on a lease that is not renewed before taking over")
+    zk = parser.add_argument_group("ZooKeeper security (the fleet's identity; docs/security.md)")
+    zk.add_argument("--zk-tls", action="store_true", help="connect to ZooKeeper over TLS")
+    zk.add_argument("--zk-tls-ca", help="PEM CA bundle of ZooKeeper's server certificate")
+    zk.add_argument("--zk-tls-cert", help="PEM client certificate (its subject: the x509 identity)")
+    zk.add_argument("--zk-tls-key", help="PEM key of --zk-tls-cert")
+    zk.add_argument("--zk-digest-file", help="file holding user:password (digest identity)")
+    zk.add_argument("--zk-enable-security", action="store_true",
+                    help="create znodes with CREATOR_ALL ACLs (BookKeeper's zkEnableSecurity)")
     args = parser.parse_args(argv)
+    from bookie_operator import zk as zk_env
+
+    for name, value in ((zk_env.ENV_TLS, "true" if args.zk_tls else None), (zk_env.ENV_TLS_CA, args.zk_tls_ca),
+                        (zk_env.ENV_TLS_CERT, args.zk_tls_cert), (zk_env.ENV_TLS_KEY, args.zk_tls_key),
+                        (zk_env.ENV_DIGEST_FILE, args.zk_digest_file),
+                        (zk_env.ENV_ENABLE_SECURITY, "true" if args.zk_enable_security else None)):
+        if value:
+            os.environ[name] = value
     if args.no_manage_crd:
         os.environ["BOOKIE_OPERATOR_MANAGE_CRD"] = "false"
     if args.interval is not None:

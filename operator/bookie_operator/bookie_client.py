@@ -1,7 +1,9 @@
 """Async client of the bookie admin REST API (BookKeeper's paths and JSON; ours and Apache BookKeeper's).
 
 Only what the operator calls. Every call has a timeout; errors are ``BookieApiError`` (with the HTTP status
-when there was one) so a reconcile can record "unreachable" instead of crashing.
+when there was one) so a reconcile can record "unreachable" instead of crashing. Every call carries the
+cluster's admin token (``Authorization: Bearer``): our bookies refuse a mutating call without it, Apache
+BookKeeper's ignore it.
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ class BookieApiError(Exception):
 class BookieAdmin:
     """One bookie's admin API at ``http://host:port``."""
 
-    def __init__(self, session: aiohttp.ClientSession, host: str, port: int = 8080, timeout: float = 5.0) -> None:
+    def __init__(self, session: aiohttp.ClientSession, host: str, port: int = 8080, timeout: float = 5.0, *,
+                 token: str | None = None) -> None:
         self.session = session
         self.base = f"http://{host}:{port}"
         self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, str]:
         try:
-            async with self.session.request(method, self.base + path, json=body, timeout=self.timeout) as resp:
+            async with self.session.request(method, self.base + path, json=body, timeout=self.timeout,
+                                            headers=self.headers) as resp:
                 text = await resp.text()
                 return resp.status, text
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
@@ -86,11 +91,12 @@ class BookieAdmin:
 
     async def suspend_compaction(self, suspend: bool) -> None:
         if suspend:
-            await self._call("PUT", "/api/v1/bookie/gc/suspend_compaction",
-                             {"suspendMajor": True, "suspendMinor": True})
+            path, body = "/api/v1/bookie/gc/suspend_compaction", {"suspendMajor": True, "suspendMinor": True}
         else:
-            await self._call("PUT", "/api/v1/bookie/gc/resume_compaction",
-                             {"resumeMajor": True, "resumeMinor": True})
+            path, body = "/api/v1/bookie/gc/resume_compaction", {"resumeMajor": True, "resumeMinor": True}
+        status, text = await self._call("PUT", path, body)
+        if status >= 300:  # a refusal (401: no credential) must not pass for done
+            raise BookieApiError(f"PUT {self.base}{path}: HTTP {status}: {text.strip()[:200]}", status)
 
     async def recover_bookie(self, bookie_ids: list[str]) -> None:
         """Ask this bookie's autorecovery to re-replicate the ledgers of ``bookie_ids``."""

@@ -23,6 +23,10 @@ CHECKSUM_ANNOTATION = f"{models.GROUP}/config-checksum"
 CLUSTER_LABEL = f"{models.GROUP}/cluster"
 CONF_DIR = "/opt/bookie/conf"
 RUN_DIR = "/opt/bookie/run"
+# The admin token Secret, mounted as a directory (not a subPath) so that the kubelet's updates reach the bookie,
+# which re-reads the file when it changes.
+ADMIN_TOKEN_DIR = "/opt/bookie/secrets/admin"
+ADMIN_TOKEN_KEY = "token"
 DATA_ROOT = "/bookie"
 JAVA_CONF = "/opt/bookkeeper/conf/bk_server.conf"
 HOSTNAME_KEY = "kubernetes.io/hostname"
@@ -74,6 +78,13 @@ def client_service_name(cluster: str) -> str:
 
 def configmap_name(cluster: str) -> str:
     return f"{cluster}-config"
+
+
+def admin_token_secret_name(cluster: str, spec: BookieClusterSpec | None = None) -> str:
+    """The Secret holding the admin API's token: the spec's, else the one the operator creates."""
+    if spec is not None and spec.admin_api.token_secret_name:
+        return spec.admin_api.token_secret_name
+    return f"{cluster}-admin-token"
 
 
 def pod_name(cluster: str, ordinal: int) -> str:
@@ -134,6 +145,8 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
         **spec.gc.bookie_config(),
         **spec.config,
     }
+    if spec.implementation == "bookie-fleet":
+        values["httpServerAuthTokenFile"] = f"{ADMIN_TOKEN_DIR}/{ADMIN_TOKEN_KEY}"
     if spec.implementation == "apache-bookkeeper":
         values.update({
             "useHostNameAsBookieID": False,  # the id is given explicitly (bookieId), hostname-based
@@ -170,6 +183,14 @@ def _meta(name: str, owner: Owner) -> Obj:
 def configmap(owner: Owner, spec: BookieClusterSpec) -> Obj:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(configmap_name(owner.name), owner),
             "data": {"bk_server.conf": render_properties(bookie_config(spec))}}
+
+
+def admin_token_secret(owner: Owner, token: str) -> Obj:
+    """The admin token Secret the operator creates once (never applied again: the token must not change under
+    the bookies). Owned by the BookieCluster, so it goes with it."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": _meta(admin_token_secret_name(owner.name), owner),
+            "stringData": {ADMIN_TOKEN_KEY: token + "\n"}}
 
 
 def _ports() -> list[Obj]:
@@ -292,8 +313,13 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
     else:
         container["command"] = ["sh", "-c", PYTHON_START]
         mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
-                   {"name": "run", "mountPath": RUN_DIR}]
-        volumes.append({"name": "run", "emptyDir": {}})
+                   {"name": "run", "mountPath": RUN_DIR},
+                   {"name": "admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True}]
+        volumes += [{"name": "run", "emptyDir": {}},
+                    # Read-only for everyone in the pod (the bookie's user is the image's, not root).
+                    {"name": "admin-token", "secret": {"secretName": admin_token_secret_name(name, spec),
+                                                       "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
+                                                       "defaultMode": 0o444}}]
     mounts += [m.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"mountPath": m.mount_path}
                for m in spec.extra_volume_mounts]
     container["volumeMounts"] = mounts

@@ -127,7 +127,47 @@ def openapi_schema() -> dict[str, Any]:
     }
 
 
+def _version(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    version: dict[str, Any] = {
+        "name": name,
+        "served": True,
+        "storage": name == models.VERSION,
+    }
+    if name in models.DEPRECATED_VERSIONS:
+        version["deprecated"] = True
+        version["deprecationWarning"] = (f"{models.GROUP}/{name} {models.KIND} is deprecated; use "
+                                         f"{models.GROUP}/{models.VERSION} (same fields)")
+    version.update({
+        "schema": {"openAPIV3Schema": schema},
+        "subresources": {
+            "status": {},
+            "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+                      "labelSelectorPath": ".status.labelSelector"},
+        },
+        "additionalPrinterColumns": [
+            {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+            {"name": "Scaled-Up", "type": "integer", "jsonPath": ".status.scaledUpBy"},
+            {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
+            {"name": "Writable", "type": "integer", "jsonPath": ".status.writableBookies"},
+            {"name": "Status", "type": "string",
+             "jsonPath": '.status.conditions[?(@.type=="Ready")].reason'},
+            {"name": "Decommission", "type": "string", "jsonPath": ".status.decommission.phase",
+             "priority": 1},
+            {"name": "Last-Compaction", "type": "string",
+             "jsonPath": ".status.compaction.lastCompletionTime", "priority": 1},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+    })
+    return version
+
+
 def crd() -> dict[str, Any]:
+    """The CRD: the current version (served, stored) first, then the deprecated ones, all with one schema.
+
+    Identical schemas make the conversion ``None``: the API server serves a stored object in any version by
+    rewriting its ``apiVersion``. Objects written before the storage version changed stay encoded in the old
+    version until rewritten (``storage_version.migrate``)."""
+    schema = openapi_schema()
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -137,30 +177,8 @@ def crd() -> dict[str, Any]:
             "scope": "Namespaced",
             "names": {"kind": models.KIND, "plural": models.PLURAL, "singular": models.SINGULAR,
                       "shortNames": models.SHORT_NAMES, "listKind": f"{models.KIND}List"},
-            "versions": [{
-                "name": models.VERSION,
-                "served": True,
-                "storage": True,
-                "schema": {"openAPIV3Schema": openapi_schema()},
-                "subresources": {
-                    "status": {},
-                    "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
-                              "labelSelectorPath": ".status.labelSelector"},
-                },
-                "additionalPrinterColumns": [
-                    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
-                    {"name": "Scaled-Up", "type": "integer", "jsonPath": ".status.scaledUpBy"},
-                    {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
-                    {"name": "Writable", "type": "integer", "jsonPath": ".status.writableBookies"},
-                    {"name": "Status", "type": "string",
-                     "jsonPath": '.status.conditions[?(@.type=="Ready")].reason'},
-                    {"name": "Decommission", "type": "string", "jsonPath": ".status.decommission.phase",
-                     "priority": 1},
-                    {"name": "Last-Compaction", "type": "string",
-                     "jsonPath": ".status.compaction.lastCompletionTime", "priority": 1},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                ],
-            }],
+            "conversion": {"strategy": "None"},
+            "versions": [_version(name, schema) for name in (models.VERSION, *models.DEPRECATED_VERSIONS)],
         },
     }
 

@@ -5,6 +5,7 @@ The reconcile interval comes from ``$BOOKIE_OPERATOR_INTERVAL`` (seconds, defaul
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -12,11 +13,11 @@ from typing import Any
 import aiohttp
 import kopf
 
-from bookie_operator import crd, models
+from bookie_operator import crd, models, storage_version
 from bookie_operator.bookie_client import BookieAdmin
 from bookie_operator.kube import Kube, KubeError
 from bookie_operator.reconcile import Operator, reconcile
-from bookie_operator.zk import MetadataService
+from bookie_operator.zk import MetadataService, security_from_env
 
 INTERVAL = float(os.environ.get("BOOKIE_OPERATOR_INTERVAL", "30"))
 RETRY_DELAY = max(1.0, min(INTERVAL, 15.0))
@@ -45,20 +46,28 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
 async def keep_crd_current(kube: Kube) -> None:
     """Apply the CRD of this operator's own version, so that upgrading the operator (``helm upgrade`` to a new
     image) upgrades its CRD too: Helm installs a chart's crds/ once and never updates them. Without the RBAC
-    for it (a cluster whose CRDs are managed elsewhere) the operator says so and goes on."""
+    for it (a cluster whose CRDs are managed elsewhere) the operator says so and goes on. Then objects stored
+    in an older version are rewritten in the current one (``storage_version``)."""
     try:
         await kube.apply_crd(crd.crd())
         log.info("CRD %s.%s is the operator's own (version %s)", models.PLURAL, models.GROUP, models.VERSION)
     except KubeError as exc:
         log.warning("cannot apply the BookieCluster CRD (%s); it is left as it is", exc)
+        return
+    try:
+        await storage_version.migrate(kube)
+    except KubeError as exc:
+        log.warning("cannot move stored BookieClusters to %s (%s): storedVersions left as it is; see "
+                    "docs/operator.md, \"CRD versions\", to migrate them by hand", models.VERSION, exc)
 
 
 async def connect() -> Operator:
     """The operator's real clients: the Kubernetes API, the bookies' admin APIs, their ZooKeeper metadata."""
     kube = await Kube.connect(os.environ.get("BOOKIE_OPERATOR_KUBECONFIG"))
+    zk_security = await asyncio.to_thread(security_from_env, dict(os.environ))
     http = aiohttp.ClientSession()
-    return Operator(kube=kube, admin_for=lambda host, port: BookieAdmin(http, host, port),
-                    metadata=MetadataService(), closers=[http.close, kube.close])
+    return Operator(kube=kube, admin_for=lambda host, port, token: BookieAdmin(http, host, port, token=token),
+                    metadata=MetadataService(zk_security), closers=[http.close, kube.close])
 
 
 @kopf.on.cleanup()

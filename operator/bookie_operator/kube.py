@@ -25,6 +25,7 @@ FIELD_MANAGER = "bookie-operator"
 # kind -> (group/version prefix, plural)
 _RESOURCES: dict[str, tuple[str, str]] = {
     "ConfigMap": ("/api/v1", "configmaps"),
+    "Secret": ("/api/v1", "secrets"),
     "Service": ("/api/v1", "services"),
     "Pod": ("/api/v1", "pods"),
     "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims"),
@@ -32,6 +33,8 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases"),
+    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses"),
+    "Node": ("/api/v1", "nodes"),
     models.KIND: (f"/apis/{models.GROUP}/{models.VERSION}", models.PLURAL),
 }
 
@@ -42,9 +45,13 @@ class KubeError(Exception):
         self.status = status
 
 
+# Kinds without a namespace: their namespace argument is ignored.
+CLUSTER_SCOPED = {"StorageClass", "Node"}
+
+
 def path(kind: str, namespace: str, name: str | None = None, sub: str | None = None) -> str:
     prefix, plural = _RESOURCES[kind]
-    out = f"{prefix}/namespaces/{namespace}/{plural}"
+    out = f"{prefix}/{plural}" if kind in CLUSTER_SCOPED else f"{prefix}/namespaces/{namespace}/{plural}"
     if name:
         out += f"/{name}"
     if sub:
@@ -108,6 +115,17 @@ class Kube:
         if result is None:
             raise KubeError(f"apply {obj['kind']}/{meta['name']}: not found")
         return result
+
+    async def create(self, obj: Obj) -> Obj | None:
+        """Create ``obj`` unless it exists (None then: 409, nothing changed). For what must never be
+        overwritten, such as a generated credential."""
+        meta = obj["metadata"]
+        try:
+            return await self.request("POST", path(obj["kind"], meta["namespace"]), body=obj)
+        except KubeError as exc:
+            if exc.status == 409:
+                return None
+            raise
 
     async def delete(self, kind: str, namespace: str, name: str, *, propagation: str = "Background") -> bool:
         result = await self.request("DELETE", path(kind, namespace, name),

@@ -21,7 +21,10 @@ from pydantic.alias_generators import to_camel
 from bookie_operator import cron, java_config
 
 GROUP = "bookie-fleet.dev"
-VERSION = "v1alpha1"
+VERSION = "v1beta1"                 # served and stored
+# Older versions still served, with the same schema (so no conversion webhook: the API server only rewrites
+# apiVersion), marked deprecated: each request through them gets a warning naming VERSION.
+DEPRECATED_VERSIONS = ("v1alpha1",)
 KIND = "BookieCluster"
 PLURAL = "bookieclusters"
 SINGULAR = "bookiecluster"
@@ -41,7 +44,7 @@ ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 
 # What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
 OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS"}
-OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-")
+OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "admin-token")
 OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
 
 # Keys of bookie.config.BookieConfig the operator writes itself: they cannot be overridden in spec.config
@@ -61,6 +64,7 @@ OWNED_CONFIG_KEYS: dict[str, str] = {
     "httpServerEnabled": "the operator needs the admin REST API",
     "httpServerPort": "the operator uses 8080",
     "httpServerHost": "set per pod to the pod IP",
+    "httpServerAuthTokenFile": "the operator mounts the admin token Secret (spec.adminApi.tokenSecretName)",
     "readOnlyModeEnabled": "the operator's read-only control needs it (apache/bookkeeper#3972)",
     "forceAllowCompaction": "forced compactions must run on a full disk (apache/bookkeeper#3205)",
     "isForceGCAllowWhenNoSpace": "forced compactions must run on a full disk",
@@ -296,6 +300,17 @@ class AutorecoverySpec(Model):
                                                     description="Wait before re-replicating a lost bookie.")
 
 
+class AdminApiSpec(Model):
+    """The bookies' admin REST API: every call that changes state needs the token of this Secret, which the
+    operator mounts into the bookie pods and presents itself (Apache BookKeeper's bookies have no such check)."""
+
+    token_secret_name: str | None = Field(
+        default=None, pattern=DNS_SUBDOMAIN_PATTERN, max_length=253,
+        description="An existing Secret whose key `token` holds the bearer token(s), one per line, at least 16 "
+        "characters each; the operator presents the first. Default: the operator creates <cluster>-admin-token "
+        "once, with a random token, owned by the BookieCluster.")
+
+
 class PdbSpec(Model):
     enabled: bool = Field(default=True, description="Create a PodDisruptionBudget.")
     max_unavailable: int = Field(default=1, ge=1, description="Bookies that may be disrupted at once.")
@@ -402,6 +417,8 @@ class BookieClusterSpec(Model):
     disk_policy: DiskPolicySpec = Field(default_factory=DiskPolicySpec, description="Read-only control.")
     compaction: CompactionSpec = Field(default_factory=CompactionSpec, description="Scheduled forced compactions.")
     autorecovery: AutorecoverySpec = Field(default_factory=AutorecoverySpec, description="Autorecovery.")
+    admin_api: AdminApiSpec = Field(default_factory=AdminApiSpec, description="The bookies' admin REST API "
+                                    "credential.")
     pdb: PdbSpec = Field(default_factory=PdbSpec, description="PodDisruptionBudget.")
     scale_down: ScaleDownSpec = Field(default_factory=ScaleDownSpec, description="Safe scale-down.")
     resources: dict[str, Any] = _preserve(
@@ -416,6 +433,11 @@ class BookieClusterSpec(Model):
         "Pod topology spread constraints. Default: maxSkew 1 over topology.kubernetes.io/zone, "
         "ScheduleAnyway; [] for none.")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Pod node selector.")
+    publish_racks: bool = Field(
+        default=True, description="Publish each bookie's rack, /<region>/<zone> from its node's "
+        "topology.kubernetes.io/region and topology.kubernetes.io/zone labels, in ZooKeeper's /bookies znode "
+        "(group <namespace>/<name>), where Pulsar's rack-aware placement (BookieRackAffinityMapping) and "
+        "bookie-fleet's client read it. false: leave /bookies to others.")
     pod_annotations: dict[str, str] = Field(default_factory=dict, description="Extra pod annotations.")
     env: list[EnvVar] = Field(default_factory=list, max_length=64,
                               description="Extra environment variables of the bookie container.")
@@ -583,6 +605,8 @@ class BookieStatus(Model):
     minor_compactions: int | None = None
     forced_gc_at: str | None = Field(default=None, description="When the operator last forced a GC for disk usage.")
     start_failure: StartFailureStatus | None = Field(default=None, description="Why the bookie cannot start.")
+    rack: str | None = Field(default=None, description="The rack published for it in /bookies, from its node's "
+                             "region and zone.")
 
 
 class CompactionRunStatus(Model):
@@ -619,6 +643,33 @@ class DecommissionStatus(Model):
     recovery_requested_at: str | None = Field(default=None, description="When autorecovery accepted the request.")
 
 
+ExpansionPhase = Literal["Requested", "ControllerResizing", "FileSystemResizePending", "NodeResizing", "Expanded",
+                         "Failed", "NotExpandable"]
+
+
+class ClaimExpansionStatus(Model):
+    claim: str
+    ordinal: int
+    target: str = Field(description="The size asked for this claim.")
+    phase: ExpansionPhase = Field(description="Where the claim is in the resize protocol: Requested (patched, "
+                                  "the resizer has not started), ControllerResizing (the storage grows), "
+                                  "FileSystemResizePending (the kubelet grows the filesystem online while the "
+                                  "bookie runs), NodeResizing, Expanded, Failed, NotExpandable (its "
+                                  "StorageClass does not allow expansion).")
+    message: str = ""
+    since: str = Field(description="When the claim reached this phase.")
+
+
+class VolumeExpansionStatus(Model):
+    """The volume expansion run for the current storage sizes (kept after it completes, until the next one)."""
+
+    journal_size: str = Field(description="spec.storage.journal.size this run grows the claims to.")
+    ledgers_size: str = Field(description="spec.storage.ledgers.size this run grows the claims to.")
+    started_at: str
+    completed_at: str | None = None
+    claims: list[ClaimExpansionStatus] = Field(default_factory=list, description="Each bookie's claims.")
+
+
 class BookieClusterStatus(Model):
     observed_generation: int | None = None
     replicas: int = 0
@@ -631,6 +682,8 @@ class BookieClusterStatus(Model):
     bookies: list[BookieStatus] = Field(default_factory=list)
     compaction: CompactionStatus = Field(default_factory=CompactionStatus)
     decommission: DecommissionStatus | None = None
+    volume_expansion: VolumeExpansionStatus | None = Field(
+        default=None, description="Growing the bookies' claims to larger spec.storage sizes, claim by claim.")
     decommissioned: list[str] = Field(default_factory=list, description="Bookie ids decommissioned (newest last).")
     scaled_up_by: int = Field(default=0, ge=0, description="Bookies the operator added for disk pressure: the "
                               "StatefulSet runs spec.replicas plus this (the spec is never written, so GitOps "

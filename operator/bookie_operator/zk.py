@@ -2,14 +2,39 @@
 
 Used only for what the REST API cannot tell: whether the metadata layout exists, which bookies are
 registered, which ledgers still reference a bookie being decommissioned, how many ledgers are
-under-replicated, and a bookie's cookie. One ``MetadataStore`` per metadata service, kept open between ticks.
+under-replicated, and a bookie's cookie; and to publish the bookies' racks (``/bookies``, read by Pulsar's
+rack-aware placement and by our client's). One ``MetadataStore`` per metadata service, kept open between ticks.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from pathlib import Path
 
+from bookie.metadata.racks import BookieRack, InvalidRackInfo
+from bookie.metadata.security import ZkSecurity, read_digest
 from bookie.metadata.store import MetadataError, MetadataStore, NoNode
+
+# The operator's own ZooKeeper identity (``python -m bookie_operator --zk-*`` sets them; the chart mounts the
+# Secrets): it must be the fleet's, or the operator cannot read or delete the znodes of a zkEnableSecurity fleet.
+ENV_TLS = "BOOKIE_OPERATOR_ZK_TLS"
+ENV_TLS_CA = "BOOKIE_OPERATOR_ZK_TLS_CA"
+ENV_TLS_CERT = "BOOKIE_OPERATOR_ZK_TLS_CERT"
+ENV_TLS_KEY = "BOOKIE_OPERATOR_ZK_TLS_KEY"
+ENV_DIGEST_FILE = "BOOKIE_OPERATOR_ZK_DIGEST_FILE"
+ENV_ENABLE_SECURITY = "BOOKIE_OPERATOR_ZK_ENABLE_SECURITY"
+
+
+def security_from_env(env: Mapping[str, str]) -> ZkSecurity:
+    """The operator's ZooKeeper security from its environment (reads the digest file: call at start-up)."""
+    def path(name: str) -> Path | None:
+        return Path(env[name]) if env.get(name) else None
+
+    digest_file = path(ENV_DIGEST_FILE)
+    return ZkSecurity(tls=env.get(ENV_TLS) == "true", ca=path(ENV_TLS_CA), certfile=path(ENV_TLS_CERT),
+                      keyfile=path(ENV_TLS_KEY), digest=read_digest(digest_file) if digest_file else None,
+                      acl=env.get(ENV_ENABLE_SECURITY) == "true")
 
 
 class ClusterMetadata:
@@ -52,13 +77,25 @@ class ClusterMetadata:
         except NoNode:
             pass
 
+    async def publish_racks(self, group: str, racks: Mapping[str, tuple[str, str | None]]) -> bool:
+        """Make ``group`` of ``/bookies`` hold exactly ``racks`` (bookie id -> (rack, hostname)); other groups
+        are left alone. True if the znode changed."""
+        try:
+            current = await self.store.read_rack_info()
+        except InvalidRackInfo as exc:
+            raise MetadataError(str(exc)) from None
+        existing = set(((current.value if current else {}).get(group)) or {})
+        return await self.store.update_rack_info(
+            group, {b: BookieRack(rack, host) for b, (rack, host) in racks.items()}, remove=existing - set(racks))
+
 
 class MetadataService:
     """The metadata of every cluster the operator manages, one ZooKeeper session per metadata service."""
 
-    def __init__(self) -> None:
+    def __init__(self, security: ZkSecurity | None = None) -> None:
         self._stores: dict[tuple[str, str], MetadataStore] = {}
         self._lock = asyncio.Lock()
+        self.security = security
 
     async def cluster(self, zk_servers: str, ledgers_root: str) -> ClusterMetadata:
         key = (zk_servers, ledgers_root)
@@ -67,7 +104,8 @@ class MetadataService:
             if store is None or not store.connected:
                 if store is not None:
                     await store.close()
-                store = MetadataStore(zk_servers, ledgers_root, session_timeout_ms=10000, connect_timeout_s=10)
+                store = MetadataStore(zk_servers, ledgers_root, session_timeout_ms=10000, connect_timeout_s=10,
+                                      security=self.security)
                 await store.connect()
                 self._stores[key] = store
             return ClusterMetadata(store)

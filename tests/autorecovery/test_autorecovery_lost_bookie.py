@@ -7,14 +7,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import aiohttp
 from aiohttp import web
 from bookie.client import BookKeeper
 from bookie.client.autorecovery import Autorecovery
-from bookie.http import routes_autorecovery
+from bookie.http import AdminAuth, build_autorecovery_app
 from bookie_fleet.local_bookies import free_port
 
+from tests.support.admin_api import ADMIN_HEADERS, TEST_ADMIN_TOKEN
 from tests.support.java_bookies import BookieCluster
 
 BOUND_S = 60.0
@@ -65,7 +67,7 @@ async def test_lost_bookie_is_re_replicated_within_a_bound(cluster_factory: Call
                                                                               for i in range(count)]
 
 
-async def test_decommission_through_rest(cluster_factory: Callable[..., BookieCluster]) -> None:
+async def test_decommission_through_rest(cluster_factory: Callable[..., BookieCluster], tmp_path: Path) -> None:
     cluster = await asyncio.to_thread(cluster_factory, "java", 4)
     async with BookKeeper(cluster.client_config()) as bk:
         ledgers = []
@@ -78,16 +80,17 @@ async def test_decommission_through_rest(cluster_factory: Callable[..., BookieCl
         target = max(holders, key=lambda b: len(holders[b]))
         held = holders[target]
         ar = await Autorecovery(bk, "autorecovery-rest", check_interval_s=0.5).start()
-        app = web.Application()
-        for path, handler in routes_autorecovery.routes(ar).items():
-            app.router.add_route("*", path, handler)
-        runner = web.AppRunner(app)
+        token_file = tmp_path / "admin-token"
+        token_file.write_text(TEST_ADMIN_TOKEN)
+        auth = AdminAuth(token_file)
+        await auth.start()
+        runner = web.AppRunner(build_autorecovery_app(ar, auth))
         await runner.setup()
         port = free_port()
         await web.TCPSite(runner, "127.0.0.1", port).start()
         base = f"http://127.0.0.1:{port}/api/v1/autorecovery"
         try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30), headers=ADMIN_HEADERS) as http:
                 async with http.put(f"{base}/decommission", json={"bookie_src": target}) as r:
                     assert r.status == 200 and "Success send decommission" in await r.text()
                 report: dict[str, object] = {}

@@ -34,3 +34,9 @@ def test_run_all_quick_measures_every_workload_on_both_implementations(tmp_path:
     assert "| v3 | 1/1/1 | 1024 B |" in result.stdout
     assert "catch-up, BenchReadThroughputLatency" in result.stdout
     assert "| live data rewritten per second of the forced cycle, MB/s |" in result.stdout
+    # The peer runs as its users run it (BookKeeper's own JVM settings), read back from the running process.
+    jvm = next(line for line in result.stdout.splitlines()
+               if line.startswith("JVM options of a running Apache BookKeeper bookie"))
+    assert "-XX:+UseG1GC" in jvm and "-Xmx1g" in jvm and "-XX:MaxDirectMemorySize=2g" in jvm, jvm
+    assert "TieredStopAtLevel" not in jvm and "UseSerialGC" not in jvm, jvm
+    assert "| java | " in result.stdout and "last pass vs the one before" in result.stdout

@@ -54,7 +54,8 @@ async def test_decommission_through_the_autorecovery_rest_endpoint(bookie_factor
     async with client(cluster) as bk:
         holding = [lid for lid in written if victim in (await bk.ledger_metadata(lid)).value.bookies()]
 
-    proc = await shell(cluster, "decommission", victim, "--rest", cluster[0].http_url, "--timeout", "120")
+    proc = await shell(cluster, "decommission", victim, "--rest", cluster[0].http_url,
+                       "--rest-token-file", str(cluster[0].admin_token_file), "--timeout", "120")
     report = json.loads(proc.stdout)
     assert report["done"] is True and report["ledgers_moved"] == sorted(holding)
     await _check_moved_off(cluster, victim, written)

@@ -18,6 +18,7 @@ from bookie.storage import entrylog_format as ef
 from bookie_fleet.local_bookies import LocalBookie
 from rocksdict import AccessType, Options, Rdict
 
+from tests.support.admin_api import ADMIN_HEADERS
 from tests.support.bookies import BookieSet
 
 # Small logs so a few hundred KiB of entries exercise rolls, maps and compaction; GC only when asked.
@@ -59,7 +60,7 @@ async def read_all(bk: BookKeeper, ledger_id: int) -> list[bytes]:
 async def rest(method: str, url: str, body: Any = None) -> Any:
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
         data = json.dumps(body) if body is not None else None
-        async with session.request(method, url, data=data) as response:
+        async with session.request(method, url, data=data, headers=ADMIN_HEADERS) as response:
             text = await response.text()
             assert response.status == 200, f"{method} {url}: {response.status} {text}"
             return json.loads(text)

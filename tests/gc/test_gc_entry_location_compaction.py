@@ -8,6 +8,7 @@ import asyncio
 import aiohttp
 
 from tests.gc.gcutil import GC_OVERRIDES, client, gc_now, metrics, read_all, rest, write_ledger
+from tests.support.admin_api import ADMIN_HEADERS
 from tests.support.bookies import BookieFactory
 
 
@@ -36,7 +37,7 @@ async def test_locations_index_compaction_over_rest(bookie_factory: BookieFactor
         assert (await metrics(bookie))["bookie_ENTRY_LOCATION_COMPACTION_TOTAL"] == 1
         assert await read_all(bk, keep) == payloads
 
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers=ADMIN_HEADERS) as session:
         for body in ("", '{"entryLocationRocksDBCompact": false}',
                      '{"entryLocationRocksDBCompact": true, "entryLocations": "/elsewhere/current/locations"}'):
             async with session.put(url, data=body) as response:

@@ -5,7 +5,10 @@
 //   write   <zk> <root> <v2|v3> <ensemble> <wq> <aq> <digest> <password> <count>   create, add, close
 //   hold    <zk> <root> <v2|v3> <ensemble> <wq> <aq> <digest> <password> <count>   add, never close, wait
 //   read    <zk> <root> <v2|v3> <ledgerId> <password> <recover|norecover>           open, read all
+//   digests <zk> <root> <v2|v3> <password> <ledgerId>...                            open each, print SHA-256s
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.HexFormat;
 import java.util.Enumeration;
 import org.apache.bookkeeper.client.BookKeeper;
 import org.apache.bookkeeper.client.LedgerEntry;
@@ -26,6 +29,7 @@ public class ClientHarness {
                 case "write": write(bk, args, true); break;
                 case "hold": write(bk, args, false); break;
                 case "read": read(bk, args); break;
+                case "digests": digests(bk, args); break;
                 default: throw new IllegalArgumentException("unknown mode " + args[0]);
             }
         } finally {
@@ -69,5 +73,26 @@ public class ClientHarness {
         }
         System.out.println("RESULT " + last + " " + lh.getLength() + " " + lh.isClosed());
         lh.close();
+    }
+
+    // "ENTRY <ledger> <entry> <sha256 of the payload>" for every entry of each ledger (opened with recovery:
+    // a closed ledger stays as it is), then "RESULT <ledger> <lastAddConfirmed>".
+    static void digests(BookKeeper bk, String[] a) throws Exception {
+        byte[] password = a[4].getBytes(StandardCharsets.UTF_8);
+        for (int i = 5; i < a.length; i++) {
+            long ledgerId = Long.parseLong(a[i]);
+            LedgerHandle lh = bk.openLedger(ledgerId, BookKeeper.DigestType.CRC32C, password);
+            long last = lh.getLastAddConfirmed();
+            if (last >= 0) {
+                Enumeration<LedgerEntry> entries = lh.readEntries(0, last);
+                while (entries.hasMoreElements()) {
+                    LedgerEntry e = entries.nextElement();
+                    byte[] sha = MessageDigest.getInstance("SHA-256").digest(e.getEntry());
+                    System.out.println("ENTRY " + ledgerId + " " + e.getEntryId() + " " + HexFormat.of().formatHex(sha));
+                }
+            }
+            System.out.println("RESULT " + ledgerId + " " + last);
+            lh.close();
+        }
     }
 }

@@ -9,6 +9,7 @@ cluster's ZooKeeper metadata. ``Clock`` is the time the reconcile reads.
 
 from __future__ import annotations
 
+import base64
 import builtins
 import copy
 import datetime as dt
@@ -47,6 +48,7 @@ class FakeKube:
     events: list[tuple[str, str, str]] = field(default_factory=list)     # (type, reason, message)
     applied: list[str] = field(default_factory=list)                     # "Kind/name" per apply
     deleted: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)                     # "Kind/name" per create
     status_patches: list[Obj] = field(default_factory=list)
     crash_before_status_write: bool = False     # the next status write "kills the operator" instead
 
@@ -64,9 +66,26 @@ class FakeKube:
         key = (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
         live = self.objects.get(key, {})
         merged = {**copy.deepcopy(obj), "status": live.get("status", {})}
+        if obj["kind"] == "PersistentVolumeClaim" and live:
+            # The operator applies only the claim's size: the rest stays (server-side apply keeps other owners'
+            # fields).
+            merged = {**copy.deepcopy(live), "spec": apply_merge_patch(live.get("spec") or {}, obj["spec"])}
         self.objects[key] = merged
         self.applied.append(f"{key[0]}/{key[2]}")
         return copy.deepcopy(merged)
+
+    async def create(self, obj: Obj) -> Obj | None:
+        """As the API server: 409 (None) when it exists; a Secret's stringData is stored base64 in data."""
+        key = (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
+        if key in self.objects:
+            return None
+        stored = copy.deepcopy(obj)
+        if "stringData" in stored:
+            strings = stored.pop("stringData")
+            stored["data"] = {k: base64.b64encode(v.encode()).decode() for k, v in strings.items()}
+        self.objects[key] = stored
+        self.created.append(f"{key[0]}/{key[2]}")
+        return copy.deepcopy(stored)
 
     async def delete(self, kind: str, namespace: str, name: str, *, propagation: str = "Background") -> bool:
         self.deleted.append(f"{kind}/{name}")
@@ -146,6 +165,7 @@ class FakeBookie:
     compaction_pending: bool = False
     calls: list[str] = field(default_factory=list)
     reachable: bool = True
+    tokens: list[str | None] = field(default_factory=list)   # the admin token each client was made with
 
     def _call(self, what: str) -> None:
         from bookie_operator.bookie_client import BookieApiError
@@ -192,6 +212,7 @@ class FakeClusterMetadata:
     under_replicated_ledgers: int = 0
     cookies: set[str] = field(default_factory=set)
     calls: list[str] = field(default_factory=list)
+    racks: dict[str, dict[str, tuple[str, str | None]]] = field(default_factory=dict)   # the /bookies groups
 
     async def init_cluster(self) -> str:
         self.calls.append("init_cluster")
@@ -212,6 +233,11 @@ class FakeClusterMetadata:
     async def delete_cookie(self, bookie_id: str) -> None:
         self.calls.append(f"delete_cookie({bookie_id})")
         self.cookies.discard(bookie_id)
+
+    async def publish_racks(self, group: str, racks: dict[str, tuple[str, str | None]]) -> bool:
+        changed = self.racks.get(group, {}) != racks
+        self.racks[group] = dict(racks)
+        return changed
 
 
 @dataclass
@@ -242,8 +268,13 @@ class World:
 
     def new_operator(self) -> Operator:
         """A fresh operator process: nothing remembered but what is stored in the API server."""
-        return Operator(kube=self.kube, admin_for=lambda ip, port: self.bookies.setdefault(ip, FakeBookie()),
+        return Operator(kube=self.kube, admin_for=self._admin_for,
                         metadata=self.metadata, now=self.clock, monotonic=lambda: self.clock.now.timestamp())
+
+    def _admin_for(self, ip: str, port: int, token: str | None) -> FakeBookie:
+        bookie = self.bookies.setdefault(ip, FakeBookie())
+        bookie.tokens.append(token)
+        return bookie
 
     @property
     def zk(self) -> FakeClusterMetadata:

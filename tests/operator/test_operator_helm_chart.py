@@ -55,7 +55,7 @@ def test_helm_lint_install_and_the_deployed_operator_reconciles(
     assert ready is not None and ready["status"] == "True"
 
     # Uninstall: the operator removes its finalizer first when the cluster is deleted.
-    kube.api.delete(f"/apis/bookie-fleet.dev/v1alpha1/namespaces/{ns}/bookieclusters/bk")
-    wait_for(lambda: kube.get(f"/apis/bookie-fleet.dev/v1alpha1/namespaces/{ns}/bookieclusters/bk") is None, 60,
+    kube.api.delete(f"/apis/bookie-fleet.dev/v1beta1/namespaces/{ns}/bookieclusters/bk")
+    wait_for(lambda: kube.get(f"/apis/bookie-fleet.dev/v1beta1/namespaces/{ns}/bookieclusters/bk") is None, 60,
              what="the BookieCluster deleted")
     kube.helm("uninstall", "bkop", "--namespace", ns, "--wait")

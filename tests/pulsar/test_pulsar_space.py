@@ -15,13 +15,16 @@ from bookie.metadata.store import MetadataStore
 from bookie_fleet.pulsar import Producer
 
 from tests.pulsar.conftest import PulsarOnBookies
+from tests.support.admin_api import ADMIN_HEADERS
 
 RETAINED_MB = 1
 
 
 def _rest(method: str, url: str, body: Any = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
-    with urllib.request.urlopen(urllib.request.Request(url, data=data, method=method), timeout=60) as r:
+    # Our bookies want the test token for the forced GC; Apache BookKeeper's ignore it.
+    request = urllib.request.Request(url, data=data, method=method, headers=ADMIN_HEADERS)
+    with urllib.request.urlopen(request, timeout=60) as r:
         text = r.read().decode()
     return json.loads(text) if text.strip() else None
 

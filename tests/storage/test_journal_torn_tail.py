@@ -1,4 +1,5 @@
-"""A journal's torn tail (a group cut by a crash) is detected by its checksum and never replayed."""
+"""A journal's torn tail (a group cut by a crash) is detected by its checksum and never replayed; a damaged group
+before valid ones is damage to acknowledged data, named, and the groups after it are not lost with it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 from bookie.storage import journal_format as jf
 from bookie.storage.errors import StorageIOError
-from bookie.storage.journal import Journal, JournalSettings, LogMark, replay_records
+from bookie.storage.journal import Journal, JournalDamage, JournalSettings, LogMark, replay_records
 
 from tests.support.raw_client import entry
 
@@ -74,3 +75,28 @@ async def test_damaged_group_followed_by_a_valid_one_is_an_error_naming_file_and
     message = str(raised.value)
     assert path.name in message and f"offset {middle.offset}" in message, message
     assert "followed by a valid one" in message
+
+
+async def test_replay_past_a_damaged_group_records_it_and_replays_the_groups_after_it(tmp_path: Path) -> None:
+    path = await _write_groups(tmp_path, [[entry(1, i, b"a" * 1000)] for i in range(4)])
+    data = bytearray(path.read_bytes())
+    second = list(jf.iter_journal(data))[1]
+    data[second.end - 10] ^= 0xFF
+    path.write_bytes(bytes(data))
+    damages: list[JournalDamage] = []
+    replayed = [(r.ledger_id, r.entry_id) for _, r in replay_records(tmp_path, LogMark(0, 0), damages)]
+    assert replayed == [(1, 0), (1, 2), (1, 3)]
+    [damage] = damages
+    assert damage.file == str(path) and damage.offset <= second.offset, damage
+
+
+async def test_zeros_where_a_group_should_start_are_damage_when_a_valid_group_follows(tmp_path: Path) -> None:
+    path = await _write_groups(tmp_path, [[entry(1, i, b"a" * 1000)] for i in range(3)])
+    data = bytearray(path.read_bytes())
+    records = list(jf.iter_journal(data))
+    data[records[1].offset:records[1].offset + 600] = bytes(600)  # a lost page: the group's start is zeros
+    path.write_bytes(bytes(data))
+    damages: list[JournalDamage] = []
+    replayed = [(r.ledger_id, r.entry_id) for _, r in replay_records(tmp_path, LogMark(0, 0), damages)]
+    assert replayed == [(1, 0), (1, 2)] and len(damages) == 1, (replayed, damages)
+    assert "zeros" in damages[0].reason

@@ -4,6 +4,7 @@
 and read share them; they must not stop them.
 ``bookie_factory``: private bookies for tests that kill, restart, fill or reconfigure them; each test gets
 its own ledgers root and every bookie it made is stopped afterwards.
+Every bookie's admin API accepts ``tests.support.admin_api.TEST_ADMIN_TOKEN`` (and nothing else mutates it).
 """
 
 from __future__ import annotations
@@ -19,8 +20,12 @@ import pytest
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies, start_all, stop_all
 from bookie_fleet.zookeeper import ZooKeeperServer
 
-# Private bookies take addresses from 127.0.0.100 up so they never collide with the shared ones.
-_next_host = itertools.count(100)
+from tests.support.admin_api import TEST_ADMIN_TOKEN
+
+# Private bookies take addresses from 127.0.0.100 to .159, in turn, so they never collide with the shared ones
+# (127.0.0.11 up) nor with cluster_factory's (.160 up). An address comes round again after 60 bookies; one still
+# running there by then (a package-scoped fixture's) keeps its port, and the new bookie takes a free one.
+_next_host = itertools.cycle(range(100, 160))
 
 
 @dataclass
@@ -55,7 +60,7 @@ TEST_OVERRIDES: dict[str, Any] = {"flushInterval": 1000, "diskCheckInterval": 50
 def bookies(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BookieSet]:
     root = f"/shared-{uuid.uuid4().hex[:8]}/ledgers"
     planned = plan_bookies(3, tmp_path_factory.mktemp("bookies"), zookeeper.connect_string, root,
-                           first_host=11, **TEST_OVERRIDES)
+                           first_host=11, admin_token=TEST_ADMIN_TOKEN, **TEST_OVERRIDES)
     try:
         start_all(planned, 90)
         yield BookieSet(planned, zookeeper.connect_string, root)
@@ -72,10 +77,12 @@ def bookie_factory(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Booki
     made: list[LocalBookie] = []
     root = f"/t-{uuid.uuid4().hex[:8]}/ledgers"
 
-    def make(count: int = 1, *, start: bool = True, data_dir: Path | None = None, **overrides: Any) -> BookieSet:
+    def make(count: int = 1, *, start: bool = True, data_dir: Path | None = None,
+             admin_token: str | None = TEST_ADMIN_TOKEN, **overrides: Any) -> BookieSet:
         base = data_dir or tmp_path / f"set{len(made)}"
         planned = [plan_bookies(1, base / f"b{i}", zookeeper.connect_string, root, first_host=next(_next_host),
-                                **{**TEST_OVERRIDES, **overrides})[0] for i in range(count)]
+                                admin_token=admin_token, **{**TEST_OVERRIDES, **overrides})[0]
+                   for i in range(count)]
         made.extend(planned)
         if start:
             start_all(planned, 90)

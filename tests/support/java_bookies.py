@@ -27,6 +27,8 @@ from bookie_fleet.java_bookies import start_all as start_java
 from bookie_fleet.processes import BookieProcess  # what JavaBookie and LocalBookie share
 from bookie_fleet.zookeeper import ZooKeeperServer
 
+from tests.support.admin_api import TEST_ADMIN_TOKEN
+
 
 async def init_cluster(zk_connect: str, ledgers_root: str) -> None:
     async with MetadataStore(zk_connect, ledgers_root) as store:
@@ -92,7 +94,8 @@ def start_cluster(kind: str, count: int, base: Path, zk: ZooKeeperServer, first_
     from bookie_fleet.local_bookies import plan_bookies, start_all
 
     values = {"journalSyncData": False, "zkTimeout": 6000, **overrides}
-    cluster.bookies = list(plan_bookies(count, base, zk.connect_string, root, first_host=first_host, **values))
+    cluster.bookies = list(plan_bookies(count, base, zk.connect_string, root, first_host=first_host,
+                                        admin_token=TEST_ADMIN_TOKEN, **values))
     try:
         start_all(cluster.bookies)
     except BaseException:

@@ -167,5 +167,32 @@ def kube_namespace(kube: KubeTarget) -> Iterator[str]:
         kube.api.delete(f"/api/v1/namespaces/{name}")
 
 
+ZONE_TAINT = {"key": "localkube.io/zone-test", "value": "true", "effect": "NoSchedule"}
+ZONE_TOLERATION = {"key": "localkube.io/zone-test", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.fixture
+def zone_nodes(kube: KubeTarget) -> Iterator[dict[str, str]]:
+    """Three nodes of the local cluster in zones zone-a/b/c (emulated by its runner: same machine), tainted so
+    that only pods tolerating ``ZONE_TOLERATION`` and selecting ``localkube.io/emulated-by`` land there.
+    Yields node name -> zone; the nodes are deleted afterwards."""
+    assert kube.local is not None, ("zone nodes are emulated by the local cluster's runner: run this test without "
+                                    f"{KUBECONFIG_ENV}")
+    runner_node = kube.local.node_name
+    suffix = uuid.uuid4().hex[:6]
+    zones = {f"zone-{z}-{suffix}": f"zone-{z}" for z in "abc"}
+    for name, zone in zones.items():
+        kube.api.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": name, "labels": {"localkube.io/emulated-by": runner_node, "kubernetes.io/hostname": name,
+                                     "topology.kubernetes.io/zone": zone,
+                                     "topology.kubernetes.io/region": "region-1"}},
+            "spec": {"taints": [ZONE_TAINT]}})
+    try:
+        yield zones
+    finally:
+        for name in zones:
+            kube.api.delete(f"/api/v1/nodes/{name}")
+
+
 def dump(obj: Any) -> str:
     return json.dumps(obj, indent=1)[:4000]

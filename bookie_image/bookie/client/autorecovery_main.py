@@ -6,13 +6,16 @@ import argparse
 import asyncio
 import logging
 import socket
+import sys
+from pathlib import Path
 
 from aiohttp import web
 
 from bookie.client.autorecovery import Autorecovery
 from bookie.client.bookkeeper import BookKeeper
 from bookie.client.config import ClientConfig
-from bookie.http import routes_autorecovery
+from bookie.http import AdminAuth, build_autorecovery_app
+from bookie.http.auth import TokenFileError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -23,21 +26,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--check-interval", type=float, default=5.0, help="seconds between audits")
     p.add_argument("--lost-bookie-recovery-delay", type=int, default=0, help="seconds (unless set in ZooKeeper)")
     p.add_argument("--http-port", type=int, default=0, help="serve /api/v1/autorecovery/* on this port")
+    p.add_argument("--http-host", default="127.0.0.1", help="address of that port (0.0.0.0 must be asked for)")
+    p.add_argument("--http-auth-token-file", type=Path, default=None,
+                   help="bearer tokens that may call the mutating endpoints (as httpServerAuthTokenFile); without "
+                        "one they are refused")
+    p.add_argument("--http-auth-disabled", action="store_true",
+                   help="development only: accept every call without a credential")
     p.set_defaults(func=main)
 
 
 async def _run(args: argparse.Namespace) -> None:
-    async with BookKeeper(ClientConfig(zk_servers=args.zk, ledgers_root=args.ledgers_root)) as bk:
+    async with BookKeeper(ClientConfig(zk_servers=args.zk, ledgers_root=args.ledgers_root, placement="rack",
+                                       rack_resolver="zookeeper")) as bk:   # racks of /bookies, if any
         ar = await Autorecovery(bk, args.id, check_interval_s=args.check_interval,
                                 lost_bookie_recovery_delay_s=args.lost_bookie_recovery_delay).start()
         runner = None
         if args.http_port:
-            app = web.Application()
-            for path, handler in routes_autorecovery.routes(ar).items():
-                app.router.add_route("*", path, handler)
-            runner = web.AppRunner(app)
+            auth = AdminAuth(args.http_auth_token_file, disabled=args.http_auth_disabled)
+            await auth.start()
+            runner = web.AppRunner(build_autorecovery_app(ar, auth))
             await runner.setup()
-            await web.TCPSite(runner, "0.0.0.0", args.http_port).start()
+            await web.TCPSite(runner, args.http_host, args.http_port).start()
         try:
             await asyncio.Event().wait()
         finally:
@@ -48,8 +57,14 @@ async def _run(args: argparse.Namespace) -> None:
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.http_auth_disabled and args.http_auth_token_file is not None:
+        print("bookie autorecovery: --http-auth-disabled contradicts --http-auth-token-file", file=sys.stderr)
+        return 2
     try:
         asyncio.run(_run(args))
     except KeyboardInterrupt:
         pass
+    except TokenFileError as exc:
+        print(f"bookie autorecovery: {exc}", file=sys.stderr)
+        return 1
     return 0

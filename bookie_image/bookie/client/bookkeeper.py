@@ -6,6 +6,7 @@ opens ledgers made here and the reverse.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from types import TracebackType
@@ -14,11 +15,14 @@ from bookie.client import errors as e
 from bookie.client.config import ClientConfig
 from bookie.client.connection import BookieAddressResolver, BookieClient
 from bookie.client.ledger import LedgerHandle
-from bookie.client.placement import PlacementPolicy, placement_policy
+from bookie.client.placement import PlacementPolicy, RackAwarePlacement, placement_policy
 from bookie.client.recovery import recover_ledger
 from bookie.metadata import store as ms
 from bookie.metadata.ledger_metadata import LedgerMetadata, new_ledger_metadata
+from bookie.metadata.racks import InvalidRackInfo
 from bookie.protocol.entry import DigestType
+
+log = logging.getLogger("bookie.client")
 
 
 class BookKeeper:
@@ -32,9 +36,11 @@ class BookKeeper:
         self.config = config
         self._own_store = store is None
         self.store = store or ms.MetadataStore(config.zk_servers, config.ledgers_root,
-                                               session_timeout_ms=config.zk_session_timeout_ms)
+                                               session_timeout_ms=config.zk_session_timeout_ms,
+                                               security=config.zk_security)
         self.client = BookieClient(config, BookieAddressResolver(self.store.bookie_service_info))
         self.placement = placement or placement_policy(config.placement, config.racks, config.default_rack)
+        self._racks_read_at: float | None = None
 
     async def start(self) -> BookKeeper:
         if self._own_store:
@@ -56,8 +62,26 @@ class BookKeeper:
     # ------------------------------------------------------------ bookies
 
     async def writable_bookies(self) -> list[str]:
-        """Bookies registered under ``available/`` (read-only ones are never used for writes)."""
+        """Bookies registered under ``available/`` (read-only ones are never used for writes). Placement asks
+        for them before each choice, so the racks are refreshed here too."""
+        await self._refresh_racks()
         return await self.store.list_bookies(readonly=False)
+
+    async def _refresh_racks(self) -> None:
+        """With ``rack_resolver="zookeeper"``: the rack placement's mapping from ``/bookies`` (configured racks
+        win), read again when older than ``rack_refresh_s``. Unreadable rack information keeps the last one."""
+        if self.config.rack_resolver != "zookeeper" or not isinstance(self.placement, RackAwarePlacement):
+            return
+        now = time.monotonic()
+        if self._racks_read_at is not None and now - self._racks_read_at < self.config.rack_refresh_s:
+            return
+        try:
+            racks = await self.store.bookie_racks()
+        except (ms.MetadataError, InvalidRackInfo) as exc:
+            log.warning("rack information unreadable, keeping the last: %s", exc)
+            return
+        self._racks_read_at = now
+        self.placement.update_racks({**racks, **self.config.racks})
 
     async def readonly_bookies(self) -> list[str]:
         return await self.store.list_bookies(readonly=True)

@@ -6,12 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bookie.metadata.security import ZkSecurity
+
 
 @dataclass(frozen=True)
 class ClientConfig:
     """Everything the ledger client can be told.
 
-    ``zk_servers`` / ``ledgers_root``: where the metadata lives (BookKeeper's layout).
+    ``zk_servers`` / ``ledgers_root``: where the metadata lives (BookKeeper's layout); ``zk_security``: TLS,
+    identity and ACLs of the ZooKeeper session (``bookie.metadata.security``; default plaintext, open ACLs).
     ``use_v2_protocol``: speak the v2 binary protocol (Pulsar's ``useV2WireProtocol``); explicit LAC and long
     poll need v3. ``connections_per_bookie``: ``numChannelsPerBookie`` (a ledger always uses the same one, so
     its requests to one bookie stay ordered).
@@ -20,6 +23,7 @@ class ClientConfig:
     zk_servers: str
     ledgers_root: str = "/ledgers"
     zk_session_timeout_ms: int = 10000
+    zk_security: ZkSecurity | None = None
     use_v2_protocol: bool = False
     connections_per_bookie: int = 1
     connect_timeout_s: float = 5.0
@@ -34,6 +38,11 @@ class ClientConfig:
     placement: Literal["random", "rack"] = "random"
     racks: Mapping[str, str] = field(default_factory=dict)  # bookie id or host -> "/region/rack"
     default_rack: str = "/default-rack"
+    # Where the rack placement learns racks (reppDnsResolverClass): "static" is ``racks`` alone; "zookeeper"
+    # reads the ``/bookies`` znode as Pulsar's BookieRackAffinityMapping does (``racks`` entries win), again
+    # whenever its copy is older than ``rack_refresh_s`` and the client is about to choose bookies.
+    rack_resolver: Literal["static", "zookeeper"] = "static"
+    rack_refresh_s: float = 5.0
     # Quarantine: a bookie with this many errors within the window is avoided by placement for a while.
     bookie_error_threshold: int = 10
     bookie_error_window_s: float = 60.0

@@ -64,6 +64,10 @@ class RackAwarePlacement(PlacementPolicy):
         self.racks = dict(racks)
         self.default_rack = default_rack
 
+    def update_racks(self, racks: Mapping[str, str]) -> None:
+        """Racks learnt since (from ZooKeeper's rack information): replace the mapping."""
+        self.racks = dict(racks)
+
     def rack_of(self, bookie_id: str) -> str:
         if bookie_id in self.racks:
             return self.racks[bookie_id]

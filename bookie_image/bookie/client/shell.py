@@ -8,7 +8,7 @@
     read LEDGER [--first N] [--last N]       entries, one per line: "<entry id>\\t<payload>"
     delete LEDGER --yes                      delete a ledger (the bookies garbage-collect its data)
     underreplicated [--json]                 ledgers marked under-replicated and their missing replicas
-    decommission BOOKIE [--rest URL]         move every fragment off BOOKIE, then report what moved
+    decommission BOOKIE [--rest URL [--rest-token-file F]]  move every fragment off BOOKIE, report what moved
     load [--entries N] [--size B]            write then read back a ledger, with a progress bar
 
 Results go to stdout, progress and errors to stderr; the exit status is 0 on success, 1 on a failure the
@@ -28,6 +28,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from bookie.client import errors as e
@@ -158,9 +159,12 @@ async def ledgers_holding(bk: BookKeeper, bookie: str, candidates: Sequence[int]
     return held
 
 
-def _http(method: str, url: str, body: dict[str, Any] | None = None) -> tuple[int, str]:
+def _http(method: str, url: str, body: dict[str, Any] | None = None, token: str | None = None) -> tuple[int, str]:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.read().decode()
@@ -170,6 +174,20 @@ def _http(method: str, url: str, body: dict[str, Any] | None = None) -> tuple[in
         raise CommandError(f"cannot reach {url}: {exc.reason}") from exc
 
 
+def _admin_token(path: str | None) -> str | None:
+    """The first token of an admin token file (the bookie's httpServerAuthTokenFile format)."""
+    if path is None:
+        return None
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise CommandError(f"--rest-token-file {path}: {exc.strerror}") from exc
+    token = next((t.strip() for t in lines if t.strip() and not t.strip().startswith("#")), None)
+    if token is None:
+        raise CommandError(f"--rest-token-file {path}: no token in it")
+    return token
+
+
 async def cmd_decommission(bk: BookKeeper, args: argparse.Namespace) -> None:
     """Through a bookie's/autorecovery's REST endpoint (``--rest``) or in this process with the library."""
     bookie = args.bookie
@@ -177,12 +195,13 @@ async def cmd_decommission(bk: BookKeeper, args: argparse.Namespace) -> None:
     step: Callable[[], Awaitable[Any]]
     if args.rest:
         base = args.rest.rstrip("/") + "/api/v1/autorecovery"
-        status, text = await asyncio.to_thread(_http, "PUT", f"{base}/decommission", {"bookie_src": bookie})
+        token = _admin_token(args.rest_token_file)
+        status, text = await asyncio.to_thread(_http, "PUT", f"{base}/decommission", {"bookie_src": bookie}, token)
         if status != 200:
             raise CommandError(f"decommission refused by {args.rest}: HTTP {status}: {text.strip()}")
 
         async def step() -> None:
-            await asyncio.to_thread(_http, "PUT", f"{base}/trigger_audit")
+            await asyncio.to_thread(_http, "PUT", f"{base}/trigger_audit", None, token)
     else:
         from bookie.client.autorecovery import Autorecovery
 
@@ -314,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rest", default=None,
                    help="base URL of a bookie or autorecovery admin server running autorecovery; "
                         "default: replicate from this process")
+    p.add_argument("--rest-token-file", default=None,
+                   help="file holding the admin API's bearer token (the decommission call needs a credential)")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--open-ledger-grace", type=float, default=30.0,
                    help="seconds an open ledger's writer is given before it is fenced and closed")

@@ -2,7 +2,8 @@
 
 The handlers only translate HTTP to calls on an ``AdminBackend`` (``bookie.http.backend``); they hold no bookie
 logic, so the same paths and JSON shapes work for every backend feature (state, storage, metadata, GC,
-autorecovery). The bookie's implementation is ``bookie.admin.AdminService``.
+autorecovery). The bookie's implementation is ``bookie.admin.AdminService``. Every application is built with
+an ``AdminAuth`` (``bookie.http.auth``): which calls need a credential is decided there, for every route.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import logging
 from aiohttp import web
 
 from bookie.http import routes_autorecovery, routes_bookie, routes_entrylogs, routes_gc, routes_ledger
-from bookie.http.backend import AdminBackend
+from bookie.http.auth import AdminAuth, auth_middleware
+from bookie.http.backend import AdminBackend, AutorecoveryAdmin
 from bookie.http.common import BadRequest, Handler, plain
 
 log = logging.getLogger(__name__)
@@ -31,8 +33,15 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         return plain("Internal error, see the bookie log", status=500)
 
 
-def build_app(backend: AdminBackend) -> web.Application:
-    app = web.Application(middlewares=[errors_middleware])
+def _app(auth: AdminAuth, table: dict[str, Handler]) -> web.Application:
+    # The credential check is the outer middleware, so it audits the status the errors middleware answers.
+    app = web.Application(middlewares=[auth_middleware(auth), errors_middleware])
+    for path, handler in table.items():
+        app.router.add_route("*", path, handler)
+    return app
+
+
+def build_app(backend: AdminBackend, auth: AdminAuth) -> web.Application:
     table: dict[str, Handler] = {}
     table.update(routes_bookie.routes(backend))
     table.update(routes_gc.routes(backend))
@@ -40,6 +49,9 @@ def build_app(backend: AdminBackend) -> web.Application:
     table.update(routes_ledger.routes(backend))
     if backend.autorecovery is not None:
         table.update(routes_autorecovery.routes(backend.autorecovery))
-    for path, handler in table.items():
-        app.router.add_route("*", path, handler)
-    return app
+    return _app(auth, table)
+
+
+def build_autorecovery_app(autorecovery: AutorecoveryAdmin, auth: AdminAuth) -> web.Application:
+    """``/api/v1/autorecovery/*`` alone (``bookie autorecovery --http-port``), with the same credential check."""
+    return _app(auth, routes_autorecovery.routes(autorecovery))

@@ -19,6 +19,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
     BadVersionError,
     KazooException,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -27,6 +28,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from bookie.metadata import layout as lay
+from bookie.metadata.security import ZkSecurity
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -50,6 +52,10 @@ class BadVersion(MetadataError):
 
 class NotEmpty(MetadataError):
     """The znode still has children."""
+
+
+class NoAuth(MetadataError):
+    """ZooKeeper refused: the znode's ACL does not grant this session's identities the operation."""
 
 
 class NoSuchLedger(NoNode):
@@ -103,6 +109,9 @@ def _translate(exc: BaseException) -> MetadataError:
         return BadVersion(str(exc) or "bad version")
     if isinstance(exc, NotEmptyError):
         return NotEmpty(str(exc) or "not empty")
+    if isinstance(exc, NoAuthError):
+        return NoAuth("ZooKeeper refused: the znode's ACL does not allow this session's identity (zkEnableSecurity "
+                      "znodes belong to the fleet's identity: zkDigestAuthFile or the client certificate)")
     return MetadataError(f"ZooKeeper error: {exc!r}")
 
 
@@ -137,28 +146,33 @@ class ZkSession:
     """One ZooKeeper session under one ledgers root. Use ``async with`` or ``connect()``/``close()``.
 
     ``on_session_expired`` is called on the loop once a *new* session has replaced an expired one: the
-    bookie's ephemeral znodes are gone and it must register again.
+    bookie's ephemeral znodes are gone and it must register again. ``security``: TLS, identity and ACLs
+    (``bookie.metadata.security``); by default plaintext and open ACLs, as Apache BookKeeper's default.
     """
 
     def __init__(self, zk_servers: str, ledgers_root: str = "/ledgers", *, session_timeout_ms: int = 10000,
                  op_timeout_s: float | None = None, connect_timeout_s: float = 30.0,
-                 on_session_expired: Callable[[], Awaitable[None] | None] | None = None) -> None:
+                 on_session_expired: Callable[[], Awaitable[None] | None] | None = None,
+                 security: ZkSecurity | None = None) -> None:
         self.layout = lay.ZkLayout(ledgers_root)
         self.zk_servers = zk_servers
         self.session_timeout_ms = session_timeout_ms
         self.op_timeout_s = op_timeout_s if op_timeout_s is not None else max(session_timeout_ms / 1000, 1.0)
         self.on_session_expired = on_session_expired
         self.connect_timeout_s = connect_timeout_s
+        self.security = security or ZkSecurity()
         self._zk = KazooClient(hosts=zk_servers, timeout=session_timeout_ms / 1000,
-                               connection_retry={"max_tries": -1, "max_delay": 1.0})
+                               connection_retry={"max_tries": -1, "max_delay": 1.0},
+                               **self.security.kazoo_options())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost = False
         self._tasks: set[asyncio.Task[Any]] = set()
 
     @classmethod
     def from_config(cls, conf: Any, **kwargs: Any) -> Self:
-        """From a ``bookie.config.BookieConfig`` (connect string, root and zkTimeout)."""
-        return cls(conf.zk_connect, conf.ledgers_root, session_timeout_ms=conf.zk_timeout, **kwargs)
+        """From a ``bookie.config.BookieConfig`` (connect string, root, zkTimeout and ZooKeeper security)."""
+        return cls(conf.zk_connect, conf.ledgers_root, session_timeout_ms=conf.zk_timeout,
+                   security=ZkSecurity.from_config(conf), **kwargs)
 
     # ------------------------------------------------------------ connection
 

@@ -2,7 +2,8 @@
 
 The roles live in their own modules, as in BookKeeper: ``registration`` (``RegistrationManager``),
 ``cookie_store`` (cookies), ``ledger_ids`` (``LedgerIdGenerator``), ``ledger_manager`` (``LedgerManager``)
-and ``underreplication`` (``LedgerUnderreplicationManager``), each a ``ZkSession``. A process opens one
+``underreplication`` (``LedgerUnderreplicationManager``) and ``racks`` (the ``/bookies`` rack information
+Pulsar's rack-aware placement reads), each a ``ZkSession``. A process opens one
 ``MetadataStore`` (one session, so one set of ephemeral znodes) and hands each component the role it uses,
 typed as that role.
 """
@@ -12,12 +13,14 @@ from __future__ import annotations
 from bookie.metadata.cookie_store import CookieStore
 from bookie.metadata.ledger_ids import LedgerIdGenerator
 from bookie.metadata.ledger_manager import LedgerManager
+from bookie.metadata.racks import RackInfoStore
 from bookie.metadata.registration import BookieRegistration
 from bookie.metadata.session import (
     BadVersion,
     LayoutMismatch,
     LedgerRange,
     MetadataError,
+    NoAuth,
     NodeExists,
     NoNode,
     NoSuchLedger,
@@ -39,10 +42,12 @@ __all__ = [
     "LedgerRange",
     "MetadataError",
     "MetadataStore",
+    "NoAuth",
     "NoNode",
     "NoSuchLedger",
     "NodeExists",
     "NotEmpty",
+    "RackInfoStore",
     "RegistrationError",
     "UnderreplicatedLedger",
     "UnderreplicationManager",
@@ -51,5 +56,5 @@ __all__ = [
 ]
 
 
-class MetadataStore(BookieRegistration, CookieStore, LedgerManager, UnderreplicationManager):
+class MetadataStore(BookieRegistration, CookieStore, LedgerManager, UnderreplicationManager, RackInfoStore):
     """All metadata roles on one session. Use ``async with`` or ``connect()``/``close()``."""

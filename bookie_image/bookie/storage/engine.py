@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import errno
 import logging
-import os
 import struct
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bookie.config import BookieConfig
+from bookie.storage import durable
 from bookie.storage import journal_format as jf
 from bookie.storage.caches import WriteCache
 from bookie.storage.errors import (
@@ -40,8 +40,17 @@ from bookie.storage.errors import (
 )
 from bookie.storage.gc_api import GcStorageApi
 from bookie.storage.index import LedgerData
-from bookie.storage.journal import Durable, Journal, JournalSettings, LogMark, replay_records
-from bookie.storage.ledger_dir import LedgerDirStorage, LedgerState, restore_flushing
+from bookie.storage.journal import (
+    Durable,
+    Journal,
+    JournalDamage,
+    JournalSettings,
+    LogMark,
+    keep_damaged,
+    kept_damage,
+    replay_records,
+)
+from bookie.storage.ledger_dir import LedgerDirStorage, LedgerState
 from bookie.storage.reads import EngineReads
 
 log = logging.getLogger(__name__)
@@ -96,6 +105,9 @@ class StorageEngine(EngineReads, GcStorageApi):
         self._timer: asyncio.Task[None] | None = None
         self._closed = False
         self.last_checkpoint: LogMark | None = None
+        # Damaged journal groups found by a replay, this one or an earlier one (kept in <journal>/corrupt/):
+        # acknowledged records may be missing here, and the server keeps the bookie read-only.
+        self.journal_damage: list[JournalDamage] = []
         self._replay_dirty: set[int] = set()
         self.stats = {"adds": 0, "reads": 0, "read_cache_hits": 0, "checkpoints": 0, "throttled_adds": 0,
                       "replayed_records": 0}
@@ -350,6 +362,18 @@ class StorageEngine(EngineReads, GcStorageApi):
     def _trigger_checkpoint(self) -> None:
         if self._checkpoint_task is None or self._checkpoint_task.done():
             self._checkpoint_task = asyncio.create_task(self.checkpoint(), name="checkpoint")
+            self._checkpoint_task.add_done_callback(self._checkpoint_finished)
+
+    def _checkpoint_finished(self, task: asyncio.Task[None]) -> None:
+        """A checkpoint triggered by a full write cache failed: say so (the adds waiting for room are held back
+        until one succeeds); an I/O error other than a full disk stops the bookie, as in the timer's."""
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()
+        if isinstance(exc, OSError) and exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            self._fatal(f"ledger directory I/O error in a checkpoint: {exc!r}")
+            return
+        log.error("checkpoint failed; adds wait for room in the write cache until one succeeds: %r", exc)
 
     async def _checkpoint_timer(self) -> None:
         interval = self.conf.flush_interval / 1000
@@ -367,48 +391,51 @@ class StorageEngine(EngineReads, GcStorageApi):
                 log.exception("checkpoint failed; retrying at the next interval")
 
     async def checkpoint(self, replay_mark: list[LogMark] | None = None) -> None:
-        """Flush write caches to entry logs and indexes, then persist how far the journal is covered."""
+        """Flush write caches to entry logs and indexes, then persist how far the journal is covered.
+
+        A directory's memory for entries is its two cache halves: the active cache (adds wait for room in it)
+        and the one being flushed. A checkpoint that fails (a full disk) leaves the cache it could not flush
+        where it is, and the next checkpoint flushes that one first and swaps the active cache only once it
+        is in the entry logs: the two halves are never more, however many checkpoints fail, and adds are held
+        back (throttled) instead.
+        """
         async with self._checkpoint_lock:
             marks = replay_mark or [j.written_mark() for j in self.journals]
+            for d in self.dirs:
+                if d.flushing is not None:  # what a failed checkpoint could not flush
+                    await self._flush_swapped(d)
             swapped = []
             for d in self.dirs:
                 if len(d.write_cache):
                     d.flushing, d.write_cache = d.write_cache, WriteCache(d.write_cache.max_bytes)
                     swapped.append(d)
-            flushed: list[LedgerDirStorage] = []
-            try:
-                for d in swapped:
-                    assert d.flushing is not None
-                    try:
-                        await self._in_thread(self._flush_pool, d.flush_cache, d.flushing)
-                    except asyncio.CancelledError:
-                        flushed.append(d)  # the worker thread finishes the flush it started
-                        raise
-                    flushed.append(d)
-                    if d.free_bytes is not None:  # until the disk checker measures again
-                        d.free_bytes -= d.flushing.size
-                # Fences, master keys and explicit LACs reach a directory's ledger index even when it had no
-                # entries to flush: they must be durable before the mark passes their journal records.
-                await self._in_thread(self._flush_pool, self._sync_ledger_indexes, swapped)
-                await self._in_thread(self._flush_pool, self._write_marks, marks)
-            except BaseException:
-                # The marks did not move, but a cache whose flush failed (a full disk, ENOSPC) must not be
-                # dropped: its entries go back to the write cache and the next checkpoint writes them again.
-                # A flushed one is in the entry log and the index already: writing it again would only leave
-                # a second copy of each entry on disk.
-                for d in swapped:
-                    if d not in flushed:
-                        restore_flushing(d)
-                raise
-            finally:
-                for d in swapped:
-                    d.flushing = None
+            for d in swapped:
+                await self._flush_swapped(d)
+            # Fences, master keys and explicit LACs reach a directory's ledger index even when it had no
+            # entries to flush: they must be durable before the mark passes their journal records.
+            await self._in_thread(self._flush_pool, self._sync_ledger_indexes, swapped)
+            await self._in_thread(self._flush_pool, self._write_marks, marks)
             self.last_checkpoint = max(marks) if marks else None
             self.stats["checkpoints"] += 1
             if replay_mark is None:
                 for journal, mark in zip(self.journals, marks, strict=True):
                     await self._in_thread(self._flush_pool, journal.delete_before, mark)
             self._checkpoint_done.set()
+
+    async def _flush_swapped(self, d: LedgerDirStorage) -> None:
+        """Flush ``d.flushing`` to the entry log and index, then let it go. If the flush fails it stays, for
+        the next checkpoint (its entries are still read from it); a flushed one is never written again (that
+        would leave a second copy of each entry on disk)."""
+        assert d.flushing is not None
+        cache = d.flushing
+        try:
+            await self._in_thread(self._flush_pool, d.flush_cache, cache)
+        except asyncio.CancelledError:
+            d.flushing = None  # the worker thread finishes the flush it started
+            raise
+        d.flushing = None
+        if d.free_bytes is not None:  # until the disk checker measures again
+            d.free_bytes -= cache.size
 
     def _sync_ledger_indexes(self, flushed: list[LedgerDirStorage]) -> None:
         for d in self.dirs:
@@ -421,13 +448,8 @@ class StorageEngine(EngineReads, GcStorageApi):
     def _write_marks(self, marks: list[LogMark]) -> None:
         for d in self.dirs:
             for i, mark in enumerate(marks):
-                path = d.current / self._mark_file(i)
-                tmp = path.with_suffix(".tmp")
-                with open(tmp, "wb") as f:
-                    f.write(mark.encode())
-                    f.flush()
-                    os.fsync(f.fileno())
-                tmp.replace(path)
+                # Renamed into place and the directory fsynced: the journals before the mark are trimmed next.
+                durable.write_file(d.current / self._mark_file(i), mark.encode())
 
     def _read_marks(self) -> list[LogMark]:
         marks = []
@@ -450,8 +472,12 @@ class StorageEngine(EngineReads, GcStorageApi):
         """
         marks = await self._in_thread(self._flush_pool, self._read_marks)
         for i, journal in enumerate(self.journals):
-            records = await self._in_thread(self._flush_pool, lambda j=journal, m=marks[i]: list(
-                replay_records(j.current_dir.parent, m)))
+            damages: list[JournalDamage] = []
+            records = await self._in_thread(self._flush_pool, lambda j=journal, m=marks[i], d=damages: list(
+                replay_records(j.current_dir.parent, m, d)))
+            for damage in damages:
+                kept = await self._in_thread(self._flush_pool, keep_damaged, damage)
+                log.error("%s: its records are lost here; the records after it were replayed", kept.describe())
             for _, record in records:
                 self._apply_replayed(record)
                 self.stats["replayed_records"] += 1
@@ -463,6 +489,8 @@ class StorageEngine(EngineReads, GcStorageApi):
         dirty = {lid: self.ledgers[lid].data for lid in self._replay_dirty}
         self._replay_dirty.clear()
         await self._in_thread(self._flush_pool, self._persist_all, dirty)
+        self.journal_damage = await self._in_thread(self._flush_pool, lambda: [
+            damage for j in self.journals for damage in kept_damage(j.current_dir.parent)])
 
     def _persist_all(self, items: dict[int, LedgerData]) -> None:
         for lid, data in items.items():

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from bookie.storage import durable
 from bookie.storage import entrylog_format as ef
 from bookie.storage.errors import CorruptDataError
 
@@ -33,7 +34,7 @@ class EntryLogger:
     def __init__(self, current_dir: Path, log_size_limit: int) -> None:
         self.current_dir = current_dir
         self.log_size_limit = log_size_limit
-        self.current_dir.mkdir(parents=True, exist_ok=True)
+        durable.make_dirs(self.current_dir)
         self._lock = threading.Lock()
         self._readers: OrderedDict[int, int] = OrderedDict()
         self._readers_lock = threading.Lock()
@@ -62,8 +63,13 @@ class EntryLogger:
         """A fresh log id for a compaction output, recorded in ``lastId`` so the active log never takes it."""
         with self._lock:
             log_id = max(self._last_id(), self.active_log_id) + 1
-            (self.current_dir / "lastId").write_text(f"{log_id:x}\n")
+            self._record_last_id(log_id)
             return log_id
+
+    def _record_last_id(self, log_id: int) -> None:
+        # Durable before any file of that id can be: after a power cut, an id lost with ``lastId`` could be
+        # handed out again while a committed compaction output of the same id waits to be linked in.
+        durable.write_file(self.current_dir / "lastId", f"{log_id:x}\n".encode())
 
     def _last_id(self) -> int:
         known = self.log_ids()
@@ -77,9 +83,12 @@ class EntryLogger:
     def _open_new_log(self) -> None:
         log_id = self._last_id() + 1
         path = self.path_of(log_id)
+        self._record_last_id(log_id)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         os.pwrite(fd, ef.LogHeader().encode(), 0)
-        (self.current_dir / "lastId").write_text(f"{log_id:x}\n")
+        # The log's name durable now: the checkpoint that indexes its entries and moves the journal mark past
+        # them fsyncs only the file's bytes.
+        durable.fsync_dir(self.current_dir)
         self._fd, self.active_log_id = fd, log_id
         self._position = self._buffer_at = ef.HEADER_SIZE
         self._ledgers = {}

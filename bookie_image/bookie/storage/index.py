@@ -15,6 +15,8 @@ from pathlib import Path
 
 from rocksdict import Options, Rdict, WriteBatch
 
+from bookie.storage import durable
+
 _LEDGER_KEY = struct.Struct(">q")
 _LOCATION_KEY = struct.Struct(">qq")
 _LOCATION = struct.Struct(">q")
@@ -94,10 +96,12 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def _open(path: Path) -> Rdict:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    durable.make_dirs(path.parent)
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
-    return Rdict(str(path), opts)
+    db = Rdict(str(path), opts)
+    durable.fsync_dir(path.parent)  # RocksDB made its directory durable inside, not in its parent
+    return db
 
 
 class LedgerIndex:

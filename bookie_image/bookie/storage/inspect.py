@@ -26,12 +26,19 @@ def dump_journal(path: Path) -> Iterator[dict[str, Any]]:
     data = path.read_bytes()
     version = jf.decode_header(data)
     yield {"file": str(path), "format_version": version, "size": len(data)}
+    damaged: list[jf.CorruptJournal] = []  # damaged groups: shown where they are, the records after them too
+    shown = 0
     try:
-        for record in jf.iter_journal(data):
+        for record in jf.iter_journal(data, damaged=damaged):
+            for exc in damaged[shown:]:
+                yield {"offset": exc.offset, "kind": "corrupt", "error": str(exc)}
+            shown = len(damaged)
             yield {"offset": record.offset, "kind": record.kind.value, "ledger": record.ledger_id,
                    "entry": record.entry_id, "bytes": len(record.data)}
     except jf.CorruptJournal as exc:
         yield {"offset": exc.offset, "kind": "corrupt", "error": str(exc)}
+    for rest in damaged[shown:]:
+        yield {"offset": rest.offset, "kind": "corrupt", "error": str(rest)}
 
 
 def dump_entry_log(path: Path, *, include_records: bool = True, limit: int | None = None) -> dict[str, Any]:

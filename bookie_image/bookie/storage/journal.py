@@ -23,6 +23,7 @@ from typing import cast
 
 from bookie import failpoints
 from bookie.stats import JournalStats
+from bookie.storage import durable
 from bookie.storage import journal_format as jf
 from bookie.storage.errors import StorageClosedError, StorageIOError
 
@@ -99,7 +100,7 @@ class Journal:
 
     # --- lifecycle
     def start(self) -> None:
-        self.current_dir.mkdir(parents=True, exist_ok=True)
+        durable.make_dirs(self.current_dir)
         self._open_new_file(max([*self.journal_ids(), int(time.time() * 1000)]) + 1)
         self._thread = threading.Thread(target=self._run, name=f"journal-{self.current_dir.parent.name}",
                                         daemon=True)
@@ -339,22 +340,79 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def replay_records(journal_dir: Path, mark: LogMark) -> Iterator[tuple[LogMark, jf.JournalRecord]]:
-    """Journal records after ``mark`` in order, from every journal file not older than it (start-up replay)."""
+@dataclass(frozen=True, slots=True)
+class JournalDamage:
+    """A damaged group before valid ones in a journal file: acknowledged records of it are lost here.
+
+    ``kept`` is the copy (a hard link) of the whole journal file in ``<journalDir>/corrupt/``, which the
+    journal's trimming after checkpoints never touches: the damaged bytes stay there for inspection.
+    """
+
+    file: str
+    offset: int
+    reason: str
+    kept: str = ""
+
+    def describe(self) -> str:
+        return f"journal {self.file} damaged at offset {self.offset} ({self.reason}); kept as {self.kept}"
+
+
+CORRUPT_DIR = "corrupt"
+_DAMAGE_SUFFIX = ".damage"
+
+
+def replay_records(journal_dir: Path, mark: LogMark,
+                   damages: list[JournalDamage] | None = None) -> Iterator[tuple[LogMark, jf.JournalRecord]]:
+    """Journal records after ``mark`` in order, from every journal file not older than it (start-up replay).
+
+    A damaged group followed by valid ones raises ``StorageIOError`` naming the file and offset, or, when
+    ``damages`` is given, is recorded there while the replay goes on with the valid groups after it.
+    """
     current = journal_dir / "current"
     ids = sorted(i for i in (jf.parse_journal_file_name(p.name) for p in current.glob("*.txn")) if i is not None)
     for log_id in ids:
         if log_id < mark.log_id:
             continue
-        data = (current / jf.journal_file_name(log_id)).read_bytes()
+        path = current / jf.journal_file_name(log_id)
+        data = path.read_bytes()
         try:
             version = jf.decode_header(data)
         except jf.CorruptJournal as exc:
-            raise StorageIOError(f"journal {log_id:x}.txn: {exc}") from None
+            raise StorageIOError(f"journal {path.name}: {exc}") from None
         del version
         start = mark.offset if log_id == mark.log_id and mark.offset >= jf.HEADER_SIZE else jf.HEADER_SIZE
+        found: list[jf.CorruptJournal] | None = [] if damages is not None else None
         try:
-            for record in jf.iter_journal(data, start):
+            for record in jf.iter_journal(data, start, found):
                 yield LogMark(log_id, record.end), record
         except jf.CorruptJournal as exc:
-            raise StorageIOError(f"journal {log_id:x}.txn: {exc}") from None
+            raise StorageIOError(f"journal {path.name}: {exc}") from None
+        if damages is not None and found:
+            damages += [JournalDamage(str(path), exc.offset, str(exc)) for exc in found]
+
+
+def keep_damaged(damage: JournalDamage) -> JournalDamage:
+    """Hard-link the damaged journal into ``<journalDir>/corrupt/`` with a note of where and why (durably), so
+    that trimming the journal never deletes the evidence; returns the damage with ``kept`` set."""
+    source = Path(damage.file)
+    corrupt = source.parent.parent / CORRUPT_DIR
+    durable.make_dirs(corrupt)
+    kept = corrupt / source.name
+    if not kept.exists():
+        os.link(source, kept)
+    note = corrupt / f"{source.name}.{damage.offset}{_DAMAGE_SUFFIX}"
+    durable.write_file(note, f"{damage.offset}\n{damage.reason}\n".encode())
+    durable.fsync_dir(corrupt)
+    return JournalDamage(damage.file, damage.offset, damage.reason, str(kept))
+
+
+def kept_damage(journal_dir: Path) -> list[JournalDamage]:
+    """The damage kept in ``<journalDir>/corrupt/`` by this run or earlier ones."""
+    corrupt = journal_dir / CORRUPT_DIR
+    found = []
+    for note in sorted(corrupt.glob(f"*{_DAMAGE_SUFFIX}")):
+        name = note.name[:-len(_DAMAGE_SUFFIX)].rsplit(".", 1)[0]
+        offset, _, reason = note.read_text().partition("\n")
+        found.append(JournalDamage(str(journal_dir / "current" / name), int(offset), reason.strip(),
+                                   str(corrupt / name)))
+    return found

@@ -133,14 +133,19 @@ def parse_payload(offset: int, end: int, payload: Buffer) -> JournalRecord:
     return JournalRecord(offset, end, Kind.UNKNOWN, ledger_id, entry_id, b"")
 
 
-def iter_journal(buf: Buffer, start: int = HEADER_SIZE) -> Iterator[JournalRecord]:
+def iter_journal(buf: Buffer, start: int = HEADER_SIZE,
+                 damaged: list[CorruptJournal] | None = None) -> Iterator[JournalRecord]:
     """Records from ``start`` until the preallocated zeros or a torn tail (a group cut by a crash).
 
     In journals with group checksums, a group's records are yielded only once its trailer's CRC32C matches;
-    a group without a valid trailer is the torn tail: the scan ends there quietly (none of its adds was
-    acknowledged). Unless a valid group follows it: groups are written one after the other, each only once
-    the previous one is durable, so a bad group before a good one is corruption of acknowledged data, and
-    raises (as does a negative length that is not padding).
+    a damaged group (bad checksum, impossible length, cut by zeros) with no valid group after it is the torn
+    tail: the scan ends there quietly (none of its adds was acknowledged). Groups are written one after the
+    other, each only once the previous one is durable, so a damaged group *followed by a valid one* is damage
+    to acknowledged data: ``CorruptJournal`` at the damaged group's offset, raised, or, when ``damaged`` is
+    given, appended to it while the scan goes on with the valid group (the records after the damage are not
+    lost with it). Zeros where a group should start end the scan only if no valid group follows them either.
+    Journals without group checksums (BookKeeper's) are read as BookKeeper reads them: a negative length that
+    is not padding raises.
     """
     view = memoryview(buf)
     checked = has_group_checksums(view)
@@ -148,52 +153,76 @@ def iter_journal(buf: Buffer, start: int = HEADER_SIZE) -> Iterator[JournalRecor
     group_start = pos = start
     while pos + 4 <= len(view):
         (length,) = _INT32.unpack_from(view, pos)
-        if length == 0:
-            if checked and pos != group_start:
-                _refuse_valid_group_after(view, group_start)  # a group cut by zeros
-            break
-        if length == PADDING_MASK:
-            if pos + 8 > len(view):
-                break
-            (pad,) = _INT32.unpack_from(view, pos + 4)
-            if pad < 0 or pos + 8 + pad > len(view):
-                raise CorruptJournal(pos, f"bad padding length {pad}")
-            if checked and not _trailer_matches(view, group_start, pos, pad):
-                _refuse_valid_group_after(view, group_start)
-                return  # torn group
-            yield from pending
-            pending.clear()
-            pos += 8 + pad
-            group_start = pos
+        problem = _problem_at(view, pos, length, group_start, checked)
+        if problem is None:
+            if length == PADDING_MASK:  # the end of a group
+                yield from pending
+                pending.clear()
+                pos += 8 + _INT32.unpack_from(view, pos + 4)[0]
+                group_start = pos
+            else:
+                end = pos + 4 + length
+                pending.append(parse_payload(pos, end, view[pos + 4:end]))
+                pos = end
             continue
-        if length < 0:
-            raise CorruptJournal(pos, f"negative record length {length}")
-        end = pos + 4 + length
-        if end > len(view):
-            if checked:
-                _refuse_valid_group_after(view, group_start)
-            break  # torn write at the tail
-        pending.append(parse_payload(pos, end, view[pos + 4:end]))
-        pos = end
+        if problem == _END and not checked:
+            break  # the preallocated zeros, or a record torn by a crash
+        if not checked:
+            raise CorruptJournal(pos, problem)
+        resume = _valid_group_after(buf, view, group_start)
+        if resume is None:
+            return  # the preallocated zeros, or the torn tail: nothing after it was acknowledged
+        if problem == _END:
+            problem = "zeros where a record should be"
+        error = CorruptJournal(group_start, f"a damaged group ({problem}) is followed by a valid one at offset "
+                                            f"{resume}: acknowledged records would be lost")
+        if damaged is None:
+            raise error
+        damaged.append(error)
+        pending.clear()
+        group_start = pos = resume
     if not checked:
         yield from pending
+
+
+_END = "end"
+
+
+def _problem_at(view: memoryview, pos: int, length: int, group_start: int, checked: bool) -> str | None:
+    """What is wrong with the record at ``pos`` (``_END``: zeros, or a record running past the file), or None."""
+    if length == PADDING_MASK:
+        if pos + 8 > len(view):
+            return _END
+        (pad,) = _INT32.unpack_from(view, pos + 4)
+        if pad < 0 or pos + 8 + pad > len(view):
+            return f"bad padding length {pad}"
+        if checked and not _trailer_matches(view, group_start, pos, pad):
+            return "checksum mismatch"
+        return None
+    if length < 0:
+        return f"negative record length {length}"
+    if length == 0 or pos + 4 + length > len(view):
+        return _END
+    if length < _IDS.size:
+        return f"record of {length} bytes is shorter than its ids"
+    return None
 
 
 _PADDING_PREFIX = struct.pack(">i", PADDING_MASK)
 
 
-def _refuse_valid_group_after(view: memoryview, bad_start: int) -> None:
-    """Raise ``CorruptJournal`` at ``bad_start`` if a group with a valid trailer starts after it."""
-    data = bytes(view)
+def _valid_group_after(buf: Buffer, view: memoryview, bad_start: int) -> int | None:
+    """Offset of the first group with a valid trailer that starts after ``bad_start``, or None."""
+    data = buf if isinstance(buf, bytes) else bytes(view)
     at = data.find(_PADDING_PREFIX, bad_start + 1)
     while at >= 0 and at + 8 + _TRAILER.size <= len(data):
         (pad,) = _INT32.unpack_from(data, at + 4)
         magic, _, length = _TRAILER.unpack_from(data, at + 8)
         start = at - length
         if magic == GROUP_CHECKSUM_MAGIC and start > bad_start and _trailer_matches(view, start, at, pad):
-            raise CorruptJournal(bad_start, f"a damaged group is followed by a valid one at offset {start}: "
-                                            "acknowledged records would be lost")
+            return start
         at = data.find(_PADDING_PREFIX, at + 1)
+    return None
 
 
 def _trailer_matches(view: memoryview, group_start: int, pos: int, pad: int) -> bool:

@@ -88,13 +88,3 @@ class LedgerDirStorage:
         self.entry_logger.close()
         self.locations.close()
         self.ledger_index.close()
-
-
-
-def restore_flushing(d: LedgerDirStorage) -> None:
-    """Put a failed checkpoint's entries back in front of newer writes of the same entries."""
-    if d.flushing is None:
-        return
-    for ledger_id, entry_id, body in d.flushing.sorted_entries():
-        if d.write_cache.get(ledger_id, entry_id) is None:
-            d.write_cache.put(ledger_id, entry_id, body)

@@ -21,6 +21,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from bookie.metadata.security import ZkSecurity
 from bookie.streams.policies import DEFAULTS, Policies
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -129,9 +130,11 @@ class Versioned:
 class StreamStore:
     """Async access to the streams tree (kazoo calls run in threads)."""
 
-    def __init__(self, zk_servers: str, root: str = "/streams", *, session_timeout_s: float = 10.0) -> None:
+    def __init__(self, zk_servers: str, root: str = "/streams", *, session_timeout_s: float = 10.0,
+                 security: ZkSecurity | None = None) -> None:
         self.root = root.rstrip("/") or "/streams"
-        self.zk = KazooClient(hosts=zk_servers, timeout=session_timeout_s)
+        self.zk = KazooClient(hosts=zk_servers, timeout=session_timeout_s,
+                              **(security or ZkSecurity()).kazoo_options())
 
     async def connect(self) -> StreamStore:
         await asyncio.to_thread(self.zk.start, 30)

@@ -21,6 +21,7 @@ from bookie.client import errors as e
 from bookie.client.bookkeeper import BookKeeper
 from bookie.client.config import ClientConfig
 from bookie.client.ledger import LedgerHandle
+from bookie.metadata.security import ZkSecurity
 from bookie.streams import records as rec
 from bookie.streams.metadata import (
     Conflict,
@@ -62,18 +63,22 @@ class Streams:
     ``clock``: milliseconds since the epoch (record timestamps, segment ages); tests pass a fake one.
     ``explicit_lac_interval_s``: how often writers publish their LAC on its own, so that a reader sees the last
     records of a writer that stopped appending (without it, the LAC travels on the next entry only).
+    ``zk_security``: TLS, identity and ACLs of both ZooKeeper sessions (``bookie.metadata.security``).
     """
 
     def __init__(self, zk_servers: str, *, ledgers_root: str = "/ledgers", streams_root: str = "/streams",
                  bk: BookKeeper | None = None, clock: Callable[[], int] = now_ms,
-                 session_timeout_s: float = 10.0, explicit_lac_interval_s: float = 0.2) -> None:
+                 session_timeout_s: float = 10.0, explicit_lac_interval_s: float = 0.2,
+                 zk_security: ZkSecurity | None = None) -> None:
         self.zk_servers = zk_servers
         self._own_bk = bk is None
         # Explicit LAC: a writer that stops appending still lets tailing readers see its last records.
         self.bk = bk or BookKeeper(ClientConfig(zk_servers=zk_servers, ledgers_root=ledgers_root,
                                                 zk_session_timeout_ms=int(session_timeout_s * 1000),
-                                                explicit_lac_interval_s=explicit_lac_interval_s))
-        self.store = StreamStore(zk_servers, streams_root, session_timeout_s=session_timeout_s)
+                                                explicit_lac_interval_s=explicit_lac_interval_s,
+                                                zk_security=zk_security))
+        self.store = StreamStore(zk_servers, streams_root, session_timeout_s=session_timeout_s,
+                                 security=zk_security)
         self.clock = clock
 
     async def start(self) -> Streams:

@@ -1,5 +1,7 @@
 """The node loop: registers the Node, binds pending pods to it (scheduler), provisions PersistentVolumes
-for claims of the ``localkube.io/local-path`` StorageClass, and keeps one PodWorker per pod of the node.
+for claims of the ``localkube.io/local-path`` StorageClass (directories, or XFS filesystems of the claimed
+size: ``filesystems``), expands them (``resizer``), and keeps one PodWorker per pod of the node and of the
+nodes it emulates (``scheduling``).
 
 ``python -m localkube.runner --kubeconfig K --state-dir D --node-name N --apiserver-port P``
 """
@@ -20,11 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from localkube.kapi import ApiError, KubeAPI
-from localkube.runner import bindshim
+from localkube.runner import bindshim, filesystems
 from localkube.runner.container import now_rfc3339
+from localkube.runner.envvars import quantity
 from localkube.runner.imagestore import ImageStore
 from localkube.runner.kubeletapi import KubeletAPI
+from localkube.runner.resizer import VolumeResizer, claim_users
 from localkube.runner.runtime import Runc
+from localkube.runner.scheduling import EMULATED_BY, pick_node
 from localkube.runner.state import RunnerState, kill_leftover_pods
 from localkube.runner.worker import PodWorker
 
@@ -49,6 +54,7 @@ class Runner:
             log.warning("runc or umoci missing: only host-command images run (scripts/bootstrap.d/runc.sh)")
         self.kubelet_api = kubelet_api
         self._workers_lock = threading.Lock()
+        self.resizer = VolumeResizer(api, PROVISIONER, state.volumes, self.emit_event, node_name)
         self.wake = threading.Event()
         self.stopping = threading.Event()
         mem_kib = 0
@@ -121,8 +127,33 @@ class Runner:
             try:
                 self.api.merge_patch(f"/api/v1/nodes/{self.node_name}/status", {"status": self.node_status()})
                 self._renew_lease()
+                self.tend_emulated_nodes()
             except (ApiError, OSError) as exc:
                 log.warning("node heartbeat failed: %s", exc)
+
+    # ----------------------------------------------------------------------------- emulated nodes
+    def nodes(self) -> list[Obj]:
+        """The runner's own Node and the Nodes it emulates (label ``localkube.io/emulated-by``)."""
+        own = self.api.get(f"/api/v1/nodes/{self.node_name}")
+        emulated = self.api.request("GET", "/api/v1/nodes",
+                                    params={"labelSelector": f"{EMULATED_BY}={self.node_name}"}).get("items", [])
+        return ([own] if own else []) + sorted(emulated, key=lambda n: n["metadata"]["name"])
+
+    def tend_emulated_nodes(self) -> None:
+        """Emulated nodes are Ready like the runner's own (the same status), and lose the not-ready taint that
+        TaintNodesByCondition gives every new Node; their other taints are their creator's."""
+        for node in self.nodes():
+            name = node["metadata"]["name"]
+            if name == self.node_name:
+                continue
+            taints = (node.get("spec") or {}).get("taints") or []
+            kept = [t for t in taints if t.get("key") != "node.kubernetes.io/not-ready"]
+            if kept != taints:
+                self.api.merge_patch(f"/api/v1/nodes/{name}", {"spec": {"taints": kept or None}})
+            status = self.node_status()
+            status["addresses"] = [{"type": "InternalIP", "address": "127.0.0.1"},
+                                   {"type": "Hostname", "address": name}]
+            self.api.merge_patch(f"/api/v1/nodes/{name}/status", {"status": status})
 
     # ------------------------------------------------------------------------------------ events
     def emit_event(self, obj: Obj, kind: str, reason: str, message: str, component: str = "kubelet") -> None:
@@ -147,28 +178,23 @@ class Runner:
         log.info("event %s %s %s/%s: %s", kind, reason, namespace, meta["name"], message)
 
     # --------------------------------------------------------------------------------- scheduler
-    def schedule(self, pod: Obj) -> None:
-        meta, spec = pod["metadata"], pod["spec"]
-        node_labels = {"kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux",
-                       "localkube.io/node": "true"}
-        selector = spec.get("nodeSelector") or {}
-        mismatch = {k: v for k, v in selector.items() if node_labels.get(k) != v
-                    and not (k == "kubernetes.io/arch")}
-        if mismatch:
-            self.emit_event(pod, "Warning", "FailedScheduling",
-                            f"0/1 nodes are available: 1 node(s) didn't match Pod's node selector {mismatch}.",
-                            component="default-scheduler")
+    def schedule(self, pod: Obj, nodes: list[Obj], bound: dict[str, list[Obj]]) -> None:
+        meta = pod["metadata"]
+        target, why = pick_node(pod, nodes, bound, self.node_name)
+        if target is None:
+            self.emit_event(pod, "Warning", "FailedScheduling", why, component="default-scheduler")
             return
         binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"], "uid": meta["uid"]},
-                   "target": {"apiVersion": "v1", "kind": "Node", "name": self.node_name}}
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": target}}
         try:
             self.api.create(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/binding", binding)
         except ApiError as exc:
             if exc.status not in (404, 409):
                 log.warning("binding %s/%s failed: %s", meta["namespace"], meta["name"], exc)
             return
+        bound.setdefault(target, []).append(pod)
         self.emit_event(pod, "Normal", "Scheduled",
-                        f"Successfully assigned {meta['namespace']}/{meta['name']} to {self.node_name}",
+                        f"Successfully assigned {meta['namespace']}/{meta['name']} to {target}",
                         component="default-scheduler")
 
     # ------------------------------------------------------------------------------- provisioner
@@ -186,14 +212,28 @@ class Runner:
                 continue
             name = f"pvc-{meta['uid']}"
             directory = self.state.volumes / name
-            directory.mkdir(parents=True, exist_ok=True)
-            directory.chmod(0o777)   # as kind's local-path provisioner: writable by any container user
+            pvc.setdefault("kind", "PersistentVolumeClaim")
+            capacity = spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")
+            annotations = {"pv.kubernetes.io/provisioned-by": PROVISIONER}
+            if filesystems.wants_filesystem(sc):
+                try:
+                    size = (filesystems.image_of(directory).stat().st_size if filesystems.has_image(directory)
+                            else filesystems.create(directory, quantity(capacity)))
+                    capacity = f"{size // filesystems.MiB}Mi"
+                except (OSError, filesystems.FilesystemError) as exc:
+                    self.emit_event(pvc, "Warning", "ProvisioningFailed", f"{filesystems.FS_TYPE} volume {name}: "
+                                    f"{exc} (needs {', '.join(filesystems.TOOLS)})", component=PROVISIONER)
+                    continue
+                annotations["localkube.io/filesystem"] = filesystems.FS_TYPE
+            else:
+                directory.mkdir(parents=True, exist_ok=True)
+                directory.chmod(0o777)   # as kind's local-path provisioner: writable by any container user
             pv = {
                 "apiVersion": "v1", "kind": "PersistentVolume",
-                "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER},
+                "metadata": {"name": name, "annotations": annotations,
                              "labels": {"localkube.io/claim-namespace": meta["namespace"]}},
                 "spec": {
-                    "capacity": {"storage": spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")},
+                    "capacity": {"storage": capacity},
                     "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
                     "persistentVolumeReclaimPolicy": sc.get("reclaimPolicy", "Delete"),
                     "storageClassName": sc["metadata"]["name"],
@@ -209,7 +249,6 @@ class Runner:
                 if exc.status != 409:
                     log.warning("provisioning %s failed: %s", name, exc)
                 continue
-            pvc.setdefault("kind", "PersistentVolumeClaim")
             self.emit_event(pvc, "Normal", "ProvisioningSucceeded",
                             f"Successfully provisioned volume {name} at {directory}", component=PROVISIONER)
         for pv in pvs:
@@ -219,6 +258,11 @@ class Runner:
                     and spec.get("persistentVolumeReclaimPolicy") == "Delete" and not meta.get("deletionTimestamp")):
                 path = Path(spec.get("hostPath", {}).get("path", ""))
                 if path.is_relative_to(self.state.volumes):
+                    try:
+                        filesystems.remove(path)
+                    except filesystems.FilesystemError as exc:
+                        log.warning("volume %s stays: %s", meta["name"], exc)
+                        continue
                     shutil.rmtree(path, ignore_errors=True)
                 self.api.delete(f"/api/v1/persistentvolumes/{meta['name']}")
                 log.info("deleted released volume %s and %s", meta["name"], path)
@@ -226,6 +270,12 @@ class Runner:
     # ------------------------------------------------------------------------------------- pods
     def sync_pods(self) -> None:
         pods = self.api.request("GET", "/api/v1/pods").get("items", [])
+        nodes = self.nodes()
+        names = {n["metadata"]["name"] for n in nodes} | {self.node_name}
+        bound: dict[str, list[Obj]] = {}
+        for pod in pods:
+            if pod["spec"].get("nodeName"):
+                bound.setdefault(pod["spec"]["nodeName"], []).append(pod)
         seen = set()
         for pod in pods:
             meta, spec = pod["metadata"], pod["spec"]
@@ -233,9 +283,9 @@ class Runner:
             if not node:
                 if (spec.get("schedulerName", "default-scheduler") == "default-scheduler"
                         and not meta.get("deletionTimestamp")):
-                    self.schedule(pod)
+                    self.schedule(pod, nodes, bound)
                 continue
-            if node != self.node_name:
+            if node not in names:
                 continue
             seen.add(meta["uid"])
             with self._workers_lock:
@@ -257,6 +307,13 @@ class Runner:
             for uid, worker in list(self.workers.items()):
                 if uid not in seen:
                     worker.gone()
+
+    def resize_volumes(self) -> None:
+        """Expansion of the claims whose size grew: the resizer's controller part, and the node part for the
+        claims this node's pods use."""
+        with self._workers_lock:
+            pods = [w.pod for w in self.workers.values()]
+        self.resizer.sync(claim_users(pods))
 
     def cluster_hosts(self) -> list[str]:
         """hosts lines for the node's pods that have a subdomain: ``<ip>\t<host>.<sub>.<ns>.svc.cluster.local ...``."""
@@ -299,6 +356,7 @@ class Runner:
             try:
                 self.provision()
                 self.sync_pods()
+                self.resize_volumes()
             except Exception:
                 log.exception("sync failed")
             self.wake.wait(2.0)

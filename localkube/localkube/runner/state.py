@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from localkube import procs
+from localkube.runner import filesystems
 from localkube.runner.runtime import Runc
 
 MARKER_ENV = "LOCALKUBE_STATE"
@@ -153,10 +154,11 @@ def _environ_has(pid: int, marker: bytes) -> bool:
 
 def kill_leftover_pods(root: Path) -> list[int]:
     """SIGKILL every registered container process group that still runs and carries this root's marker, then
-    delete the runc containers of this runner and unmount their root filesystems."""
+    delete the runc containers of this runner and unmount their root filesystems and the volumes' filesystems."""
     killed = _kill_registered(root)
     if Runc.available():
         Runc(root.resolve()).cleanup()
+    filesystems.unmount_all(root.resolve() / "volumes")   # mounted again when a pod needs them
     return killed
 
 

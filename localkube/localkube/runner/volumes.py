@@ -1,7 +1,8 @@
 """Pod volumes as directories on this machine, bind-mounted into containers by podexec.
 
 emptyDir, configMap, secret, downwardAPI, projected (serviceAccountToken, configMap, secret, downwardAPI),
-persistentVolumeClaim (the bound PV's hostPath/local path) and hostPath. File contents are refreshed while
+persistentVolumeClaim (the bound PV's hostPath/local path; a volume with a filesystem of its own is mounted
+there first, see ``filesystems``) and hostPath. File contents are refreshed while
 the pod runs, like the kubelet does (not for subPath mounts, like the kubelet).
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from localkube.kapi import KubeAPI
+from localkube.runner import filesystems
 from localkube.runner.envvars import expand, field_value, resource_value
 
 Obj = dict[str, Any]
@@ -234,7 +236,13 @@ class VolumeManager:
         if not source:
             raise VolumeError(f"persistentvolume {pv['metadata']['name']} has no hostPath/local path")
         path = Path(source["path"])
-        path.mkdir(parents=True, exist_ok=True)
+        if filesystems.has_image(path):
+            try:
+                filesystems.ensure_mounted(path)   # a filesystem of its own (after a runner restart: again)
+            except filesystems.FilesystemError as exc:
+                raise VolumeNotReady(f"persistentvolume {pv['metadata']['name']}: {exc}") from None
+        else:
+            path.mkdir(parents=True, exist_ok=True)
         return path
 
 

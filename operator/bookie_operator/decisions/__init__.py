@@ -10,7 +10,9 @@ exception. One module per concern:
 - ``compaction``: the compaction schedule;
 - ``decommission``: the scale-down state machine;
 - ``rolling``: rolling restarts;
-- ``conditions``: Ready, Degraded, Progressing, Decommissioning.
+- ``conditions``: Ready, Degraded, Progressing, Decommissioning;
+- ``expansion``: online volume expansion, claim by claim;
+- ``racks``: each bookie's rack from its node's zone.
 """
 
 from bookie_operator.decisions.compaction import CompactionAction, CompactionStep, compaction_tick, in_window
@@ -33,6 +35,7 @@ from bookie_operator.decisions.decommission import (
     start_decommission,
     statefulset_replicas,
 )
+from bookie_operator.decisions.expansion import plan_expansion
 from bookie_operator.decisions.observed import GcInfo, ObservedBookie, iso, parse_time, sort_by_ordinal
 from bookie_operator.decisions.read_only import (
     FORCED_GC_COOLDOWN,
@@ -51,7 +54,7 @@ __all__ = [
     "CompactionAction", "CompactionStep", "ConditionValue", "DecommissionAction", "DecommissionFacts",
     "DecommissionStep", "GcInfo", "ObservedBookie", "ReadOnlyDecision", "ReadOnlyPlan", "capped_scale_up",
     "cluster_conditions", "compaction_tick", "condition", "decommission_step", "in_window", "iso",
-    "ordinal_to_decommission", "parse_time", "plan_read_only", "pod_to_restart", "scale_back_after_pressure",
-    "scale_up_for_pressure", "set_condition", "should_force_gc", "sort_by_ordinal", "start_decommission",
-    "statefulset_replicas",
+    "ordinal_to_decommission", "parse_time", "plan_expansion", "plan_read_only", "pod_to_restart",
+    "scale_back_after_pressure", "scale_up_for_pressure", "set_condition", "should_force_gc", "sort_by_ordinal",
+    "start_decommission", "statefulset_replicas",
 ]

@@ -9,12 +9,15 @@ turns it into ``kopf.TemporaryError``.
 from __future__ import annotations
 
 from bookie_operator import metrics, models
+from bookie_operator.reconcile.admin_token import ensure_admin_token
 from bookie_operator.reconcile.apply import apply_desired
 from bookie_operator.reconcile.compaction import apply_compaction_window, run_compaction_schedule
 from bookie_operator.reconcile.context import Operator, Outcome, Tick
 from bookie_operator.reconcile.decommission import decommission
+from bookie_operator.reconcile.expansion import expand_volumes
 from bookie_operator.reconcile.observe import ensure_metadata, observe, observe_registrations, parse_spec
 from bookie_operator.reconcile.ports import Obj
+from bookie_operator.reconcile.racks import publish_racks
 from bookie_operator.reconcile.read_only import control_read_only, force_gc
 from bookie_operator.reconcile.rolling import roll_outdated_pods, scale_for_disk_pressure
 from bookie_operator.reconcile.start_failures import reclaim_foreign_volumes, report_start_failures
@@ -26,10 +29,13 @@ async def steps(t: Tick) -> None:
         return
     if not await ensure_metadata(t):     # BookKeeper's metadata layout, created once
         return
+    if not await ensure_admin_token(t):  # the admin API's token Secret, created once unless the spec names one
+        return
     await observe(t)                     # StatefulSet, pods, each bookie's state, disk and GC
     await reclaim_foreign_volumes(t)     # only with the explicit opt-in, another instance's claims
     await decommission(t)                # scale-down: the resumable state machine in status.decommission
     await apply_desired(t)               # ConfigMap, Services, PDB, StatefulSet
+    await expand_volumes(t)              # larger spec.storage sizes: each claim patched and followed
     await control_read_only(t)           # read-only from disk usage, with the ensemble floor
     await force_gc(t)                    # forced GC above the force-compaction ratio
     await run_compaction_schedule(t)     # scheduled compaction, one bookie at a time
@@ -37,6 +43,7 @@ async def steps(t: Tick) -> None:
     await roll_outdated_pods(t)          # one outdated pod at a time
     await scale_for_disk_pressure(t)     # status.scaledUpBy: one more bookie under pressure, or one fewer
     await observe_registrations(t)       # which bookies ZooKeeper knows
+    await publish_racks(t)               # each bookie's zone, as its rack in /bookies
     report_start_failures(t)             # bookies that cannot start: why, and what to do
     record_status(t)                     # per-bookie status and conditions
 

@@ -38,6 +38,10 @@ class Operator:
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     # (cluster uid, kind, name) -> (digest of the desired object, when the live object last matched it)
     checked: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)
+    # node name -> (its labels, when read): the bookies' zones change only with the nodes they run on
+    node_labels: dict[str, tuple[dict[str, str], float]] = field(default_factory=dict)
+    # (namespace, Secret name) -> (the admin API token it holds, when it was read)
+    admin_tokens: dict[tuple[str, str], tuple[str, float]] = field(default_factory=dict)
     bookie_port: int = models.HTTP_PORT
 
     def lock(self, uid: str) -> asyncio.Lock:
@@ -85,12 +89,15 @@ class Tick:
         self.current_replicas: int | None = None
         self.bookies: list[ObservedBookie] = []
         self.admins: dict[int, BookieAdminApi] = {}
+        self.admin_token: str | None = None     # what this tick presents to the bookies' admin APIs
         self.replicas = 0                      # what the StatefulSet is given this tick
         self.plan = ReadOnlyPlan({})
         self.forced: dict[int, str] = {}       # ordinal -> when a forced GC was triggered this tick
         self.under_replicated: int | None = None
         self.registered: set[str] | None = None
         self.start_failures: dict[int, StartFailure] = {}   # ordinal -> why its container could not start
+        self.nodes: dict[int, str] = {}                      # ordinal -> the node its pod is on
+        self.racks: dict[int, str] = {}                      # ordinal -> its rack (published in /bookies)
         self.failure_reason: str | None = None               # the Degraded reason they give, if any
 
     # ----------------------------------------------------------------------------------- recording

@@ -70,6 +70,7 @@ async def observe(t: Tick) -> None:
     expected = t.current_replicas if t.current_replicas is not None else t.spec.replicas
     ordinals = sorted(set(by_ordinal) | set(range(expected)))
     t.bookies = list(await asyncio.gather(*(_observe_bookie(t, o, by_ordinal.get(o)) for o in ordinals)))
+    t.nodes = {o: str(p["spec"]["nodeName"]) for o, p in by_ordinal.items() if (p.get("spec") or {}).get("nodeName")}
     t.start_failures = start_failures.observe(t.name, pods)
 
 
@@ -85,7 +86,7 @@ async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBoo
         revision=pod["metadata"].get("labels", {}).get("controller-revision-hash"))
     ip = st.get("podIP")
     if ip and st.get("phase") == "Running" and not info["terminating"]:
-        admin = t.op.admin_for(ip, t.op.bookie_port)
+        admin = t.op.admin_for(ip, t.op.bookie_port, t.admin_token)
         t.admins[ordinal] = admin
         try:
             state = await admin.state()

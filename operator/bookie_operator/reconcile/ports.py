@@ -22,6 +22,8 @@ class KubeApi(Protocol):
 
     async def apply(self, obj: Obj) -> Obj: ...
 
+    async def create(self, obj: Obj) -> Obj | None: ...
+
     async def delete(self, kind: str, namespace: str, name: str, *, propagation: str = "Background") -> bool: ...
 
     async def patch_status(self, namespace: str, name: str, status: Obj) -> None: ...
@@ -47,8 +49,8 @@ class BookieAdminApi(Protocol):
     async def recover_bookie(self, bookie_ids: list[str]) -> None: ...
 
 
-# (pod IP, admin port) -> that bookie's admin API
-AdminFactory = Callable[[str, int], BookieAdminApi]
+# (pod IP, admin port, bearer token of the admin API) -> that bookie's admin API
+AdminFactory = Callable[[str, int, str | None], BookieAdminApi]
 
 
 class ClusterMetadataApi(Protocol):
@@ -65,6 +67,8 @@ class ClusterMetadataApi(Protocol):
     async def cookie_exists(self, bookie_id: str) -> bool: ...
 
     async def delete_cookie(self, bookie_id: str) -> None: ...
+
+    async def publish_racks(self, group: str, racks: dict[str, tuple[str, str | None]]) -> bool: ...
 
 
 class MetadataApi(Protocol):

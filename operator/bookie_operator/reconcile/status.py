@@ -68,4 +68,5 @@ def _bookie_status(t: Tick, b: ObservedBookie) -> BookieStatus:
         minor_compactions=b.gc.minor_count if b.gc else None,
         forced_gc_at=t.forced.get(b.ordinal) or (previous.forced_gc_at if previous else None),
         start_failure=start_failures.status_of(t.start_failures[b.ordinal], previous, iso(t.now))
-        if b.ordinal in t.start_failures else None)
+        if b.ordinal in t.start_failures else None,
+        rack=t.racks.get(b.ordinal))

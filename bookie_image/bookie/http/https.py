@@ -1,0 +1,89 @@
+"""The admin API's HTTPS: PEM files (``httpServerTlsCertificatePath``, ``httpServerTlsKeyPath``, and
+``httpServerTlsTrustStorePath`` for client certificates), reloaded when they change.
+
+Apache BookKeeper's admin server reads JKS stores and always requires a client certificate; here client
+certificates are optional (``CERT_OPTIONAL``): the kubelet's probes cannot present one, and a bearer token is
+the other credential. A certificate that is presented must chain to the trust store, or the handshake fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+from pathlib import Path
+
+from bookie.config import BookieConfig
+
+log = logging.getLogger(__name__)
+
+
+class HttpsConfigError(Exception):
+    """A certificate, key or CA bundle that cannot be loaded; the message names the key and the file."""
+
+
+def _signature(path: Path | None) -> tuple[int, int] | None:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+class ServerCertificates:
+    """One ``ssl.SSLContext`` for the admin server; ``refresh()`` loads rotated files into it (new handshakes
+    use them; open connections keep theirs)."""
+
+    def __init__(self, cert: Path, key: Path, trust: Path | None = None) -> None:
+        self.cert, self.key, self.trust = cert, key, trust
+        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._signatures = self._current()
+        self._load_chain()
+        if trust is not None:
+            self._load_trust()
+            self.context.verify_mode = ssl.CERT_OPTIONAL
+
+    @classmethod
+    def from_config(cls, conf: BookieConfig) -> ServerCertificates | None:
+        """None when ``httpServerTlsEnable`` is false (the model guarantees the files are named otherwise)."""
+        cert, key = conf.http_server_tls_certificate_path, conf.http_server_tls_key_path
+        if not conf.http_server_tls_enable or cert is None or key is None:
+            return None
+        return cls(cert, key, conf.http_server_tls_trust_store_path)
+
+    def _current(self) -> tuple[tuple[int, int] | None, ...]:
+        return _signature(self.cert), _signature(self.key), _signature(self.trust)
+
+    def _load_chain(self) -> None:
+        try:
+            self.context.load_cert_chain(self.cert, self.key)
+        except (OSError, ssl.SSLError) as exc:
+            raise HttpsConfigError(f"httpServerTlsCertificatePath {self.cert} / httpServerTlsKeyPath {self.key}: "
+                                   f"cannot load the certificate and its key: {exc}") from None
+
+    def _load_trust(self) -> None:
+        try:
+            self.context.load_verify_locations(cafile=str(self.trust))
+        except (OSError, ssl.SSLError) as exc:
+            raise HttpsConfigError(f"httpServerTlsTrustStorePath {self.trust}: cannot load the CA bundle: "
+                                   f"{exc}") from None
+
+    def refresh(self) -> bool:
+        """Load the files again if any changed (blocking: call it off the event loop). A CA added to the trust
+        store is trusted at once; a CA removed from it stays trusted until a restart (OpenSSL only adds)."""
+        current = self._current()
+        if current == self._signatures:
+            return False
+        try:
+            self._load_chain()
+            if self.trust is not None:
+                self._load_trust()
+        except HttpsConfigError as exc:  # half-written files during a rotation: the next check retries
+            log.error("admin API certificate not reloaded, the previous one stays in use: %s", exc)
+            return False
+        self._signatures = current
+        log.info("admin API certificate reloaded from %s", self.cert)
+        return True

@@ -1,0 +1,96 @@
+"""Power cuts inside compactions: no live entry is lost and none ends up stored twice.
+
+Each round writes a live and a dead ledger (closed, so nothing is left to replay or recover), deletes the dead
+one, and forces a GC cycle whose compaction (transactional, our default: a ``.compacting`` copy committed by
+its ``.compacted`` name, linked in, indexed, the old log retired) is cut before a random file operation in the
+ledger directory. After each restart every live ledger of every round reads back byte-identical and no
+compaction file is left over (start-up recovery finishes committed compactions and drops the others). At the
+end, once GC has run twice more, every live entry is stored in exactly one entry log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+
+import aiohttp
+from bookie.client import BookKeeper
+from bookie.storage import entrylog_format as ef
+
+from tests.durability.powercut import PowerCutBookie
+from tests.gc.gcutil import gc_now, read_all, rest, write_ledger
+
+CUTS = 20
+IN_LEDGER_DIRS = r"/ledgers\d+/"
+# A forced GC cycle of one round makes about 40-70 changing file operations in the ledger directory
+# (compactions, log deletions, the checkpoints meanwhile); a cut before one of the first 35 lands in it.
+OPS_RANGE = (1, 35)
+GC_CONF = {"flushInterval": 200, "gcWaitTime": 600000, "gcEntryLogDeletionPauseMs": 0,
+           "compactionRateByEntries": 100000, "compactionReadRateByBytes": 0, "useTransactionalCompaction": True}
+
+
+async def test_live_entries_survive_power_cuts_inside_compactions(powercut_bookie: PowerCutBookie) -> None:
+    bookie = powercut_bookie
+    bookie.configure(**GC_CONF)
+    bookie.start()
+    rnd = random.Random(1604)
+    live: dict[int, list[bytes]] = {}
+    cut_in_gc = 0
+    for round_ in range(2 * CUTS):
+        async with bookie.client() as bk:
+            await _write_live_and_dead(bk, live, seed=round_ * 10)
+        bookie.arm(rnd.randint(*OPS_RANGE), match=IN_LEDGER_DIRS)
+        await rest("PUT", f"{bookie.bookie.http_url}/api/v1/bookie/gc", {"forceMajor": True, "forceMinor": True})
+        await _gc_over_or_cut(bookie)
+        report = await bookie.cut()
+        cut_in_gc += bool(report["fired"])
+        await bookie.restart()
+        current = bookie.ledger_dirs[0] / "current"
+        leftovers = [p.name for p in current.iterdir() if p.name.endswith((".compacting", ".compacted"))]
+        assert leftovers == [], f"compaction files left after recovery: {leftovers}; {report}"
+        async with bookie.client() as bk:
+            for lid, payloads in live.items():
+                assert await read_all(bk, lid) == payloads, f"live ledger {lid} lost or changed; {report}"
+        if cut_in_gc >= CUTS:
+            break
+    assert cut_in_gc >= CUTS, f"only {cut_in_gc} cuts landed in a GC cycle"
+    await gc_now(bookie.bookie)
+    await gc_now(bookie.bookie)  # the second cycle deletes the logs the first one retired
+    copies = _stored_copies(bookie)
+    for lid, payloads in live.items():
+        for eid in range(len(payloads)):
+            assert copies[(lid, eid)] == 1, f"ledger {lid} entry {eid} stored {copies[(lid, eid)]} times"
+
+
+async def _write_live_and_dead(bk: BookKeeper, live: dict[int, list[bytes]], seed: int) -> None:
+    """A live and a dead ledger one after the other, so they share entry logs; the dead one deleted."""
+    lid, payloads = await write_ledger(bk, 60, 2048, seed)
+    live[lid] = payloads
+    gone, _ = await write_ledger(bk, 110, 2048, seed + 1)
+    await bk.delete_ledger(gone)
+    await asyncio.sleep(0.5)  # past two checkpoints: nothing left to replay, so a replay adds no copies
+
+
+async def _gc_over_or_cut(bookie: PowerCutBookie, within: float = 60) -> None:
+    """Until the forced GC cycle is over, or the power went (the bookie is dead)."""
+    url = f"{bookie.bookie.http_url}/api/v1/bookie/gc"
+    deadline = asyncio.get_running_loop().time() + within
+    while bookie.bookie.running:
+        try:
+            if (await rest("GET", url))["is_in_force_gc"] != "true":
+                return
+        except aiohttp.ClientError:
+            continue  # the bookie is dying: the loop condition sees it
+        assert asyncio.get_running_loop().time() < deadline, "the forced GC cycle did not end"
+        await asyncio.sleep(0.05)
+
+
+def _stored_copies(bookie: PowerCutBookie) -> Counter[tuple[int, int]]:
+    """(ledger, entry) -> how many entry logs hold a record of it."""
+    found: Counter[tuple[int, int]] = Counter()
+    current = bookie.ledger_dirs[0] / "current"
+    for path in current.iterdir():
+        if ef.parse_log_file_name(path.name) is not None:
+            found.update((rec.ledger_id, rec.entry_id) for rec in ef.iter_records(path.read_bytes()))
+    return found
