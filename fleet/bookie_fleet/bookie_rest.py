@@ -13,18 +13,21 @@ from typing import Any
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
-def rest(base: str, path: str, method: str = "GET", body: Any = None) -> Any:
+def rest(base: str, path: str, method: str = "GET", body: Any = None, token: str | None = None) -> Any:
+    """One admin API call; ``token``: the admin token, which calls that change state need."""
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(f"{base}{path}", data=data, method=method)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(f"{base}{path}", data=data, method=method, headers=headers)
     with urllib.request.urlopen(request, timeout=60) as response:
         text = response.read().decode()
     return json.loads(text) if text.strip() else None
 
 
-def run_gc(urls: dict[str, str], timeout: float) -> None:
-    """One GC cycle on every bookie, ledger GC only (no compaction: ``forceMajor``/``forceMinor`` false), waited for."""
+def run_gc(urls: dict[str, str], token: str, timeout: float) -> None:
+    """One GC cycle on every bookie, ledger GC only (no compaction: ``forceMajor``/``forceMinor`` false), waited
+    for; ``token``: the bookies' admin token."""
     for url in urls.values():
-        rest(url, "/api/v1/bookie/gc", "PUT", {"forceMajor": False, "forceMinor": False})
+        rest(url, "/api/v1/bookie/gc", "PUT", {"forceMajor": False, "forceMinor": False}, token)
     deadline = time.monotonic() + timeout
     for pod, url in urls.items():
         while rest(url, "/api/v1/bookie/gc")["is_in_force_gc"] == "true":

@@ -15,6 +15,7 @@ at the end, on Ctrl-C, or on failure, unless ``--keep-running``.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 
 import yaml
 from bookie_audit.report import REPORT_NAME
+from bookie_operator.builders import ADMIN_TOKEN_KEY, admin_token_secret_name
 from bookie_operator.models import HTTP_PORT
 from localkube.binaries import find_binary
 from localkube.cluster import LocalCluster
@@ -175,6 +177,14 @@ class Story:
                 out[pod] = f"http://{ip}:{HTTP_PORT}"
         return out
 
+    def admin_token(self) -> str:
+        """The bookies' admin token, from the Secret the operator made for the cluster (GC triggers need it)."""
+        path = f"/api/v1/namespaces/{NAMESPACE}/secrets/{admin_token_secret_name(CLUSTER)}"
+        secret = self.kube().get(path)
+        if secret is None:
+            raise StoryFailed(f"no admin token Secret at {path}")
+        return base64.b64decode(secret["data"][ADMIN_TOKEN_KEY]).decode().strip()
+
     def used_bytes(self) -> int:
         total = 0
         for path in self.ledger_paths().values():
@@ -297,7 +307,7 @@ class Story:
         """A GC cycle on every bookie (what gcWaitTime brings on schedule; no compaction), then what each
         bookie says keeps its entry logs: the explain endpoint, and the pinned-garbage gauge."""
         urls = self.admin_urls()
-        run_gc(urls, 120)
+        run_gc(urls, self.admin_token(), 120)
         for pod, url in urls.items():
             logs = finished_logs(url)
             add_pinning(self.summary.pinning, logs)
