@@ -33,6 +33,7 @@ from bookie.client.autorecovery import AuditorStats, Autorecovery
 from bookie.config import BookieConfig
 from bookie.gc.explain import PinnedLedger
 from bookie.processor import RequestProcessor
+from bookie.security import BookieSecurity
 from bookie.state import DiskUsage, StateManager
 from bookie.stats import QUANTILES, JournalStats, OpStat, RequestStats
 from bookie.storage.engine import StorageEngine
@@ -47,6 +48,7 @@ class MetricsSource(Protocol):
     usages: list[DiskUsage]
     gc: Any                 # the garbage collector, or None when GC is off
     autorecovery: Autorecovery | None  # autoRecoveryDaemonEnabled: the auditor and replication worker
+    security: BookieSecurity | None  # the bookie port's TLS and authorization (refusal counts)
 
     @property
     def connections(self) -> Sized: ...
@@ -117,6 +119,7 @@ class Snapshot:
     journal_damaged_groups: int = 0
     auditor: AuditorStats | None = None  # when autorecovery runs in this bookie
     pinned: list[PinnedLedger] = field(default_factory=list)  # pinnedGarbageTopLedgers of them at most
+    refusals: dict[str, int] = field(default_factory=dict)  # kind -> clients refused (docs/security.md)
 
 
 # BookKeeper's GC stats: counters and gauges under ``bookie_``. Everything else the GC reports is ours.
@@ -341,6 +344,8 @@ def _ours(text: Text, s: Snapshot) -> None:
     text.gauge("bookie_journal_damaged_groups", s.journal_damaged_groups)
     for limit, hits in sorted(s.limit_hits.items()):
         text.counter(f"bookie_limit_{limit}_hits_total", hits)
+    for kind, refused in sorted(s.refusals.items()):
+        text.counter("bookie_connection_refusals_total", refused, [("reason", kind.replace(" ", "_"))])
 
 
 _PROCESS = CollectorRegistry(auto_describe=False)
@@ -390,7 +395,8 @@ def snapshot_of(server: MetricsSource) -> Snapshot:
                          "writable_below": conf.effective_lwm_threshold},
         limit_hits=dict(processor.limits.counts), long_polls_parked=processor.long_polls.count,
         journal_damaged_groups=len(engine.journal_damage),
-        auditor=server.autorecovery.stats if server.autorecovery is not None else None, pinned=pinned)
+        auditor=server.autorecovery.stats if server.autorecovery is not None else None, pinned=pinned,
+        refusals=dict(server.security.refusals.counts) if server.security is not None else {})
 
 
 def _dir_snapshot(d: LedgerDirStorage, used: float, full_threshold: float, ledgers: int) -> DirSnapshot:

@@ -36,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-format", choices=["plain", "full", "json"], default="json")
     parser.add_argument("--no-manage-crd", action="store_true",
                         help="do not apply this version's BookieCluster CRD at start-up (CRDs managed elsewhere)")
+    parser.add_argument("--operator-namespace", help="namespace of the operator's own pods (with "
+                        "--operator-pod-labels: the bookies' NetworkPolicy admits them to the admin port)")
+    parser.add_argument("--operator-pod-labels", default="",
+                        help="labels of the operator's own pods, k=v[,k=v...]")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--leader-election-namespace", help="run as one of several replicas: only the holder of "
                         "a Lease in this namespace acts (default: no election, this process acts)")
@@ -59,6 +63,16 @@ def main(argv: list[str] | None = None) -> int:
                         (zk_env.ENV_ENABLE_SECURITY, "true" if args.zk_enable_security else None)):
         if value:
             os.environ[name] = value
+    if bool(args.operator_namespace) != bool(args.operator_pod_labels):
+        parser.error("--operator-namespace and --operator-pod-labels go together")
+    if args.operator_pod_labels:
+        if not all("=" in item for item in args.operator_pod_labels.split(",")):
+            parser.error(f"--operator-pod-labels: expected k=v[,k=v...], got {args.operator_pod_labels!r}")
+        os.environ["BOOKIE_OPERATOR_NAMESPACE"] = args.operator_namespace
+        os.environ["BOOKIE_OPERATOR_POD_LABELS"] = args.operator_pod_labels
+    if args.namespace:
+        # Exact namespaces: Kopf needs no cluster-wide namespace or CRD watch (the chart grants none then).
+        os.environ["BOOKIE_OPERATOR_NAMESPACES"] = ",".join(args.namespace)
     if args.no_manage_crd:
         os.environ["BOOKIE_OPERATOR_MANAGE_CRD"] = "false"
     if args.interval is not None:

@@ -42,9 +42,14 @@ class Snapshot:
 
 
 def load_snapshot(spark: SparkSession, snapshot_dir: str, manifest: Manifest) -> Snapshot:
+    """The snapshot's tables, read on the driver and handed to Spark as data: executors need no access to the
+    snapshot directory (Spark on Kubernetes shares nothing but the network)."""
+    import pyarrow.parquet as pq
+
     base = snapshot_dir.rstrip("/")
-    return Snapshot(spark.read.parquet(f"{base}/ledgers.parquet"),
-                    spark.read.parquet(f"{base}/fragments.parquet"), manifest)
+    ledgers = pq.read_table(f"{base}/ledgers.parquet").drop_columns(["password"])  # digests travel on their own
+    return Snapshot(spark.createDataFrame(ledgers), spark.createDataFrame(pq.read_table(f"{base}/fragments.parquet")),
+                    manifest)
 
 
 def ledger_bookies(fragments: DataFrame) -> DataFrame:

@@ -35,8 +35,17 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--root", default="/ledgers", help="ledgers root (zkLedgersRootPath)")
     s.add_argument("--out", required=True)
     r = sub.add_parser("run", help="run the audit")
-    r.add_argument("--logs", action="append", required=True, metavar="[BOOKIE=]PATH",
-                   help="a directory (or URI) of entry logs; repeat per bookie or give a fleet root")
+    r.add_argument("--logs", action="append", default=[], metavar="[BOOKIE=]PATH",
+                   help="a directory or URI of entry logs (bookie+https://HOST:PORT reads a live bookie's through "
+                        "its admin API); repeat per bookie or give a fleet root")
+    r.add_argument("--rest-bookie", action="append", default=[], metavar="[BOOKIE=]URL",
+                   help="a bookie whose entry logs cannot be read (Apache BookKeeper's): its admin REST API "
+                        "http(s)://HOST:PORT and the snapshot only")
+    r.add_argument("--bookie-token-file", default=None,
+                   help="the bookies' admin API bearer token (bookie+https:// and --rest-bookie; default "
+                        "$BOOKIE_AUDIT_TOKEN_FILE); on a cluster, a path every executor has")
+    r.add_argument("--bookie-ca-file", default=None,
+                   help="CA bundle of the bookies' HTTPS certificates (default $BOOKIE_AUDIT_CA_FILE)")
     r.add_argument("--metadata", required=True, help="a snapshot directory from `bookie-audit snapshot`")
     r.add_argument("--out", required=True)
     r.add_argument("--master", default=None, help="Spark master (default local[*], or $BOOKIE_AUDIT_MASTER)")
@@ -79,17 +88,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     from bookie_audit import audits
     from bookie_audit.files import discover
+    from bookie_audit.rest_bookies import RestBookie
     from bookie_audit.run import AuditOptions, Progress, print_summary, run_audit
     from bookie_audit.snapshot import read_manifest
 
+    if not args.logs and not args.rest_bookie:
+        raise AuditInputError("no input: give --logs [BOOKIE=]PATH (entry logs) or --rest-bookie [BOOKIE=]URL")
     opts = AuditOptions(
         logs=[LogInput.parse(x) for x in args.logs], metadata=args.metadata, out=args.out, mode=args.mode,
+        rest_bookies=[RestBookie.parse(x) for x in args.rest_bookie],
+        bookie_token_file=args.bookie_token_file, bookie_ca_file=args.bookie_ca_file,
         min_age_days=args.min_age_days, minor=args.minor or audits.DEFAULT_MINOR,
         major=args.major or audits.DEFAULT_MAJOR, split_bytes=args.split_mb << 20,
         max_snapshot_lag_s=args.max_snapshot_lag, keep_records=args.keep_records)
     # Bad input is said before a JVM is started.
     read_manifest(opts.metadata)
-    discover(opts.logs)
+    from bookie_audit import bookie_http
+
+    bookie_http.configure(opts.bookie_token_file, opts.bookie_ca_file)
+    if opts.logs:
+        discover(opts.logs)
     from bookie_audit.spark import build_session
 
     spark = build_session(args.master, shuffle_partitions=args.shuffle_partitions)

@@ -10,9 +10,13 @@ Options:
   ``mode``            ``metadata`` (header + ledgers map: one row per log and ledger) or ``scan`` (every record)
   ``splitBytes``      scan mode: logs larger than this are read by several tasks, by offset ranges (128 MiB)
   ``partitions``      metadata mode: number of tasks the logs are spread over (default 8)
+  ``bookieTokenFile``, ``bookieCaFile``  credential and CA files of ``bookie+https://`` inputs (paths valid on the
+                      driver and on every executor; ``bookie_audit.bookie_http``)
   ``digests``         scan mode: a metadata snapshot directory; records are checked with their ledger's
                       digest type and password (otherwise CRC32C then CRC32 are tried)
-Files are listed on the driver when the query is planned; they are opened in the Python workers.
+Files are listed on the driver when the query is planned; they are opened in the Python workers. The snapshot
+named by ``digests`` is read on the driver too, and its digests travel to the workers with the reader, so
+executors need no access to it (Spark on Kubernetes: nothing shared but the network).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from bookie_audit import scan
+from bookie_audit import bookie_http, scan
 from bookie_audit.files import AuditInputError, LogFile, LogInput, discover
 
 DEFAULT_SPLIT_BYTES = 128 << 20
@@ -45,7 +49,6 @@ class RangePartition(InputPartition):
     log: LogFile
     start: int
     end: int
-    digests: str | None
 
 
 def log_inputs(options: dict[str, str]) -> list[LogInput]:
@@ -115,10 +118,15 @@ def load_digests(snapshot_dir: str) -> scan.DigestInfo:
 
 class EntryLogReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
+        """Runs on the driver; the reader is then pickled to the workers with what it loaded here."""
         self.options = options
         self.mode = options.get("mode", "metadata")
         if self.mode not in MODES:  # options are lower-case keys (``splitbytes``)
             raise AuditInputError(f"entrylog mode must be one of {MODES}, not {self.mode!r}")
+        bookie_http.configure(options.get("bookietokenfile") or None, options.get("bookiecafile") or None)
+        snapshot = options.get("digests") or None
+        self.digests: dict[int, tuple[int, bytes]] = dict(load_digests(snapshot)) if snapshot and \
+            self.mode == "scan" else {}
 
     def partitions(self) -> Sequence[InputPartition]:
         logs = discover(log_inputs(self.options))
@@ -128,15 +136,15 @@ class EntryLogReader(DataSourceReader):
         split = int(self.options.get("splitbytes", DEFAULT_SPLIT_BYTES))
         if split < 1024:
             raise AuditInputError(f"splitBytes must be at least 1024, not {split}")
-        digests = self.options.get("digests") or None
-        return [RangePartition(log, start, end, digests) for log, start, end in plan_ranges(logs, split)]
+        return [RangePartition(log, start, end) for log, start, end in plan_ranges(logs, split)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        bookie_http.configure(self.options.get("bookietokenfile") or None, self.options.get("bookiecafile") or None)
         if isinstance(partition, LogsPartition):
             yield from scan.ledger_rows(list(partition.logs))
             return
         assert isinstance(partition, RangePartition)
-        checker = scan.DigestChecker(load_digests(partition.digests) if partition.digests else {})
+        checker = scan.DigestChecker(self.digests)
         yield from scan.record_rows(partition.log, partition.start, partition.end, checker)
 
 

@@ -1,11 +1,12 @@
 """Finding entry logs and reading their bytes: local directories (mmap), ``webhdfs://`` URIs (HDFS over its REST
-API, ``bookie_audit.webhdfs``) or any other pyarrow file-system URI.
+API, ``bookie_audit.webhdfs``), ``bookie+http(s)://`` URIs (live bookies' logs read through their admin API,
+``bookie_audit.bookie_http``) or any other pyarrow file-system URI.
 
 A log input is ``[bookieId=]path``, searched recursively for ``<hex>.log`` files (RocksDB index
 directories, whose WAL files are named ``<n>.log`` too, are skipped). Without an explicit bookie id, each
 log's bookie is the ``bookieHost`` of the cookie (``VERSION``) next to it, as every BookKeeper ledger
-directory ``<dir>/current/`` holds one; failing that, the first folder under the given root
-(``root/<bookie>/...``), or the root's own name.
+directory ``<dir>/current/`` holds one (a live bookie read through ``bookie+http(s)://`` says its id itself);
+failing that, the first folder under the given root (``root/<bookie>/...``), or the root's own name.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from urllib.parse import urlsplit
 from bookie.metadata.cookie import Cookie, CookieError
 from bookie.storage.entrylog_format import parse_log_file_name
 
-from bookie_audit import webhdfs
+from bookie_audit import bookie_http, webhdfs
 
 
 class AuditInputError(ValueError):
@@ -61,6 +62,12 @@ def _filesystem(path: str) -> tuple[Any, str, bool]:
 
     if path.split("://", 1)[0].lower() == webhdfs.SCHEME:
         filesystem, inner = webhdfs.filesystem_from_uri(path)
+        return filesystem, inner, False
+    if bookie_http.is_bookie_uri(path):
+        try:
+            filesystem, inner = bookie_http.filesystem_from_uri(path)
+        except ValueError as exc:
+            raise AuditInputError(str(exc)) from None
         return filesystem, inner, False
     filesystem, inner = pafs.FileSystem.from_uri(path)
     return filesystem, inner, isinstance(filesystem, pafs.LocalFileSystem)
@@ -111,6 +118,7 @@ def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
     for item in inputs:
         filesystem, root, local = _filesystem(item.path)
         entries: list[tuple[str, int, int]] = []  # path in the file system, size, mtime_ms
+        named = item.bookie
         read: Callable[[str], bytes]
         if filesystem is None or local:
             prefix, read = "", _read_local
@@ -138,6 +146,7 @@ def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
                 info = filesystem.get_file_info(root)
                 infos = [info] if info.type != pafs.FileType.Directory else filesystem.get_file_info(
                     pafs.FileSelector(root, recursive=True))
+                named = named or bookie_http.bookie_id_of(filesystem)
             except OSError as exc:
                 raise AuditInputError(f"entry-log input {item.path} cannot be listed: {exc}") from exc
             if info.type == pafs.FileType.NotFound:
@@ -154,7 +163,7 @@ def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
             name = inner.rsplit("/", 1)[-1]
             log_id = parse_log_file_name(name)
             assert log_id is not None
-            bookie = item.bookie
+            bookie = named
             if bookie is None:
                 bookie = _cookie_bookie(prefix, inner.rsplit("/", 1)[0], read, cookies)
             if bookie is None:

@@ -161,6 +161,15 @@ def render(out_dir: str) -> str:
                      + "<p>" + ", ".join(f"{escape(k)}: {v}" for k, v in sorted(rs.items())) + "</p>"
                      + html_table(problems, ["ledger_id", "state", "write_quorum", "entries", "ok", "under",
                                              "missing", "unverified", "over_replicated", "custom_metadata"]))
+    rest = _table(out_dir, "rest_bookies")
+    if rest:
+        parts.append("<h2>Bookies known by their REST API only</h2><p>Their entry logs cannot be read (Apache "
+                     "BookKeeper's bookies serve none): disk figures from their admin API, what metadata places on "
+                     "them from the snapshot. No per-log garbage, pinning, what-if or replication check.</p>"
+                     + html_table(rest, ["bookie", "read_only", "entry_logs", "disk_used_bytes", "disk_total_bytes",
+                                         "ledgers", "open_ledgers", "expected_entries", "expected_bytes",
+                                         "unexplained_bytes", "underreplicated_ledgers", "major_compactions",
+                                         "minor_compactions", "error"], 1000))
     parts.append(f"<h2>Corrupt or truncated data ({len(flagged)})</h2>" + html_table(flagged, [
         "bookie", "path", "mode", "offset", "size", "status", "error"]))
     parts.append("</body></html>")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -11,12 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
-from bookie_audit import audits
-from bookie_audit.files import AuditInputError, LogInput, discover
-from bookie_audit.snapshot import read_manifest
+from bookie_audit import audits, bookie_http
+from bookie_audit.files import AuditInputError, LogFile, LogInput, discover
+from bookie_audit.rest_bookies import RestBookie, rest_table
+from bookie_audit.snapshot import Manifest, read_manifest
 
 TABLES = ("ledger_map", "records", "usage_logs", "usage_bookies", "pinning", "compaction_whatif", "orphans",
-          "replication_ledgers", "replication_problems", "flagged")
+          "replication_ledgers", "replication_problems", "flagged", "rest_bookies")
 
 
 @dataclass
@@ -32,6 +34,11 @@ class AuditOptions:
     max_snapshot_lag_s: float = 600.0
     as_of_ms: int | None = None
     keep_records: bool = False  # write records.parquet (one row per record: large)
+    # bookies whose logs cannot be read (Apache BookKeeper's): their REST API and the snapshot only
+    rest_bookies: Sequence[RestBookie] = ()
+    # credential and CA of bookie+https:// inputs and REST calls (bookie_audit.bookie_http)
+    bookie_token_file: str | None = None
+    bookie_ca_file: str | None = None
 
 
 @dataclass
@@ -112,6 +119,16 @@ class Progress:
                 last_print = time.monotonic()
 
 
+def _save(df: Any, path: str) -> None:
+    """Write a result table from the driver (pyarrow), so executors need no file system shared with it (Spark on
+    Kubernetes); the tables are aggregates or the ledgers maps, which the driver can hold."""
+    import pyarrow.parquet as pq
+
+    if os.path.isdir(path):  # an earlier run's table written by Spark (a directory of part files)
+        shutil.rmtree(path)
+    pq.write_table(df.toArrow(), path)
+
+
 def _human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
@@ -122,20 +139,65 @@ def _human(n: float) -> str:
 
 def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) -> Summary:
     """Run every audit and write ``opts.out``: Parquet tables, ``summary.json``, ``report.html``."""
-    from pyspark.sql import functions as F
-
     t0 = time.monotonic()
     say: Callable[[str], None] = progress.begin if progress else (lambda _s: None)
     if opts.mode not in ("full", "metadata"):
         raise AuditInputError(f"mode must be 'full' or 'metadata', not {opts.mode!r}")
     manifest = read_manifest(opts.metadata)
+    bookie_http.configure(opts.bookie_token_file, opts.bookie_ca_file)
     say("listing entry logs")
-    files = discover(opts.logs)  # raises a clear AuditInputError on empty input
+    # Raises a clear AuditInputError on empty input; bookies known by their REST API alone need no logs.
+    files = discover(opts.logs) if opts.logs or not opts.rest_bookies else []
     bookies = sorted({f.bookie for f in files})
-    newest = max(f.mtime_ms for f in files)
     as_of = opts.as_of_ms if opts.as_of_ms is not None else manifest.started_ms
     summary = Summary(bookies, len(files), sum(f.size for f in files), as_of, manifest.started_ms,
                       manifest.ledgers, opts.mode)
+    if manifest.underreplicated:
+        summary.totals["underreplicated_marks"] = len(manifest.underreplicated)
+    os.makedirs(opts.out, exist_ok=True)
+    if files:
+        _audit_logs(spark, opts, manifest, files, summary, say)
+    if opts.rest_bookies:
+        say(f"{len(opts.rest_bookies)} bookies by their REST API and the metadata snapshot only")
+        _audit_rest(opts, manifest, summary)
+    summary.findings = findings(opts.out, summary)
+    summary.elapsed_s = round(time.monotonic() - t0, 2)
+    with open(os.path.join(opts.out, "summary.json"), "w") as f:
+        f.write(summary.to_json())
+    say("report")
+    from bookie_audit.report import write_report
+
+    write_report(opts.out)
+    return summary
+
+
+def _audit_rest(opts: AuditOptions, manifest: Manifest, summary: Summary) -> None:
+    import pyarrow.parquet as pq
+
+    table = rest_table(opts.rest_bookies, opts.metadata, [*manifest.bookies, *manifest.readonly_bookies],
+                       manifest.underreplicated)
+    pq.write_table(table, os.path.join(opts.out, "rest_bookies.parquet"))
+    for row in table.to_pylist():
+        if row["bookie"] not in summary.bookies:
+            summary.bookies.append(row["bookie"])
+        if row["error"]:
+            summary.warnings.append(f"bookie {row['bookie']}: its REST API did not answer: {row['error']}")
+    summary.bookies.sort()
+    rows = table.to_pylist()
+    summary.totals["rest_bookies"] = len(rows)
+    summary.totals["rest_entry_logs"] = sum(r["entry_logs"] or 0 for r in rows)
+    summary.totals["rest_expected_bytes"] = sum(r["expected_bytes"] or 0 for r in rows)
+    summary.totals["rest_unexplained_bytes"] = sum(r["unexplained_bytes"] or 0 for r in rows)
+
+
+def _audit_logs(spark: Any, opts: AuditOptions, manifest: Manifest, files: list[LogFile], summary: Summary,
+                say: Callable[[str], None]) -> None:
+    """Every audit of the entry logs (ledgers maps, and in full mode every record); fills ``summary``."""
+    from pyspark.sql import functions as F
+
+    bookies = summary.bookies
+    as_of = summary.as_of_ms
+    newest = max(f.mtime_ms for f in files)
     lag_s = (newest - manifest.started_ms) / 1000
     if lag_s > opts.max_snapshot_lag_s:
         summary.warnings.append(
@@ -146,7 +208,6 @@ def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) 
         summary.warnings.append("the metadata snapshot holds no ledgers: every ledger on disk is garbage")
     if manifest.vanished:
         summary.warnings.append(f"{len(manifest.vanished)} ledgers were deleted while the snapshot was taken")
-    os.makedirs(opts.out, exist_ok=True)
     logs_json = json.dumps([{"path": i.path, "bookie": i.bookie} for i in opts.logs])
 
     def out(name: str) -> str:
@@ -154,32 +215,35 @@ def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) 
 
     snap = audits.load_snapshot(spark, opts.metadata, manifest)
     say(f"reading headers and ledgers maps of {len(files)} logs on {len(bookies)} bookies")
-    ledger_map = (spark.read.format("entrylog").option("mode", "metadata").option("logs", logs_json)
+    credentials = {k: v for k, v in (("bookieTokenFile", opts.bookie_token_file),
+                                     ("bookieCaFile", opts.bookie_ca_file)) if v}
+    ledger_map = (spark.read.format("entrylog").options(**credentials).option("mode", "metadata")
+                  .option("logs", logs_json)
                   .option("partitions", str(max(2, spark.sparkContext.defaultParallelism * 2))).load())
-    ledger_map.write.mode("overwrite").parquet(out("ledger_map"))
-    ledger_map = spark.read.parquet(out("ledger_map"))
+    ledger_map = ledger_map.localCheckpoint()  # read once: every audit below starts from these rows
+    _save(ledger_map, out("ledger_map"))
 
     say("usage per log and per bookie")
     classified = audits.classify(ledger_map, snap).cache()
     usage_logs = audits.usage_by_log(classified, as_of)
-    usage_logs.write.mode("overwrite").parquet(out("usage_logs"))
-    usage_logs = spark.read.parquet(out("usage_logs"))
-    audits.usage_by_bookie(usage_logs).write.mode("overwrite").parquet(out("usage_bookies"))
+    usage_logs = usage_logs.localCheckpoint()
+    _save(usage_logs, out("usage_logs"))
+    _save(audits.usage_by_bookie(usage_logs), out("usage_bookies"))
     say(f"pinning (logs older than {opts.min_age_days:g} days)")
-    audits.pinning(classified, usage_logs, snap, opts.min_age_days).write.mode("overwrite").parquet(out("pinning"))
+    _save(audits.pinning(classified, usage_logs, snap, opts.min_age_days), out("pinning"))
     say("compaction what-if")
-    audits.compaction_whatif(spark, usage_logs, opts.minor, opts.major).write.mode("overwrite").parquet(
-        out("compaction_whatif"))
+    _save(audits.compaction_whatif(spark, usage_logs, opts.minor, opts.major), out("compaction_whatif"))
     say("orphans")
-    audits.orphans(classified).write.mode("overwrite").parquet(out("orphans"))
+    _save(audits.orphans(classified), out("orphans"))
 
     records = None
     if opts.mode == "full":
         say("full scan of every record (replication)")
-        records = (spark.read.format("entrylog").option("mode", "scan").option("logs", logs_json)
+        records = (spark.read.format("entrylog").options(**credentials).option("mode", "scan")
+                   .option("logs", logs_json)
                    .option("splitBytes", str(opts.split_bytes)).option("digests", os.path.abspath(opts.metadata))
                    .load())
-        if opts.keep_records:
+        if opts.keep_records:  # written by the executors: --out must be a file system they all share
             records.write.mode("overwrite").parquet(out("records"))
             records = spark.read.parquet(out("records"))
         else:
@@ -190,15 +254,15 @@ def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) 
         say("replication vs write quorum")
         found = audits.found_entries(records)
         entries = audits.replication(found, snap, bookies).cache()
-        audits.replication_by_ledger(entries, snap).write.mode("overwrite").parquet(out("replication_ledgers"))
-        (entries.filter((F.col("status") != "ok") | (F.col("misplaced") > 0))
-         .orderBy("ledger_id", "entry_id").write.mode("overwrite").parquet(out("replication_problems")))
+        _save(audits.replication_by_ledger(entries, snap), out("replication_ledgers"))
+        _save(entries.filter((F.col("status") != "ok") | (F.col("misplaced") > 0)).orderBy("ledger_id", "entry_id"),
+              out("replication_problems"))
         counts = {r["status"]: int(r["count"]) for r in entries.groupBy("status").count().collect()}
         counts["over_replicated"] = entries.filter(F.col("misplaced") > 0).count()
         counts["checksum_failures"] = records.filter(F.col("checksum_ok") == F.lit(False)).count()
         summary.replication = counts
         entries.unpersist()
-    audits.flagged(ledger_map, records).write.mode("overwrite").parquet(out("flagged"))
+    _save(audits.flagged(ledger_map, records), out("flagged"))
     if records is not None:
         records.unpersist()
 
@@ -212,16 +276,7 @@ def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) 
     ul = pq.read_table(out("usage_logs"), columns=["state"]).column("state").to_pylist()
     summary.states = {s: ul.count(s) for s in sorted(set(ul))}
     summary.totals["flagged"] = pq.read_table(out("flagged")).num_rows
-    summary.findings = findings(opts.out, summary)
     classified.unpersist()
-    summary.elapsed_s = round(time.monotonic() - t0, 2)
-    with open(os.path.join(opts.out, "summary.json"), "w") as f:
-        f.write(summary.to_json())
-    say("report")
-    from bookie_audit.report import write_report
-
-    write_report(opts.out)
-    return summary
 
 
 def _read(out_dir: str, table: str) -> list[dict[str, Any]]:
@@ -267,6 +322,15 @@ def findings(out_dir: str, summary: Summary) -> list[str]:
             kinds[row["class"]] = kinds.get(row["class"], 0) + 1
         found.append("ledgers on disk not placed there by metadata: "
                      + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+    for row in _read(out_dir, "rest_bookies"):
+        if row["unexplained_bytes"]:
+            found.append(f"bookie {row['bookie']} (REST API only, entry logs not readable): "
+                         f"{_human(row['disk_used_bytes'])} used on its ledger disk, metadata places about "
+                         f"{_human(row['expected_bytes'])} there: up to {_human(row['unexplained_bytes'])} of garbage "
+                         "(with the journal, index and other files on that disk)")
+    if t.get("underreplicated_marks"):
+        found.append(f"{t['underreplicated_marks']} ledgers are marked under-replicated in ZooKeeper "
+                     "(autorecovery has not re-replicated them yet)")
     r = summary.replication
     if r.get("missing"):
         found.append(f"DATA LOSS: {r['missing']} entries have no replica on any bookie of their write set")
@@ -275,7 +339,11 @@ def findings(out_dir: str, summary: Summary) -> list[str]:
     if r.get("over_replicated"):
         found.append(f"{r['over_replicated']} entries have copies outside their write set (garbage)")
     if t.get("flagged"):
-        found.append(f"{t['flagged']} corrupt or truncated spans in entry logs (see flagged.parquet)")
+        statuses: dict[str, int] = {}
+        for row in _read(out_dir, "flagged"):
+            statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+        by_status = ", ".join(f"{n} {k}" for k, n in sorted(statuses.items()))
+        found.append(f"{t['flagged']} flagged spans in entry logs ({by_status}; see flagged.parquet)")
     return found
 
 

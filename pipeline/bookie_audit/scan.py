@@ -34,6 +34,8 @@ REMOTE_SLACK = 8 << 20
 OK = "ok"
 CORRUPT = "corrupt"
 TRUNCATED = "truncated"
+VANISHED = "vanished"  # listed, then deleted before it was read (GC on a live bookie): its bytes were garbage
+VANISHED_ERROR = "deleted since it was listed (GC of a live bookie)"
 
 LEDGER_SCHEMA = pa.schema([
     ("bookie", pa.string()), ("path", pa.string()), ("log_id", pa.int64()), ("file_size", pa.int64()),
@@ -234,8 +236,23 @@ def _whole(reader: LogReader) -> memoryview:
 
 def record_rows(log: LogFile, start: int, end: int, digests: DigestChecker | None = None,
                 open_reader: Callable[[str], LogReader] = LogReader) -> Iterator[pa.RecordBatch]:
-    """Full-scan rows of the records starting in ``[start, end)`` of ``log``."""
-    checker = digests or DigestChecker()
+    """Full-scan rows of the records starting in ``[start, end)`` of ``log``.
+
+    A log deleted since it was listed (GC of a live bookie) gives one ``vanished`` row, from the task of its
+    first range. Every read of a range happens before its first batch is yielded, so no partial rows precede it.
+    """
+    try:
+        yield from _record_rows(log, start, end, digests or DigestChecker(), open_reader)
+    except FileNotFoundError:
+        if start <= 0:
+            out = _Columns(RECORD_SCHEMA)
+            out.add(log.bookie, log.path, log.log_id, log.mtime_ms, 0, log.size, None, None, None, None, None, None,
+                    VANISHED, VANISHED_ERROR)
+            yield out.take()
+
+
+def _record_rows(log: LogFile, start: int, end: int, checker: DigestChecker,
+                 open_reader: Callable[[str], LogReader]) -> Iterator[pa.RecordBatch]:
     out = _Columns(RECORD_SCHEMA)
     reader = open_reader(log.path)
     try:
@@ -312,12 +329,17 @@ def ledger_rows(logs: list[LogFile], open_reader: Callable[[str], LogReader] = L
     """Metadata-mode rows: one per (log, ledger) from the ledgers map, or from a scan when there is none."""
     out = _Columns(LEDGER_SCHEMA)
     for log in logs:
-        reader = open_reader(log.path)
         try:
-            for row in _ledger_rows_of(log, reader):
-                out.add(*row)
-        finally:
-            reader.close()
+            reader = open_reader(log.path)
+            try:
+                rows = list(_ledger_rows_of(log, reader))
+            finally:
+                reader.close()
+        except FileNotFoundError:
+            rows = [(log.bookie, log.path, log.log_id, log.size, log.mtime_ms, None, "file", VANISHED,
+                     VANISHED_ERROR, None, None)]
+        for row in rows:
+            out.add(*row)
         if len(out) >= BATCH_ROWS:
             yield out.take()
     if len(out):

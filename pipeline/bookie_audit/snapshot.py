@@ -3,7 +3,8 @@
 Layout of a snapshot directory:
   ``ledgers.parquet``    one row per ledger (state, quorums, last entry, digest, ctime, custom metadata)
   ``fragments.parquet``  one row per ensemble segment (first/last entry id, the ensemble's bookie ids)
-  ``manifest.json``      where and when it was taken, counts, ledgers that vanished while it was taken
+  ``manifest.json``      where and when it was taken, counts, ledgers that vanished while it was taken, the
+                         auditor's under-replication marks (ledger -> missing replicas)
 
 Consistency. ZooKeeper has no multi-node snapshot read: the exporter lists the ledger ids (the same ranges
 BookKeeper's GC iterates), then reads each ledger's metadata. A ledger deleted between the two steps is
@@ -58,6 +59,8 @@ class Manifest:
     vanished: list[int] = field(default_factory=list)
     bookies: list[str] = field(default_factory=list)
     readonly_bookies: list[str] = field(default_factory=list)
+    # ledger id -> the replicas the auditor found missing (BookKeeper's under-replication marks)
+    underreplicated: dict[str, list[str]] = field(default_factory=dict)
     format: int = SNAPSHOT_FORMAT
 
     def to_json(self) -> str:
@@ -129,10 +132,15 @@ async def export_snapshot(store: MetadataStore, out_dir: str) -> Manifest:
     await asyncio.gather(*(read(i) for i in ids))
     writable = await store.list_bookies(readonly=False)
     readonly = await store.list_bookies(readonly=True)
+    marks: dict[str, list[str]] = {}
+    for ledger_id in await store.list_underreplicated():
+        mark = await store.get_underreplicated(ledger_id)
+        if mark is not None:  # re-replicated since the listing otherwise
+            marks[str(ledger_id)] = sorted(mark.replicas)
     finished = int(time.time() * 1000)
     ledgers, fragments = metadata_tables(found)
     manifest = Manifest(store.zk_servers, store.layout.root, started, finished, len(found),
-                        max(found, default=-1), sorted(vanished), sorted(writable), sorted(readonly))
+                        max(found, default=-1), sorted(vanished), sorted(writable), sorted(readonly), marks)
     await asyncio.get_running_loop().run_in_executor(None, write_snapshot, out_dir, ledgers, fragments, manifest)
     return manifest
 

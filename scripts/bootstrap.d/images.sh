@@ -3,6 +3,7 @@
 # daemon, into one OCI image layout in the cache:
 #   bookie-fleet/bookie:<tag>, bookie-fleet/operator:<tag>      bookie_image/Dockerfile, operator/Dockerfile
 #   bookie-fleet/apache-bookkeeper:<BookKeeper version>         hack/apache-bookkeeper/Dockerfile
+#   bookie-fleet/audit:<tag>                                    pipeline/Dockerfile (PySpark + a JRE)
 # How: an offline base equivalent to python:3.11-slim-bookworm (debootstrap from the host's Debian mirror)
 # imported into a private buildah store (overlay driver) under both names a Dockerfile may use, then
 # `buildah bud` of the real Dockerfiles and `buildah push` into $cache/images-<hash>/oci. The hash covers
@@ -41,6 +42,7 @@ images=(
   "bookie-fleet/bookie:$version bookie_image/Dockerfile"
   "bookie-fleet/operator:$version operator/Dockerfile"
   "bookie-fleet/apache-bookkeeper:$bk_version hack/apache-bookkeeper/Dockerfile"
+  "bookie-fleet/audit:$version pipeline/Dockerfile"
 )
 
 store="$cache/buildah"
@@ -101,6 +103,7 @@ key="$( { echo "$base_key $version $bk_version"
           printf '%s\n' "${images[@]}"
           cd "$repo" && find .dockerignore pyproject.toml requirements images scripts/build-image bookie_image/Dockerfile \
                bookie_image/bookie operator/Dockerfile operator/bookie_operator hack/apache-bookkeeper \
+               pipeline/Dockerfile pipeline/bookie_audit pipeline/image \
                -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum
         } | sha256sum | cut -c1-12)"
 dir="$cache/images-$key"
@@ -119,6 +122,16 @@ if [ ! -f "$dir/.complete" ]; then
     log "built $name in ${took}s"; echo "$name ${took}s" >> "$dir/build-times"
   done
   echo "total $(( $(date +%s) - t_all ))s ($(nproc) cores)" >> "$dir/build-times"
+  # Layers are content-addressed: a blob another layout of this cache already holds (the base, the JRE, the
+  # PySpark venv, unchanged from build to build) becomes a hard link to it, so each new layout costs only
+  # the layers that changed.
+  for blob in "$layout"/blobs/sha256/*; do
+    for other in "$cache"/images-*/oci/blobs/sha256/"${blob##*/}"; do
+      if [ "$other" != "$blob" ] && [ -f "$other" ] && ! [ "$other" -ef "$blob" ]; then
+        ln -f "$other" "$blob"; break
+      fi
+    done
+  done
   touch "$dir/.complete"
 else
   log "using $layout (built before: $(tr '\n' ';' < "$dir/build-times"))"

@@ -13,6 +13,7 @@ ENTRYPOINTS = {
     "bookie": ["/opt/venv/bin/bookie"],
     "operator": ["/opt/venv/bin/python", "-m", "bookie_operator"],
     "apache-bookkeeper": ["/opt/bookkeeper/bin/entrypoint"],
+    "audit": ["/opt/bookie-fleet/entrypoint"],
 }
 
 
@@ -33,7 +34,7 @@ def test_image_entrypoint_and_labels(images: dict[str, oci.Image], role: str) ->
     assert labels["org.opencontainers.image.version"] == img.ref.rsplit(":", 1)[1]
 
 
-@pytest.mark.parametrize("role", ["bookie", "operator"])
+@pytest.mark.parametrize("role", ["bookie", "operator", "audit"])
 def test_python_images_write_no_bytecode_and_use_their_venv(images: dict[str, oci.Image], role: str) -> None:
     env = images[role].env
     assert env.get("PYTHONDONTWRITEBYTECODE") == "1"

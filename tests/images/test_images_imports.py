@@ -19,7 +19,7 @@ IMPORT_ALL = ("import importlib, pkgutil, sys\n"
               "            continue  # development-only helpers, run with python -m\n"
               "        importlib.import_module(name)\n"
               "    print(top, len(names) + 1, 'modules')\n")
-PACKAGES = {"bookie": ["bookie"], "operator": ["bookie_operator"]}
+PACKAGES = {"bookie": ["bookie"], "operator": ["bookie_operator"], "audit": ["bookie_audit"]}
 
 
 @pytest.mark.parametrize("role", sorted(PACKAGES))

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import json
 import random
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.metadata.store import MetadataStore
 from bookie.protocol.entry import DigestType
 from bookie_audit.files import LogInput, discover
 from bookie_audit.run import AuditOptions, Summary, run_audit
 from bookie_audit.snapshot import export_snapshot
+
+from tests.pipeline.tables import audit_tables
 
 raw = importlib.import_module("tests.support.raw_client")
 
@@ -60,21 +60,6 @@ async def _write_delete_stop_and_snapshot(bs: Any, snapshot: Path) -> None:
         await store.close()
 
 
-def _tables(out: Path, names: dict[str, str]) -> dict[str, list[str]]:
-    """Every output table as sorted JSON rows, each input root replaced by its name (paths differ, nothing else
-    may), and the summary without its run time."""
-    tables: dict[str, list[str]] = {}
-    for path in sorted(out.glob("*.parquet")):
-        rows = [json.dumps(r, sort_keys=True, default=repr) for r in pq.read_table(path).to_pylist()]
-        for root, name in names.items():
-            rows = [r.replace(root, name) for r in rows]
-        tables[path.stem] = sorted(rows)
-    summary = json.loads((out / "summary.json").read_text())
-    summary.pop("elapsed_s")
-    tables["summary"] = [json.dumps(summary, sort_keys=True)]
-    return tables
-
-
 async def test_audit_over_webhdfs_gives_the_tables_of_the_local_copy(bookie_factory: Any, hdfs: Any, spark: Any,
                                                                      tmp_path: Path) -> None:
     bs = bookie_factory(3)
@@ -94,7 +79,7 @@ async def test_audit_over_webhdfs_gives_the_tables_of_the_local_copy(bookie_fact
     def audit(roots: dict[str, str], name: str) -> tuple[Summary, dict[str, list[str]]]:
         opts = AuditOptions(logs=[LogInput(r) for r in roots], metadata=str(tmp_path / "snap"),
                             out=str(tmp_path / name), min_age_days=0, split_bytes=SPLIT, keep_records=True)
-        return run_audit(spark, opts), _tables(tmp_path / name, roots)
+        return run_audit(spark, opts), audit_tables(tmp_path / name, roots)
 
     _, local_tables = await asyncio.to_thread(audit, local, "local")
     summary, remote_tables = await asyncio.to_thread(audit, remote, "remote")

@@ -125,11 +125,12 @@ def runtime_spec(img: Image, rootfs: Path, args: list[str] | None = None, *, hos
     }
 
 
-def run(img: Image, rootfs: Path, bundle: Path, args: list[str] | None = None, *,
-        timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run(img: Image, rootfs: Path, bundle: Path, args: list[str] | None = None, *, timeout: float = 300,
+        host_network: bool = False, binds: dict[str, Path] | None = None) -> subprocess.CompletedProcess[str]:
     """Runs the image's ENTRYPOINT (+ ``args``, else its CMD) to completion (see ``runtime_spec``)."""
     bundle.mkdir(parents=True, exist_ok=True)
-    (bundle / "config.json").write_text(json.dumps(runtime_spec(img, rootfs, args)))
+    spec = runtime_spec(img, rootfs, args, host_network=host_network, binds=binds)
+    (bundle / "config.json").write_text(json.dumps(spec))
     name = f"image-test-{uuid.uuid4().hex[:12]}"
     try:
         return subprocess.run(["runc", "run", "--bundle", str(bundle), name], capture_output=True, text=True,
@@ -167,8 +168,8 @@ def have_tools() -> None:
 
 
 def product_refs() -> dict[str, str]:
-    """The three images the bootstrap builds, by role: names as the product uses them (the CRD's default
-    bookie image, the Helm chart's operator image, the Java bookie at hack/maven's BookKeeper version)."""
+    """The images the bootstrap builds, by role: names as the product uses them (the CRD's default bookie image,
+    the Helm chart's operator image, the Java bookie at hack/maven's BookKeeper version, the audit image)."""
     import re
 
     from bookie_operator.models import BookieClusterSpec
@@ -180,4 +181,5 @@ def product_refs() -> dict[str, str]:
     match = re.search(r"<bookkeeper.version>([^<]+)</bookkeeper.version>", pom)
     assert match, "hack/maven/pom.xml has no bookkeeper.version"
     return {"bookie": bookie, "operator": f"bookie-fleet/operator:{tag}",
-            "apache-bookkeeper": f"bookie-fleet/apache-bookkeeper:{match.group(1)}"}
+            "apache-bookkeeper": f"bookie-fleet/apache-bookkeeper:{match.group(1)}",
+            "audit": f"bookie-fleet/audit:{tag}"}

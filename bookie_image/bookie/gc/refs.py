@@ -1,23 +1,27 @@
 """Reference-counted entry-log files (RocketMQ's ``ReferenceResource``), for deletions GC decides.
 
 A log GC wants gone is first made unavailable (``retire``); it is unlinked only when nobody reads it:
-no in-process holder (``hold``/``release``: compaction scans, the explain endpoint) and no other process
-holding a shared ``flock`` on the file (``bookie entrylog dump``, the storage audit, a backup). After
-``forced_destroy_s`` it is unlinked anyway (RocketMQ's ``destroyMapedFileIntervalForcibly``): an open file
-descriptor keeps working after unlink on POSIX, so a slow reader delays reclamation but can not block it.
+no in-process holder (``hold``/``release``: compaction scans, the explain endpoint) and no open file
+description holding a shared ``flock`` on the file (``bookie.storage.log_files``: the admin API's entry-log
+reads, ``bookie entrylog dump``, a backup). After ``forced_destroy_s`` it is unlinked anyway (RocketMQ's
+``destroyMapedFileIntervalForcibly``): an open file descriptor keeps working after unlink on POSIX, so a slow
+reader delays reclamation but can not block it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+
+# The locks of readers outside GC are taken through storage's entry-log files API; re-exported for them.
+from bookie.storage.log_files import held_by_other_process, shared_hold
+
+__all__ = ["Destroy", "LogRefs", "held_by_other_process", "shared_hold"]
 
 
 class Destroy(Enum):
@@ -103,29 +107,3 @@ class LogRefs:
     def _forget(self, log_id: int) -> None:
         with self._lock:
             self._retired.pop(log_id, None)
-
-
-def held_by_other_process(path: Path) -> bool:
-    """True when another open file description holds a ``flock`` on ``path`` (a reader's shared lock)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing drops our lock too
-    return False
-
-
-@contextlib.contextmanager
-def shared_hold(path: Path) -> Iterator[int]:
-    """For readers in other processes: an fd with a shared ``flock`` that delays GC's deletion of the log."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        yield fd
-    finally:
-        os.close(fd)

@@ -12,7 +12,14 @@ import logging
 
 from aiohttp import web
 
-from bookie.http import routes_autorecovery, routes_bookie, routes_entrylogs, routes_gc, routes_ledger
+from bookie.http import (
+    routes_autorecovery,
+    routes_bookie,
+    routes_entrylog_files,
+    routes_entrylogs,
+    routes_gc,
+    routes_ledger,
+)
 from bookie.http.auth import AdminAuth, auth_middleware
 from bookie.http.backend import AdminBackend, AutorecoveryAdmin
 from bookie.http.common import BadRequest, Handler, plain
@@ -46,6 +53,7 @@ def build_app(backend: AdminBackend, auth: AdminAuth) -> web.Application:
     table.update(routes_bookie.routes(backend))
     table.update(routes_gc.routes(backend))
     table.update(routes_entrylogs.routes(backend))
+    table.update(routes_entrylog_files.routes(backend))
     table.update(routes_ledger.routes(backend))
     if backend.autorecovery is not None:
         table.update(routes_autorecovery.routes(backend.autorecovery))

@@ -6,7 +6,8 @@ ledger data is reachable without a credential (docs/security.md, "The admin API"
 - open: ``GET``/``HEAD`` of health, metrics, state, configuration and GC status (probes and monitoring);
 - credential required: every other method (ledger delete, read-only, GC triggers, configuration changes,
   autorecovery, decommission, and any path added later), plus ``GET /api/v1/ledger/*`` (ledger contents,
-  and raw metadata that holds the ledgers' passwords).
+  and raw metadata that holds the ledgers' passwords) and ``GET|HEAD /api/v1/bookie/entry_log_files*`` (the
+  entry logs' bytes).
 
 A credential is a bearer token listed in ``httpServerAuthTokenFile`` (compared in constant time; the file is
 re-read when it changes, so a rotated Kubernetes Secret applies without a restart), or a client certificate
@@ -40,8 +41,9 @@ log = logging.getLogger(__name__)
 audit_log = logging.getLogger("bookie.audit")
 
 OPEN_METHODS = frozenset({"GET", "HEAD"})
-# Read-only, but they disclose what applications wrote: entry payloads and serialized ledger metadata.
-DATA_PATH_PREFIXES = ("/api/v1/ledger/",)
+# Read-only, but they disclose what applications wrote: entry payloads and serialized ledger metadata, and the
+# entry logs themselves (read by the storage audit).
+DATA_PATH_PREFIXES = ("/api/v1/ledger/", "/api/v1/bookie/entry_log_files")
 MIN_TOKEN_LENGTH = 16  # shorter tokens are guessable; the operator generates 43 characters
 REALM = 'Bearer realm="bookie-admin"'
 

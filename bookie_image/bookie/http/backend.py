@@ -5,7 +5,9 @@ autorecovery satisfy ``GcAdmin`` and ``AutorecoveryAdmin`` structurally.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bookie.metadata.underreplication import UnderreplicationManager
@@ -41,6 +43,46 @@ class AutorecoveryAdmin(Protocol):
     async def decommission(self, bookie: str) -> DecommissionProgress: ...
 
 
+@dataclass(frozen=True, slots=True)
+class EntryLogFile:
+    """One entry-log file as ``GET /api/v1/bookie/entry_log_files`` lists it."""
+
+    dir_index: int
+    ledger_dir: str
+    log_id: int
+    size: int
+    mtime_ms: int
+    active: bool
+
+
+class EntryLogNotFound(LookupError):
+    """No such entry log (answered with 404); the message names it."""
+
+
+class EntryLogUnreadable(ValueError):
+    """The log exists but cannot answer the question: a damaged header, no ledgers map (answered with 422)."""
+
+
+class OpenEntryLog(Protocol):
+    """An entry log held open for one request: GC does not delete it until the request ends."""
+
+    @property
+    def size(self) -> int: ...
+    @property
+    def mtime_ms(self) -> int: ...
+    def chunks(self, offset: int, length: int) -> AsyncIterator[bytes]: ...
+
+
+class EntryLogFilesAdmin(Protocol):
+    """``/api/v1/bookie/entry_log_files*``: entry logs read through the bookie (the storage audit's source).
+    Reads are throttled by the implementation; ``open`` waits while too many are served at once."""
+
+    async def list_files(self) -> list[EntryLogFile]: ...
+    def open(self, dir_index: int, log_id: int) -> AbstractAsyncContextManager[OpenEntryLog]: ...
+    async def header(self, dir_index: int, log_id: int) -> dict[str, Any]: ...
+    async def ledgers_map(self, dir_index: int, log_id: int) -> dict[int, int]: ...
+
+
 class AdminBackend(Protocol):
     """Every other admin path: state, configuration, disks, cluster views, ledgers."""
 
@@ -50,6 +92,8 @@ class AdminBackend(Protocol):
     def gc(self) -> GcAdmin | None: ...  # None: GC answers 501
     @property
     def autorecovery(self) -> AutorecoveryAdmin | None: ...  # None: the autorecovery paths are not mounted
+    @property
+    def entry_log_files(self) -> EntryLogFilesAdmin | None: ...  # None: answered with 501
 
     def server_config(self) -> dict[str, Any]: ...
     def update_server_config(self, values: dict[str, Any]) -> None: ...

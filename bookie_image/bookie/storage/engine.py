@@ -51,6 +51,7 @@ from bookie.storage.journal import (
     replay_records,
 )
 from bookie.storage.ledger_dir import LedgerDirStorage, LedgerState
+from bookie.storage.log_files import LogFilesApi
 from bookie.storage.reads import EngineReads
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ def sign_safe_mod(value: int, n: int) -> int:
     return value % n  # Python's % is already non-negative for positive n
 
 
-class StorageEngine(EngineReads, GcStorageApi):
+class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
     """Ledgers and entries on this bookie's directories (see the module docstring)."""
 
     def __init__(self, conf: BookieConfig) -> None:
