@@ -36,9 +36,10 @@ def run_gc(urls: dict[str, str], token: str, timeout: float) -> None:
             time.sleep(0.5)
 
 
-def finished_logs(url: str) -> list[dict[str, Any]]:
-    """The bookie's entry logs other than the one being written, with known figures."""
-    return [log for d in rest(url, "/api/v1/bookie/entry_logs")["ledgerDirs"] for log in d["entryLogs"]
+def finished_logs(url: str, token: str) -> list[dict[str, Any]]:
+    """The bookie's entry logs other than the one being written, with known figures (a data path: the admin
+    token is needed)."""
+    return [log for d in rest(url, "/api/v1/bookie/entry_logs", token=token)["ledgerDirs"] for log in d["entryLogs"]
             if not log.get("active") and "remainingBytes" in log]
 
 

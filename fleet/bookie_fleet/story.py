@@ -178,7 +178,8 @@ class Story:
         return out
 
     def admin_token(self) -> str:
-        """The bookies' admin token, from the Secret the operator made for the cluster (GC triggers need it)."""
+        """The bookies' admin token, from the Secret the operator made for the cluster (GC triggers and the
+        entry-log listing need it)."""
         path = f"/api/v1/namespaces/{NAMESPACE}/secrets/{admin_token_secret_name(CLUSTER)}"
         secret = self.kube().get(path)
         if secret is None:
@@ -306,10 +307,10 @@ class Story:
     def explain(self) -> None:
         """A GC cycle on every bookie (what gcWaitTime brings on schedule; no compaction), then what each
         bookie says keeps its entry logs: the explain endpoint, and the pinned-garbage gauge."""
-        urls = self.admin_urls()
-        run_gc(urls, self.admin_token(), 120)
+        urls, token = self.admin_urls(), self.admin_token()
+        run_gc(urls, token, 120)
         for pod, url in urls.items():
-            logs = finished_logs(url)
+            logs = finished_logs(url, token)
             add_pinning(self.summary.pinning, logs)
             size = sum(log["sizeBytes"] for log in logs)
             live = sum(log["remainingBytes"] for log in logs)
