@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,7 @@ GC: dict[str, Any] = {
     "logSizeLimit": 512 * 1024, "gcWaitTime": 15000, "minorCompactionInterval": 20, "majorCompactionInterval": 40,
     "minorCompactionThreshold": 0.3, "majorCompactionThreshold": 0.8, "compactionRateByEntries": 100000,
     "compactionReadRateByBytes": 0, "gcEntryLogDeletionPauseMs": 0,
+    "autoRecoveryDaemonEnabled": True,  # the auditor's under-replicated ledgers (none here: every bookie stays)
 }
 
 
@@ -78,6 +80,7 @@ def panel_svg(prometheus: Prometheus, panel: dict[str, Any], start: float, end: 
             legend = target["legendFormat"]
             for k, v in s["metric"].items():
                 legend = legend.replace("{{" + k + "}}", v)
+            legend = re.sub(r"\{\{\w+\}\}", "", legend).strip()  # a label the series lacks: empty, as in Grafana
             series[legend[:40]] = [(float(t) - start, float(v)) for t, v in s["values"] if v not in ("NaN",)]
     if not series:
         series = {"(no data: nothing to show on this fleet)": [(0.0, 0.0), (end - start, 0.0)]}

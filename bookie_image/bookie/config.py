@@ -306,6 +306,9 @@ class BookieConfig(BaseModel):
                            "request but START_TLS and AUTH on a connection that has not started TLS.")
 
     # --- Prometheus (BookKeeper's PrometheusMetricsProvider keys); /metrics is always on the admin port too
+    enable_statistics: bool = Field(
+        True, description="Record latency and size summaries (false: they stay empty; gauges and counters remain).",
+    )
     prometheus_stats_http_enable: bool = Field(
         False, description="Also serve /metrics on prometheusStatsHttpPort (BookKeeper's dedicated port)."
     )
@@ -313,6 +316,10 @@ class BookieConfig(BaseModel):
     prometheus_stats_http_address: str = Field("0.0.0.0", description="Dedicated /metrics listen address.")
     prometheus_stats_latency_rollover_seconds: int = Field(
         60, gt=0, description="Window of the latency quantiles, s (count and sum are cumulative)."
+    )
+    pinned_garbage_top_ledgers: int = Field(
+        10, ge=0, le=1000,
+        description="Ledgers in bookie_pinned_garbage_bytes: the N keeping the most garbage on disk (0: none).",
     )
 
     # --- autorecovery inside the bookie process

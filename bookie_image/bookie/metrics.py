@@ -29,7 +29,9 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
+from bookie.client.autorecovery import AuditorStats, Autorecovery
 from bookie.config import BookieConfig
+from bookie.gc.explain import PinnedLedger
 from bookie.processor import RequestProcessor
 from bookie.security import BookieSecurity
 from bookie.state import DiskUsage, StateManager
@@ -45,6 +47,7 @@ class MetricsSource(Protocol):
     state: StateManager
     usages: list[DiskUsage]
     gc: Any                 # the garbage collector, or None when GC is off
+    autorecovery: Autorecovery | None  # autoRecoveryDaemonEnabled: the auditor and replication worker
     security: BookieSecurity | None  # the bookie port's TLS and authorization (refusal counts)
 
     @property
@@ -114,6 +117,8 @@ class Snapshot:
     limit_hits: dict[str, int] = field(default_factory=dict)     # limit key -> times hit (docs/limits.md)
     long_polls_parked: int = 0
     journal_damaged_groups: int = 0
+    auditor: AuditorStats | None = None  # when autorecovery runs in this bookie
+    pinned: list[PinnedLedger] = field(default_factory=list)  # pinnedGarbageTopLedgers of them at most
     refusals: dict[str, int] = field(default_factory=dict)  # kind -> clients refused (docs/security.md)
 
 
@@ -122,6 +127,9 @@ GC_COUNTERS = ("MAJOR_COMPACTION_TOTAL", "MINOR_COMPACTION_TOTAL", "ENTRY_LOCATI
                "DELETED_LEDGER_TOTAL", "RECLAIM_FAILED_TO_DELETE", "RECLAIMED_COMPACTION_SPACE_BYTES",
                "RECLAIMED_DELETION_SPACE_BYTES")
 GC_GAUGES = ("ACTIVE_ENTRY_LOG_TOTAL", "ACTIVE_ENTRY_LOG_SPACE_BYTES", "ACTIVE_LEDGER_TOTAL")
+# The auditor's stats in a bookie running autorecovery (BookKeeper's ``replication`` then ``auditor`` scopes;
+# a standalone BookKeeper autorecovery prints them without ``replication_``).
+AUDITOR = "replication_auditor_"
 # Upper bounds (s) of ``bookie_entry_log_age_seconds``: an hour, six hours, a day, a week, 30 and 90 days.
 AGE_BUCKETS = (3600.0, 21600.0, 86400.0, 604800.0, 2592000.0, 7776000.0)
 
@@ -258,6 +266,8 @@ def _gauges(text: Text, s: Snapshot) -> None:
     for name in GC_GAUGES:
         if name in s.gc_gauges:
             text.gauge(f"bookie_{name}", s.gc_gauges[name], _gc_labels(s))
+    if s.auditor is not None and s.auditor.under_replicated is not None:  # this bookie is the auditor
+        text.gauge(f"{AUDITOR}NUM_UNDER_REPLICATED_LEDGERS_GUAGE", s.auditor.under_replicated)
 
 
 def _counters(text: Text, s: Snapshot) -> None:
@@ -302,6 +312,9 @@ def _summaries(text: Text, s: Snapshot) -> None:
                      [*labels, ("thread", "0"), ("threadPool", "BookieReadThreadPool")])
         text.summary("bookie_readahead_batch_count", d.readahead_count, labels)
         text.summary("bookie_readahead_batch_size", d.readahead_size, labels)
+    if s.auditor is not None:
+        text.summary(f"{AUDITOR}NUM_UNDER_REPLICATED_LEDGERS", s.auditor.num_under_replicated)
+        text.summary(f"{AUDITOR}UNDER_REPLICATED_LEDGERS_TOTAL_SIZE", s.auditor.under_replicated_total_size)
 
 
 def _ours(text: Text, s: Snapshot) -> None:
@@ -324,6 +337,9 @@ def _ours(text: Text, s: Snapshot) -> None:
         if name not in GC_GAUGES:
             text.gauge(f"bookie_{name}", value)
     text.histogram("bookie_entry_log_age_seconds", s.entry_log_ages, AGE_BUCKETS)
+    for p in s.pinned:  # bounded: pinnedGarbageTopLedgers series
+        labels = [("ledger", str(p.ledger_id))] + ([("topic", p.topic)] if p.topic else [])
+        text.gauge("bookie_pinned_garbage_bytes", p.garbage_bytes, labels)
     text.gauge("bookie_long_polls_parked", s.long_polls_parked)
     text.gauge("bookie_journal_damaged_groups", s.journal_damaged_groups)
     for limit, hits in sorted(s.limit_hits.items()):
@@ -362,9 +378,11 @@ def snapshot_of(server: MetricsSource) -> Snapshot:
     gc_counters: dict[str, float] = {}
     gc_gauges: dict[str, float] = {}
     ages: list[float] = []
+    pinned: list[PinnedLedger] = []
     if server.gc is not None and hasattr(server.gc, "metrics"):
         gc_counters, gc_gauges = server.gc.metrics()
         ages = entry_log_ages(server.gc)
+        pinned = server.gc.pinned_ledgers(conf.pinned_garbage_top_ledgers)
     return Snapshot(
         status=status, read_only_reason=str(state.reason.value) if state.read_only else "",
         requests=processor.stats, adds_in_progress=processor.adds.count, reads_in_progress=processor.reads.count,
@@ -377,6 +395,7 @@ def snapshot_of(server: MetricsSource) -> Snapshot:
                          "writable_below": conf.effective_lwm_threshold},
         limit_hits=dict(processor.limits.counts), long_polls_parked=processor.long_polls.count,
         journal_damaged_groups=len(engine.journal_damage),
+        auditor=server.autorecovery.stats if server.autorecovery is not None else None, pinned=pinned,
         refusals=dict(server.security.refusals.counts) if server.security is not None else {})
 
 
@@ -417,6 +436,8 @@ def all_op_stats(server: MetricsSource) -> list[OpStat]:
         stats += journal.stats.all_stats()
     for d in server.engine.dirs:
         stats += (d.read_entry_stat, d.readahead_count_stat, d.readahead_size_stat)
+    if server.autorecovery is not None:
+        stats += server.autorecovery.stats.op_stats()
     return stats
 
 

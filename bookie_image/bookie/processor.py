@@ -112,7 +112,7 @@ class RequestProcessor:
         in_progress = min(conf.max_adds_in_progress_limit or queue_bound, queue_bound)
         self.adds = InFlight(conf.max_pending_add_requests_per_thread, in_progress, conf.max_adds_in_progress_bytes)
         self.reads = InFlight(conf.max_pending_read_requests_per_thread, conf.max_reads_in_progress_limit)
-        self.stats = RequestStats()
+        self.stats = RequestStats(conf.enable_statistics)
         # Parked long polls have their own count: waiting for a LAC, they must not take read slots.
         self.long_polls = InFlight(conf.max_parked_long_polls, 0)
         self.limits = LimitHits()

@@ -1,19 +1,21 @@
 """The playground's story on Kubernetes: the product doing what it exists for, live, on this machine.
 
-A local Kubernetes control plane, a real ZooKeeper, the operator installed by its Helm chart, and a
-BookieCluster from examples/ with small ledger disks. Then what users of BookKeeper live through: a writer
-fills the ledger disks; the operator turns the fullest bookie read-only; the application deletes most of its
-ledgers, yet the disk stays full; the operator's scheduled compaction reclaims the space and the bookie
-becomes writable again; the storage audit writes its HTML report of that fleet. Each step is timed and the
-run ends with a table of what happened (``summary.json`` in the work directory holds the same).
+A local Kubernetes control plane, a real ZooKeeper, the operator installed by its Helm chart, a
+BookieCluster from examples/ with small ledger disks, and an Apache Pulsar broker storing its topics on those
+bookies (``bookie_fleet.workload``). Then what users of BookKeeper live through: Pulsar's producers fill the
+ledger disks; the operator turns the fullest bookie read-only; the messages of two topics expire and Pulsar
+deletes their ledgers, yet the disks stay full, and the bookies say why: which topic's ledgers keep which
+entry logs; the operator's scheduled compaction reclaims the space and the bookie becomes writable again;
+the storage audit writes its HTML report of that fleet, naming the topics. Each step is timed and the run
+ends with a table of what happened (``summary.json`` in the work directory holds the same).
 
-Everything it starts (control plane, pods, ZooKeeper, tmpfs mounts) is stopped at the end, on Ctrl-C, or on
-failure, unless ``--keep-running``.
+Everything it starts (control plane, pods, ZooKeeper, the broker and its clients, tmpfs mounts) is stopped
+at the end, on Ctrl-C, or on failure, unless ``--keep-running``.
 """
 
 from __future__ import annotations
 
-import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -28,10 +30,14 @@ from typing import Any, TypeVar
 
 import yaml
 from bookie_audit.report import REPORT_NAME
+from bookie_operator.builders import ADMIN_TOKEN_KEY, admin_token_secret_name
+from bookie_operator.models import HTTP_PORT
 from localkube.binaries import find_binary
 from localkube.cluster import LocalCluster
 from localkube.kapi import KubeAPI
 
+from bookie_fleet.bookie_rest import add_pinning, finished_logs, pinned_garbage, pinning_line, run_gc
+from bookie_fleet.workload import EXPIRING, KEPT, TOPICS, PulsarWorkload, topic_name
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,16 +59,15 @@ class Sizes:
 
     bookies: int = 3
     disk_mb: int = 96
-    entry_kb: int = 256
-    kept_every: int = 3          # one ledger in three survives the deletion
+    message_kb: int = 32         # messages of 1 byte to this size
 
     @classmethod
     def short(cls) -> Sizes:
-        return cls(disk_mb=48, entry_kb=128)
+        return cls(disk_mb=48)
 
     @property
     def write_rate(self) -> float:
-        """Bytes per second the writer sends: the first disk reaches 60% in about half a minute."""
+        """Bytes per second the producers send: the first disk reaches 60% in about half a minute."""
         return self.disk_mb * 2**20 / 30
 
 
@@ -71,6 +76,13 @@ class Summary:
     steps: list[dict[str, Any]] = field(default_factory=list)
     read_only_bookie: str | None = None
     written_bytes: int = 0
+    acknowledged_messages: int = 0
+    deleted_ledgers: int = 0
+    # What keeps the disks full once the topics expired: per topic, the entry logs whose live ledgers are
+    # all or partly its own, and the garbage (dead bytes) those logs hold; from the bookies' explain endpoint.
+    pinning: dict[str, dict[str, int]] = field(default_factory=dict)
+    # bookie_pinned_garbage_bytes as the bookies exported it then: pod, ledger, topic, bytes.
+    pinned_garbage: list[dict[str, Any]] = field(default_factory=list)
     used_before_bytes: int = 0
     used_after_bytes: int = 0
     writable_again: bool = False
@@ -112,6 +124,7 @@ class Story:
         self._zk: ZooKeeperServer | None = None   # once the cluster is up: it listens where pods reach it
         self.mounts: list[Path] = []
         self.api: KubeAPI | None = None
+        self.workload: PulsarWorkload | None = None
 
     # ------------------------------------------------------------------------------------ plumbing
     @contextlib.contextmanager
@@ -159,6 +172,25 @@ class Story:
         return {f"{CLUSTER}-{i}": self.workdir / "disks" / f"ledgers-0-{CLUSTER}-{i}"
                 for i in range(self.sizes.bookies)}
 
+    def admin_urls(self) -> dict[str, str]:
+        """Each bookie pod's admin REST API (pods have addresses of their own on this machine)."""
+        out = {}
+        for pod in sorted(self.ledger_paths()):
+            obj = self.kube().get(f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}") or {}
+            ip = obj.get("status", {}).get("podIP")
+            if ip:
+                out[pod] = f"http://{ip}:{HTTP_PORT}"
+        return out
+
+    def admin_token(self) -> str:
+        """The bookies' admin token, from the Secret the operator made for the cluster (GC triggers and the
+        entry-log listing need it)."""
+        path = f"/api/v1/namespaces/{NAMESPACE}/secrets/{admin_token_secret_name(CLUSTER)}"
+        secret = self.kube().get(path)
+        if secret is None:
+            raise StoryFailed(f"no admin token Secret at {path}")
+        return base64.b64decode(secret["data"][ADMIN_TOKEN_KEY]).decode().strip()
+
     def used_bytes(self) -> int:
         total = 0
         for path in self.ledger_paths().values():
@@ -180,17 +212,29 @@ class Story:
             self.create_cluster()
         zk = self.zk.connect_string
         root = self.manifest()["spec"]["metadataService"]["ledgersRoot"]
-        with self.step("a writer fills the ledger disks until the operator makes a bookie read-only") as rec:
-            kept, dropped = asyncio.run(self.fill(zk, root))
+        with self.step("an Apache Pulsar broker stores its topics on the bookies"):
+            self.workload = PulsarWorkload(self.workdir / "pulsar", zk, root)
+            broker = self.workload.start()
+            say(f"   broker {broker.service_url} (admin {broker.web_url}); topics "
+                f"{', '.join(topic_name(t) for t in TOPICS)}")
+        with self.step("Pulsar's producers fill the ledger disks until the operator makes a bookie read-only") as rec:
+            self.fill()
             rec["read_only_bookie"] = self.summary.read_only_bookie
             rec["written_bytes"] = self.summary.written_bytes
-        with self.step(f"the application deletes {len(dropped)} of {len(kept) + len(dropped)} ledgers"):
-            asyncio.run(self.delete(zk, root, dropped))
+        expiring = " and ".join(EXPIRING)
+        with self.step(f"the messages of {expiring} expire: Pulsar deletes their ledgers") as rec:
+            deleted = self.workload.expire()
+            expired_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            self.summary.deleted_ledgers = rec["deleted_ledgers"] = len(deleted)
+            say(f"   {len(deleted)} ledgers deleted; {', '.join(KEPT)} keeps "
+                f"{len(self.workload.ledgers(next(iter(KEPT))))}")
+        with self.step("GC runs on every bookie, yet the disks stay full: what keeps them") as rec:
+            self.explain()
             self.summary.used_before_bytes = self.used_bytes()
-            say(f"   ledger disks still hold {self.summary.used_before_bytes / 2**20:.1f} MiB: nothing is "
-                "reclaimed until GC and compaction run")
+            rec["pinning"] = self.summary.pinning
+            say(f"   ledger disks still hold {self.summary.used_before_bytes / 2**20:.1f} MiB")
         with self.step("scheduled compaction reclaims the space; the bookie becomes writable again") as rec:
-            self.reclaim()
+            self.reclaim(expired_at)
             rec["reclaimed_bytes"] = self.summary.reclaimed_bytes
         with self.step("storage audit of the fleet (PySpark)") as rec:
             self.summary.report = str(self.audit(zk, root))
@@ -243,66 +287,70 @@ class Story:
         return next((c.get("message", "") for c in status.get("conditions", []) if c["type"] == "Progressing"),
                     "waiting for the operator")
 
-    async def fill(self, zk: str, root: str) -> tuple[list[int], list[int]]:
-        from bookie.client import BookKeeper, ClientConfig
+    def fill(self) -> None:
+        assert self.workload is not None
+        self.workload.produce(self.sizes.write_rate, self.sizes.message_kb * 1024)
+        started, last = time.monotonic(), ""
+        while self.summary.read_only_bookie is None:
+            if time.monotonic() - started > 600:
+                raise StoryFailed("no bookie went read-only within 10 minutes of writing")
+            time.sleep(1)
+            self.summary.written_bytes = self.workload.written_bytes()
+            line = self.disks()
+            if line != last:
+                say(f"    Pulsar received {self.summary.written_bytes / 2**20:6.1f} MiB   {line}")
+                last = line
+            read_only = [b for b in self.bookies() if b.get("state") == "ReadOnly"]
+            if read_only:
+                self.summary.read_only_bookie = read_only[0]["pod"]
+                say(f"   the operator set {read_only[0]['pod']} read-only: {read_only[0].get('readOnlyReason')}")
+        # Pulsar goes on writing to the two other bookies until its producers stop.
+        self.summary.acknowledged_messages = self.workload.stop_producing()
+        self.summary.written_bytes = self.workload.written_bytes()
+        say(f"   producers stopped: {self.summary.acknowledged_messages} messages acknowledged, "
+            f"{self.summary.written_bytes / 2**20:.1f} MiB")
 
-        payload = os.urandom(self.sizes.entry_kb * 1024)
-        kept: list[int] = []
-        dropped: list[int] = []
-        async with BookKeeper(ClientConfig(zk_servers=zk, ledgers_root=root)) as bk:
-            handles = []
-            for n in range(self.sizes.kept_every):
-                # Ensembles of 2 out of 3: a bookie that refuses an add can be replaced by the third.
-                handle = await bk.create_ledger(ensemble_size=2, write_quorum=2, ack_quorum=2,
-                                                custom_metadata={"application": b"playground"})
-                handles.append(handle)
-                (kept if n == 0 else dropped).append(handle.ledger_id)
-            last = ""
-            started = time.monotonic()
-            while self.summary.read_only_bookie is None:
-                if time.monotonic() - started > 600:
-                    raise StoryFailed("no bookie went read-only within 10 minutes of writing")
-                # Interleaved ledgers: every entry log ends up mostly garbage once the others are deleted.
-                for handle in handles:
-                    await handle.add(payload)
-                    self.summary.written_bytes += len(payload)
-                # Paced so that the operator (a few seconds per reconcile) acts near its high-water mark
-                # rather than after the disk is full: a full disk leaves compaction no room to copy live data.
-                ahead = self.summary.written_bytes / self.sizes.write_rate - (time.monotonic() - started)
-                if ahead > 0:
-                    await asyncio.sleep(ahead)
-                line = self.disks()
-                if line != last:
-                    say(f"    wrote {self.summary.written_bytes / 2**20:6.1f} MiB   {line}")
-                    last = line
-                read_only = [b for b in self.bookies() if b.get("state") == "ReadOnly"]
-                if read_only:
-                    self.summary.read_only_bookie = read_only[0]["pod"]
-                    say(f"   the operator set {read_only[0]['pod']} read-only: {read_only[0].get('readOnlyReason')}")
-            for handle in handles:
-                await handle.close()
-        return kept, dropped
+    def explain(self) -> None:
+        """A GC cycle on every bookie (what gcWaitTime brings on schedule; no compaction), then what each
+        bookie says keeps its entry logs: the explain endpoint, and the pinned-garbage gauge."""
+        urls, token = self.admin_urls(), self.admin_token()
+        run_gc(urls, token, 120)
+        for pod, url in urls.items():
+            logs = finished_logs(url, token)
+            add_pinning(self.summary.pinning, logs)
+            size = sum(log["sizeBytes"] for log in logs)
+            live = sum(log["remainingBytes"] for log in logs)
+            say(f"   {pod}: {len(logs)} entry logs of {size / 2**20:.1f} MiB hold {live / 2**20:.1f} MiB of live "
+                f"entries; {pinning_line(logs)}")
+        self.summary.pinned_garbage = wait_until(lambda: pinned_garbage(urls), 30,
+                                                 "bookie_pinned_garbage_bytes with the topics named")
+        for g in self.summary.pinned_garbage[:3]:
+            say(f"   bookie_pinned_garbage_bytes{{ledger=\"{g['ledger']}\",topic=\"{g['topic']}\"}} "
+                f"{g['bytes'] / 2**20:.1f} MiB on {g['pod']}")
 
-    async def delete(self, zk: str, root: str, ledger_ids: list[int]) -> None:
-        from bookie.client import BookKeeper, ClientConfig
+    def compaction_line(self) -> str:
+        run = self.bookie_cluster().get("status", {}).get("compaction", {}).get("run")
+        if not run:
+            return "next run soon"
+        done, pending, active = run.get("done", []), run.get("pending", []), run.get("active")
+        now = f"{CLUSTER}-{active} compacting, " if active is not None else ""
+        return (f"run of {run.get('scheduledFor')}: {now}"
+                f"{len(done)} of {len(done) + len(pending) + (active is not None)} bookies done")
 
-        async with BookKeeper(ClientConfig(zk_servers=zk, ledgers_root=root)) as bk:
-            for ledger_id in ledger_ids:
-                await bk.delete_ledger(ledger_id)
-
-    def reclaim(self) -> None:
+    def reclaim(self, after: str) -> None:
+        """Waits until a scheduled compaction run that fired once the ledgers were gone (``after``, UTC) has
+        completed and every bookie is writable (the operator may have swapped which bookie is read-only in
+        between: it keeps ensembleSize bookies writable)."""
         def writable_again() -> bool:
             status = self.bookie_cluster().get("status", {})
             comp = status.get("compaction", {})
-            done = comp.get("lastCompletionTime", "") > comp.get("lastScheduleTime", "~") or (
-                comp.get("lastCompletionTime") and "run" not in comp)
-            target: dict[str, Any] = next(
-                (b for b in status.get("bookies", []) if b["pod"] == self.summary.read_only_bookie), {})
-            return bool(done and target.get("state") == "Writable")
+            scheduled = comp.get("lastScheduleTime", "")
+            done = scheduled >= after and "run" not in comp and comp.get("lastCompletionTime", "") >= scheduled
+            bookies = status.get("bookies", [])
+            return bool(done and bookies and all(b.get("state") == "Writable" for b in bookies))
 
-        wait_until(writable_again, 420, f"{self.summary.read_only_bookie} writable again after compaction",
-                   interval=2, progress=lambda: f"{self.disks()}   compaction: "
-                   f"{self.bookie_cluster().get('status', {}).get('compaction', {}).get('run') or 'next run soon'}")
+        wait_until(writable_again, 420, "every bookie writable again after a compaction run",
+                   interval=2, progress=lambda: f"{self.disks()}   compaction: {self.compaction_line()}")
         self.summary.used_after_bytes = self.used_bytes()
         self.summary.writable_again = True
         say(f"   reclaimed {self.summary.reclaimed_bytes / 2**20:.1f} MiB; {self.disks()}")
@@ -314,18 +362,23 @@ class Story:
                        capture_output=True, text=True)
         logs = [arg for pod, path in self.ledger_paths().items()
                 for arg in ("--logs", f"{pod}={path}")]
-        result = subprocess.run([*audit, "run", *logs, "--metadata", str(snapshot), "--out", str(out)],
-                                capture_output=True, text=True)
+        # Every log counts as old here: the fleet is minutes old, and the pinning table names their topics.
+        result = subprocess.run([*audit, "run", *logs, "--metadata", str(snapshot), "--out", str(out),
+                                 "--min-age-days", "0"], capture_output=True, text=True)
         if result.returncode != 0:
             raise StoryFailed(f"bookie-audit run failed: {result.stderr.strip()[-2000:]}")
         report = out / REPORT_NAME
         if not report.exists():
             raise StoryFailed(f"the audit wrote no report in {out}")
-        say(f"   {result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ''}")
+        lines = result.stdout.strip().splitlines()
+        for line in [*(line for line in lines if line.startswith("  * ")), *lines[-1:]]:
+            say(f"   {line.strip()}")
         return report
 
     # ------------------------------------------------------------------------------------ teardown
     def close(self) -> None:
+        if self.workload is not None:
+            self.workload.close()
         if self._zk is not None:
             self._zk.stop()
         self.cluster.down()
@@ -344,7 +397,11 @@ def print_table(summary: Summary) -> None:
     width = max(len(s["step"]) for s in summary.steps)
     for s in summary.steps:
         say(f"  {s['step']:<{width}}  {s['seconds']:>6.1f}s")
-    say(f"\n  written: {summary.written_bytes / 2**20:.1f} MiB; read-only: {summary.read_only_bookie}; "
+    say(f"\n  Pulsar: {summary.acknowledged_messages} messages acknowledged, {summary.deleted_ledgers} ledgers "
+        "deleted by expiry; what kept the disks full then: " + "; ".join(
+            f"{topic} {v['logs']} logs, {v['garbage_bytes'] / 2**20:.1f} MiB of garbage"
+            for topic, v in sorted(summary.pinning.items(), key=lambda kv: -kv[1]["garbage_bytes"])[:2]))
+    say(f"  written: {summary.written_bytes / 2**20:.1f} MiB; read-only: {summary.read_only_bookie}; "
         f"reclaimed: {summary.reclaimed_bytes / 2**20:.1f} MiB "
         f"({summary.used_before_bytes / 2**20:.1f} -> {summary.used_after_bytes / 2**20:.1f} MiB on the ledger disks)"
         f"; writable again: {'yes' if summary.writable_again else 'no'}")
@@ -367,12 +424,15 @@ def run_story(workdir: Path, short: bool, keep_running: bool) -> int:
                                                           "reclaimed_bytes": summary.reclaimed_bytes}, indent=1))
         print_table(summary)
         if keep_running:
-            say("\nfleet running (kubectl: KUBECONFIG=" f"{story.cluster.admin_kubeconfig}); Ctrl-C stops it")
+            broker = story.workload.broker if story.workload is not None else None
+            say(f"\nfleet running (kubectl: KUBECONFIG={story.cluster.admin_kubeconfig}"
+                + (f"; Pulsar {broker.service_url}, admin {broker.web_url}" if broker is not None else "")
+                + "); Ctrl-C stops it")
             with contextlib.suppress(KeyboardInterrupt):
                 while True:
                     time.sleep(3600)
         return 0
-    except StoryFailed as exc:
+    except (StoryFailed, TimeoutError, RuntimeError) as exc:  # a step, or a component that would not start
         print(f"playground failed: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

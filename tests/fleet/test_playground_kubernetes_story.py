@@ -1,7 +1,8 @@
-"""The README's main job tells the product's story end to end on a local Kubernetes (short mode): the
-operator installed by Helm makes the fullest bookie read-only, scheduled compaction reclaims the space of the
-deleted ledgers, the bookie becomes writable again, the audit report is written, and nothing is left running
-or mounted afterwards."""
+"""The README's main job tells the product's story end to end on a local Kubernetes (short mode), with a real
+Apache Pulsar broker as the workload: the operator installed by Helm makes the fullest bookie read-only, two
+topics expire and Pulsar deletes their ledgers, the bookies name the topic whose ledgers keep the disks full
+(explain endpoint and pinned-garbage gauge), scheduled compaction reclaims the space, the bookie becomes
+writable again, the audit report names the topics, and nothing is left running or mounted afterwards."""
 
 from __future__ import annotations
 
@@ -24,8 +25,13 @@ def test_the_playground_story_runs_end_to_end_and_cleans_up(tmp_path: Path) -> N
     assert summary["reclaimed_bytes"] > 0
     assert summary["used_after_bytes"] < summary["used_before_bytes"]
     assert summary["writable_again"] is True
+    assert summary["acknowledged_messages"] > 0 and summary["deleted_ledgers"] >= 2
+    orders = "persistent://public/playground/orders"
+    assert summary["pinning"][orders]["garbage_bytes"] > 0, summary["pinning"]
+    assert orders in {g["topic"] for g in summary["pinned_garbage"]}, summary["pinned_garbage"]
     report = Path(summary["report"])
     assert report.is_file() and "playground-0" in report.read_text()
+    assert "persistent://public/playground/" in report.read_text(), "the audit names Pulsar's topics"
     assert [s["step"] for s in summary["steps"]][-1] == "storage audit of the fleet (PySpark)"
     assert "== what happened" in result.stdout and "everything stopped" in result.stdout
 

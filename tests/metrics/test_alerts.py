@@ -1,6 +1,7 @@
 """The chart's alert rules, as rendered by helm, loaded in a real Prometheus that scrapes real bookies: silent
 on a healthy fleet; each fires in the scenario made for it (a full disk, a stopped bookie, an old log pinned
-by a live ledger, a quarantined log, GC meeting a stopped ZooKeeper). ``for`` is 0 s here so that a test
+by a live ledger, a quarantined log, GC meeting a stopped ZooKeeper, ledgers under-replicated after a bookie
+was killed). ``for`` is 0 s here so that a test
 waits for one evaluation only."""
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 
 from tests.gc.gcutil import GC_OVERRIDES, client, current_dir, gc_now, log_sizes, rest, write_ledger
 from tests.metrics.alerts import rule_file
+from tests.metrics.fleet_dashboard import panel_queries
 from tests.metrics.prometheus import Prometheus, Target
 from tests.support.bookies import BookieFactory
 
 NO_WAIT = {key: "0s" for key in ("diskFor", "readOnlyFor", "entryLogAgeFor", "gcFailingFor", "quarantineFor",
-                                 "quorumFor")}
+                                 "quorumFor", "underReplicatedFor")}
 
 
 class Watch:
@@ -149,3 +151,31 @@ async def test_gc_cycles_failing_while_zookeeper_is_down(bookie_factory: BookieF
         await wait_firing(prometheus, "gc", "BookieGcCyclesFailing")
     finally:
         zk.start()
+
+
+async def test_under_replicated_ledgers_after_a_bookie_is_killed(bookie_factory: BookieFactory,
+                                                                 watch: Watch) -> None:
+    # Ensembles of all three bookies: once one is gone, no spare bookie can take its copies, so the
+    # ledgers stay under-replicated.
+    cluster = bookie_factory(3, autoRecoveryDaemonEnabled=True)
+    prometheus = watch.start({"replicas": cluster.bookies}, writableQuorum="1")
+    async with client(cluster) as bk:
+        for _ in range(2):
+            handle = await bk.create_ledger(3, 3, 3, password=b"ur")
+            await asyncio.gather(*(handle.append(bytes(1024)) for _ in range(10)))
+            await handle.close()
+    gauge = 'replication_auditor_NUM_UNDER_REPLICATED_LEDGERS_GUAGE{cluster="replicas"}'
+    await wait_scraped(prometheus, f"{gauge} == 0")
+    assert len(prometheus.query(gauge)) == 1, "only the elected auditor exports it"
+    await asyncio.sleep(3)
+    assert "BookieUnderReplicatedLedgers" not in firing(prometheus, "replicas")
+
+    cluster[2].kill()
+    await wait_firing(prometheus, "replicas", "BookieUnderReplicatedLedgers")
+    (sample,) = prometheus.query(gauge)
+    assert sample["value"][1] == "2", "both ledgers held the killed bookie"
+    recorded = prometheus.query('replication_auditor_NUM_UNDER_REPLICATED_LEDGERS_sum{cluster="replicas",'
+                                'success="true"} > 0')
+    assert [s["value"][1] for s in recorded] == ["2"], "one audit marked the two ledgers, once"
+    (panel,) = panel_queries("Under-replicated ledgers", 'cluster=~"replicas"')
+    assert [(s["metric"], s["value"][1]) for s in prometheus.query(panel)] == [({"cluster": "replicas"}, "2")]

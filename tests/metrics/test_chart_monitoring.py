@@ -39,5 +39,5 @@ def test_alert_rules_pass_promtool(tmp_path: Path) -> None:
     path = rule_file(tmp_path / "rules.yaml")
     check = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "6 rules found" in check.stdout
+    assert "7 rules found" in check.stdout
     assert "1209600" in path.read_text(), "the age limit is written as a plain number"

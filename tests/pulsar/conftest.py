@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from bookie_fleet.pulsar import PulsarBroker
 from bookie_fleet.zookeeper import ZooKeeperServer
 
-from tests.pulsar.broker import PulsarBroker
 from tests.support.java_bookies import BookieCluster, start_cluster
 
 # Entry logs roll at 256 KiB, so a few megabytes of messages leave many closed logs for GC to delete and

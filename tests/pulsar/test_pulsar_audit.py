@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from bookie_fleet.pulsar import Producer
 
-from tests.pulsar.broker import Producer
 from tests.pulsar.conftest import PulsarOnBookies
 
 

@@ -4,7 +4,8 @@ broker's BookKeeper client replaces the dead bookie in the ensembles it was in a
 
 from __future__ import annotations
 
-from tests.pulsar.broker import Producer, consume
+from bookie_fleet.pulsar import Producer, consume
+
 from tests.pulsar.conftest import PulsarOnBookies
 
 RATE = 300  # messages per second

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 from bookie.metadata.store import MetadataStore
+from bookie_fleet.pulsar import Producer, consume
 
-from tests.pulsar.broker import Producer, consume
 from tests.pulsar.conftest import PulsarOnBookies
 
 COUNT = 3000

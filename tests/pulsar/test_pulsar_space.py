@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from bookie.metadata.store import MetadataStore
+from bookie_fleet.pulsar import Producer
 
-from tests.pulsar.broker import Producer
 from tests.pulsar.conftest import PulsarOnBookies
 from tests.support.admin_api import ADMIN_HEADERS
 

@@ -14,6 +14,9 @@ Everything lives in BookKeeper's ZooKeeper layout (``underreplication/``: audito
   is first recovered (fenced and closed) once ``open_ledger_grace_s`` has passed.
 * Decommission: every ledger holding the bookie is marked (the bookie may still be up); the report lists
   the ledgers moved and is done once no ledger references it.
+
+The auditor's stats (``AuditorStats``) are BookKeeper's (``replication_auditor_*`` in the bookie's
+``/metrics``, docs/monitoring.md).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.metadata.store import MetadataError, NoSuchLedger
 from bookie.protocol.codes import StatusCode
 from bookie.protocol.entry import package_entry
+from bookie.stats import OpStat
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,24 @@ class DecommissionReport:
         return {"bookie": self.bookie, "done": self.done, "ledgers_moved": sorted(set(self.ledgers)
                                                                                  - set(self.remaining)),
                 "remaining": sorted(self.remaining), "started": self.started}
+
+
+@dataclass
+class AuditorStats:
+    """BookKeeper's ``AuditorStats``, kept while this instance is the auditor.
+
+    ``under_replicated``: ledgers marked under-replicated now (BookKeeper's ``NUM_UNDER_REPLICATED_LEDGERS_GUAGE``
+    gauge), refreshed by every audit; None while another instance is the auditor, so only the auditor
+    exports it, as in BookKeeper, where the gauge exists only in the elected auditor. The summaries record,
+    per audit that marks ledgers, how many it marked and their total size (``NUM_UNDER_REPLICATED_LEDGERS``,
+    ``UNDER_REPLICATED_LEDGERS_TOTAL_SIZE``)."""
+
+    under_replicated: int | None = None
+    num_under_replicated: OpStat = field(default_factory=OpStat)
+    under_replicated_total_size: OpStat = field(default_factory=OpStat)
+
+    def op_stats(self) -> tuple[OpStat, ...]:
+        return (self.num_under_replicated, self.under_replicated_total_size)
 
 
 class Autorecovery:
@@ -70,6 +92,7 @@ class Autorecovery:
         self._work_now = asyncio.Event()
         self.decommissions: dict[str, DecommissionReport] = {}
         self.replicated: list[int] = []
+        self.stats = AuditorStats()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -109,6 +132,8 @@ class Autorecovery:
     async def _audit_if_auditor(self) -> None:
         if await self.is_auditor():
             await self.audit()
+        else:
+            self.stats.under_replicated = None
 
     def trigger_audit(self) -> None:
         self._audit_now.set()
@@ -119,13 +144,16 @@ class Autorecovery:
 
     async def audit(self) -> list[int]:
         """Mark ledgers holding lost bookies (past the delay) or bookies being decommissioned."""
+        already = set(await self.store.list_underreplicated())
         registered = set(await self.store.list_bookies()) | set(await self.store.list_bookies(readonly=True))
         delay = await self.lost_bookie_recovery_delay()
         now = time.monotonic()
         holders: dict[str, list[int]] = {}
+        lengths: dict[int, int] = {}
         for ledger_id in await self.store.all_ledger_ids():
             with contextlib.suppress(NoSuchLedger):
                 md = (await self.store.read_ledger_metadata(ledger_id)).value
+                lengths[ledger_id] = md.length
                 for bookie in md.bookies():
                     holders.setdefault(bookie, []).append(ledger_id)
         lost = {b for b in holders if b not in registered}
@@ -133,6 +161,7 @@ class Autorecovery:
             if bookie not in lost:
                 del self._lost_since[bookie]
         marked: list[int] = []
+        sizes: dict[int, int] = {}
         for bookie in sorted(lost | set(self.decommissions)):
             since = self._lost_since.setdefault(bookie, now)
             if bookie in lost and now - since < delay:
@@ -140,9 +169,15 @@ class Autorecovery:
             for ledger_id in holders.get(bookie, []):
                 await self.store.mark_ledger_underreplicated(ledger_id, [bookie])
                 marked.append(ledger_id)
+                if ledger_id not in already:
+                    sizes[ledger_id] = lengths.get(ledger_id, 0)
         for report in self.decommissions.values():
             report.remaining = sorted(holders.get(report.bookie, []))
             report.done = not report.remaining
+        self.stats.under_replicated = len(already | set(marked))
+        if sizes:  # newly marked: a lost bookie stays marked at every audit, recorded once
+            self.stats.num_under_replicated.record(len(sizes))
+            self.stats.under_replicated_total_size.record(sum(sizes.values()))
         if marked:
             log.info("auditor: marked ledgers %s under-replicated", sorted(set(marked)))
             self._work_now.set()

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ class GarbageCollector:
                                   op_rate=conf.gc_metadata_op_rate_limit, timeout_s=2 * conf.zk_timeout / 1000,
                                   overreplicated_concurrency=conf.gc_overreplicated_ledger_max_concurrent_requests)
         self.dirs: list[DirState] = []
+        self.topics = ex.TopicNames(store)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="gc")
         self._background: BackgroundExtraction | None = None
         self._stop = threading.Event()
@@ -134,6 +136,7 @@ class GarbageCollector:
     async def stop(self) -> None:
         self._stop.set()
         self._wake.set()
+        self.topics.close()
         if self._task is not None:
             try:
                 await asyncio.wait_for(self._task, 60)
@@ -398,6 +401,17 @@ class GarbageCollector:
         target = self.conf.log_size_limit if self.conf.use_target_entry_log_size_for_gc else 0
         return dict(self.counters), ex.gauges(self.dirs, target, len(self.engine.ledger_ids()))
 
+    def pinned_ledgers(self, top: int) -> list[ex.PinnedLedger]:
+        """The ``top`` ledgers pinning the most garbage, for a scrape (event loop, no waiting). Their topics are
+        looked up in the background; a ledger is listed once its lookup has ended, so that its series does not
+        change labels from one scrape to the next (unless the lookup failed: then without a topic)."""
+        if top <= 0 or not self.dirs:
+            return []
+        pins = ex.pinned_garbage(self.dirs, top)
+        self.topics.resolve_soon(p.ledger_id for p in pins)
+        return [replace(p, topic=self.topics.known.get(p.ledger_id)) for p in pins
+                if p.ledger_id in self.topics.known or p.ledger_id in self.topics.failed]
+
     async def explain(self, limit: int) -> dict[str, Any]:
         """Every entry log on disk now: logs no cycle has read yet are read first (up to EXPLAIN_WAIT_S; the
         rest are listed as not known yet), on the extractor's thread, never the event loop or the GC thread."""
@@ -410,7 +424,7 @@ class GarbageCollector:
                 pending = (f"metadata extraction under way for {time.time() - round_.started_at:.0f} s "
                            "(start-up or a large backlog of logs): ask again shortly")
         answer = await asyncio.to_thread(self._explain_now, pending, limit)
-        return await ex.name_topics(answer, self.ledger_gc.store)
+        return await ex.name_topics(answer, self.topics)
 
     def _explain_now(self, pending: str, limit: int) -> dict[str, Any]:
         """The answer from the logs on disk now (listing and ``stat`` calls: a worker thread, not the loop)."""

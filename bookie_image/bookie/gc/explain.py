@@ -1,4 +1,5 @@
-"""Why is this entry log still on disk? Gauges for Prometheus and the ``GET /api/v1/bookie/entry_logs`` answer.
+"""Why is this entry log still on disk? Gauges for Prometheus (the ledgers pinning the most garbage among them)
+and the ``GET /api/v1/bookie/entry_logs`` answer.
 
 Both read a snapshot of GC's per-directory metadata (copied whole, so the GC thread can keep working) and
 never touch the disk except ``stat`` for sizes and ages. The answer lists every log on disk at the time of
@@ -10,9 +11,11 @@ or ``unknown`` (with why).
 from __future__ import annotations
 
 import asyncio
+import heapq
+import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,12 +24,15 @@ from bookie.gc.extract import Listing
 from bookie.gc.state import DirState
 from bookie.metadata.ledger_manager import LedgerManager
 from bookie.metadata.pulsar import pulsar_owner
-from bookie.metadata.store import MetadataError
+from bookie.metadata.store import MetadataError, NoSuchLedger
 from bookie.storage.logmeta import LogMeta
+
+log = logging.getLogger(__name__)
 
 PINNING_LEDGERS_SHOWN = 10
 TOPIC_LOOKUPS = 16  # concurrent ledger-metadata reads while naming topics
 TOPIC_LOOKUP_TIMEOUT_S = 5.0
+TOPICS_REMEMBERED = 4096  # ledgers whose topic is kept between requests
 
 
 def gauges(dirs: list[DirState], target_log_size: int, ledger_count: int) -> dict[str, float]:
@@ -51,6 +57,90 @@ def gauges(dirs: list[DirState], target_log_size: int, ledger_count: int) -> dic
     for i, count in enumerate(pol.usage_buckets(usages, target_log_size)):
         out[f"entry_log_usage_buckets_le_{(i + 1) * 10}"] = float(count)
     return out
+
+
+@dataclass(frozen=True)
+class PinnedLedger:
+    """A ledger that keeps garbage on disk: the dead bytes of the flushed entry logs it still has entries in."""
+
+    ledger_id: int
+    garbage_bytes: int
+    entry_logs: int
+    topic: str | None = None
+
+
+def pinned_garbage(dirs: list[DirState], top: int) -> list[PinnedLedger]:
+    """The ``top`` ledgers keeping the most garbage, most first (as of GC's last look at each log).
+
+    A flushed log with dead bytes goes only when compaction rewrites it or its last live ledger is deleted, so
+    each of its live ledgers is charged all of its dead bytes (the storage audit's pinning table counts the
+    same way): a ledger with a few entries in many old logs comes out on top. Quarantined logs and logs
+    waiting for deletion are not counted: no ledger keeps those."""
+    garbage: dict[int, int] = {}
+    logs: dict[int, int] = {}
+    for d in dirs:
+        for m in d.cache.snapshot():
+            dead = m.total_bytes - m.remaining_bytes
+            if dead <= 0 or m.quarantined or m.pending_delete:
+                continue
+            for ledger_id in m.ledgers:
+                garbage[ledger_id] = garbage.get(ledger_id, 0) + dead
+                logs[ledger_id] = logs.get(ledger_id, 0) + 1
+    ranked = heapq.nsmallest(top, garbage.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [PinnedLedger(ledger_id, dead, logs[ledger_id]) for ledger_id, dead in ranked]
+
+
+class TopicNames:
+    """The Pulsar topic of ledgers (``pulsar_owner``), read from their metadata once: a ledger's custom
+    metadata never changes. A ledger whose metadata is gone has none; a lookup that failed (ZooKeeper away,
+    a timeout) is tried again next time. At most ``TOPICS_REMEMBERED`` ledgers are remembered."""
+
+    def __init__(self, store: LedgerManager) -> None:
+        self.store = store
+        self.known: dict[int, str | None] = {}
+        self.failed: set[int] = set()
+        self._task: asyncio.Task[dict[int, str | None]] | None = None
+
+    async def resolve(self, ids: Iterable[int]) -> dict[int, str | None]:
+        """Each ledger's topic (None: not a Pulsar ledger, or not known), reading the metadata not read yet."""
+        wanted = set(ids)
+        missing = wanted - self.known.keys()
+        if len(self.known) + len(missing) > TOPICS_REMEMBERED:
+            self.known = {i: t for i, t in self.known.items() if i in wanted}
+        limit = asyncio.Semaphore(TOPIC_LOOKUPS)
+
+        async def lookup(ledger_id: int) -> None:
+            async with limit:
+                try:
+                    md = await asyncio.wait_for(self.store.read_ledger_metadata(ledger_id), TOPIC_LOOKUP_TIMEOUT_S)
+                except NoSuchLedger:
+                    self.known[ledger_id] = None
+                except (MetadataError, TimeoutError):
+                    self.failed.add(ledger_id)
+                    return
+                else:
+                    self.known[ledger_id] = pulsar_owner(md.value.custom_metadata)
+            self.failed.discard(ledger_id)
+
+        await asyncio.gather(*(lookup(i) for i in missing))
+        return {i: self.known.get(i) for i in wanted}
+
+    def resolve_soon(self, ids: Iterable[int]) -> None:
+        """Looks up in the background the ledgers not known yet (one lookup at a time): for callers that must
+        not wait, such as a scrape."""
+        missing = [i for i in ids if i not in self.known]
+        if missing and (self._task is None or self._task.done()):
+            self._task = asyncio.get_running_loop().create_task(self.resolve(missing), name="topic-names")
+            self._task.add_done_callback(_log_failure)
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("naming the topics of pinning ledgers failed: %r", task.exception())
 
 
 def _compact_ratio(usages: list[pol.LogUsage]) -> float:
@@ -152,24 +242,14 @@ def _verdict(d: DirState, m: LogMeta, ledgers: dict[int, int], usage: float, s: 
             f"(deleted when those ledgers are deleted)")
 
 
-async def name_topics(answer: dict[str, Any], store: LedgerManager) -> dict[str, Any]:
+async def name_topics(answer: dict[str, Any], topics: TopicNames) -> dict[str, Any]:
     """Adds ``topic`` to each pinning ledger a Pulsar broker wrote (``bookie.metadata.pulsar``), read from its
     ledger metadata. A ledger whose metadata cannot be read (deleted meanwhile, ZooKeeper away) gets none:
     explaining the disk never depends on the metadata service."""
     # Logs whose figures are not known yet list no pinning ledgers.
     pins = [p for d in answer["ledgerDirs"] for log in d["entryLogs"] for p in log.get("pinningLedgers", ())]
-    limit = asyncio.Semaphore(TOPIC_LOOKUPS)
-
-    async def topic_of(ledger_id: int) -> tuple[int, str | None]:
-        async with limit:
-            try:
-                md = await asyncio.wait_for(store.read_ledger_metadata(ledger_id), TOPIC_LOOKUP_TIMEOUT_S)
-            except (MetadataError, TimeoutError):
-                return ledger_id, None
-        return ledger_id, pulsar_owner(md.value.custom_metadata)
-
-    topics = dict(await asyncio.gather(*(topic_of(i) for i in {p["ledgerId"] for p in pins})))
+    named = await topics.resolve(p["ledgerId"] for p in pins)
     for p in pins:
-        if topics.get(p["ledgerId"]):
-            p["topic"] = topics[p["ledgerId"]]
+        if named.get(p["ledgerId"]):
+            p["topic"] = named[p["ledgerId"]]
     return answer

@@ -86,6 +86,7 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
             alignment=conf.journal_alignment_size,
             format_version=conf.journal_format_version_to_write,
             max_backups=conf.journal_max_backups,
+            statistics=conf.enable_statistics,
         )
         self.journals = [Journal(d, settings, self._journal_failed) for d in conf.journal_directories]
         # Told (on the event loop, once) when an I/O error leaves the engine unable to keep its promise

@@ -59,6 +59,7 @@ class JournalSettings:
     alignment: int = 512
     format_version: int = jf.FORMAT_V6
     max_backups: int = 5
+    statistics: bool = True  # enableStatistics: record the journal's latency summaries
 
 
 _STOP = object()
@@ -95,7 +96,7 @@ class Journal:
         self._closed = False
         self.bytes_written = 0
         self.syncs = 0
-        self.stats = JournalStats()
+        self.stats = JournalStats(settings.statistics)
 
     # --- lifecycle
     def start(self) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookie.config import BookieConfig
-from bookie.stats import OpStat
+from bookie.stats import op_stat
 from bookie.storage.caches import ReadCache, WriteCache
 from bookie.storage.entrylog import EntryLogger
 from bookie.storage.errors import NoEntryError
@@ -45,7 +45,8 @@ class LedgerDirStorage:
         self.read_cache = ReadCache(conf.db_storage_read_ahead_cache_max_size_mb * 1024 * 1024 // n_dirs)
         self.read_ahead_entries = conf.db_storage_read_ahead_cache_batch_size
         # BookKeeper's bookie_read_entry and bookie_readahead_batch_{count,size} (bookie.metrics).
-        self.read_entry_stat, self.readahead_count_stat, self.readahead_size_stat = OpStat(), OpStat(), OpStat()
+        self.read_entry_stat, self.readahead_count_stat, self.readahead_size_stat = (
+            op_stat(conf.enable_statistics) for _ in range(3))
         bytes_limit = conf.db_storage_read_ahead_cache_batch_bytes_size
         self.read_ahead_bytes = bytes_limit if bytes_limit > 0 else 1024 * 1024
 

@@ -1,5 +1,6 @@
 """A real Apache Pulsar broker (``PulsarBrokerStarter`` from Maven Central's jars) on a given BookKeeper cluster,
-and Pulsar's own Java client driven through ``hack/pulsar/PulsarHarness.java``.
+and Pulsar's own Java client driven through ``hack/pulsar/PulsarHarness.java``: the Pulsar tests' (tests/pulsar)
+and the playground's workload.
 
 The broker's metadata lives under its own ZooKeeper chroot; its ledgers go to the bookies' existing
 BookKeeper metadata (``PulsarClusterMetadataSetup --existing-bk-metadata-service-uri``). The JVM runs in its
@@ -87,6 +88,7 @@ class PulsarBroker:
     broker_port: int = field(default_factory=free_port)
     web_port: int = field(default_factory=free_port)
     log_level: str = "info"
+    settings: dict[str, Any] = field(default_factory=dict)  # broker.conf keys over broker_conf()'s
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -128,8 +130,8 @@ class PulsarBroker:
 
     def start(self, timeout: float = 240) -> PulsarBroker:
         conf = self.data_dir / "broker.conf"
-        write_properties(conf, broker_conf(self.zk_connect, self.chroot, self.bk_uri, self.broker_port,
-                                           self.web_port))
+        write_properties(conf, {**broker_conf(self.zk_connect, self.chroot, self.bk_uri, self.broker_port,
+                                              self.web_port), **self.settings})
         self.proc = spawn(self._java("org.apache.pulsar.PulsarBrokerStarter", "--broker-conf", str(conf)),
                           self.log_path)
         deadline = time.monotonic() + timeout
