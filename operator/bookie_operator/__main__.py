@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-format", choices=["plain", "full", "json"], default="json")
     parser.add_argument("--no-manage-crd", action="store_true",
                         help="do not apply this version's BookieCluster CRD at start-up (CRDs managed elsewhere)")
+    parser.add_argument("--audit-cluster-role", default="bookie-operator-audit",
+                        help="the ClusterRole the storage audit's Spark pods are bound to (the chart's "
+                             "<release>-audit)")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--leader-election-namespace", help="run as one of several replicas: only the holder of "
                         "a Lease in this namespace acts (default: no election, this process acts)")
@@ -59,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                         (zk_env.ENV_ENABLE_SECURITY, "true" if args.zk_enable_security else None)):
         if value:
             os.environ[name] = value
+    os.environ["BOOKIE_OPERATOR_AUDIT_CLUSTER_ROLE"] = args.audit_cluster_role
     if args.no_manage_crd:
         os.environ["BOOKIE_OPERATOR_MANAGE_CRD"] = "false"
     if args.interval is not None:

@@ -14,7 +14,7 @@ import aiohttp
 import kopf
 
 from bookie_operator import crd, models, storage_version
-from bookie_operator.bookie_client import BookieAdmin
+from bookie_operator.bookie_client import BookieAdmin, fetch_json
 from bookie_operator.kube import Kube, KubeError
 from bookie_operator.reconcile import Operator, reconcile
 from bookie_operator.zk import MetadataService, security_from_env
@@ -67,7 +67,9 @@ async def connect() -> Operator:
     zk_security = await asyncio.to_thread(security_from_env, dict(os.environ))
     http = aiohttp.ClientSession()
     return Operator(kube=kube, admin_for=lambda host, port, token: BookieAdmin(http, host, port, token=token),
-                    metadata=MetadataService(zk_security), closers=[http.close, kube.close])
+                    metadata=MetadataService(zk_security), closers=[http.close, kube.close],
+                    audit_cluster_role=os.environ.get("BOOKIE_OPERATOR_AUDIT_CLUSTER_ROLE", "bookie-operator-audit"),
+                    fetch_json=lambda url: fetch_json(http, url))
 
 
 @kopf.on.cleanup()

@@ -32,10 +32,11 @@ def contains(live: Any, desired: Any) -> bool:
 async def apply_desired(t: Tick) -> None:
     t.replicas = decisions.statefulset_replicas(t.desired_replicas, t.current_replicas, t.status.decommission)
     for obj in builders.desired_objects(t.owner, t.spec, t.replicas):
-        await _apply_one(t, obj)
+        await apply_one(t, obj)
 
 
-async def _apply_one(t: Tick, obj: Obj) -> None:
+async def apply_one(t: Tick, obj: Obj) -> None:
+    """Server-side apply of one object, skipped when the live one already holds every desired field."""
     kind, name = obj["kind"], obj["metadata"]["name"]
     key = (t.uid, kind, name)
     digest = hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
