@@ -154,5 +154,7 @@ async def _delete_spark_pods(t: Tick, run_id: str) -> None:
 
 
 def _data_loss_condition(t: Tick) -> None:
+    if t.spec.audit.schedule is None and t.status.audit.summary is None and t.was("DataLoss") is None:
+        return  # a cluster never audited carries no DataLoss condition
     lost, reason, message = decide.data_loss(t.status.audit.summary)
     t.condition("DataLoss", lost, reason, message)
