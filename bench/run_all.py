@@ -226,14 +226,19 @@ def stop_clusters(clusters: dict[str, Cluster]) -> None:
 
 # ----------------------------------------------------------------------------------------------- Java tools
 
-def java_tool(main: str, *args: str, limit_s: float) -> str:
+def java_tool(main: str, *args: str, limit_s: float, properties: dict[str, str] | None = None) -> str:
+    """Run one of BookKeeper's Java tools; ``properties``: more client keys (TLS, ...), which its
+    ClientConfiguration reads from system properties with BookKeeper's readsystemproperties switch."""
     lib = os.environ["BOOKIE_FLEET_BK_LIB"]
     log4j = Path(tempfile.gettempdir()) / "bookie-fleet-bench-log4j2.properties"
     log4j.write_text("status = error\nappender.c.type = Console\nappender.c.name = c\n"
                      "appender.c.layout.type = PatternLayout\nappender.c.layout.pattern = %-5p %c{1} - %m%n\n"
                      "rootLogger.level = warn\nrootLogger.appenderRef.c.ref = c\n"
                      "logger.b.name = org.apache.bookkeeper.benchmark\nlogger.b.level = info\n")
-    command = [shutil.which("java") or "java", *CLIENT_JVM, f"-Dlog4j2.configurationFile={log4j}",
+    props = [f"-D{k}={v}" for k, v in (properties or {}).items()]
+    if props:
+        props.insert(0, "-Dorg.apache.bookkeeper.conf.readsystemproperties=true")
+    command = [shutil.which("java") or "java", *CLIENT_JVM, *props, f"-Dlog4j2.configurationFile={log4j}",
                "-cp", f"{lib}/*", main, *args]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -273,16 +278,20 @@ class Point:
 
 
 def run_btl(cluster: Cluster, size: int, ens: tuple[int, int, int], v2: bool, seconds: int, throttle: int,
-            workdir: Path) -> tuple[float, float, float, int]:
-    """BenchThroughputLatency once: (entries/s, p50 ms, p99 ms, completions)."""
+            workdir: Path, properties: dict[str, str] | None = None,
+            client_warmup: bool = False) -> tuple[float, float, float, int]:
+    """BenchThroughputLatency once: (entries/s, p50 ms, p99 ms, completions); ``properties``: more client keys;
+    ``client_warmup``: the tool's own warm-up (10000 adds from a first client, not measured) instead of none."""
     latency_file = workdir / "latency.dat"
     args = ["-zookeeper", cluster.chroot_connect, "-ensemble", str(ens[0]), "-quorum", str(ens[1]),
             "-ackQuorum", str(ens[2]), "-entrysize", str(size), "-throttle", str(throttle), "-ledgers", str(LEDGERS),
-            "-time", str(seconds), "-sendlimit", "3000000", "-skipwarmup", "-latencyFile", str(latency_file),
+            "-time", str(seconds), "-sendlimit", "3000000", "-latencyFile", str(latency_file),
             "-timeout", str(seconds + 90)]
+    if not client_warmup:
+        args.append("-skipwarmup")
     if v2:
         args.append("-useV2")
-    text = java_tool(BTL, *args, limit_s=seconds + 120)
+    text = java_tool(BTL, *args, limit_s=seconds + 120, properties=properties)
     done = re.search(r"(\d+) completions in (\d+) milliseconds: (\d+) ops/sec", text)
     if not done:
         raise RuntimeError(f"BenchThroughputLatency printed no result:\n{text[-3000:]}")
@@ -332,12 +341,13 @@ def run_brtl(cluster: Cluster, ledger_id: int) -> tuple[float, int]:
 
 # ----------------------------------------------------------------------------------------------- our client
 
-def _client(cluster: Cluster, v2: bool = False) -> Any:
+def _client(cluster: Cluster, v2: bool = False, tls: Any = None) -> Any:
+    """Our client on ``cluster``; ``tls``: a ``bookie.tls.ClientTLS`` (START_TLS on every connection)."""
     from bookie.client.bookkeeper import BookKeeper
     from bookie.client.config import ClientConfig
 
     return BookKeeper(ClientConfig(zk_servers=cluster.zk_connect, ledgers_root=cluster.root, use_v2_protocol=v2,
-                                   speculative_read_timeout_s=0))
+                                   speculative_read_timeout_s=0, tls=tls))
 
 
 async def _delete_all_ledgers(cluster: Cluster) -> int:
@@ -361,13 +371,13 @@ def reclaim(cluster: Cluster) -> None:
 
 
 async def py_adds(cluster: Cluster, size: int, ens: tuple[int, int, int], seconds: float,
-                  window: int) -> tuple[float, float, float, int]:
+                  window: int, tls: Any = None) -> tuple[float, float, float, int]:
     """Our Python client: ``window`` outstanding ``LedgerHandle.append`` on one ledger for ``seconds``."""
     from bookie.protocol.entry import DigestType
 
     payload = b"x" * size
     latencies: list[float] = []
-    async with _client(cluster) as bk:
+    async with _client(cluster, tls=tls) as bk:
         lh = await bk.create_ledger(*ens, digest_type=DigestType.CRC32, password=PASSWORD.encode())
         stop_at = time.monotonic() + seconds
         sem = asyncio.Semaphore(window)

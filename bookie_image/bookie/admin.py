@@ -24,6 +24,7 @@ from bookie.processor import RequestProcessor
 from bookie.protocol.codes import StatusCode
 from bookie.protocol.entry import DigestType, digest_manager, package_entry
 from bookie.protocol.messages import GetBookieInfoResponse
+from bookie.security import SECURITY_FIELDS, client_tls
 from bookie.state import DiskUsage, StateManager
 from bookie.storage.engine import StorageEngine
 from bookie.storage.errors import NoEntryError, NoLedgerError
@@ -106,10 +107,12 @@ class AdminService:
         unknown = [k for k in values if k not in fields and k not in BookieConfig.model_fields]
         if unknown:
             raise ValueError("; ".join(unknown_key_message(k) for k in sorted(unknown)))
-        fixed = sorted(k for k in values if fields.get(k, k).startswith(START_UP_ONLY_PREFIXES))
-        if fixed:
-            raise ValueError(f"{', '.join(fixed)}: read at start-up only (the admin API and ZooKeeper security "
-                             "cannot be changed through the admin API); change the configuration file and restart")
+        fixed = sorted(k for k in values if fields.get(k, k).startswith(START_UP_ONLY_PREFIXES)
+                       or fields.get(k, k) in SECURITY_FIELDS)
+        if fixed:  # the admin API's guard, ZooKeeper's and the bookie port's TLS and roles were built at start
+            raise ValueError(f"{', '.join(fixed)}: read at start-up only (the admin API, ZooKeeper security and the "
+                             "bookie port's TLS and authorization cannot be changed through the admin API); change "
+                             "the configuration file and restart")
         merged = {**self.bookie.conf.model_dump(by_alias=True), **values}
         try:
             # Validate the whole result first: assigning field by field would check each value against the
@@ -190,7 +193,7 @@ class AdminService:
             return out
         conf = self.bookie.conf
         client = BookieClient(ClientConfig(zk_servers=conf.zk_connect, ledgers_root=conf.ledgers_root,
-                                           read_timeout_s=5, connect_timeout_s=5),
+                                           read_timeout_s=5, connect_timeout_s=5, tls=client_tls(conf)),
                               BookieAddressResolver(self.bookie.metadata.bookie_service_info))
         try:
             answers = await asyncio.gather(*(client.get_bookie_info(b) for b in others), return_exceptions=True)

@@ -2,8 +2,8 @@
 
 Every key is spelt as in Apache BookKeeper's ``bk_server.conf`` (the alias) and exposed to Python code in
 snake_case. The server validates its ``--conf`` file with this model, the operator validates a
-BookieCluster's config overrides with it, and ``docs/configuration.md`` is generated from it, so a key
-exists, has a default and a range in exactly one place.
+BookieCluster's config overrides with it, and ``docs/configuration.md`` is generated from it
+(``python -m bookie.config_docs``), so a key exists, has a default and a range in exactly one place.
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import javaproperties
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from bookie import tls
 from bookie.windows import parse_window
+
+BOOKIE_AUTHZ_FACTORY = "org.apache.bookkeeper.tls.BookieAuthZFactory"
 
 
 class ConfigError(ValueError):
@@ -259,6 +262,49 @@ class BookieConfig(BaseModel):
         4, gt=0, description="Ours: entry-log reads the admin API serves at once; more wait their turn."
     )
 
+    # --- TLS and authorization on the bookie port (BookKeeper's keys; PEM files only; docs/security.md)
+    tls_provider_factory_class: str | None = Field(
+        None, description=f"{tls.TLS_CONTEXT_FACTORY} turns TLS on: clients may upgrade a connection with "
+                          "START_TLS (the bookie still serves plaintext ones unless authorization or "
+                          "onlySecureClientsAllowed refuses them).")
+    tls_provider: str = Field(
+        "OpenSSL", description="OpenSSL or JDK: both mean OpenSSL through Python's ssl in this bookie.")
+    tls_key_store_type: str = Field(
+        "PEM", description="PEM only (BookKeeper's default is JKS: set PEM explicitly in a file shared with "
+                           "Java bookies).")
+    tls_key_store: str | None = Field(
+        None, description="PEM private key of the bookie's certificate (PKCS#8, which Java bookies need too).")
+    tls_key_store_password_path: str | None = Field(
+        None, description="File holding the password of an encrypted tlsKeyStore.")
+    tls_certificate_path: str | None = Field(None, description="PEM certificate chain of the bookie.")
+    tls_trust_store_type: str = Field("PEM", description="PEM only.")
+    tls_trust_store: str | None = Field(
+        None, description="PEM CA certificates that client certificates must chain to (tlsClientAuthentication); "
+                          "also what the bookie's own clients (autorecovery) trust.")
+    tls_trust_store_password_path: str | None = Field(
+        None, description="Accepted for BookKeeper compatibility; a PEM trust store has no password.")
+    tls_client_authentication: bool = Field(
+        False, description="Require a client certificate chaining to tlsTrustStore (handshake refused otherwise).")
+    tls_enabled_protocols: str = Field(
+        "", description="Comma list of TLSv1.2, TLSv1.3 ('' = both).")
+    tls_enabled_cipher_suites: str = Field(
+        "", description="Comma list, Java's (IANA) or OpenSSL's names ('' = OpenSSL's defaults). TLS 1.3 suites "
+                        "can only be listed all together; a list without them turns TLS 1.3 off.")
+    tls_cert_files_refresh_duration_seconds: int = Field(
+        0, ge=0, description="Check the certificate, key and trust files this often and use changed ones for new "
+                             "connections, s (0 off).")
+    tls_hostname_verification_enabled: bool = Field(
+        False, description="The bookie's own clients (autorecovery) check that a bookie's certificate names it.")
+    bookie_auth_provider_factory_class: str | None = Field(
+        None, description=f"{BOOKIE_AUTHZ_FACTORY}: a connection is served only once TLS is up and the first "
+                          "role in its client certificate's OU (0:role1,role2;1:cluster) is in authorizedRoles; "
+                          "before that every request but START_TLS gets EUA. Unset: no authorization.")
+    authorized_roles: str = Field(
+        "", description="Comma list of the roles BookieAuthZFactory admits.")
+    only_secure_clients_allowed: bool = Field(
+        False, description="Ours (BookKeeper 4.17 has no such key; a Java bookie ignores it): answer EUA to every "
+                           "request but START_TLS and AUTH on a connection that has not started TLS.")
+
     # --- Prometheus (BookKeeper's PrometheusMetricsProvider keys); /metrics is always on the admin port too
     prometheus_stats_http_enable: bool = Field(
         False, description="Also serve /metrics on prometheusStatsHttpPort (BookKeeper's dedicated port)."
@@ -319,6 +365,43 @@ class BookieConfig(BaseModel):
     entry_location_compaction_interval: int = Field(
         -1, description="RocksDB compaction of the locations index every N s (<= 0 off; also over REST)."
     )
+
+    @field_validator("tls_provider_factory_class", "bookie_auth_provider_factory_class", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("tls_provider_factory_class")
+    @classmethod
+    def _check_tls_factory(cls, value: str | None) -> str | None:
+        if value is not None and value.strip() != tls.TLS_CONTEXT_FACTORY:
+            raise ValueError(f"the only TLS provider factory is {tls.TLS_CONTEXT_FACTORY}")
+        return value.strip() if value else None
+
+    @field_validator("bookie_auth_provider_factory_class")
+    @classmethod
+    def _check_auth_factory(cls, value: str | None) -> str | None:
+        if value is not None and value.strip() != BOOKIE_AUTHZ_FACTORY:
+            raise ValueError(f"the only bookie auth provider is {BOOKIE_AUTHZ_FACTORY} (certificate roles); "
+                             "SASL is not supported")
+        return value.strip() if value else None
+
+    @field_validator("tls_provider")
+    @classmethod
+    def _check_tls_provider(cls, value: str) -> str:
+        try:
+            return tls.check_provider(value)
+        except tls.TLSConfigError as exc:
+            raise ValueError(str(exc).removeprefix("tlsProvider: ")) from None
+
+    @field_validator("tls_key_store_type", "tls_trust_store_type")
+    @classmethod
+    def _check_store_type(cls, value: str, info: ValidationInfo) -> str:
+        key = _alias(info.field_name or "")
+        try:
+            return tls.check_store_type(key, value)
+        except tls.TLSConfigError as exc:
+            raise ValueError(str(exc).removeprefix(f"{key}: ")) from None
 
     @field_validator("major_compaction_window")
     @classmethod
@@ -382,6 +465,7 @@ class BookieConfig(BaseModel):
         self._check_compaction()
         self._check_http_security()
         self._check_zk_security()
+        self._check_bookie_port_security()
         return self
 
     def _check_http_security(self) -> None:
@@ -416,6 +500,31 @@ class BookieConfig(BaseModel):
                              "(digest scheme) or zkTlsCertificatePath (x509 scheme); without one ZooKeeper refuses "
                              "to create znodes with the CREATOR_ALL ACL")
 
+    def _check_bookie_port_security(self) -> None:
+        """The TLS and authorization keys that only work together (BookKeeper finds out at the first handshake,
+        or not at all; this bookie refuses to start)."""
+        tls_on = self.tls_enabled
+        if tls_on:
+            missing = [k for k, v in (("tlsCertificatePath", self.tls_certificate_path),
+                                      ("tlsKeyStore", self.tls_key_store)) if not v]
+            if missing:
+                raise ValueError(f"tlsProviderFactoryClass turns TLS on, which needs {' and '.join(missing)}")
+            try:
+                tls.parse_suites(self.tls_enabled_protocols, self.tls_enabled_cipher_suites)
+            except tls.TLSConfigError as exc:
+                raise ValueError(str(exc)) from None
+            if self.tls_client_authentication and not self.tls_trust_store:
+                raise ValueError("tlsClientAuthentication needs tlsTrustStore (the CAs of client certificates)")
+        if self.bookie_auth_provider_factory_class is not None:
+            if not (tls_on and self.tls_client_authentication):
+                raise ValueError(f"bookieAuthProviderFactoryClass={BOOKIE_AUTHZ_FACTORY} reads roles from client "
+                                 "certificates: it needs tlsProviderFactoryClass and tlsClientAuthentication=true")
+            if not self.authorized_role_list:
+                raise ValueError(f"bookieAuthProviderFactoryClass={BOOKIE_AUTHZ_FACTORY} needs authorizedRoles "
+                                 "(the roles it admits)")
+        if self.only_secure_clients_allowed and not tls_on:
+            raise ValueError("onlySecureClientsAllowed needs TLS: set tlsProviderFactoryClass")
+
     def _check_compaction(self) -> None:
         for key, value in (
             ("minorCompactionThreshold", self.minor_compaction_threshold),
@@ -445,6 +554,14 @@ class BookieConfig(BaseModel):
                 raise ValueError(f"{key} ({interval} s) must be >= gcWaitTime ({gc_wait_s:g} s)")
 
     # --- derived values
+    @property
+    def tls_enabled(self) -> bool:
+        return self.tls_provider_factory_class is not None
+
+    @property
+    def authorized_role_list(self) -> list[str]:
+        return tls.split_list(self.authorized_roles)
+
     @property
     def effective_lwm_threshold(self) -> float:
         return self.disk_usage_lwm_threshold or self.disk_usage_threshold

@@ -12,6 +12,14 @@ written, and responses written while the connection is over its budget keep thei
 client that never reads its socket holds at most the budget plus ``maxReadsInProgressLimit`` responses.
 With ``waitTimeoutOnResponseBackpressureMs`` and ``closeChannelOnResponseTimeout`` a connection that drains
 nothing for that long is closed.
+
+TLS (``bookie.security``): a v3 START_TLS is answered EOK in plaintext, and the same socket is handed to
+``loop.start_tls`` in the same callback (the client sends its ClientHello once it reads that answer), with
+reading paused so that no TLS byte reaches the frame reader. Frames sent after START_TLS but before the
+handshake are a protocol error (the Java client queues its requests until the handshake ends). Until a
+connection is authenticated (authorization or ``onlySecureClientsAllowed`` configured), requests other than
+START_TLS get EUA, as from BookKeeper's ``AuthHandler``: v3 the echoed header and EUA, v2 adds and reads EUA,
+any other v2 request closes the connection.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
 import struct
 from collections import deque
 from time import perf_counter
@@ -28,7 +37,9 @@ from typing import Any
 from bookie.processor import InFlight, RequestProcessor, size_of
 from bookie.protocol import codec
 from bookie.protocol import messages as m
+from bookie.protocol.codes import StatusCode
 from bookie.protocol.framing import FrameReader, FrameTooLarge
+from bookie.security import HANDSHAKE_TIMEOUT_S, BookieSecurity
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +48,14 @@ _LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a re
 
 class BookieConnection(asyncio.Protocol):
     def __init__(self, processor: RequestProcessor, max_frame_size: int,
-                 connections: set[BookieConnection]) -> None:
+                 connections: set[BookieConnection], security: BookieSecurity | None = None) -> None:
         self.processor = processor
+        self.security = security
+        # Served from the start unless the bookie authorizes connections (then: once TLS and the role check pass).
+        self.authenticated = security is None or security.open_at_connect
+        self.secure = False  # TLS is up on this connection
+        self._upgrading = False  # between the START_TLS answer and the end of the handshake
+        self._refusal = ""  # why an unauthenticated connection is refused (logged once per connection)
         self.conf = processor.conf
         self.frames = FrameReader(max_frame_size)
         self.connections = connections
@@ -152,7 +169,7 @@ class BookieConnection(asyncio.Protocol):
         self._update_reading()
 
     def _blocked(self) -> bool:
-        return self._paused or self._write_paused or self.transport is None
+        return self._paused or self._write_paused or self._upgrading or self.transport is None
 
     def _update_reading(self) -> None:
         if self.transport is None:
@@ -201,6 +218,12 @@ class BookieConnection(asyncio.Protocol):
             self.processor.reads.leave()
 
     def _dispatch(self, request: m.Request) -> None:
+        if type(request) is m.StartTLSRequest:
+            if self._start_tls(request):
+                return
+        elif not self.authenticated:
+            self._refuse_unauthenticated(request)
+            return
         started = perf_counter()
         if type(request) is m.AddRequest:
             outcome = self.processor.try_add(request,
@@ -269,6 +292,8 @@ class BookieConnection(asyncio.Protocol):
             asyncio.get_running_loop().call_soon(self._flush_outgoing)
 
     def _flush_outgoing(self) -> None:
+        if self._upgrading:
+            return  # the answers wait for the TLS transport (flushed once the handshake ends)
         data, self._outgoing = b"".join(self._outgoing), []
         slots, self._outgoing_slots = self._outgoing_slots, 0
         if self.transport is None or self.transport.is_closing():
@@ -280,6 +305,81 @@ class BookieConnection(asyncio.Protocol):
             self._held_slots += slots  # written, not sent: the slots go when the connection drains
         else:
             self._release_slots(slots)
+
+    # --- TLS and authorization
+    def _start_tls(self, request: m.StartTLSRequest) -> bool:
+        """Answer START_TLS and start the server-side handshake; False when this bookie has no TLS (the
+        processor answers EBADREQ, as BookKeeper does)."""
+        context = self.security.server_context() if self.security is not None else None
+        transport = self.transport
+        if context is None or transport is None:
+            return False
+        if self.secure or self._upgrading:  # TLS already started on this connection
+            self._send(codec.encode_refusal(request, StatusCode.EBADREQ))
+            return True
+        if self._backlog or self.frames.buffered:
+            self._close_bad("data sent after START_TLS before the TLS handshake")
+            return True
+        self._flush_outgoing()  # answers completed before START_TLS leave in plaintext, before its answer
+        transport.write(codec.encode_response(request, m.StartTLSResponse(request.wire, StatusCode.EOK)))
+        # Nothing may read the socket until start_tls owns it: the next bytes are the client's ClientHello.
+        transport.pause_reading()
+        self._reading_paused = True
+        self._upgrading = True
+        task = asyncio.ensure_future(self._upgrade(transport, context, request))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return True
+
+    async def _upgrade(self, transport: asyncio.Transport, context: ssl.SSLContext,
+                       request: m.StartTLSRequest) -> None:
+        assert self.security is not None
+        try:
+            secure = await asyncio.get_running_loop().start_tls(
+                transport, self, context, server_side=True, ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S)
+        except (OSError, TimeoutError, ConnectionError) as exc:  # ssl.SSLError is an OSError
+            self.security.refusals.refuse("TLS handshake", self.peer, self.client_host, _handshake_failure(exc))
+            transport.abort()
+            self.connection_lost(None)
+            return
+        except Exception:  # a defect must still close this connection only, not leave it half upgraded
+            log.exception("TLS upgrade of the connection from %s failed", self.peer)
+            transport.abort()
+            self.connection_lost(None)
+            return
+        if secure is None or self.transport is None:
+            return  # closed during the handshake
+        self.transport = secure
+        self.secure = True
+        budget = self.conf.max_unsent_response_bytes_per_connection
+        secure.set_write_buffer_limits(high=budget, low=budget // 2)
+        refusal = self.security.on_protocol_upgrade(secure.get_extra_info("peercert"))
+        if refusal is None:
+            self.authenticated = True
+        else:
+            self._refusal = refusal
+            self.security.refusals.refuse("unauthorized", self.peer, self.client_host,
+                                          refusal + "; its requests get EUA")
+            # BookKeeper answers the START_TLS again, header and EIO, inside TLS when the auth plugin refuses.
+            self._send(codec.encode_refusal(request, StatusCode.EIO))
+        self._upgrading = False
+        self._reading_paused = False  # the TLS transport reads
+        self._flush_outgoing()
+        self._run_backlog()
+
+    def _refuse_unauthenticated(self, request: m.Request) -> None:
+        """BookKeeper's AuthHandler before authentication: EUA to v3 requests and v2 adds and reads; any other
+        v2 request closes the connection."""
+        if not self._refusal:
+            self._refusal = ("request before START_TLS (TLS is required)" if not self.secure
+                             else "not authorized")
+            assert self.security is not None
+            self.security.refusals.refuse("unauthenticated request", self.peer, self.client_host,
+                                          f"{type(request).__name__}: {self._refusal}; answering EUA")
+        if request.wire.version == 3 or isinstance(request, (m.AddRequest, m.ReadRequest)):
+            self._send(codec.encode_refusal(request, StatusCode.EUA))
+        elif self.transport is not None:
+            self.transport.abort()
 
     def _close_bad(self, reason: str, limit: str = "badFrames") -> None:
         # Counted and logged once per interval: a flood of bad connections must not flood the log.
@@ -302,3 +402,18 @@ class BookieConnection(asyncio.Protocol):
             task.cancel()
         if self.transport is not None:
             self.transport.close()
+
+
+_HANDSHAKE_REASONS = {
+    "CERTIFICATE_VERIFY_FAILED": "its certificate does not verify against tlsTrustStore (another CA, expired?)",
+    "PEER_DID_NOT_RETURN_A_CERTIFICATE": "it sent no client certificate (tlsClientAuthentication requires one)",
+}
+
+
+def _handshake_failure(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLError):
+        reason = exc.reason or str(exc)
+        return f"TLS handshake failed: {_HANDSHAKE_REASONS.get(reason, reason)} ({reason})"
+    if isinstance(exc, TimeoutError):
+        return f"no TLS handshake within {HANDSHAKE_TIMEOUT_S:g} s of START_TLS"
+    return f"connection lost during the TLS handshake: {exc!r}"

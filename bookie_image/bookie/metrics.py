@@ -31,6 +31,7 @@ from prometheus_client.process_collector import ProcessCollector
 
 from bookie.config import BookieConfig
 from bookie.processor import RequestProcessor
+from bookie.security import BookieSecurity
 from bookie.state import DiskUsage, StateManager
 from bookie.stats import QUANTILES, JournalStats, OpStat, RequestStats
 from bookie.storage.engine import StorageEngine
@@ -44,6 +45,7 @@ class MetricsSource(Protocol):
     state: StateManager
     usages: list[DiskUsage]
     gc: Any                 # the garbage collector, or None when GC is off
+    security: BookieSecurity | None  # the bookie port's TLS and authorization (refusal counts)
 
     @property
     def connections(self) -> Sized: ...
@@ -112,6 +114,7 @@ class Snapshot:
     limit_hits: dict[str, int] = field(default_factory=dict)     # limit key -> times hit (docs/limits.md)
     long_polls_parked: int = 0
     journal_damaged_groups: int = 0
+    refusals: dict[str, int] = field(default_factory=dict)  # kind -> clients refused (docs/security.md)
 
 
 # BookKeeper's GC stats: counters and gauges under ``bookie_``. Everything else the GC reports is ours.
@@ -325,6 +328,8 @@ def _ours(text: Text, s: Snapshot) -> None:
     text.gauge("bookie_journal_damaged_groups", s.journal_damaged_groups)
     for limit, hits in sorted(s.limit_hits.items()):
         text.counter(f"bookie_limit_{limit}_hits_total", hits)
+    for kind, refused in sorted(s.refusals.items()):
+        text.counter("bookie_connection_refusals_total", refused, [("reason", kind.replace(" ", "_"))])
 
 
 _PROCESS = CollectorRegistry(auto_describe=False)
@@ -371,7 +376,8 @@ def snapshot_of(server: MetricsSource) -> Snapshot:
         disk_thresholds={"full": conf.disk_usage_threshold, "warn": conf.disk_usage_warn_threshold,
                          "writable_below": conf.effective_lwm_threshold},
         limit_hits=dict(processor.limits.counts), long_polls_parked=processor.long_polls.count,
-        journal_damaged_groups=len(engine.journal_damage))
+        journal_damaged_groups=len(engine.journal_damage),
+        refusals=dict(server.security.refusals.counts) if server.security is not None else {})
 
 
 def _dir_snapshot(d: LedgerDirStorage, used: float, full_threshold: float, ledgers: int) -> DirSnapshot:

@@ -16,7 +16,7 @@ from time import perf_counter
 from bookie.config import BookieConfig
 from bookie.limits import LimitHits
 from bookie.protocol import messages as m
-from bookie.protocol.codes import StatusCode
+from bookie.protocol.codes import OperationType, StatusCode
 from bookie.state import StateManager
 from bookie.stats import RequestStats
 from bookie.storage import errors as se
@@ -372,7 +372,9 @@ class RequestProcessor:
         return m.AuthResponse(r.wire, StatusCode.EOK, plugin_name=AUTH_DISABLED_PLUGIN, payload=b"")
 
     async def _start_tls(self, r: m.StartTLSRequest) -> m.Response:
-        return m.error_response(r, StatusCode.EBADREQ)  # TLS is not configured on this bookie
+        # TLS is not configured on this bookie (the listener upgrades the connection when it is): BookKeeper
+        # answers the header and EBADREQ, without a StartTLSResponse.
+        return m.ErrorResponse(r.wire, StatusCode.EBADREQ, OperationType.START_TLS)
 
 
 def invalid_ids(request: m.Request) -> str | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import uvloop
 from aiohttp import web
 
-from bookie import cookies, disks, metrics
+from bookie import cookies, disks, metrics, tls
 from bookie.admin import AdminService
 from bookie.client import BookKeeper, ClientConfig
 from bookie.client.autorecovery import Autorecovery
@@ -31,6 +31,7 @@ from bookie.metadata import service_info
 from bookie.metadata.security import ZkSecurityError
 from bookie.metadata.store import MetadataError, MetadataStore
 from bookie.processor import RequestProcessor
+from bookie.security import BookieSecurity, client_tls
 from bookie.state import DiskThresholds, DiskUsage, ReadOnlyReason, StateManager
 from bookie.storage.engine import StorageEngine
 from bookie.termination import INVALID_CONFIG, METADATA_UNREACHABLE, StartFailure, reason_for_error
@@ -62,6 +63,7 @@ class BookieServer:
         # directories, which must not happen in a foreign or wiped directory, nor make a new one look used.
         self._engine: StorageEngine | None = None
         self._processor: RequestProcessor | None = None
+        self.security: BookieSecurity | None = None
         thresholds = DiskThresholds(conf.disk_usage_threshold, conf.disk_usage_warn_threshold,
                                     conf.effective_lwm_threshold, conf.read_only_mode_on_any_disk_full_enabled)
         self.state = StateManager(thresholds, self._register, forced_read_only=conf.force_read_only_bookie,
@@ -86,6 +88,10 @@ class BookieServer:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
+        try:  # before anything is written: a bookie with unreadable certificates must not join the cluster
+            self.security = await asyncio.to_thread(BookieSecurity.from_config, self.conf)
+        except tls.TLSConfigError as exc:
+            raise StartupError(f"TLS: {exc}", INVALID_CONFIG) from None
         await asyncio.to_thread(cookies.check_writable, cookies.cookie_dirs(self.conf))
         await self._connect_metadata()
         try:
@@ -100,8 +106,10 @@ class BookieServer:
         self._hold_read_only_if_journal_damaged(self._engine)
         await self._refresh_disks()
         loop = asyncio.get_running_loop()
+        security = self.security
         self._tcp = await loop.create_server(
-            lambda: BookieConnection(self.processor, self.conf.netty_max_frame_size_bytes, self.connections),
+            lambda: BookieConnection(self.processor, self.conf.netty_max_frame_size_bytes, self.connections,
+                                     security),
             self.conf.listening_interface_address, self.conf.bookie_port, reuse_address=True)
         self._prepare_autorecovery()
         if self.conf.http_server_enabled:
@@ -116,6 +124,8 @@ class BookieServer:
             await self.autorecovery.start()
         self._tasks.append(asyncio.create_task(self._disk_monitor(), name="disk-monitor"))
         self._tasks.append(asyncio.create_task(metrics.rollover_forever(self), name="metrics-rollover"))
+        if security is not None:
+            self._tasks.append(asyncio.create_task(security.refresh_forever(), name="tls-refresh"))
         self._ready = True
         log.info("bookie %s ready (protocol port %d, http port %d)", self.bookie_id, self.conf.bookie_port,
                  self.conf.http_server_port)
@@ -242,7 +252,8 @@ class BookieServer:
         # default rack and the choice is random, as BookKeeper's default placement.
         client = BookKeeper(ClientConfig(zk_servers=self.conf.zk_connect, ledgers_root=self.conf.ledgers_root,
                                          zk_security=self.metadata.security, placement="rack",
-                                         rack_resolver="zookeeper"), store=self.metadata)
+                                         rack_resolver="zookeeper", tls=client_tls(self.conf)),
+                            store=self.metadata)
         self.autorecovery = Autorecovery(client, self.bookie_id,
                                          lost_bookie_recovery_delay_s=self.conf.lost_bookie_recovery_delay)
 
@@ -261,7 +272,9 @@ class BookieServer:
         http = None
         if self.conf.http_server_enabled:
             http = (_concrete(self.conf.effective_http_server_host) or host, self.conf.http_server_port)
-        return service_info.encode(host, self.bound_port(), http)
+        # As BookKeeper's BookieService: the "tls" extension on the bookie-rpc endpoint when TLS is configured.
+        extensions = [service_info.TLS_EXTENSION] if self.conf.tls_enabled else []
+        return service_info.encode(host, self.bound_port(), http, extensions=extensions)
 
     def bound_port(self) -> int:
         """The protocol port actually listened on (``bookiePort=0`` picks a free one)."""

@@ -39,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--audit-cluster-role", default="bookie-operator-audit",
                         help="the ClusterRole the storage audit's Spark pods are bound to (the chart's "
                              "<release>-audit)")
+    parser.add_argument("--operator-namespace", help="namespace of the operator's own pods (with "
+                        "--operator-pod-labels: the bookies' NetworkPolicy admits them to the admin port)")
+    parser.add_argument("--operator-pod-labels", default="",
+                        help="labels of the operator's own pods, k=v[,k=v...]")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--leader-election-namespace", help="run as one of several replicas: only the holder of "
                         "a Lease in this namespace acts (default: no election, this process acts)")
@@ -63,6 +67,16 @@ def main(argv: list[str] | None = None) -> int:
         if value:
             os.environ[name] = value
     os.environ["BOOKIE_OPERATOR_AUDIT_CLUSTER_ROLE"] = args.audit_cluster_role
+    if bool(args.operator_namespace) != bool(args.operator_pod_labels):
+        parser.error("--operator-namespace and --operator-pod-labels go together")
+    if args.operator_pod_labels:
+        if not all("=" in item for item in args.operator_pod_labels.split(",")):
+            parser.error(f"--operator-pod-labels: expected k=v[,k=v...], got {args.operator_pod_labels!r}")
+        os.environ["BOOKIE_OPERATOR_NAMESPACE"] = args.operator_namespace
+        os.environ["BOOKIE_OPERATOR_POD_LABELS"] = args.operator_pod_labels
+    if args.namespace:
+        # Exact namespaces: Kopf needs no cluster-wide namespace or CRD watch (the chart grants none then).
+        os.environ["BOOKIE_OPERATOR_NAMESPACES"] = ",".join(args.namespace)
     if args.no_manage_crd:
         os.environ["BOOKIE_OPERATOR_MANAGE_CRD"] = "false"
     if args.interval is not None:

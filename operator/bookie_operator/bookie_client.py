@@ -9,6 +9,7 @@ BookKeeper's ignore it.
 from __future__ import annotations
 
 import json
+import ssl
 from typing import Any
 
 import aiohttp
@@ -23,19 +24,22 @@ class BookieApiError(Exception):
 
 
 class BookieAdmin:
-    """One bookie's admin API at ``http://host:port``."""
+    """One bookie's admin API at ``http://host:port``, or ``https://`` with an SSL context."""
 
     def __init__(self, session: aiohttp.ClientSession, host: str, port: int = 8080, timeout: float = 5.0, *,
-                 token: str | None = None) -> None:
+                 token: str | None = None, ssl_context: ssl.SSLContext | None = None,
+                 server_hostname: str | None = None) -> None:
         self.session = session
-        self.base = f"http://{host}:{port}"
+        self.base = f"{'https' if ssl_context else 'http'}://{host}:{port}"
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # HTTPS: the certificate must chain to the context's CA and name server_hostname (not the IP dialled).
+        self.tls: dict[str, Any] = {"ssl": ssl_context, "server_hostname": server_hostname} if ssl_context else {}
 
     async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, str]:
         try:
             async with self.session.request(method, self.base + path, json=body, timeout=self.timeout,
-                                            headers=self.headers) as resp:
+                                            headers=self.headers, **self.tls) as resp:
                 text = await resp.text()
                 return resp.status, text
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:

@@ -21,6 +21,8 @@ Obj = dict[str, Any]
 
 CHECKSUM_ANNOTATION = f"{models.GROUP}/config-checksum"
 CLUSTER_LABEL = f"{models.GROUP}/cluster"
+# On the pods: which bookie they run (monitoring finds /metrics on a different port for each).
+IMPLEMENTATION_LABEL = f"{models.GROUP}/implementation"
 CONF_DIR = "/opt/bookie/conf"
 RUN_DIR = "/opt/bookie/run"
 # The admin token Secret, mounted as a directory (not a subPath) so that the kubelet's updates reach the bookie,
@@ -28,6 +30,9 @@ RUN_DIR = "/opt/bookie/run"
 ADMIN_TOKEN_DIR = "/opt/bookie/secrets/admin"
 ADMIN_TOKEN_KEY = "token"
 DATA_ROOT = "/bookie"
+# spec.tls's Secrets, one directory per purpose (bookie, admin, zookeeper), mounted whole (not by subPath) so that
+# the kubelet's updates of a renewed certificate reach the bookie, which re-reads the files.
+TLS_ROOT = "/opt/bookie/tls"
 JAVA_CONF = "/opt/bookkeeper/conf/bk_server.conf"
 HOSTNAME_KEY = "kubernetes.io/hostname"
 ZONE_KEY = "topology.kubernetes.io/zone"
@@ -38,6 +43,14 @@ CACHE_KEYS = ("dbStorage_writeCacheMaxSizeMb", "dbStorage_readAheadCacheMaxSizeM
 PROCESS_MEMORY_MB = {"bookie-fleet": 256, "apache-bookkeeper": 1024}
 JAVA_DEFAULT_CACHE_MB = 512
 DEFAULT_CPU_REQUEST = "500m"
+# The numeric USER of both bookie images (bookie_image/Dockerfile, hack/apache-bookkeeper/Dockerfile); the
+# restricted Pod Security Standard needs runAsNonRoot, which the kubelet can check only against a number.
+BOOKIE_UID = 10000
+TMP_DIR = "/tmp"
+# Our bookie's dedicated /metrics port (BookKeeper's PrometheusMetricsProvider keys), so that the monitoring
+# namespace is admitted to /metrics without reaching the admin API.
+METRICS_PORT = 8000
+DNS_PORT = 53
 
 # Our image: the ConfigMap's file plus the per-pod identity, then `bookie serve`.
 PYTHON_START = (
@@ -78,6 +91,10 @@ def client_service_name(cluster: str) -> str:
 
 def configmap_name(cluster: str) -> str:
     return f"{cluster}-config"
+
+
+def network_policy_name(cluster: str) -> str:
+    return cluster
 
 
 def admin_token_secret_name(cluster: str, spec: BookieClusterSpec | None = None) -> str:
@@ -143,8 +160,11 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
         "autoRecoveryDaemonEnabled": spec.autorecovery.enabled,
         "lostBookieRecoveryDelay": spec.autorecovery.lost_bookie_recovery_delay_seconds,
         **spec.gc.bookie_config(),
-        **spec.config,
     }
+    if spec.implementation == "bookie-fleet":
+        values.update({"prometheusStatsHttpEnable": True, "prometheusStatsHttpPort": METRICS_PORT})
+    values.update(spec.config)
+    values.update(tls_config(spec))
     if spec.implementation == "bookie-fleet":
         values["httpServerAuthTokenFile"] = f"{ADMIN_TOKEN_DIR}/{ADMIN_TOKEN_KEY}"
     if spec.implementation == "apache-bookkeeper":
@@ -158,6 +178,36 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
     else:
         BookieConfig.model_validate(values)  # the one model: a value our bookie would refuse never ships
     return values
+
+
+def tls_config(spec: BookieClusterSpec) -> dict[str, Any]:
+    """The configuration keys of spec.tls, pointing at the mounted Secrets (BookKeeper's tls* keys on both
+    implementations; our admin API's and ZooKeeper's keys on ours; Java bookies get ZooKeeper's TLS from
+    system properties, ``zookeeper_jvm_options``)."""
+    tls = spec.tls
+    values: dict[str, Any] = {}
+    if tls is None:
+        return values
+    if tls.admin is not None:
+        d = tls_dir("admin")
+        values.update({"httpServerTlsEnable": True, "httpServerTlsCertificatePath": f"{d}/tls.crt",
+                       "httpServerTlsKeyPath": f"{d}/tls.key"})
+    if tls.zookeeper is not None and spec.implementation == "bookie-fleet":
+        d = tls_dir("zookeeper")
+        values.update({"zkTlsEnable": True, "zkTlsCertificatePath": f"{d}/tls.crt", "zkTlsKeyPath": f"{d}/tls.key",
+                       "zkTlsTrustStorePath": f"{d}/ca.crt"})
+    return values
+
+
+def zookeeper_jvm_options(spec: BookieClusterSpec) -> list[str]:
+    """ZooKeeper's client TLS for Apache BookKeeper's bookie, which has no keys of its own for it: the client's
+    system properties, with the Secret's key and chain in one PEM file (tls-combined.pem) as ZooKeeper reads it."""
+    if spec.tls is None or spec.tls.zookeeper is None or spec.implementation != "apache-bookkeeper":
+        return []
+    d = tls_dir("zookeeper")
+    return ["-Dzookeeper.client.secure=true", "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+            f"-Dzookeeper.ssl.keyStore.location={d}/tls-combined.pem", "-Dzookeeper.ssl.keyStore.type=PEM",
+            f"-Dzookeeper.ssl.trustStore.location={d}/ca.crt", "-Dzookeeper.ssl.trustStore.type=PEM"]
 
 
 def render_properties(values: dict[str, Any]) -> str:
@@ -217,6 +267,103 @@ def pod_disruption_budget(owner: Owner, spec: BookieClusterSpec) -> Obj | None:
                      "selector": {"matchLabels": selector_labels(owner.name)}}}
 
 
+def pod_security_context() -> Obj:
+    """The pod's part of the ``restricted`` Pod Security Standard, plus the volumes' group.
+
+    ``fsGroupChangePolicy: OnRootMismatch``: the kubelet walks a volume to change its group only when the
+    volume's root does not have it yet, instead of at every start (a ledger volume holds millions of files)."""
+    return {"runAsNonRoot": True, "runAsUser": BOOKIE_UID, "runAsGroup": BOOKIE_UID, "fsGroup": BOOKIE_UID,
+            "fsGroupChangePolicy": "OnRootMismatch", "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def container_security_context() -> Obj:
+    """The bookie container's part: no privilege escalation, no capabilities, a read-only root filesystem (the
+    bookie writes only to its volumes, its run directory and /tmp, all emptyDirs or claims)."""
+    return {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]}}
+
+
+def tls_dir(purpose: str) -> str:
+    return f"{TLS_ROOT}/{purpose}"
+
+
+def tls_volumes(spec: BookieClusterSpec) -> tuple[list[Obj], list[Obj]]:
+    """(volumes, mounts) of spec.tls's Secrets. Readable by every user of the pod (0444): the bookie's uid is the
+    image's, and a Secret volume's files are root's on a node that does not give them the pod's fsGroup."""
+    if spec.tls is None:
+        return [], []
+    volumes, mounts = [], []
+    for purpose, secret in spec.tls.secrets().items():
+        volumes.append({"name": f"tls-{purpose}", "secret": {"secretName": secret, "defaultMode": 0o444}})
+        mounts.append({"name": f"tls-{purpose}", "mountPath": tls_dir(purpose), "readOnly": True})
+    return volumes, mounts
+
+
+def metrics_port(spec: BookieClusterSpec) -> int:
+    """Where the bookie serves /metrics: our bookie's dedicated port, unless spec.config turned it off; the
+    admin port otherwise (Apache BookKeeper serves /metrics only there while its admin HTTP server is on)."""
+    if spec.implementation == "apache-bookkeeper":
+        return HTTP_PORT
+    conf = bookie_config(spec)
+    return int(conf["prometheusStatsHttpPort"]) if conf["prometheusStatsHttpEnable"] else HTTP_PORT
+
+
+def zookeeper_ports(spec: BookieClusterSpec) -> list[int]:
+    return sorted({int(server.rpartition(":")[2]) for server in spec.metadata_service.zk_servers.split(",")})
+
+
+def audit_spark_selector(cluster: str) -> dict[str, str]:
+    """The labels of the storage audit's Spark pods of a cluster (``audit_builders``)."""
+    return {"app.kubernetes.io/name": "bookie-audit", "app.kubernetes.io/instance": cluster,
+            "app.kubernetes.io/component": "spark"}
+
+
+def operator_peer(namespace: str, pod_labels: dict[str, str]) -> Obj:
+    """The operator's own pods as a NetworkPolicy peer: these labels, in that namespace only (a pod elsewhere
+    with the same labels is not the operator)."""
+    return {"namespaceSelector": {"matchLabels": {models.NAMESPACE_NAME_LABEL: namespace}},
+            "podSelector": {"matchLabels": dict(pod_labels)}}
+
+
+def _tcp(*ports: int) -> list[Obj]:
+    return [{"protocol": "TCP", "port": p} for p in ports]
+
+
+def network_policy(owner: Owner, spec: BookieClusterSpec, operator_peers: list[Obj]) -> Obj | None:
+    """Ingress: the bookie port from the clients and the cluster's own bookies, the admin port from the operator,
+    /metrics from monitoring; nothing else. Egress: ZooKeeper, DNS, the cluster's own bookies.
+
+    ``operator_peers`` are the operator's own pods (namespace and labels), used unless the spec names others."""
+    np = spec.network_policy
+    if not np.enabled:
+        return None
+    own_bookies = {"podSelector": {"matchLabels": selector_labels(owner.name)}}
+    admins = [p.manifest() for p in np.operator] if np.operator is not None else operator_peers
+    metrics = metrics_port(spec)
+    ingress: list[Obj] = [
+        {"ports": _tcp(BOOKIE_PORT), "from": [own_bookies, *(p.manifest() for p in np.clients)]},
+    ]
+    if spec.audit.schedule is not None:  # the storage audit's Spark pods read entry logs on the admin port
+        admins = [*admins, {"podSelector": {"matchLabels": audit_spark_selector(owner.name)}}]
+    if admins:
+        ingress.append({"ports": _tcp(HTTP_PORT), "from": admins})
+    if np.monitoring:
+        ingress.append({"ports": _tcp(metrics), "from": [p.manifest() for p in np.monitoring]})
+    zookeeper: Obj = {"ports": _tcp(*zookeeper_ports(spec))}
+    if np.zookeeper:
+        zookeeper["to"] = [p.manifest() for p in np.zookeeper]
+    egress: list[Obj] = [
+        zookeeper,
+        {"ports": [{"protocol": "UDP", "port": DNS_PORT}, {"protocol": "TCP", "port": DNS_PORT}]},
+        {"ports": _tcp(BOOKIE_PORT), "to": [own_bookies]},
+    ]
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": _meta(network_policy_name(owner.name), owner),
+            "spec": {"podSelector": {"matchLabels": selector_labels(owner.name)},
+                     "policyTypes": ["Ingress", "Egress"],
+                     "ingress": ingress + np.extra_ingress, "egress": egress + np.extra_egress}}
+
+
 def _env(owner: Owner, spec: BookieClusterSpec) -> list[Obj]:
     def field(path: str) -> Obj:
         return {"valueFrom": {"fieldRef": {"fieldPath": path}}}
@@ -235,8 +382,9 @@ def _env(owner: Owner, spec: BookieClusterSpec) -> list[Obj]:
                 # not 0.0.0.0 (BookieNettyServer); "lo" exists everywhere and is not otherwise used.
                 {"name": "BK_listeningInterface", "value": "lo"},
                 {"name": "BK_httpServerHost", "value": "$(POD_IP)"}]
-        if spec.jvm_options:
-            env.append({"name": "BOOKIE_EXTRA_OPTS", "value": " ".join(spec.jvm_options)})
+        options = zookeeper_jvm_options(spec) + spec.jvm_options     # the spec's last: they win
+        if options:
+            env.append({"name": "BOOKIE_EXTRA_OPTS", "value": " ".join(options)})
     return env + [v.model_dump(by_alias=True, exclude_none=True) for v in spec.env]
 
 
@@ -285,24 +433,39 @@ def default_topology_spread(cluster: str) -> list[Obj]:
              "labelSelector": {"matchLabels": selector_labels(cluster)}}]
 
 
-def _probe(path: str, **timing: int) -> Obj:
-    return {"httpGet": {"path": path, "port": "http"}, **timing}
+def admin_scheme(spec: BookieClusterSpec) -> str:
+    """HTTPS when spec.tls.admin gives the admin API a certificate (the kubelet's probes do not verify it)."""
+    return "HTTPS" if spec.tls is not None and spec.tls.admin is not None else "HTTP"
+
+
+def _probe(path: str, scheme: str, **timing: int) -> Obj:
+    get: Obj = {"path": path, "port": "http"}
+    if scheme == "HTTPS":
+        get["scheme"] = scheme
+    return {"httpGet": get, **timing}
 
 
 def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
     """The bookies' StatefulSet with ``replicas`` pods (the reconcile decides it: scale-down is staged)."""
     name = owner.name
     mounts: list[Obj] = [{"name": v, "mountPath": f"{DATA_ROOT}/{v}"} for v in _volume_names(spec)]
-    volumes: list[Obj] = [{"name": "config", "configMap": {"name": configmap_name(name)}}]
+    mounts.append({"name": "tmp", "mountPath": TMP_DIR})
+    volumes: list[Obj] = [{"name": "config", "configMap": {"name": configmap_name(name)}},
+                          {"name": "tmp", "emptyDir": {}}]
+    ports = [{"name": "bookie", "containerPort": BOOKIE_PORT}, {"name": "http", "containerPort": HTTP_PORT}]
+    if metrics_port(spec) != HTTP_PORT:
+        ports.append({"name": "metrics", "containerPort": metrics_port(spec)})
     container: Obj = {
         "name": "bookie",
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
         "env": _env(owner, spec),
-        "ports": [{"name": "bookie", "containerPort": BOOKIE_PORT}, {"name": "http", "containerPort": HTTP_PORT}],
-        "readinessProbe": _probe("/api/v1/bookie/is_ready", periodSeconds=5, timeoutSeconds=5, failureThreshold=3),
-        "livenessProbe": _probe("/heartbeat", initialDelaySeconds=30, periodSeconds=10, timeoutSeconds=5,
-                                failureThreshold=6),
+        "ports": ports,
+        "securityContext": container_security_context(),
+        "readinessProbe": _probe("/api/v1/bookie/is_ready", admin_scheme(spec), periodSeconds=5, timeoutSeconds=5,
+                                 failureThreshold=3),
+        "livenessProbe": _probe("/heartbeat", admin_scheme(spec), initialDelaySeconds=30, periodSeconds=10,
+                                timeoutSeconds=5, failureThreshold=6),
         "resources": resources(spec),
         # Our bookie writes why it cannot start to /dev/termination-log; Apache BookKeeper's does not, and the
         # end of its log takes the message's place. The operator reads either (start_failures).
@@ -320,6 +483,9 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
                     {"name": "admin-token", "secret": {"secretName": admin_token_secret_name(name, spec),
                                                        "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
                                                        "defaultMode": 0o444}}]
+    tls_vols, tls_mounts = tls_volumes(spec)
+    volumes += tls_vols
+    mounts += tls_mounts
     mounts += [m.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"mountPath": m.mount_path}
                for m in spec.extra_volume_mounts]
     container["volumeMounts"] = mounts
@@ -327,7 +493,7 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         "containers": [container, *(c.model_dump(by_alias=True) for c in spec.sidecars)],
         "volumes": volumes + [v.model_dump(by_alias=True) for v in spec.extra_volumes],
         "terminationGracePeriodSeconds": 60,
-        "securityContext": {"fsGroup": 10000},  # the bookie images run as uid 10000
+        "securityContext": pod_security_context(),
         "enableServiceLinks": False,
     }
     affinity = default_affinity(name) if spec.affinity is None else spec.affinity
@@ -363,7 +529,7 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": when_deleted, "whenScaled": "Retain"},
             "selector": {"matchLabels": selector_labels(name)},
             "template": {
-                "metadata": {"labels": labels(name),
+                "metadata": {"labels": {**labels(name), IMPLEMENTATION_LABEL: spec.implementation},
                              "annotations": {**spec.pod_annotations, CHECKSUM_ANNOTATION: config_checksum(spec)}},
                 "spec": pod_spec,
             },
@@ -372,11 +538,17 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
     }
 
 
-def desired_objects(owner: Owner, spec: BookieClusterSpec, replicas: int) -> list[Obj]:
-    """Everything the cluster needs, in apply order."""
+def desired_objects(owner: Owner, spec: BookieClusterSpec, replicas: int,
+                    operator_peers: list[Obj] | None = None) -> list[Obj]:
+    """Everything the cluster needs, in apply order (the NetworkPolicy before the pods it admits traffic to)."""
     objs = [configmap(owner, spec), headless_service(owner), client_service(owner)]
-    pdb = pod_disruption_budget(owner, spec)
-    if pdb is not None:
-        objs.append(pdb)
+    for optional in (pod_disruption_budget(owner, spec), network_policy(owner, spec, operator_peers or [])):
+        if optional is not None:
+            objs.append(optional)
     objs.append(statefulset(owner, spec, replicas))
     return objs
+
+
+def unwanted_objects(owner: Owner, spec: BookieClusterSpec) -> list[tuple[str, str]]:
+    """(kind, name) of the operator's objects that the spec turned off: the reconcile deletes them."""
+    return [] if spec.network_policy.enabled else [("NetworkPolicy", network_policy_name(owner.name))]

@@ -8,20 +8,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import ssl
 from typing import Any
 
 import aiohttp
 import kopf
 
-from bookie_operator import crd, models, storage_version
+from bookie_operator import builders, crd, models, storage_version
 from bookie_operator.bookie_client import BookieAdmin, fetch_json
 from bookie_operator.kube import Kube, KubeError
 from bookie_operator.reconcile import Operator, reconcile
+from bookie_operator.reconcile.ports import AdminTls
 from bookie_operator.zk import MetadataService, security_from_env
 
 INTERVAL = float(os.environ.get("BOOKIE_OPERATOR_INTERVAL", "30"))
 RETRY_DELAY = max(1.0, min(INTERVAL, 15.0))
 MANAGE_CRD = os.environ.get("BOOKIE_OPERATOR_MANAGE_CRD", "true") != "false"
+# Set by __main__ when the operator watches listed namespaces only.
+EXACT_NAMESPACES = bool(os.environ.get("BOOKIE_OPERATOR_NAMESPACES"))
 RESOURCE = (models.GROUP, models.VERSION, models.PLURAL)
 log = logging.getLogger("bookie_operator")
 
@@ -37,6 +41,13 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     settings.watching.client_timeout = 310
     # Our own Events say what happened; Kopf's per-handler log Events would repeat every tick.
     settings.posting.level = logging.ERROR
+    # A BookieCluster being deleted keeps Kopf's finalizer until its timer has stopped; a timer caught in the
+    # middle of a reconcile is looked at again after this many seconds (Kopf's default, 60, made every deletion
+    # that met a running tick take a minute more).
+    settings.background.cancellation_polling = RETRY_DELAY
+    # Watching listed namespaces, the operator is granted Roles in them only: no cluster-wide list/watch of
+    # namespaces or CRDs, which Kopf's scanning would otherwise try (and warn about) at start-up.
+    settings.scanning.disabled = EXACT_NAMESPACES
     memo.operator = await connect()
     if MANAGE_CRD:
         await keep_crd_current(memo.operator.kube)
@@ -66,10 +77,30 @@ async def connect() -> Operator:
     kube = await Kube.connect(os.environ.get("BOOKIE_OPERATOR_KUBECONFIG"))
     zk_security = await asyncio.to_thread(security_from_env, dict(os.environ))
     http = aiohttp.ClientSession()
-    return Operator(kube=kube, admin_for=lambda host, port, token: BookieAdmin(http, host, port, token=token),
-                    metadata=MetadataService(zk_security), closers=[http.close, kube.close],
+    contexts: dict[bytes, ssl.SSLContext] = {}
+
+    def admin_for(host: str, port: int, token: str | None, tls: AdminTls | None = None) -> BookieAdmin:
+        if tls is None:
+            return BookieAdmin(http, host, port, token=token)
+        context = contexts.get(tls.ca_pem)
+        if context is None:     # one per CA (a renewed CA makes a new one), not one per request
+            context = contexts[tls.ca_pem] = ssl.create_default_context(cadata=tls.ca_pem.decode("ascii"))
+        return BookieAdmin(http, host, port, token=token, ssl_context=context, server_hostname=tls.server_hostname)
+
+    return Operator(kube=kube, admin_for=admin_for, metadata=MetadataService(zk_security),
+                    closers=[http.close, kube.close], operator_peers=operator_peers(),
                     audit_cluster_role=os.environ.get("BOOKIE_OPERATOR_AUDIT_CLUSTER_ROLE", "bookie-operator-audit"),
                     fetch_json=lambda url: fetch_json(http, url))
+
+
+def operator_peers() -> list[dict[str, Any]]:
+    """The operator's own pods, as its chart describes them (namespace and labels), for the NetworkPolicy."""
+    namespace = os.environ.get("BOOKIE_OPERATOR_NAMESPACE")
+    text = os.environ.get("BOOKIE_OPERATOR_POD_LABELS", "")
+    if not namespace or not text:
+        return []
+    pod_labels = dict(item.split("=", 1) for item in text.split(","))
+    return [builders.operator_peer(namespace, pod_labels)]
 
 
 @kopf.on.cleanup()

@@ -25,8 +25,8 @@ FIELD_MANAGER = "bookie-operator"
 # kind -> (group/version prefix, plural)
 _RESOURCES: dict[str, tuple[str, str]] = {
     "ConfigMap": ("/api/v1", "configmaps"),
-    "Secret": ("/api/v1", "secrets"),
     "Service": ("/api/v1", "services"),
+    "Secret": ("/api/v1", "secrets"),
     "Pod": ("/api/v1", "pods"),
     "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims"),
     "Event": ("/api/v1", "events"),
@@ -37,6 +37,7 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles"),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases"),
     "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses"),
     "Node": ("/api/v1", "nodes"),

@@ -44,8 +44,10 @@ ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 
 # What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
 OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS"}
-OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "admin-token")
+OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-", "admin-token")
+OWNED_VOLUME_NAMES = ("tmp",)
 OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
+OWNED_MOUNT_PATHS = ("/tmp",)   # the bookie's writable /tmp (the root filesystem is read-only)
 
 # Keys of bookie.config.BookieConfig the operator writes itself: they cannot be overridden in spec.config
 # (the value points at the spec field that controls them, or says why the operator owns it).
@@ -377,6 +379,145 @@ class PdbSpec(Model):
     max_unavailable: int = Field(default=1, ge=1, description="Bookies that may be disrupted at once.")
 
 
+CLIENT_LABEL = f"{GROUP}/client"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"   # set by the API server on every namespace
+
+
+class LabelSelectorRequirement(Model):
+    key: str = Field(description="Label key.", max_length=317)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"] = Field(description="How the key is matched.")
+    values: list[str] = Field(default_factory=list, max_length=64, description="Values for In and NotIn.")
+
+
+class LabelSelector(Model):
+    """A metav1 LabelSelector; ``{}`` selects everything."""
+
+    match_labels: dict[str, str] = Field(default_factory=dict, description="Labels that must all match.")
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list, max_length=16,
+                                                              description="Requirements that must all hold.")
+
+
+class IPBlock(Model):
+    cidr: str = Field(description="An IP range (CIDR), e.g. 10.0.0.0/8.", max_length=64)
+    except_: list[str] = Field(default_factory=list, alias="except", max_length=32,
+                               description="Ranges within cidr that are not included.")
+
+
+class NetworkPolicyPeer(Model):
+    """Who a rule admits (networking/v1 NetworkPolicyPeer). A podSelector alone means pods of the cluster's own
+    namespace; with a namespaceSelector, those pods in the selected namespaces; a namespaceSelector alone, every
+    pod there."""
+
+    model_config = ConfigDict(json_schema_extra=_rules(
+        ("has(self.podSelector) || has(self.namespaceSelector) || has(self.ipBlock)",
+         "a network policy peer needs podSelector, namespaceSelector or ipBlock"),
+        ("!has(self.ipBlock) || !(has(self.podSelector) || has(self.namespaceSelector))",
+         "ipBlock cannot be combined with podSelector or namespaceSelector"),
+    ))
+
+    pod_selector: LabelSelector | None = Field(default=None, description="Pods (labels).")
+    namespace_selector: LabelSelector | None = Field(default=None, description="Namespaces (labels).")
+    ip_block: IPBlock | None = Field(default=None, description="Addresses (for what runs outside pods).")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> NetworkPolicyPeer:
+        selectors = self.pod_selector is not None or self.namespace_selector is not None
+        if not selectors and self.ip_block is None:
+            raise ValueError("a network policy peer needs podSelector, namespaceSelector or ipBlock")
+        if selectors and self.ip_block is not None:
+            raise ValueError("ipBlock cannot be combined with podSelector or namespaceSelector")
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        """As the API server stores it (no empty lists), so the applied object compares equal to the live one."""
+        return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
+
+
+def _peers(*peers: dict[str, Any]) -> Any:
+    return lambda: [NetworkPolicyPeer.model_validate(p) for p in peers]
+
+
+class NetworkPolicySpec(Model):
+    """The bookies' NetworkPolicy: which pods may reach which port, and where the bookies may connect to.
+
+    Only enforced where the cluster's network plugin implements NetworkPolicy. Traffic from the node itself
+    (the kubelet's probes) is allowed by the usual plugins whatever the policy says."""
+
+    enabled: bool = Field(default=True, description="Create the NetworkPolicy (false: the operator deletes its own).")
+    clients: list[NetworkPolicyPeer] = Field(
+        default_factory=_peers({"podSelector": {"matchLabels": {CLIENT_LABEL: "true"}}}), max_length=32,
+        description=f"Who may reach the bookie port (3181). Default: pods labelled {CLIENT_LABEL}=true in the "
+        "cluster's namespace. The cluster's own bookies always may (re-replication).")
+    monitoring: list[NetworkPolicyPeer] = Field(
+        default_factory=_peers({"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "monitoring"}}}),
+        max_length=32, description="Who may scrape /metrics: the dedicated metrics port of bookie-fleet's bookies "
+        "(prometheusStatsHttpPort, 8000), the admin port of Apache BookKeeper's (which serves /metrics only there). "
+        "Default: every pod of the namespace named monitoring.")
+    operator: list[NetworkPolicyPeer] | None = Field(
+        default=None, max_length=32, description="Who may reach the admin port (8080). Default: the operator's own "
+        "pods (the namespace and labels its Helm chart gives it); an operator running outside the cluster needs "
+        "an ipBlock here.")
+    zookeeper: list[NetworkPolicyPeer] = Field(
+        default_factory=list, max_length=32, description="Where the bookies may reach ZooKeeper (the ports of "
+        "spec.metadataService.zkServers). Default: any address on those ports.")
+    extra_ingress: list[dict[str, Any]] = _preserve_list(
+        "More ingress rules (networking/v1 NetworkPolicyIngressRule), e.g. for a sidecar's port.")
+    extra_egress: list[dict[str, Any]] = _preserve_list(
+        "More egress rules (networking/v1 NetworkPolicyEgressRule), e.g. for a sidecar's destination.")
+
+
+class SecretRef(Model):
+    secret_name: str = Field(description="A Secret of the cluster's namespace in cert-manager's layout: tls.crt "
+                             "(the certificate chain), tls.key (its private key, PKCS#8 for Apache BookKeeper's "
+                             "bookies) and ca.crt (the CA that signed it and the peers' certificates).",
+                             pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
+
+
+class TlsSpec(Model):
+    """Certificates for the bookies, from Secrets in cert-manager's layout, mounted into the pods and re-read
+    when they change (BookKeeper's tlsCertFilesRefreshDurationSeconds): a renewed certificate needs no restart.
+    Each bookie's certificate must name its bookie id's host (<pod>.<cluster>-headless.<namespace>.svc.<domain>,
+    or a wildcard over the headless service): the operator checks it and says which bookies are not covered."""
+
+    model_config = ConfigDict(json_schema_extra=_rules(
+        ("!has(self.authorizedRoles) || size(self.authorizedRoles) == 0 || self.clientAuthentication",
+         "spec.tls.authorizedRoles needs spec.tls.clientAuthentication (roles come from client certificates)"),
+    ))
+
+    bookie: SecretRef | None = Field(default=None, description="TLS on the bookie port (START_TLS, BookKeeper's "
+                                     "tls* keys): the bookies' certificate; its ca.crt is what client "
+                                     "certificates (and other bookies, for re-replication) must chain to.")
+    client_authentication: bool = Field(default=False, description="Require a client certificate signed by the "
+                                        "bookie Secret's ca.crt (tlsClientAuthentication).")
+    authorized_roles: list[str] = Field(
+        default_factory=list, max_length=32, description="Admit only clients whose certificate's first OU role "
+        "(OU=0:role1,role2;1:cluster) is one of these (BookKeeper's BookieAuthZFactory, authorizedRoles).",
+        json_schema_extra={"items": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$", "maxLength": 64}})
+    admin: SecretRef | None = Field(default=None, description="HTTPS on the admin API, bookie-fleet's bookies only "
+                                    "(Apache BookKeeper's admin server reads Java key stores only); the operator "
+                                    "trusts its ca.crt.")
+    zookeeper: SecretRef | None = Field(default=None, description="TLS to ZooKeeper (spec.metadataService.zkServers "
+                                        "must then name its secureClientPort) with this client certificate; ca.crt "
+                                        "must have signed ZooKeeper's. Apache BookKeeper's bookies also need the "
+                                        "Secret's tls-combined.pem (cert-manager: additionalOutputFormats "
+                                        "CombinedPEM).")
+    refresh_seconds: int = Field(default=300, ge=0, le=86400, description="How often the bookies look for "
+                                 "renewed certificate files (tlsCertFilesRefreshDurationSeconds; 0: never, a "
+                                 "renewal then needs a restart).")
+
+    @model_validator(mode="after")
+    def _roles_need_client_certificates(self) -> TlsSpec:
+        if self.authorized_roles and not self.client_authentication:
+            raise ValueError("spec.tls.authorizedRoles needs spec.tls.clientAuthentication (roles come from client "
+                             "certificates)")
+        return self
+
+    def secrets(self) -> dict[str, str]:
+        """purpose (bookie, admin, zookeeper) -> Secret name, for the purposes configured."""
+        return {purpose: ref.secret_name for purpose, ref in
+                (("bookie", self.bookie), ("admin", self.admin), ("zookeeper", self.zookeeper)) if ref is not None}
+
+
 class ScaleDownSpec(Model):
     pvc_policy: Literal["Delete", "Retain"] = Field(
         default="Delete", description="What happens to a decommissioned bookie's volumes. "
@@ -454,6 +595,8 @@ class BookieClusterSpec(Model):
         _config_keys_rule(),
         ("!has(self.jvmOptions) || size(self.jvmOptions) == 0 || self.implementation == 'apache-bookkeeper'",
          "spec.jvmOptions: only for implementation apache-bookkeeper"),
+        ("!has(self.tls) || !has(self.tls.admin) || self.implementation != 'apache-bookkeeper'",
+         "spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only"),
     ))
 
     replicas: int = Field(default=3, ge=1, le=100, description="Number of bookies.")
@@ -482,6 +625,10 @@ class BookieClusterSpec(Model):
     admin_api: AdminApiSpec = Field(default_factory=AdminApiSpec, description="The bookies' admin REST API "
                                     "credential.")
     pdb: PdbSpec = Field(default_factory=PdbSpec, description="PodDisruptionBudget.")
+    network_policy: NetworkPolicySpec = Field(default_factory=NetworkPolicySpec,
+                                              description="The bookies' NetworkPolicy.")
+    tls: TlsSpec | None = Field(default=None, description="TLS certificates (cert-manager Secrets) for the bookie "
+                                "port, the admin API and ZooKeeper.")
     scale_down: ScaleDownSpec = Field(default_factory=ScaleDownSpec, description="Safe scale-down.")
     resources: dict[str, Any] = _preserve(
         "Bookie container resources (core/v1 ResourceRequirements). Default requests: memory sized for the "
@@ -525,6 +672,12 @@ class BookieClusterSpec(Model):
         if self.replicas < self.ensemble_size:
             raise ValueError(f"spec.replicas must be >= spec.ensembleSize (got {self.replicas} < "
                              f"{self.ensemble_size})")
+        if self.tls is not None and self.tls.admin is not None and self.implementation == "apache-bookkeeper":
+            raise ValueError("spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only, not "
+                             "PEM Secrets; its admin API stays on HTTP (limit it with spec.networkPolicy)")
+        overlap = self._tls_key_problems()      # before the keys' own checks, which would name a symptom
+        if overlap:
+            raise ValueError("; ".join(overlap))
         if self.implementation == "apache-bookkeeper":
             validate_java_config_overrides(self.config)
         else:
@@ -533,6 +686,13 @@ class BookieClusterSpec(Model):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _tls_key_problems(self) -> list[str]:
+        """spec.config may not set what spec.tls sets (two sources of one file path)."""
+        if self.tls is None:
+            return []
+        return [f"spec.config.{key}: set by spec.tls.{purpose}" for purpose in self.tls.secrets()
+                for key in TLS_CONFIG_KEYS[purpose] if key in self.config]
 
     def _escape_hatch_problems(self) -> list[str]:
         """What the escape hatches may not do: replace what the operator itself puts into the pod."""
@@ -548,9 +708,9 @@ class BookieClusterSpec(Model):
                 problems.append(f"spec.env[{i}]: value and valueFrom are exclusive")
         names = [v.name for v in self.extra_volumes]
         for i, name in enumerate(names):
-            if name.startswith(OWNED_VOLUME_PREFIXES):
-                problems.append(f"spec.extraVolumes[{i}].name: {name} is the operator's (config, run, journal-*, "
-                                "ledgers-*)")
+            if name.startswith(OWNED_VOLUME_PREFIXES) or name in OWNED_VOLUME_NAMES:
+                problems.append(f"spec.extraVolumes[{i}].name: {name} is the operator's (config, run, tmp, "
+                                "journal-*, ledgers-*, tls-*)")
             elif names.index(name) != i:
                 problems.append(f"spec.extraVolumes[{i}].name: {name} is given twice")
         for i, mount in enumerate(self.extra_volume_mounts):
@@ -559,11 +719,24 @@ class BookieClusterSpec(Model):
             if any(mount.mount_path == r or mount.mount_path.startswith(r + "/") for r in OWNED_MOUNT_ROOTS):
                 problems.append(f"spec.extraVolumeMounts[{i}].mountPath: {mount.mount_path} is under the bookie's "
                                 f"own directories ({', '.join(OWNED_MOUNT_ROOTS)})")
+            elif mount.mount_path.rstrip("/") in OWNED_MOUNT_PATHS:
+                problems.append(f"spec.extraVolumeMounts[{i}].mountPath: {mount.mount_path} is the bookie's own "
+                                "writable directory (an emptyDir)")
         sidecars = [c.name for c in self.sidecars]
         for i, name in enumerate(sidecars):
             if name == "bookie" or sidecars.index(name) != i:
                 problems.append(f"spec.sidecars[{i}].name: {name} is taken")
         return problems
+
+
+# The bookie configuration keys spec.tls writes, per purpose.
+TLS_CONFIG_KEYS: dict[str, tuple[str, ...]] = {
+    "bookie": ("tlsProviderFactoryClass", "tlsProvider", "tlsKeyStoreType", "tlsKeyStore", "tlsCertificatePath",
+               "tlsTrustStoreType", "tlsTrustStore", "tlsClientAuthentication", "tlsCertFilesRefreshDurationSeconds",
+               "bookieAuthProviderFactoryClass", "authorizedRoles"),
+    "admin": ("httpServerTlsEnable", "httpServerTlsCertificatePath", "httpServerTlsKeyPath"),
+    "zookeeper": ("zkTlsEnable", "zkTlsCertificatePath", "zkTlsKeyPath", "zkTlsTrustStorePath"),
+}
 
 
 def _owned(overrides: dict[str, Any]) -> None:

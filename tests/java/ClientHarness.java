@@ -1,6 +1,9 @@
 // Apache BookKeeper's own Java client, driven by the compatibility tests in tests/compat/.
 // Compiled by scripts/bootstrap into $BOOKIE_FLEET_JAVA_HARNESS; run with that directory and
-// $BOOKIE_FLEET_BK_LIB/* on the classpath. Prints "RESULT ..." / "ACKED <id>" lines for the tests.
+// $BOOKIE_FLEET_BK_LIB/* on the classpath. Prints "RESULT ..." / "ACKED <id>" lines for the tests, or
+// "REFUSED <BKException code> <exception>" and exits with 3 when the client raises a BKException.
+// More client keys (TLS ...) come as -D system properties with -Dorg.apache.bookkeeper.conf.readsystemproperties=true
+// (BookKeeper's own switch for reading them into a ClientConfiguration).
 //
 //   write   <zk> <root> <v2|v3> <ensemble> <wq> <aq> <digest> <password> <count>   create, add, close
 //   hold    <zk> <root> <v2|v3> <ensemble> <wq> <aq> <digest> <password> <count>   add, never close, wait
@@ -10,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.HexFormat;
 import java.util.Enumeration;
+import org.apache.bookkeeper.client.BKException;
 import org.apache.bookkeeper.client.BookKeeper;
 import org.apache.bookkeeper.client.LedgerEntry;
 import org.apache.bookkeeper.client.LedgerHandle;
@@ -24,6 +28,7 @@ public class ClientHarness {
         conf.setReadEntryTimeout(10);
         conf.setZkTimeout(10000);
         BookKeeper bk = new BookKeeper(conf);
+        boolean refused = false;
         try {
             switch (args[0]) {
                 case "write": write(bk, args, true); break;
@@ -32,8 +37,15 @@ public class ClientHarness {
                 case "digests": digests(bk, args); break;
                 default: throw new IllegalArgumentException("unknown mode " + args[0]);
             }
+        } catch (BKException e) {
+            System.out.println("REFUSED " + e.getCode() + " " + e.getClass().getSimpleName());
+            System.out.flush();
+            refused = true;
         } finally {
             bk.close();
+        }
+        if (refused) {
+            System.exit(3);
         }
     }
 

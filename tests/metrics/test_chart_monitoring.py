@@ -22,9 +22,15 @@ def test_pod_and_service_monitors() -> None:
     pods = docs["PodMonitor"]["spec"]
     assert pods["selector"]["matchLabels"] == {"app.kubernetes.io/name": "bookie",
                                                "app.kubernetes.io/managed-by": "bookie-operator"}
-    (endpoint,) = pods["podMetricsEndpoints"]
-    assert (endpoint["port"], endpoint["path"]) == ("http", "/metrics")
-    assert {r["targetLabel"] for r in endpoint["relabelings"]} == {"job", "kubernetes_pod_name", "cluster"}
+    ours, java = pods["podMetricsEndpoints"]
+    assert (ours["port"], ours["path"]) == ("metrics", "/metrics")      # bookie-fleet's dedicated port
+    assert (java["port"], java["path"]) == ("http", "/metrics")         # Apache BookKeeper's admin port ...
+    keep = [r for r in java["relabelings"] if r.get("action") == "keep"]
+    assert keep == [{"sourceLabels": ["__meta_kubernetes_pod_label_bookie_fleet_dev_implementation"],
+                     "regex": "apache-bookkeeper", "action": "keep"}]  # ... of Java bookie pods only
+    for endpoint in (ours, java):
+        labels = {r["targetLabel"] for r in endpoint["relabelings"] if "targetLabel" in r}
+        assert labels == {"job", "kubernetes_pod_name", "cluster"}
     service = docs["ServiceMonitor"]["spec"]
     assert service["endpoints"][0]["port"] == "metrics"
 

@@ -19,6 +19,7 @@ from typing import Any
 from bookie_operator import builders, models
 from bookie_operator.decisions import GcInfo
 from bookie_operator.reconcile import Operator, Outcome, reconcile
+from bookie_operator.reconcile.ports import AdminTls
 
 from tests.operator.merge_patch import apply_merge_patch
 
@@ -271,8 +272,8 @@ class World:
         return Operator(kube=self.kube, admin_for=self._admin_for,
                         metadata=self.metadata, now=self.clock, monotonic=lambda: self.clock.now.timestamp())
 
-    def _admin_for(self, ip: str, port: int, token: str | None) -> FakeBookie:
-        bookie = self.bookies.setdefault(ip, FakeBookie())
+    def _admin_for(self, host: str, port: int, token: str | None, tls: AdminTls | None = None) -> FakeBookie:
+        bookie = self.bookies.setdefault(host, FakeBookie())
         bookie.tokens.append(token)
         return bookie
 

@@ -9,6 +9,7 @@ import subprocess
 
 import yaml
 from bookie_operator import audit_builders as ab
+from bookie_operator import builders
 from bookie_operator.builders import Owner
 from bookie_operator.models import parse_spec
 
@@ -66,6 +67,8 @@ def test_a_run_is_spark_submit_in_cluster_mode_over_every_bookie() -> None:
     assert conf["spark.kubernetes.executor.secrets.bk-admin-token"] == ab.TOKEN_DIR
     assert (conf["spark.executor.instances"], conf["spark.executor.memory"]) == ("3", "2g")
     assert conf[f"spark.kubernetes.driver.label.{ab.AUDIT_RUN_LABEL}"] == run
+    for key, value in builders.audit_spark_selector("bk").items():  # what the bookies' NetworkPolicy admits
+        assert conf[f"spark.kubernetes.driver.label.{key}"] == conf[f"spark.kubernetes.executor.label.{key}"] == value
     app = args[args.index(ab.CLI):]
     assert app[:6] == [ab.CLI, "run", "--zk", "zk-0.zk:2181", "--root", "/bk/ledgers"]
     logs = [app[i + 1] for i, a in enumerate(app) if a == "--logs"]

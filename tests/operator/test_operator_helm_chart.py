@@ -1,5 +1,7 @@
-"""The Helm chart lints, installs on the local cluster, and the operator it deploys (in a pod, with the
-chart's least-privilege RBAC and its service account token) reconciles a BookieCluster to Ready.
+"""The Helm chart lints, installs on the local cluster in a namespace that enforces the restricted Pod Security
+Standard, and the operator it deploys (in a pod, with the chart's least-privilege RBAC narrowed to the watched
+namespace, and its service account token) reconciles a BookieCluster to Ready, whose NetworkPolicy admits the
+operator's own pods to the admin port.
 
 The operator runs from the chart's own image (operator/Dockerfile, built by the bootstrap), as a container."""
 
@@ -21,6 +23,8 @@ def test_helm_lint_install_and_the_deployed_operator_reconciles(
     lint = kube.helm("lint", str(CHART), "--strict")
     assert "1 chart(s) linted, 0 chart(s) failed" in lint.stdout
     ns = kube_namespace
+    # The operator's own pods are admitted where the restricted Pod Security Standard is enforced.
+    kube.kubectl("label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
     kube.helm("install", "bkop", str(CHART), "--namespace", ns, "--wait", "--timeout", "180s",
               "--set", f"watchNamespaces={{{ns}}}", "--set", "reconcileInterval=2", "--set", "logFormat=plain")
     deploy = kube.get(f"/apis/apps/v1/namespaces/{ns}/deployments/bkop-bookie-operator")
@@ -42,6 +46,15 @@ def test_helm_lint_install_and_the_deployed_operator_reconciles(
     verbs = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
     assert verbs[(("",), ("pods",))] == {"list", "delete"}
     assert all("*" not in v for v in verbs.values())
+    # Narrowed to the watched namespace: the service account may act there and nowhere else.
+    account = f"system:serviceaccount:{ns}:bkop-bookie-operator"
+    for where, verb, resource, allowed in ((ns, "delete", "pods", "yes"), ("default", "list", "pods", "no"),
+                                           ("default", "patch", "bookieclusters.bookie-fleet.dev", "no"),
+                                           ("default", "get", "secrets", "no"),
+                                           ("", "list", "namespaces", "no")):
+        scope = ["-n", where] if where else []
+        answer = kube.kubectl("auth", "can-i", verb, resource, "--as", account, *scope, check=False)
+        assert answer.stdout.strip() == allowed, (where, verb, resource, answer.stdout, answer.stderr)
 
     kube.apply(bookie_cluster("bk", zookeeper.connect_string, f"/{ns}/ledgers"), namespace=ns)
     try:
@@ -53,6 +66,17 @@ def test_helm_lint_install_and_the_deployed_operator_reconciles(
         raise
     ready = condition(obj, "Ready")
     assert ready is not None and ready["status"] == "True"
+    # Watching one namespace, Kopf was told not to scan the cluster (it has no right to): no such warnings.
+    leader = lease["spec"]["holderIdentity"].split("_")[0]
+    log = kube.kubectl("-n", ns, "logs", leader).stdout
+    assert "Not enough permissions" not in log, log[-3000:]
+    policy = kube.get(f"/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies/bk")
+    assert policy is not None
+    admin = [r for r in policy["spec"]["ingress"] if r["ports"] == [{"protocol": "TCP", "port": 8080}]]
+    assert admin == [{"ports": [{"protocol": "TCP", "port": 8080}], "from": [{
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "bookie-operator",
+                                        "app.kubernetes.io/instance": "bkop"}}}]}]
 
     # Uninstall: the operator removes its finalizer first when the cluster is deleted.
     kube.api.delete(f"/apis/bookie-fleet.dev/v1beta1/namespaces/{ns}/bookieclusters/bk")

@@ -11,9 +11,11 @@ def test_rendered_chart_is_accepted_by_the_api_server(kube: KubeTarget, kube_nam
                                                       bookie_crd: str) -> None:
     lint = kube.helm("lint", str(CHART), "--strict")
     assert "0 chart(s) failed" in lint.stdout
-    for values in ([], ["--set", f"watchNamespaces={{{kube_namespace}}}", "--set", "crds.manage=false"]):
+    rbac = "rbac.authorization.k8s.io"
+    for values, expected in (([], {"clusterrole", "clusterrolebinding"}),
+                             (["--set", f"watchNamespaces={{{kube_namespace}}}", "--set", "crds.manage=false"],
+                              {"clusterrole", "role", "rolebinding"})):
         rendered = kube.helm("template", "bkop", str(CHART), "--namespace", kube_namespace, *values).stdout
         result = kube.kubectl("apply", "--dry-run=server", "-n", kube_namespace, "-f", "-", input=rendered)
         kinds = {line.split("/")[0] for line in result.stdout.splitlines() if "(server dry run)" in line}
-        assert {"deployment.apps", "serviceaccount", "clusterrole.rbac.authorization.k8s.io"} <= kinds, \
-            result.stdout
+        assert {"deployment.apps", "serviceaccount", *(f"{k}.{rbac}" for k in expected)} <= kinds, result.stdout

@@ -15,8 +15,8 @@ async def test_a_new_cluster_is_initialised_applied_and_becomes_ready() -> None:
     w.kube.create_cluster("bk", cluster_spec())
     first = await w.tick()
     assert w.zk.calls == ["init_cluster"] and w.status["instanceId"] == "instance-1"
-    assert sorted(w.kube.applied) == ["ConfigMap/bk-config", "PodDisruptionBudget/bk", "Service/bk",
-                                      "Service/bk-headless", "StatefulSet/bk"]
+    assert sorted(w.kube.applied) == ["ConfigMap/bk-config", "NetworkPolicy/bk", "PodDisruptionBudget/bk",
+                                      "Service/bk", "Service/bk-headless", "StatefulSet/bk"]
     assert first.waiting and condition(w, "Ready")["status"] == "False"
 
     await w.tick()

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bookie.metadata.security import ZkSecurity
+from bookie.tls import ClientTLS
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,10 @@ class ClientConfig:
     ``use_v2_protocol``: speak the v2 binary protocol (Pulsar's ``useV2WireProtocol``); explicit LAC and long
     poll need v3. ``connections_per_bookie``: ``numChannelsPerBookie`` (a ledger always uses the same one, so
     its requests to one bookie stay ordered).
+    ``tls``: upgrade every connection with START_TLS, as BookKeeper's client does once
+    ``tlsProviderFactoryClass`` is set (v2 connections too: START_TLS is v3, then v2 frames follow inside
+    TLS); ``ClientTLS`` holds the trust store and, for bookies that authorize by certificate role, the
+    client certificate. A bookie without TLS answers START_TLS with EBADREQ and is not used.
     """
 
     zk_servers: str
@@ -49,3 +54,5 @@ class ClientConfig:
     bookie_quarantine_s: float = 1800.0
     # Ensemble changes a single add may trigger before the ledger gives up.
     max_ensemble_changes: int = 20
+    tls: ClientTLS | None = None
+    start_tls_timeout_s: float = 10.0  # startTLSTimeoutSecs

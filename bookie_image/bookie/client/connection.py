@@ -5,6 +5,11 @@ matches responses by ``txnId``; a v2 connection by (operation, ledger id, entry 
 BookKeeper's ``PerChannelBookieClient`` does. Frames written during one loop iteration are sent with one
 ``write`` (cheap pipelining), and requests made before the TCP connection is up are queued and sent once it is.
 
+With ``ClientConfig.tls`` a connection starts with a v3 START_TLS, as BookKeeper's ``PerChannelBookieClient``
+does (also on a v2 connection: BookKeeper's v2 clients read v3 until the START_TLS answer, then v2): requests
+made meanwhile wait, the EOK answer hands the socket to ``loop.start_tls``, and they are sent inside TLS.
+The TLS context is built once per client, in a thread (it reads the certificate files).
+
 Everything here runs on the event loop and never blocks: a send returns a future at once.
 """
 
@@ -14,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -25,7 +31,9 @@ from bookie.metadata import service_info
 from bookie.protocol import messages as m
 from bookie.protocol.client_codec import decode_response, encode_request
 from bookie.protocol.codec import MalformedFrame
+from bookie.protocol.codes import OperationType, StatusCode
 from bookie.protocol.framing import FrameReader, FrameTooLarge
+from bookie.tls import TLSConfigError
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +102,12 @@ def _v2_response_key(response: m.Response) -> tuple[int, int, int] | None:
     return None
 
 
+def _answers_start_tls(response: m.Response) -> bool:
+    """The START_TLS answer: EOK with a StartTLSResponse, or (TLS not configured) the header and a status."""
+    return isinstance(response, m.StartTLSResponse) or (
+        isinstance(response, m.ErrorResponse) and response.operation == OperationType.START_TLS)
+
+
 def _retrieve(future: asyncio.Future[m.Response]) -> None:
     if not future.cancelled():
         future.exception()
@@ -105,6 +119,14 @@ class BookieConnection(asyncio.Protocol):
     def __init__(self, bookie_id: str, version: int, max_frame_size: int) -> None:
         self.bookie_id = bookie_id
         self.version = version
+        # TLS: the context and the host to verify, set before connecting; ``_starting_tls`` holds the requests
+        # back from the START_TLS request until the handshake has ended.
+        self.tls_context: ssl.SSLContext | None = None
+        self.server_hostname: str | None = None
+        self.start_tls_timeout_s = 10.0
+        self._starting_tls = False
+        self._tls_timer: asyncio.TimerHandle | None = None
+        self._upgrading: asyncio.Task[None] | None = None
         self._loop = asyncio.get_running_loop()
         self._reader = FrameReader(max_frame_size)
         self._transport: asyncio.Transport | None = None
@@ -129,6 +151,9 @@ class BookieConnection(asyncio.Protocol):
         if self.closed:
             transport.abort()
             return
+        if self.tls_context is not None:
+            self._send_start_tls(transport)
+            return
         self._schedule_flush()
 
     def data_received(self, data: bytes) -> None:
@@ -138,13 +163,16 @@ class BookieConnection(asyncio.Protocol):
             self._fail(BookieUnavailable(f"bookie {self.bookie_id} sent a bad frame: {exc}",
                                          bookie=self.bookie_id))
             return
-        for frame in frames:
+        for index, frame in enumerate(frames):
             try:
                 response = decode_response(frame)
             except MalformedFrame as exc:
                 self._fail(BookieUnavailable(f"bookie {self.bookie_id} sent an undecodable response: {exc}",
                                              bookie=self.bookie_id))
                 return
+            if self._starting_tls and _answers_start_tls(response):
+                self._start_tls_answered(response, more=index + 1 < len(frames))
+                return  # the next bytes are TLS records, read by the TLS transport
             self._dispatch(response)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -193,10 +221,58 @@ class BookieConnection(asyncio.Protocol):
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        if self._out and self._transport is not None and not self.closed:
+        if self._out and self._transport is not None and not self.closed and not self._starting_tls:
             data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
             self._out = []
             self._transport.write(data)
+
+    # ------------------------------------------------------------ TLS
+
+    def _send_start_tls(self, transport: asyncio.Transport) -> None:
+        """The first frame of a TLS connection: v3 START_TLS (whatever this connection's version)."""
+        self._starting_tls = True
+        txn = self._next_txn
+        self._next_txn += 1
+        transport.write(encode_request(m.StartTLSRequest(m.Wire.v3(txn))))
+        self._tls_timer = self._loop.call_later(self.start_tls_timeout_s, self._start_tls_timed_out)
+
+    def _start_tls_timed_out(self) -> None:
+        if self._starting_tls:
+            self._fail(BookieUnavailable(f"no TLS with bookie {self.bookie_id} within "
+                                         f"{self.start_tls_timeout_s:g}s of START_TLS", bookie=self.bookie_id))
+
+    def _start_tls_answered(self, response: m.Response, *, more: bool) -> None:
+        if response.status != StatusCode.EOK:
+            self._fail(BookieUnavailable(f"bookie {self.bookie_id} refused START_TLS with {response.status.name} "
+                                         f"(no TLS configured on it?)", bookie=self.bookie_id,
+                                         status=response.status))
+            return
+        if more or self._reader.buffered or self._transport is None:
+            self._fail(BookieUnavailable(f"bookie {self.bookie_id} sent data after its START_TLS answer",
+                                         bookie=self.bookie_id))
+            return
+        transport, context = self._transport, self.tls_context
+        assert context is not None
+        transport.pause_reading()  # the ClientHello is sent by start_tls; the answer is for it to read
+        task = self._loop.create_task(self._upgrade(transport, context))
+        self._upgrading = task
+
+    async def _upgrade(self, transport: asyncio.Transport, context: ssl.SSLContext) -> None:
+        try:
+            secure = await self._loop.start_tls(transport, self, context, server_hostname=self.server_hostname,
+                                                ssl_handshake_timeout=self.start_tls_timeout_s)
+        except Exception as exc:  # ssl.SSLError, a reset, a timeout: the connection fails, its requests with it
+            why = exc.reason if isinstance(exc, ssl.SSLError) and exc.reason else repr(exc)
+            self._fail(BookieUnavailable(f"TLS handshake with bookie {self.bookie_id} failed: {why}",
+                                         bookie=self.bookie_id))
+            return
+        if secure is None or self.closed:
+            return
+        self._transport = secure
+        self._starting_tls = False
+        if self._tls_timer is not None:
+            self._tls_timer.cancel()
+        self._schedule_flush()
 
     def _dispatch(self, response: m.Response) -> None:
         if response.wire.version == 3:
@@ -236,6 +312,10 @@ class BookieConnection(asyncio.Protocol):
         if not self.closed:
             self.closed = True
             self.failure = exc
+        if self._tls_timer is not None:
+            self._tls_timer.cancel()
+        if self._upgrading is not None and self._upgrading is not asyncio.current_task():
+            self._upgrading.cancel()
         if self._transport is not None:
             self._transport.abort()
         pendings = list(self._by_txn.values()) + [p for q in self._by_key.values() for p in q]
@@ -302,6 +382,7 @@ class BookieClient:
         self._conns: dict[tuple[str, int], BookieConnection] = {}
         self._connecting: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._tls_context: asyncio.Future[ssl.SSLContext] | None = None
 
     def connection(self, bookie_id: str, channel: int = 0) -> BookieConnection:
         index = channel % max(1, self.config.connections_per_bookie)
@@ -326,13 +407,29 @@ class BookieClient:
     async def _connect(self, conn: BookieConnection) -> None:
         loop = asyncio.get_running_loop()
         try:
+            if self.config.tls is not None:
+                conn.tls_context = await self.tls_context()
+                conn.start_tls_timeout_s = self.config.start_tls_timeout_s
             host, port = await self.resolver.resolve(conn.bookie_id)
+            conn.server_hostname = host
             await asyncio.wait_for(loop.create_connection(lambda: conn, host, port),
                                    self.config.connect_timeout_s)
+        except TLSConfigError as exc:
+            conn._fail(BookieUnavailable(f"cannot connect to bookie {conn.bookie_id} with TLS: {exc}",
+                                         bookie=conn.bookie_id))
         except (OSError, TimeoutError, ValueError) as exc:
             self.resolver.forget(conn.bookie_id)
             conn._fail(BookieUnavailable(f"cannot connect to bookie {conn.bookie_id}: {exc!r}",
                                          bookie=conn.bookie_id))
+
+    async def tls_context(self) -> ssl.SSLContext:
+        """The client's TLS context, built once (in a thread: it reads the certificate files). Raises
+        ``TLSConfigError`` naming the key of a file that does not load."""
+        tls = self.config.tls
+        assert tls is not None
+        if self._tls_context is None:
+            self._tls_context = asyncio.ensure_future(asyncio.to_thread(tls.load))
+        return await asyncio.shield(self._tls_context)
 
     def send(self, bookie_id: str, channel: int, make: Callable[[m.Wire], m.Request], timeout: float, *,
              high_priority: bool = False) -> asyncio.Future[m.Response]:

@@ -39,7 +39,8 @@ class LedgerFencedError(BookieError):
 
 
 class UnauthorizedAccess(BookieError):
-    """EUA: wrong password (master key) for this ledger."""
+    """EUA: wrong password (master key) for this ledger, or a bookie that does not serve this client
+    (certificate authorization: no TLS, or no allowed role in the client certificate)."""
 
 
 class NotEnoughBookies(BKError):
@@ -87,5 +88,7 @@ def status_error(status: StatusCode, what: str, bookie: str) -> BookieError:
         return LedgerFencedError(message + " (ledger fenced by another client: this writer must stop)",
                                  bookie=bookie, status=status)
     if status is StatusCode.EUA:
-        return UnauthorizedAccess(message + " (wrong ledger password?)", bookie=bookie, status=status)
+        return UnauthorizedAccess(message + " (wrong ledger password, or the bookie does not authorize this client: "
+                                            "TLS and a client certificate with an allowed role?)",
+                                  bookie=bookie, status=status)
     return BookieError(message, bookie=bookie, status=status)

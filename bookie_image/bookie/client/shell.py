@@ -1,6 +1,7 @@
 """``bookie-shell``: the ledger client's command line for humans.
 
-    bookie-shell --zk HOST:PORT [--ledgers-root /ledgers] COMMAND ...
+    bookie-shell --zk HOST:PORT [--ledgers-root /ledgers] [--tls-trust-store CA [--tls-certificate C --tls-key K]]
+                 COMMAND ...
 
     bookies [--json]                         writable and read-only bookies
     ledgers [--json]                         ledger ids
@@ -13,7 +14,8 @@
 
 Results go to stdout, progress and errors to stderr; the exit status is 0 on success, 1 on a failure the
 command explains, 2 on bad usage. ``--zk`` and ``--ledgers-root`` default to ``$BOOKIE_ZK`` and
-``$BOOKIE_LEDGERS_ROOT``.
+``$BOOKIE_LEDGERS_ROOT``; with ``--tls-trust-store`` every bookie connection starts TLS, and bookies that admit
+certificate roles need ``--tls-certificate``/``--tls-key`` (docs/security.md).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from bookie.client.progress import ProgressBar
 from bookie.metadata import store as ms
 from bookie.metadata.ledger_metadata import LedgerMetadata
 from bookie.protocol.entry import DigestType
+from bookie.tls import ClientTLS
 
 
 class CommandError(Exception):
@@ -295,6 +298,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--zk", default=os.environ.get("BOOKIE_ZK", "127.0.0.1:2181"),
                         help="ZooKeeper connect string (default $BOOKIE_ZK or 127.0.0.1:2181)")
     parser.add_argument("--ledgers-root", default=os.environ.get("BOOKIE_LEDGERS_ROOT", "/ledgers"))
+    tls = parser.add_argument_group("TLS to the bookies (BookKeeper's START_TLS; PEM files)")
+    tls.add_argument("--tls-trust-store", default=os.environ.get("BOOKIE_TLS_TRUST_STORE"),
+                     help="CA certificates the bookies' certificates must chain to; turns TLS on "
+                          "(clientTrustStore; default $BOOKIE_TLS_TRUST_STORE)")
+    tls.add_argument("--tls-certificate", default=os.environ.get("BOOKIE_TLS_CERTIFICATE"),
+                     help="client certificate, for bookies that require one (tlsCertificatePath)")
+    tls.add_argument("--tls-key", default=os.environ.get("BOOKIE_TLS_KEY"),
+                     help="its private key (clientKeyStore)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("bookies", help="list writable and read-only bookies")
@@ -352,16 +363,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _run(args: argparse.Namespace) -> None:
-    config = ClientConfig(zk_servers=args.zk, ledgers_root=args.ledgers_root)
+def client_tls(args: argparse.Namespace) -> ClientTLS | None:
+    if (args.tls_certificate is None) != (args.tls_key is None):
+        raise CommandError("--tls-certificate and --tls-key go together")
+    if args.tls_trust_store is None:
+        if args.tls_certificate is not None:
+            raise CommandError("a client certificate needs --tls-trust-store (TLS needs the bookies' CA)")
+        return None
+    return ClientTLS(trust_store=args.tls_trust_store, client_authentication=args.tls_certificate is not None,
+                     certificate_path=args.tls_certificate, key_store=args.tls_key)
+
+
+async def _run(args: argparse.Namespace, tls: ClientTLS | None) -> None:
+    config = ClientConfig(zk_servers=args.zk, ledgers_root=args.ledgers_root, tls=tls)
     async with BookKeeper(config) as bk:
         await args.func(bk, args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
-        asyncio.run(_run(args))
+        tls = client_tls(args)
+    except CommandError as exc:
+        parser.error(str(exc))  # exits 2: bad usage
+    try:
+        asyncio.run(_run(args, tls))
     except (CommandError, e.BKError, ms.MetadataError) as exc:
         print(f"bookie-shell {args.command}: {exc}", file=sys.stderr)
         return 1

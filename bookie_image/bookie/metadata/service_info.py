@@ -20,6 +20,7 @@ df: Any = _df
 
 BOOKIE_RPC = "bookie-rpc"
 HTTP = "http"
+TLS_EXTENSION = "tls"  # on the bookie-rpc endpoint of a bookie with TLS configured
 
 
 @dataclass(frozen=True)
@@ -28,14 +29,17 @@ class Endpoint:
     host: str
     port: int
     protocol: str
+    extensions: tuple[str, ...] = ()
 
 
 def encode(bookie_host: str, bookie_port: int, http: tuple[str, int] | None = None,
-           properties: dict[str, str] | None = None) -> bytes:
-    """The znode data a bookie registers with (binary protobuf, as Java's ``ZKRegistrationManager`` writes)."""
+           properties: dict[str, str] | None = None, extensions: list[str] | None = None) -> bytes:
+    """The znode data a bookie registers with (binary protobuf, as Java's ``ZKRegistrationManager`` writes);
+    ``extensions`` go on the bookie-rpc endpoint (BookKeeper publishes ``tls`` there when TLS is configured)."""
     info = df.BookieServiceInfoFormat()
     rpc = info.endpoints.add()
     rpc.id, rpc.host, rpc.port, rpc.protocol = "bookie", bookie_host, bookie_port, BOOKIE_RPC
+    rpc.extensions.extend(extensions or [])
     if http is not None:
         web = info.endpoints.add()
         web.id, web.host, web.port, web.protocol = "httpserver", http[0], http[1], HTTP
@@ -53,7 +57,7 @@ def decode(data: bytes) -> list[Endpoint]:
         info.ParseFromString(data)
     except DecodeError:
         return []
-    return [Endpoint(e.id, e.host, e.port, e.protocol) for e in info.endpoints]
+    return [Endpoint(e.id, e.host, e.port, e.protocol, tuple(e.extensions)) for e in info.endpoints]
 
 
 def parse_bookie_id(bookie_id: str) -> tuple[str, int]:

@@ -24,6 +24,7 @@ from google.protobuf.message import Message
 from bookie.protocol import codes as c
 from bookie.protocol import messages as m
 from bookie.protocol.codes import OperationType as Op
+from bookie.protocol.codes import StatusCode
 from bookie.protocol.codes import V2Flag as F
 from bookie.protocol.codes import V2OpCode as V2
 from bookie.protocol.proto import BookkeeperProtocol_pb2 as _pb
@@ -233,6 +234,15 @@ def encode_response(request: m.Request, response: m.Response) -> bytes:
     if request.wire.version == 2:
         return _encode_v2_response(request, response)
     return _frame(_v3_response(request, response))
+
+
+def encode_refusal(request: m.Request, status: StatusCode) -> bytes:
+    """What BookKeeper's ``AuthHandler`` answers a request it refuses before the connection is authenticated:
+    a v3 ``Response`` of the echoed header and ``status`` only; a v2 add or read's usual response with that
+    status as its rc."""
+    if request.wire.version == 3:
+        return _frame(_v3_response(request, m.ErrorResponse(request.wire, status, _operation(request))))
+    return _encode_v2_response(request, m.error_response(request, status))
 
 
 def encode_add_ok(request: m.AddRequest) -> bytes:

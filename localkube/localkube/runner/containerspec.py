@@ -3,6 +3,7 @@ kubelet adds, the seccomp profile, and the pod's files bind-mounted into the con
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,10 @@ def argv(image: Image, command: list[str], args: list[str]) -> list[str]:
 def seccomp(pod: Obj, container: Obj) -> Obj | None:
     kind = security.seccomp_type(pod, container)
     if kind == "RuntimeDefault":
-        return security.default_seccomp_profile()
+        uname = os.uname()
+        return security.runtime_default_seccomp(security.load_seccomp_profile(),
+                                                security.capabilities(container)["bounding"], uname.machine,
+                                                uname.release)
     if kind == "Unconfined":
         return None
     raise security.SecurityError(f"seccomp profile type {kind} is not supported by localkube "

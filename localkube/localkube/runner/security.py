@@ -6,6 +6,8 @@ Container fields override pod fields (the kubelet's ``DetermineEffectiveSecurity
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import stat
 from dataclasses import dataclass
@@ -165,19 +167,78 @@ def _own(path: str, fs_group: int, mask: int) -> None:
         os.chmod(path, stat.S_IMODE(st.st_mode) | extra)
 
 
-def default_seccomp_profile() -> Obj:
-    """The runner's RuntimeDefault profile: allow everything except what Docker's and containerd's default
-    profiles refuse to a container without extra capabilities (kernel modules, keyrings, mount and namespace
-    changes, ptrace and cross-process memory access, clock and reboot, kexec, BPF, perf, userfaultfd, ...).
-    A deny-list, where containerd's is an allow-list; the denied calls fail with EPERM."""
-    denied = ["acct", "add_key", "bpf", "clock_adjtime", "clock_settime", "create_module", "delete_module",
-              "finit_module", "fsconfig", "fsmount", "fsopen", "fspick", "get_kernel_syms", "init_module",
-              "ioperm", "iopl", "kcmp", "kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie", "mount",
-              "mount_setattr", "move_mount", "name_to_handle_at", "nfsservctl", "open_by_handle_at", "open_tree",
-              "perf_event_open", "pivot_root", "process_vm_readv", "process_vm_writev", "ptrace", "query_module",
-              "quotactl", "reboot", "request_key", "setns", "settimeofday", "swapon", "swapoff", "sysfs",
-              "_sysctl", "umount", "umount2", "unshare", "uselib", "userfaultfd", "ustat", "vm86", "vm86old"]
-    return {"defaultAction": "SCMP_ACT_ALLOW",
-            "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", "SCMP_ARCH_AARCH64",
-                              "SCMP_ARCH_ARM"],
-            "syscalls": [{"names": denied, "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}
+# The RuntimeDefault profile: moby's default seccomp profile (the one Docker applies), in Docker's format, which
+# scripts/bootstrap prints from its Go module (hack/seccomp) and names here; read, not copied, so it follows the
+# maintained rules.
+PROFILE_ENV = "BOOKIE_FLEET_SECCOMP_PROFILE"
+# uname -m -> the architecture names of the profile's includes/excludes (libseccomp's, as moby maps GOARCH),
+# and libseccomp's native architecture.
+_GO_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "i686": "x86", "ppc64le": "ppc64le",
+            "s390x": "s390x", "riscv64": "riscv64"}
+_SCMP_ARCH = {"x86_64": "SCMP_ARCH_X86_64", "aarch64": "SCMP_ARCH_AARCH64", "armv7l": "SCMP_ARCH_ARM",
+              "i686": "SCMP_ARCH_X86", "ppc64le": "SCMP_ARCH_PPC64LE", "s390x": "SCMP_ARCH_S390X",
+              "riscv64": "SCMP_ARCH_RISCV64"}
+
+
+def load_seccomp_profile() -> Obj:
+    path = os.environ.get(PROFILE_ENV)
+    if not path:
+        raise SecurityError(f"seccomp profile RuntimeDefault: ${PROFILE_ENV} is not set (scripts/bootstrap "
+                            "prints moby's default profile and sets it)")
+    return _read_profile(path)
+
+
+@functools.cache
+def _read_profile(path: str) -> Obj:
+    try:
+        profile: Obj = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise SecurityError(f"seccomp profile RuntimeDefault: cannot read {path} ({exc})") from None
+    return profile
+
+
+def _kernel(release: str) -> tuple[int, ...]:
+    head = release.split("-", 1)[0]
+    return tuple(int(part) for part in head.split(".")[:2] if part.isdigit())
+
+
+def runtime_default_seccomp(profile: Obj, bounding: list[str], machine: str, kernel_release: str) -> Obj:
+    """OCI ``linux.seccomp`` from a Docker-format default profile, as moby's ``setupSeccomp`` (and podman)
+    resolve it for one container: the native architecture and its sub-architectures from ``archMap``, and each
+    rule only if its ``includes`` hold and its ``excludes`` do not (architecture, capabilities in the bounding
+    set, minimum kernel): without CAP_SYS_ADMIN, mount and unshare are refused, and so on."""
+    arch = _GO_ARCH.get(machine, machine)
+    native = _SCMP_ARCH.get(machine)
+    kernel = _kernel(kernel_release)
+    caps = set(bounding)
+
+    def applies(rule: Obj) -> bool:
+        inc, exc = rule.get("includes") or {}, rule.get("excludes") or {}
+        if arch in (exc.get("arches") or []) or caps & set(exc.get("caps") or []):
+            return False
+        if exc.get("minKernel") and kernel >= _kernel(exc["minKernel"]):
+            return False
+        if inc.get("arches") and arch not in inc["arches"]:
+            return False
+        if not set(inc.get("caps") or []) <= caps:
+            return False
+        return not (inc.get("minKernel") and kernel < _kernel(inc["minKernel"]))
+
+    syscalls = []
+    for rule in profile.get("syscalls") or []:
+        names = rule.get("names") or ([rule["name"]] if rule.get("name") else [])
+        if not names or not applies(rule):
+            continue
+        out: Obj = {"names": names, "action": rule["action"]}
+        if rule.get("args"):
+            out["args"] = [{k: a[k] for k in ("index", "value", "valueTwo", "op") if k in a} for a in rule["args"]]
+        if rule.get("errnoRet") is not None:
+            out["errnoRet"] = rule["errnoRet"]
+        syscalls.append(out)
+    architectures = next(([m["architecture"], *(m.get("subArchitectures") or [])]
+                          for m in profile.get("archMap") or [] if m.get("architecture") == native),
+                         [native] if native else [])
+    result: Obj = {"defaultAction": profile["defaultAction"], "architectures": architectures, "syscalls": syscalls}
+    if profile.get("defaultErrnoRet") is not None:
+        result["defaultErrnoRet"] = profile["defaultErrnoRet"]
+    return result

@@ -13,7 +13,8 @@ exception. One module per concern:
 - ``rolling``: rolling restarts;
 - ``conditions``: Ready, Degraded, Progressing, Decommissioning;
 - ``expansion``: online volume expansion, claim by claim;
-- ``racks``: each bookie's rack from its node's zone.
+- ``racks``: each bookie's rack from its node's zone;
+- ``tls``: whether the certificates of ``spec.tls`` serve the bookies (CertificatesValid).
 """
 
 from bookie_operator.decisions.compaction import CompactionAction, CompactionStep, compaction_tick, in_window

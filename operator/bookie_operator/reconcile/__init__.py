@@ -23,6 +23,7 @@ from bookie_operator.reconcile.read_only import control_read_only, force_gc
 from bookie_operator.reconcile.rolling import roll_outdated_pods, scale_for_disk_pressure
 from bookie_operator.reconcile.start_failures import reclaim_foreign_volumes, report_start_failures
 from bookie_operator.reconcile.status import record_status
+from bookie_operator.reconcile.tls import check_certificates
 
 
 async def steps(t: Tick) -> None:
@@ -32,10 +33,11 @@ async def steps(t: Tick) -> None:
         return
     if not await ensure_admin_token(t):  # the admin API's token Secret, created once unless the spec names one
         return
+    await check_certificates(t)          # spec.tls: do the Secrets' certificates serve these bookies?
     await observe(t)                     # StatefulSet, pods, each bookie's state, disk and GC
     await reclaim_foreign_volumes(t)     # only with the explicit opt-in, another instance's claims
     await decommission(t)                # scale-down: the resumable state machine in status.decommission
-    await apply_desired(t)               # ConfigMap, Services, PDB, StatefulSet
+    await apply_desired(t)               # ConfigMap, Services, PDB, NetworkPolicy, StatefulSet
     await expand_volumes(t)              # larger spec.storage sizes: each claim patched and followed
     await control_read_only(t)           # read-only from disk usage, with the ensemble floor
     await force_gc(t)                    # forced GC above the force-compaction ratio

@@ -1,6 +1,7 @@
-"""Apply the desired ConfigMap, Services, PDB and StatefulSet (server-side apply), skipping what already holds.
+"""Apply the desired ConfigMap, Services, PDB, NetworkPolicy and StatefulSet (server-side apply), skipping what
+already holds; delete the objects the spec turned off.
 
-The StatefulSet (read this tick anyway) is compared every tick; the ConfigMap, Services and PDB are read
+The StatefulSet (read this tick anyway) is compared every tick; the other objects are read
 again only when their desired content changed or every ``DRIFT_CHECK_S``, which halves the API requests of
 an idle cluster while still undoing manual edits.
 """
@@ -31,8 +32,30 @@ def contains(live: Any, desired: Any) -> bool:
 
 async def apply_desired(t: Tick) -> None:
     t.replicas = decisions.statefulset_replicas(t.desired_replicas, t.current_replicas, t.status.decommission)
-    for obj in builders.desired_objects(t.owner, t.spec, t.replicas):
+    for obj in builders.desired_objects(t.owner, t.spec, t.replicas, t.op.operator_peers):
         await apply_one(t, obj)
+    for kind, name in builders.unwanted_objects(t.owner, t.spec):
+        await _delete_own(t, kind, name)
+
+
+async def _delete_own(t: Tick, kind: str, name: str) -> None:
+    """Delete an object the spec turned off, if it is this cluster's (never one somebody else made)."""
+    key = (t.uid, kind, name)
+    mono = t.op.monotonic()
+    seen = t.op.checked.get(key)
+    if seen is not None and seen[0] == "absent" and mono - seen[1] < DRIFT_CHECK_S:
+        return
+    live = await t.op.kube.get(kind, t.namespace, name)
+    owners = (live or {}).get("metadata", {}).get("ownerReferences") or []
+    if live is not None and any(o.get("uid") == t.uid for o in owners):
+        try:
+            await t.op.kube.delete(kind, t.namespace, name)
+        except KubeError as exc:
+            t.problems.append(f"delete {kind}/{name}: {exc}")
+            t.event("Warning", "DeleteFailed", f"{kind}/{name}: {exc}")
+            return
+        t.event("Normal", "Deleted", f"{kind}/{name} deleted (turned off in the spec)")
+    t.op.checked[key] = ("absent", mono)
 
 
 async def apply_one(t: Tick, obj: Obj) -> None:

@@ -16,6 +16,7 @@ from bookie_operator.bookie_client import BookieApiError
 from bookie_operator.builders import Owner
 from bookie_operator.decisions import ObservedBookie, ReadOnlyPlan, parse_time
 from bookie_operator.decisions.start_failures import StartFailure
+from bookie_operator.decisions.tls import TlsVerdict
 from bookie_operator.models import BookieClusterSpec, BookieClusterStatus
 from bookie_operator.reconcile.ports import AdminFactory, BookieAdminApi, ClusterMetadataApi, KubeApi, MetadataApi, Obj
 from bookie_operator.status_patch import merge_patch
@@ -53,6 +54,11 @@ class Operator:
     # report store.
     audit_cluster_role: str = "bookie-operator-audit"
     fetch_json: Callable[[str], Awaitable[Any]] = field(default=_no_http)
+    # The operator's own pods as NetworkPolicy peers (its namespace and labels), admitted to the admin port;
+    # empty when it runs outside the cluster.
+    operator_peers: list[Obj] = field(default_factory=list)
+    # cluster uid -> (what was checked, when, the verdict on its certificates): Secrets are not read every tick.
+    tls_verdicts: dict[str, tuple[str, float, TlsVerdict, bytes | None]] = field(default_factory=dict)
 
     def lock(self, uid: str) -> asyncio.Lock:
         return self.locks.setdefault(uid, asyncio.Lock())
@@ -100,6 +106,7 @@ class Tick:
         self.bookies: list[ObservedBookie] = []
         self.admins: dict[int, BookieAdminApi] = {}
         self.admin_token: str | None = None     # what this tick presents to the bookies' admin APIs
+        self.admin_ca: bytes | None = None      # the CA of their HTTPS (spec.tls.admin), None: plain HTTP
         self.replicas = 0                      # what the StatefulSet is given this tick
         self.plan = ReadOnlyPlan({})
         self.forced: dict[int, str] = {}       # ordinal -> when a forced GC was triggered this tick

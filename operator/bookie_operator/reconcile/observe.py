@@ -11,7 +11,7 @@ from bookie_operator.bookie_client import BookieApiError
 from bookie_operator.decisions import ObservedBookie, start_failures
 from bookie_operator.models import InvalidSpec
 from bookie_operator.reconcile.context import Tick
-from bookie_operator.reconcile.ports import Obj
+from bookie_operator.reconcile.ports import AdminTls, Obj
 from bookie_operator.zk import MetadataError
 
 log = logging.getLogger("bookie_operator.reconcile")
@@ -86,7 +86,9 @@ async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBoo
         revision=pod["metadata"].get("labels", {}).get("controller-revision-hash"))
     ip = st.get("podIP")
     if ip and st.get("phase") == "Running" and not info["terminating"]:
-        admin = t.op.admin_for(ip, t.op.bookie_port, t.admin_token)
+        host = builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain).rpartition(":")[0]
+        tls = AdminTls(t.admin_ca, host) if t.admin_ca is not None else None
+        admin = t.op.admin_for(ip, t.op.bookie_port, t.admin_token, tls)
         t.admins[ordinal] = admin
         try:
             state = await admin.state()

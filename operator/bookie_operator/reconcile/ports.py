@@ -7,7 +7,7 @@ unit tests run the same code against in-memory ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bookie_operator.decisions import GcInfo
@@ -49,8 +49,19 @@ class BookieAdminApi(Protocol):
     async def recover_bookie(self, bookie_ids: list[str]) -> None: ...
 
 
-# (pod IP, admin port, bearer token of the admin API) -> that bookie's admin API
-AdminFactory = Callable[[str, int, str | None], BookieAdminApi]
+@dataclass(frozen=True)
+class AdminTls:
+    """HTTPS to a bookie's admin API: the CA its certificate must chain to, and the name it must carry (the pod's
+    host name: the operator dials the pod IP, which certificates do not name)."""
+
+    ca_pem: bytes
+    server_hostname: str
+
+
+class AdminFactory(Protocol):
+    """(pod IP, admin port, bearer token of the admin API, HTTPS or not) -> that bookie's admin API."""
+
+    def __call__(self, host: str, port: int, token: str | None, tls: AdminTls | None = None) -> BookieAdminApi: ...
 
 
 class ClusterMetadataApi(Protocol):

@@ -1,0 +1,71 @@
+"""What ``spec.tls`` turns into in the pods the builders make: each Secret mounted whole (so renewals reach the
+running bookie) at its own directory, the configuration keys pointing at its files on each bookie
+implementation, HTTPS probes with an admin certificate, and ZooKeeper's system properties for Java bookies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bookie_operator import builders
+from bookie_operator.builders import Owner
+
+from tests.operator.helpers import spec
+
+OWNER = Owner("bk", "ns", "uid-1")
+JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
+ALL = {"bookie": {"secretName": "bk-tls"}, "admin": {"secretName": "bk-admin-tls"},
+       "zookeeper": {"secretName": "bk-zk-tls"}}
+
+
+def pod(**fields: Any) -> dict[str, Any]:
+    return dict(builders.statefulset(OWNER, spec(**fields), 3)["spec"]["template"]["spec"])
+
+
+def test_each_secret_is_mounted_whole_and_read_only() -> None:
+    p = pod(tls={"admin": ALL["admin"], "zookeeper": ALL["zookeeper"]})
+    volumes = {v["name"]: v for v in p["volumes"]}
+    assert volumes["tls-admin"]["secret"] == {"secretName": "bk-admin-tls", "defaultMode": 0o444}
+    assert volumes["tls-zookeeper"]["secret"]["secretName"] == "bk-zk-tls"
+    mounts = {m["name"]: m for m in p["containers"][0]["volumeMounts"]}
+    assert mounts["tls-admin"] == {"name": "tls-admin", "mountPath": "/opt/bookie/tls/admin", "readOnly": True}
+    assert "subPath" not in mounts["tls-zookeeper"]          # a subPath mount never sees the kubelet's updates
+    assert "tls-bookie" not in volumes
+    assert not any(v["name"].startswith("tls-") for v in pod()["volumes"])
+
+
+def test_admin_https_and_zookeeper_tls_keys_on_our_bookie() -> None:
+    conf = builders.bookie_config(spec(tls={"admin": ALL["admin"], "zookeeper": ALL["zookeeper"]}))
+    assert conf["httpServerTlsEnable"] is True
+    assert conf["httpServerTlsCertificatePath"] == "/opt/bookie/tls/admin/tls.crt"
+    assert conf["httpServerTlsKeyPath"] == "/opt/bookie/tls/admin/tls.key"
+    assert (conf["zkTlsEnable"], conf["zkTlsTrustStorePath"]) == (True, "/opt/bookie/tls/zookeeper/ca.crt")
+    assert conf["zkTlsCertificatePath"] == "/opt/bookie/tls/zookeeper/tls.crt"
+    assert "httpServerTlsEnable" not in builders.bookie_config(spec())
+
+
+def test_probes_use_https_with_an_admin_certificate() -> None:
+    container = pod(tls={"admin": ALL["admin"]})["containers"][0]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS"
+    assert "scheme" not in pod()["containers"][0]["readinessProbe"]["httpGet"]
+
+
+def test_java_bookies_get_zookeeper_tls_as_system_properties_before_the_specs_own() -> None:
+    container = pod(**JAVA, tls={"zookeeper": ALL["zookeeper"]}, jvmOptions=["-Xmx2g"])["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    options = env["BOOKIE_EXTRA_OPTS"].split()
+    assert options[:2] == ["-Dzookeeper.client.secure=true",
+                           "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty"]
+    assert "-Dzookeeper.ssl.keyStore.location=/opt/bookie/tls/zookeeper/tls-combined.pem" in options
+    assert "-Dzookeeper.ssl.trustStore.location=/opt/bookie/tls/zookeeper/ca.crt" in options
+    assert options[-1] == "-Xmx2g"
+    assert "zkTlsEnable" not in builders.bookie_config(spec(**JAVA, tls={"zookeeper": ALL["zookeeper"]}))
+    assert "BOOKIE_EXTRA_OPTS" not in {e["name"] for e in pod(**JAVA)["containers"][0]["env"]}
+
+
+def test_a_changed_secret_name_rolls_the_bookies_and_a_renewal_does_not() -> None:
+    """The Secret's name is in the pod template (a restart, one bookie at a time); its content is not."""
+    a = builders.statefulset(OWNER, spec(tls={"admin": {"secretName": "a"}}), 3)["spec"]["template"]
+    b = builders.statefulset(OWNER, spec(tls={"admin": {"secretName": "b"}}), 3)["spec"]["template"]
+    assert a != b
+    assert a == builders.statefulset(OWNER, spec(tls={"admin": {"secretName": "a"}}), 3)["spec"]["template"]

@@ -1,0 +1,100 @@
+"""The chart's RBAC as ``helm template`` renders it: cluster-wide rules only when every namespace is watched;
+with ``watchNamespaces`` listed, a Role and RoleBinding in each of them, and cluster-wide only what no Role can
+grant: the operator's own CRD (with ``crds.manage``) and reads of StorageClasses and Nodes."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import yaml
+
+from tests.operator.test_operator_helm_chart import CHART
+
+Obj = dict[str, Any]
+NAMESPACED = {"bookieclusters", "bookieclusters/status", "configmaps", "secrets", "services", "poddisruptionbudgets",
+              "networkpolicies", "statefulsets", "pods", "persistentvolumeclaims", "events"}
+
+
+def render(*sets: str) -> list[Obj]:
+    args = ["helm", "template", "bkop", str(CHART), "--namespace", "ops"]
+    for s in sets:
+        args += ["--set", s]
+    out = subprocess.run(args, check=True, capture_output=True, text=True, timeout=120).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def resources(role: Obj) -> set[str]:
+    return {r for rule in role["rules"] for r in rule["resources"]}
+
+
+def of_kind(docs: list[Obj], kind: str) -> list[Obj]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def test_watching_every_namespace_the_rules_are_cluster_wide() -> None:
+    docs = render()
+    (cluster_role,) = of_kind(docs, "ClusterRole")
+    assert NAMESPACED | {"customresourcedefinitions", "namespaces"} <= resources(cluster_role)
+    assert [r["metadata"]["namespace"] for r in of_kind(docs, "Role")] == ["ops"]   # the leader Lease only
+    deploy = of_kind(docs, "Deployment")[0]
+    assert "--all-namespaces" in deploy["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+CLUSTER_SCOPED = [{"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"], "verbs": ["get"]},
+                  {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+
+
+def test_watching_listed_namespaces_the_rules_are_roles_there() -> None:
+    docs = render("watchNamespaces={team-a,team-b}")
+    (cluster_role,) = of_kind(docs, "ClusterRole")
+    # Only what no Role can grant: the operator's own CRD (and moving its stored objects to the current version),
+    # and the cluster-scoped objects the reconcile reads.
+    crd = "bookieclusters.bookie-fleet.dev"
+    assert cluster_role["rules"] == [
+        {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "resourceNames": [crd],
+         "verbs": ["get", "patch"]},
+        {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions/status"],
+         "resourceNames": [crd], "verbs": ["patch"]},
+        {"apiGroups": ["bookie-fleet.dev"], "resources": ["bookieclusters"], "verbs": ["list", "update"]},
+        *CLUSTER_SCOPED]
+    roles = {(r["metadata"]["namespace"], r["metadata"]["name"]): r for r in of_kind(docs, "Role")}
+    assert set(roles) == {("team-a", "bkop-bookie-operator"), ("team-b", "bkop-bookie-operator"),
+                          ("ops", "bkop-bookie-operator-leader-election")}
+    assert resources(roles[("team-a", "bkop-bookie-operator")]) == NAMESPACED
+    bindings = {(b["metadata"]["namespace"], b["roleRef"]["name"]) for b in of_kind(docs, "RoleBinding")}
+    assert {("team-a", "bkop-bookie-operator"), ("team-b", "bkop-bookie-operator")} <= bindings
+    for binding in of_kind(docs, "RoleBinding"):
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "bkop-bookie-operator", "namespace": "ops"}]
+    args = of_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--namespace=team-a" in args and "--namespace=team-b" in args and "--all-namespaces" not in args
+
+
+def test_listed_namespaces_without_crd_management_need_only_cluster_scoped_reads() -> None:
+    docs = render("watchNamespaces={team-a}", "crds.manage=false")
+    (cluster_role,) = of_kind(docs, "ClusterRole")
+    assert cluster_role["rules"] == CLUSTER_SCOPED
+    assert {r["metadata"]["namespace"] for r in of_kind(docs, "Role")} == {"team-a", "ops"}
+
+
+def test_no_rule_grants_everything() -> None:
+    for docs in (render(), render("watchNamespaces={team-a}")):
+        for role in of_kind(docs, "ClusterRole") + of_kind(docs, "Role"):
+            for rule in role["rules"]:
+                assert "*" not in rule["verbs"] and "*" not in rule["resources"], rule
+
+
+def test_the_operator_pods_meet_the_restricted_profile_and_name_themselves() -> None:
+    (deploy,) = of_kind(render(), "Deployment")
+    pod = deploy["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 10001
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                            "capabilities": {"drop": ["ALL"]}}
+    # Who the operator is, for the bookies' NetworkPolicy: exactly the labels its pods carry, in its namespace.
+    assert "--operator-namespace=ops" in container["args"]
+    labels = next(a for a in container["args"] if a.startswith("--operator-pod-labels="))
+    pairs = dict(item.split("=", 1) for item in labels.split("=", 1)[1].split(","))
+    assert pairs.items() <= deploy["spec"]["template"]["metadata"]["labels"].items()
+    assert pairs == deploy["spec"]["selector"]["matchLabels"]

@@ -1,0 +1,116 @@
+"""A BookieCluster with ``spec.tls`` in a namespace that enforces the restricted Pod Security Standard: cert-manager
+style Secrets (tls.crt, tls.key, ca.crt; test CAs from trustme) for the admin API and for ZooKeeper, which only
+speaks TLS; the cluster reaches Ready with its NetworkPolicy, the operator talks HTTPS to the bookies trusting
+the Secret's CA, the certificates are reported valid; a renewed admin certificate is served without a restart;
+and a cluster whose certificate does not name its bookies says so."""
+
+from __future__ import annotations
+
+import base64
+import socket
+import ssl
+from collections.abc import Callable
+from pathlib import Path
+
+import trustme
+from bookie_fleet.zookeeper import ZooKeeperServer
+from bookie_operator import crd
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
+from tests.operator.conftest import OperatorProcess, await_events, bookie_cluster, condition, get_cluster, wait_ready
+from tests.support.kube import KubeTarget, wait_for
+from tests.support.zookeeper_tls import ZkIdentity
+
+RESTRICTED = "pod-security.kubernetes.io/enforce=restricted"
+
+
+def tls_secret(name: str, cert: bytes, key: bytes, ca: bytes) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": name},
+            "data": {k: base64.b64encode(v).decode() for k, v in
+                     {"tls.crt": cert, "tls.key": key, "ca.crt": ca}.items()}}
+
+
+def issued(ca: trustme.CA, *names: str) -> tuple[bytes, bytes]:
+    leaf = ca.issue_cert(*names)
+    key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
+    pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption())
+    return b"".join(b.bytes() for b in leaf.cert_chain_pems), pkcs8
+
+
+def served_certificate(ip: str, port: int, ca: bytes, hostname: str) -> bytes:
+    """The DER certificate the admin port presents, verified against ``ca`` and ``hostname``."""
+    context = ssl.create_default_context(cadata=ca.decode())
+    with socket.create_connection((ip, port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname=hostname) as tls:
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return der
+
+
+def test_a_tls_cluster_in_a_restricted_namespace(
+        kube: KubeTarget, kube_namespace: str, zookeeper_tls: ZooKeeperServer, fleet_zk_identity: ZkIdentity,
+        operator_factory: Callable[..., OperatorProcess], tmp_path: Path) -> None:
+    ns = kube_namespace
+    kube.kubectl("label", "namespace", ns, RESTRICTED)
+    headless = f"bk-headless.{ns}.svc.cluster.local"
+    admin_ca = trustme.CA()
+    ca_pem = admin_ca.cert_pem.bytes()
+    cert, key = issued(admin_ca, f"*.{headless}")
+    zk = fleet_zk_identity
+    kube.apply([tls_secret("bk-admin-tls", cert, key, ca_pem),
+                tls_secret("bk-zk-tls", zk.client.cert.read_bytes(), zk.client.key.read_bytes(),
+                           zk.ca.read_bytes())], namespace=ns)
+    operator_factory(ns, extra_args=["--zk-tls", "--zk-tls-ca", str(zk.ca), "--zk-tls-cert", str(zk.client.cert),
+                                     "--zk-tls-key", str(zk.client.key)])
+    kube.apply(bookie_cluster("bk", zookeeper_tls.connect_string, f"/{ns}/ledgers", replicas=2, ensembleSize=2,
+                              tls={"admin": {"secretName": "bk-admin-tls"},
+                                   "zookeeper": {"secretName": "bk-zk-tls"}, "refreshSeconds": 1}),
+               namespace=ns)
+
+    # Ready means the bookies registered over TLS-only ZooKeeper and the operator read them over HTTPS.
+    obj = wait_ready(kube, ns, "bk", timeout=240)
+    valid = condition(obj, "CertificatesValid")
+    assert valid is not None and valid["status"] == "True" and valid["reason"] == "Valid", valid
+    assert "admin: valid until" in valid["message"] and "zookeeper: valid until" in valid["message"]
+    policy = kube.get(f"/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies/bk")
+    assert policy is not None
+    zk_port = int(zookeeper_tls.connect_string.rpartition(":")[2])
+    assert zk_port in {p["port"] for rule in policy["spec"]["egress"] for p in rule["ports"]}
+
+    pod = kube.get(f"/api/v1/namespaces/{ns}/pods/bk-0")
+    assert pod is not None
+    ip, host = pod["status"]["podIP"], f"bk-0.{headless}"
+    first = served_certificate(ip, 8080, ca_pem, host)
+    assert first == x509.load_pem_x509_certificate(cert).public_bytes(serialization.Encoding.DER)
+    restarts = pod["status"]["containerStatuses"][0]["restartCount"]
+
+    # Renewal: the same Secret, a new certificate of the same CA; served without a restart.
+    renewed, renewed_key = issued(admin_ca, f"*.{headless}")
+    kube.apply([tls_secret("bk-admin-tls", renewed, renewed_key, ca_pem)], namespace=ns)
+    want = x509.load_pem_x509_certificate(renewed).public_bytes(serialization.Encoding.DER)
+    wait_for(lambda: served_certificate(ip, 8080, ca_pem, host) == want, 120, interval=2,
+             what="the renewed admin certificate served")
+    pod = kube.get(f"/api/v1/namespaces/{ns}/pods/bk-0")
+    assert pod is not None and pod["status"]["containerStatuses"][0]["restartCount"] == restarts
+
+    # A certificate that does not name the bookies: reported, with the bookies and the fix.
+    wrong, wrong_key = issued(admin_ca, "somewhere-else.example")
+    kube.apply([tls_secret("other-tls", wrong, wrong_key, ca_pem)], namespace=ns)
+    kube.apply(bookie_cluster("other", zookeeper_tls.connect_string, f"/{ns}/other", replicas=1, ensembleSize=1,
+                              tls={"admin": {"secretName": "other-tls"}}), namespace=ns)
+
+    def reported() -> dict[str, str] | None:
+        c = condition(get_cluster(kube, ns, "other"), "CertificatesValid")
+        return c if c is not None and c["status"] == "False" else None
+
+    bad = wait_for(reported, 60, what="CertificatesValid=False on the other cluster")
+    assert bad["reason"] == "CertificateDoesNotCoverBookieIds"
+    assert f"other-0 (other-0.other-headless.{ns}.svc.cluster.local)" in bad["message"]
+    assert f"add *.other-headless.{ns}.svc.cluster.local to its dnsNames" in bad["message"]
+    (event,) = await_events(kube, ns, "other", "CertificateDoesNotCoverBookieIds")
+    assert event["type"] == "Warning"
+    degraded = condition(get_cluster(kube, ns, "other"), "Degraded")
+    assert degraded is not None and degraded["status"] == "True"
+    kube.api.delete(f"/apis/{crd.models.GROUP}/{crd.models.VERSION}/namespaces/{ns}/{crd.models.PLURAL}/other")
