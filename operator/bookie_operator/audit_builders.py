@@ -11,6 +11,7 @@ the Job's pod ends with the driver's exit status, which is what the operator fol
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from bookie_operator import models
@@ -35,6 +36,7 @@ SA_TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 AUDIT_RUN_LABEL = f"{models.GROUP}/audit-run"
 CLI = "local:///opt/bookie-fleet/lib/bookie_audit/cli.py"
 OUT_DIR = "/tmp/audit-out"
+TEMPLATES_DIR = "/opt/audit/pod-templates"
 
 # What Spark on Kubernetes needs in the BookieCluster's namespace, and nothing more: spark-submit creates the
 # driver pod, its ConfigMap and its headless Service and watches the driver; the driver creates, watches and
@@ -49,6 +51,10 @@ CLUSTER_ROLE_RULES: list[Obj] = [
 
 def service_account_name(cluster: str) -> str:
     return f"{cluster}-audit"
+
+
+def pod_templates_name(cluster: str) -> str:
+    return f"{cluster}-audit-pod-templates"
 
 
 def reports_name(cluster: str) -> str:
@@ -142,11 +148,28 @@ def reports_service(owner: Owner) -> Obj:
                                 "protocol": "TCP"}]}}
 
 
+def spark_pod_template() -> Obj:
+    """What Spark's driver and executor pods add to what Spark builds: the restricted Pod Security Standard
+    (non-root, the runtime's seccomp profile, no privilege escalation, no capabilities)."""
+    return {"apiVersion": "v1", "kind": "Pod", "spec": {
+        "securityContext": {"runAsNonRoot": True, "runAsUser": SPARK_UID, "runAsGroup": SPARK_UID,
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{"name": "spark", "securityContext": {"allowPrivilegeEscalation": False,
+                                                             "capabilities": {"drop": ["ALL"]}}}]}}
+
+
+def pod_templates(owner: Owner) -> Obj:
+    text = json.dumps(spark_pod_template(), indent=2, sort_keys=True) + "\n"  # JSON is YAML to Spark's reader
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(pod_templates_name(owner.name), owner, "spark"),
+            "data": {"driver.yaml": text, "executor.yaml": text}}
+
+
 def desired_objects(owner: Owner, spec: BookieClusterSpec, cluster_role_name: str) -> list[Obj]:
     """What must exist while the audit is scheduled (runs add their Job)."""
     if spec.audit.schedule is None:
         return []
-    return [service_account(owner), role_binding(owner, cluster_role_name), reports_claim(owner, spec.audit),
+    return [service_account(owner), role_binding(owner, cluster_role_name), pod_templates(owner),
+            reports_claim(owner, spec.audit),
             reports_deployment(owner, spec), reports_service(owner)]
 
 
@@ -189,6 +212,10 @@ def spark_conf(owner: Owner, spec: BookieClusterSpec, run_id: str) -> dict[str, 
         "spark.executor.memory": audit.executor_memory,
         "spark.driver.memory": audit.driver_memory,
         "spark.ui.enabled": "false",
+        "spark.kubernetes.driver.podTemplateFile": f"{TEMPLATES_DIR}/driver.yaml",
+        "spark.kubernetes.executor.podTemplateFile": f"{TEMPLATES_DIR}/executor.yaml",
+        "spark.kubernetes.driver.podTemplateContainerName": "spark",
+        "spark.kubernetes.executor.podTemplateContainerName": "spark",
     }
     for key, value in run_labels.items():
         conf[f"spark.kubernetes.driver.label.{key}"] = value
@@ -212,7 +239,8 @@ def audit_job(owner: Owner, spec: BookieClusterSpec, run_id: str, ordinals: list
     container = {"name": "spark-submit", "image": audit.image, "imagePullPolicy": spec.image_pull_policy,
                  "args": args, "securityContext": _restricted(),
                  "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
-                 "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]}
+                 "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"},
+                                  {"name": "pod-templates", "mountPath": TEMPLATES_DIR, "readOnly": True}]}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {**_meta(run_id, owner, "spark"),
                          "labels": {**labels(owner.name, "spark"), AUDIT_RUN_LABEL: run_id}},
@@ -224,7 +252,9 @@ def audit_job(owner: Owner, spec: BookieClusterSpec, run_id: str, ordinals: list
                                            "securityContext": {"runAsNonRoot": True, "runAsUser": SPARK_UID,
                                                                "seccompProfile": {"type": "RuntimeDefault"}},
                                            "containers": [container],
-                                           "volumes": [{"name": "tmp", "emptyDir": {}}]}}}}
+                                           "volumes": [{"name": "tmp", "emptyDir": {}},
+                                                       {"name": "pod-templates", "configMap": {
+                                                           "name": pod_templates_name(owner.name)}}]}}}}
 
 
 def run_id(cluster: str, scheduled_for: str) -> str:

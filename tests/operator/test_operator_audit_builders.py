@@ -28,7 +28,11 @@ def test_standing_objects_of_a_scheduled_audit() -> None:
     spec = parse_spec({**BASE, "audit": {"schedule": "0 3 * * *", "reportsKept": 4,
                                          "reportStorage": {"size": "2Gi", "storageClassName": "fast"}}})
     objs = {o["kind"]: o for o in ab.desired_objects(OWNER, spec, "bkop-bookie-operator-audit")}
-    assert set(objs) == {"ServiceAccount", "RoleBinding", "PersistentVolumeClaim", "Deployment", "Service"}
+    assert set(objs) == {"ServiceAccount", "RoleBinding", "ConfigMap", "PersistentVolumeClaim", "Deployment",
+                         "Service"}
+    template = yaml.safe_load(objs["ConfigMap"]["data"]["executor.yaml"])["spec"]
+    assert template["securityContext"]["runAsNonRoot"] and template["securityContext"]["seccompProfile"]
+    assert template["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     binding = objs["RoleBinding"]
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                   "name": "bkop-bookie-operator-audit"}
