@@ -39,13 +39,13 @@ OUT_DIR = "/tmp/audit-out"
 TEMPLATES_DIR = "/opt/audit/pod-templates"
 
 # What Spark on Kubernetes needs in the BookieCluster's namespace, and nothing more: spark-submit creates the
-# driver pod, its ConfigMap and its headless Service and watches the driver; the driver creates, watches and
-# deletes its executor pods and their ConfigMap. No Secrets (Spark only mounts them), no other kinds. The
+# driver pod, applies its ConfigMap and headless Service (server-side apply: patch) and watches the driver; the
+# driver creates, watches and deletes its executor pods and their ConfigMap. No Secrets (Spark only mounts them), no other kinds. The
 # chart's ClusterRole `<release>-audit` holds exactly these rules (a test compares them).
 CLUSTER_ROLE_RULES: list[Obj] = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list", "watch", "delete"]},
-    {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "get", "delete"]},
-    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "delete"]},
+    {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "get", "patch", "delete"]},
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "patch", "delete"]},
 ]
 
 
