@@ -39,13 +39,15 @@ OUT_DIR = "/tmp/audit-out"
 TEMPLATES_DIR = "/opt/audit/pod-templates"
 
 # What Spark on Kubernetes needs in the BookieCluster's namespace, and nothing more: spark-submit creates the
-# driver pod, applies its ConfigMap and headless Service (server-side apply: patch) and watches the driver; the
-# driver creates, watches and deletes its executor pods and their ConfigMap. No Secrets (Spark only mounts them), no other kinds. The
+# driver pod, applies its ConfigMap, its headless Service and the application's NetworkPolicy (only its own pods
+# reach the driver and executors; server-side apply: patch) and watches the driver; the driver creates, watches
+# and deletes its executor pods and their ConfigMap. No Secrets (Spark only mounts them), no other kinds. The
 # chart's ClusterRole `<release>-audit` holds exactly these rules (a test compares them).
 CLUSTER_ROLE_RULES: list[Obj] = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list", "watch", "delete"]},
     {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "get", "patch", "delete"]},
     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "patch", "delete"]},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["create", "get", "patch"]},
 ]
 
 
@@ -61,9 +63,13 @@ def reports_name(cluster: str) -> str:
     return f"{cluster}-audit-reports"
 
 
+REPORTS_HOSTNAME = "reports"
+
+
 def reports_url(cluster: str, namespace: str, domain: str = "cluster.local") -> str:
-    """Where the report store answers inside the cluster."""
-    return f"http://{reports_name(cluster)}.{namespace}.svc.{domain}:{REPORTS_PORT}"
+    """Where the report store answers inside the cluster: its pod's own name under its headless Service (a name the
+    cluster's DNS gives every pod with a hostname and subdomain)."""
+    return f"http://{REPORTS_HOSTNAME}.{reports_name(cluster)}.{namespace}.svc.{domain}:{REPORTS_PORT}"
 
 
 def labels(cluster: str, component: str) -> dict[str, str]:
@@ -130,6 +136,7 @@ def reports_deployment(owner: Owner, spec: BookieClusterSpec) -> Obj:
         "replicas": 1, "strategy": {"type": "Recreate"},  # one writer of a ReadWriteOnce volume
         "selector": {"matchLabels": selector},
         "template": {"metadata": {"labels": labels(owner.name, "reports")}, "spec": {
+            "hostname": REPORTS_HOSTNAME, "subdomain": name,
             "securityContext": {"runAsNonRoot": True, "runAsUser": SPARK_UID, "fsGroup": SPARK_UID,
                                 "seccompProfile": {"type": "RuntimeDefault"}},
             "automountServiceAccountToken": False,
@@ -142,7 +149,8 @@ def reports_deployment(owner: Owner, spec: BookieClusterSpec) -> Obj:
 
 def reports_service(owner: Owner) -> Obj:
     return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(reports_name(owner.name), owner, "reports"),
-            "spec": {"selector": {"app.kubernetes.io/name": "bookie-audit", "app.kubernetes.io/instance": owner.name,
+            "spec": {"clusterIP": "None",  # headless: the pod's DNS name, reports.<this>.<ns>.svc
+                     "selector": {"app.kubernetes.io/name": "bookie-audit", "app.kubernetes.io/instance": owner.name,
                                   "app.kubernetes.io/component": "reports"},
                      "ports": [{"name": "http", "port": REPORTS_PORT, "targetPort": REPORTS_PORT,
                                 "protocol": "TCP"}]}}

@@ -79,7 +79,7 @@ def test_a_run_is_spark_submit_in_cluster_mode_over_every_bookie() -> None:
     assert logs == [f"bk-{i}.bk-headless.ns1.svc.cluster.local:3181="
                     f"bookie+http://bk-{i}.bk-headless.ns1.svc.cluster.local:8080" for i in range(3)]
     assert app[app.index("--mode") + 1] == "full" and app[app.index("--min-age-days") + 1] == "1.5"
-    assert app[app.index("--publish") + 1] == "http://bk-audit-reports.ns1.svc.cluster.local:8000"
+    assert app[app.index("--publish") + 1] == "http://reports.bk-audit-reports.ns1.svc.cluster.local:8000"
     assert app[app.index("--run-id") + 1] == run
 
 

@@ -120,7 +120,7 @@ async def _write_known_data(kube: KubeTarget, ns: str, zk: str, root: str) -> di
                 assert (await conns[i].add(UNDER, e, body=body)).status == 0
                 expected[i].add((UNDER, e))
             body = raw.entry(OVER, e, rng.randbytes(800))
-            for i in (e % 2, 2):                        # bookie 2 is not in its ensemble: over-replicated
+            for i in (0, 1, 2):                         # bookie 2 is not in its ensemble: over-replicated
                 assert (await conns[i].add(OVER, e, body=body)).status == 0
                 expected[i].add((OVER, e))
     finally:
