@@ -38,10 +38,7 @@ async def run_audit_schedule(t: Tick) -> None:
     for obj in audit_builders.desired_objects(t.owner, t.spec, t.op.audit_cluster_role):
         await apply_one(t, obj)
     run = t.status.audit.run
-    job = await t.op.kube.get("Job", t.namespace, run.id) if run is not None else None
-    phase, message = job_phase(job)
-    if run is not None and phase is JobPhase.FAILED:
-        message = await _driver_message(t, run.id) or message
+    phase, message = await _observe_run(t, run.id) if run is not None else (JobPhase.MISSING, "")
     status, actions, notes = decide.audit_tick(spec, t.status.audit, phase, message, t.now, t.created,
                                                lambda due: audit_builders.run_id(t.name, due))
     t.status.audit = status
@@ -80,6 +77,12 @@ async def _collect(t: Tick, run_id: str) -> None:
     try:
         raw: dict[str, Any] = await t.op.fetch_json(f"{base}/runs/{run_id}/summary.json")
     except BookieApiError as exc:
+        if exc.status == 404:  # the run ended without publishing its results
+            t.status.audit = decide.audit_tick_failed(t.status.audit, "the run published no summary to the report "
+                                                      f"store (kubectl logs {run_id}-driver)", t.now)
+            t.event("Warning", "AuditFailed", f"audit {run_id} failed: {t.status.audit.last_run.message}"
+                    if t.status.audit.last_run else f"audit {run_id} failed")
+            return
         t.problems.append(f"audit {run_id}: its summary cannot be read from the report store: {exc}")
         return
     summary = decide.summarize(raw)
@@ -127,16 +130,28 @@ async def _reports_base(t: Tick) -> str | None:
     return None
 
 
-async def _driver_message(t: Tick, run_id: str) -> str:
-    """Why the driver failed: its exit code and termination message (see its log for the rest)."""
+async def _observe_run(t: Tick, run_id: str) -> tuple[JobPhase, str]:
+    """The run's outcome: its Job's, except that spark-submit ends well whatever the driver did, so a complete Job
+    whose driver pod failed is a failed run."""
+    phase, message = job_phase(await t.op.kube.get("Job", t.namespace, run_id))
+    if phase not in (JobPhase.SUCCEEDED, JobPhase.FAILED):
+        return phase, message
     pods = await t.op.kube.list("Pod", t.namespace, f"{audit_builders.AUDIT_RUN_LABEL}={run_id},spark-role=driver")
-    for cs in [c for p in pods for c in (p.get("status") or {}).get("containerStatuses") or []]:
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") == "Failed":
+            return JobPhase.FAILED, _driver_message(pod, run_id)
+    return phase, message
+
+
+def _driver_message(pod: Obj, run_id: str) -> str:
+    """Why the driver failed: its exit code and termination message (its log has the rest)."""
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
         term = (cs.get("state") or {}).get("terminated") or {}
         if term:
             text = str(term.get("message") or "").strip().splitlines()
-            return f"driver pod exited {term.get('exitCode')}" + (f": {text[-1][:300]}" if text else "") + \
+            return f"the driver exited {term.get('exitCode')}" + (f": {text[-1][:300]}" if text else "") + \
                 f" (kubectl logs {run_id}-driver)"
-    return ""
+    return f"the driver failed (kubectl logs {run_id}-driver)"
 
 
 async def _delete_finished_spark_pods(t: Tick, keep: str | None) -> None:
