@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from bookie.client import BookKeeper
 from bookie.client.config import ClientConfig
 from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
@@ -143,13 +144,14 @@ def _get(url: str) -> bytes:
         return bytes(r.read())
 
 
+@pytest.mark.timeout(1800)  # Spark on Kubernetes and Spark in this process, on a shared 2-core machine
 async def test_operator_runs_the_audit_on_spark_on_kubernetes(
         kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
         operator_factory: Callable[[str], OperatorProcess], tmp_path: Path) -> None:
     ns, root = kube_namespace, f"/{kube_namespace}/ledgers"
     kube.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(audit_builders.cluster_role(ROLE)))
     operator_factory(ns)
-    audit = {"mode": "full", "executors": 2, "executorMemory": "512m", "driverMemory": "512m", "minAgeDays": 0,
+    audit = {"mode": "full", "executors": 1, "executorMemory": "512m", "driverMemory": "512m", "minAgeDays": 0,
              "compaction": {"enabled": True, "reclaimableGiB": 0.00001}}
     kube.apply(bookie_cluster(NAME, zookeeper.connect_string, root, replicas=3, ensembleSize=3, audit=audit,
                               config={"flushInterval": 500, "logSizeLimit": 256 * 1024},
