@@ -2,11 +2,11 @@
 identity Spark runs as (ServiceAccount, and a RoleBinding to the audit ClusterRole the chart installs), and one
 run's submitter Job (``spark-submit --master k8s://... --deploy-mode cluster``).
 
-A run: the Job's pod runs spark-submit, which creates the driver pod (with a headless Service; its executors reach
-it at its pod IP, Spark 4.3's default) and waits for it; the driver takes a metadata snapshot from ZooKeeper, creates
-the executor pods, reads the bookies' entry logs through their admin API and publishes tables, summary and
-report to the report store. Driver and executors carry the cluster's admin token (the Secret mounted by Spark);
-the Job's pod ends with the driver's exit status, which is what the operator follows.
+A run: the Job's pod runs spark-submit, which creates the driver pod (with a headless Service; its executors
+reach it at its pod IP, Spark 4.3's default) and waits for it; the driver takes a metadata snapshot from
+ZooKeeper, creates the executor pods, reads the bookies' entry logs through their admin API and publishes tables,
+summary and report to the report store. Driver and executors carry the cluster's admin token (the Secret mounted
+by Spark). spark-submit ends well whatever the driver did, so the operator follows the driver pod's phase.
 """
 
 from __future__ import annotations
