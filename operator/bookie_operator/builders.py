@@ -33,6 +33,9 @@ DATA_ROOT = "/bookie"
 # spec.tls's Secrets, one directory per purpose (bookie, admin, zookeeper), mounted whole (not by subPath) so that
 # the kubelet's updates of a renewed certificate reach the bookie, which re-reads the files.
 TLS_ROOT = "/opt/bookie/tls"
+# BookKeeper's classes behind its TLS and certificate-role keys (both bookies take these values).
+TLS_CONTEXT_FACTORY = "org.apache.bookkeeper.tls.TLSContextFactory"
+BOOKIE_AUTHZ_FACTORY = "org.apache.bookkeeper.tls.BookieAuthZFactory"
 JAVA_CONF = "/opt/bookkeeper/conf/bk_server.conf"
 HOSTNAME_KEY = "kubernetes.io/hostname"
 ZONE_KEY = "topology.kubernetes.io/zone"
@@ -181,13 +184,23 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
 
 
 def tls_config(spec: BookieClusterSpec) -> dict[str, Any]:
-    """The configuration keys of spec.tls, pointing at the mounted Secrets (BookKeeper's tls* keys on both
-    implementations; our admin API's and ZooKeeper's keys on ours; Java bookies get ZooKeeper's TLS from
-    system properties, ``zookeeper_jvm_options``)."""
+    """The configuration keys of spec.tls, pointing at the mounted Secrets: BookKeeper's tls* keys on both
+    implementations (PEM files; the bookies re-read them every refreshSeconds); our admin API's and ZooKeeper's
+    keys on ours (Java bookies get ZooKeeper's TLS from system properties, ``zookeeper_jvm_options``)."""
     tls = spec.tls
     values: dict[str, Any] = {}
     if tls is None:
         return values
+    if tls.bookie is not None:
+        d = tls_dir("bookie")
+        values.update({"tlsProviderFactoryClass": TLS_CONTEXT_FACTORY, "tlsProvider": "OpenSSL",
+                       "tlsKeyStoreType": "PEM", "tlsKeyStore": f"{d}/tls.key", "tlsCertificatePath": f"{d}/tls.crt",
+                       "tlsTrustStoreType": "PEM", "tlsTrustStore": f"{d}/ca.crt",
+                       "tlsClientAuthentication": tls.client_authentication,
+                       "tlsCertFilesRefreshDurationSeconds": tls.refresh_seconds})
+        if tls.authorized_roles:
+            values.update({"bookieAuthProviderFactoryClass": BOOKIE_AUTHZ_FACTORY,
+                           "authorizedRoles": ",".join(tls.authorized_roles)})
     if tls.admin is not None:
         d = tls_dir("admin")
         values.update({"httpServerTlsEnable": True, "httpServerTlsCertificatePath": f"{d}/tls.crt",

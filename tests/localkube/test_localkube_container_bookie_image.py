@@ -23,7 +23,10 @@ def _objects(namespace: str, zk: str, root: str) -> list[dict[str, Any]]:
         "metadataService": {"zkServers": zk, "ledgersRoot": root},
         "storage": {"journal": {"size": "1Gi"}, "ledgers": {"size": "1Gi"}},
         "config": {"diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998}})
-    objects = builders.desired_objects(builders.Owner("bk", namespace, "0"), spec, replicas=1)
+    owner = builders.Owner("bk", namespace, "0")
+    # The operator creates the admin token Secret once; without an operator here, the test does.
+    objects = [builders.admin_token_secret(owner, "test-admin-token"),
+               *builders.desired_objects(owner, spec, replicas=1)]
     for obj in objects:
         obj["metadata"].pop("ownerReferences", None)   # no BookieCluster here: nothing may collect them
     sts = next(o for o in objects if o["kind"] == "StatefulSet")

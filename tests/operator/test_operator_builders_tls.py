@@ -33,6 +33,24 @@ def test_each_secret_is_mounted_whole_and_read_only() -> None:
     assert not any(v["name"].startswith("tls-") for v in pod()["volumes"])
 
 
+def test_the_bookie_port_gets_bookkeepers_own_keys_on_both_implementations() -> None:
+    tls = {"bookie": ALL["bookie"], "clientAuthentication": True, "authorizedRoles": ["broker", "bookie"],
+           "refreshSeconds": 60}
+    for fields in ({}, JAVA):
+        conf = builders.bookie_config(spec(**fields, tls=tls))
+        assert conf["tlsProviderFactoryClass"] == "org.apache.bookkeeper.tls.TLSContextFactory"
+        assert (conf["tlsKeyStoreType"], conf["tlsTrustStoreType"]) == ("PEM", "PEM")
+        assert conf["tlsKeyStore"] == "/opt/bookie/tls/bookie/tls.key"
+        assert conf["tlsCertificatePath"] == "/opt/bookie/tls/bookie/tls.crt"
+        assert conf["tlsTrustStore"] == "/opt/bookie/tls/bookie/ca.crt"
+        assert conf["tlsClientAuthentication"] is True and conf["tlsCertFilesRefreshDurationSeconds"] == 60
+        assert conf["bookieAuthProviderFactoryClass"] == "org.apache.bookkeeper.tls.BookieAuthZFactory"
+        assert conf["authorizedRoles"] == "broker,bookie"
+    plain = builders.bookie_config(spec(tls={"bookie": ALL["bookie"]}))
+    assert plain["tlsClientAuthentication"] is False and "bookieAuthProviderFactoryClass" not in plain
+    assert not any(k.startswith("tls") for k in builders.bookie_config(spec()))
+
+
 def test_admin_https_and_zookeeper_tls_keys_on_our_bookie() -> None:
     conf = builders.bookie_config(spec(tls={"admin": ALL["admin"], "zookeeper": ALL["zookeeper"]}))
     assert conf["httpServerTlsEnable"] is True

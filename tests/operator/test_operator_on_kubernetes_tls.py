@@ -1,8 +1,10 @@
 """A BookieCluster with ``spec.tls`` in a namespace that enforces the restricted Pod Security Standard: cert-manager
-style Secrets (tls.crt, tls.key, ca.crt; test CAs from trustme) for the admin API and for ZooKeeper, which only
-speaks TLS; the cluster reaches Ready with its NetworkPolicy, the operator talks HTTPS to the bookies trusting
-the Secret's CA, the certificates are reported valid; a renewed admin certificate is served without a restart;
-and a cluster whose certificate does not name its bookies says so."""
+style Secrets (tls.crt, tls.key, ca.crt; test CAs from trustme) for the bookie port (client certificates with an
+allowed role required), the admin API and ZooKeeper, which only speaks TLS; the cluster reaches Ready with its
+NetworkPolicy, a client with a broker certificate writes and reads over TLS and one without an allowed role is
+refused, the operator talks HTTPS to the bookies trusting the Secret's CA, the certificates are reported valid;
+a renewed admin certificate is served without a restart; and a cluster whose certificate does not name its
+bookies says so."""
 
 from __future__ import annotations
 
@@ -12,7 +14,11 @@ import ssl
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import trustme
+from bookie.client import BookKeeper, ClientConfig
+from bookie.client.errors import UnauthorizedAccess
+from bookie.tls import ClientTLS
 from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import crd
 from cryptography import x509
@@ -31,8 +37,8 @@ def tls_secret(name: str, cert: bytes, key: bytes, ca: bytes) -> dict[str, objec
                      {"tls.crt": cert, "tls.key": key, "ca.crt": ca}.items()}}
 
 
-def issued(ca: trustme.CA, *names: str) -> tuple[bytes, bytes]:
-    leaf = ca.issue_cert(*names)
+def issued(ca: trustme.CA, *names: str, role: str | None = None) -> tuple[bytes, bytes]:
+    leaf = ca.issue_cert(*names, organization_unit_name=role)
     key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
     pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                               serialization.NoEncryption())
@@ -49,7 +55,26 @@ def served_certificate(ip: str, port: int, ca: bytes, hostname: str) -> bytes:
     return der
 
 
-def test_a_tls_cluster_in_a_restricted_namespace(
+def client_tls(directory: Path, ca: trustme.CA, role: str) -> ClientTLS:
+    """A client's TLS files: the CA, and a certificate whose OU carries ``role`` (BookKeeper's OU=0:role)."""
+    cert, key = issued(ca, f"{role}.clients.example", role=f"0:{role}")
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, data in (("ca.crt", ca.cert_pem.bytes()), (f"{role}.crt", cert), (f"{role}.key", key)):
+        (directory / name).write_bytes(data)
+    return ClientTLS(trust_store=str(directory / "ca.crt"), client_authentication=True,
+                     certificate_path=str(directory / f"{role}.crt"), key_store=str(directory / f"{role}.key"))
+
+
+async def write_and_read(config: ClientConfig) -> list[bytes]:
+    async with BookKeeper(config) as bk:
+        handle = await bk.create_ledger(ensemble_size=2, write_quorum=2, ack_quorum=2)
+        for i in range(10):
+            await handle.add(f"entry-{i}".encode())
+        await handle.close()
+        return [e.payload for e in await (await bk.open_ledger(handle.ledger_id)).read(0, 9)]
+
+
+async def test_a_tls_cluster_in_a_restricted_namespace(
         kube: KubeTarget, kube_namespace: str, zookeeper_tls: ZooKeeperServer, fleet_zk_identity: ZkIdentity,
         operator_factory: Callable[..., OperatorProcess], tmp_path: Path) -> None:
     ns = kube_namespace
@@ -58,14 +83,20 @@ def test_a_tls_cluster_in_a_restricted_namespace(
     admin_ca = trustme.CA()
     ca_pem = admin_ca.cert_pem.bytes()
     cert, key = issued(admin_ca, f"*.{headless}")
+    bookie_ca = trustme.CA()
+    # The bookies' own certificate carries an allowed role: re-replication connects to other bookies with it.
+    bookie_cert, bookie_key = issued(bookie_ca, f"*.{headless}", role="0:bookie")
     zk = fleet_zk_identity
-    kube.apply([tls_secret("bk-admin-tls", cert, key, ca_pem),
+    kube.apply([tls_secret("bk-tls", bookie_cert, bookie_key, bookie_ca.cert_pem.bytes()),
+                tls_secret("bk-admin-tls", cert, key, ca_pem),
                 tls_secret("bk-zk-tls", zk.client.cert.read_bytes(), zk.client.key.read_bytes(),
                            zk.ca.read_bytes())], namespace=ns)
     operator_factory(ns, extra_args=["--zk-tls", "--zk-tls-ca", str(zk.ca), "--zk-tls-cert", str(zk.client.cert),
                                      "--zk-tls-key", str(zk.client.key)])
     kube.apply(bookie_cluster("bk", zookeeper_tls.connect_string, f"/{ns}/ledgers", replicas=2, ensembleSize=2,
-                              tls={"admin": {"secretName": "bk-admin-tls"},
+                              tls={"bookie": {"secretName": "bk-tls"}, "clientAuthentication": True,
+                                   "authorizedRoles": ["broker", "bookie"],
+                                   "admin": {"secretName": "bk-admin-tls"},
                                    "zookeeper": {"secretName": "bk-zk-tls"}, "refreshSeconds": 1}),
                namespace=ns)
 
@@ -73,7 +104,16 @@ def test_a_tls_cluster_in_a_restricted_namespace(
     obj = wait_ready(kube, ns, "bk", timeout=240)
     valid = condition(obj, "CertificatesValid")
     assert valid is not None and valid["status"] == "True" and valid["reason"] == "Valid", valid
-    assert "admin: valid until" in valid["message"] and "zookeeper: valid until" in valid["message"]
+    assert all(f"{p}: valid until" in valid["message"] for p in ("bookie", "admin", "zookeeper"))
+
+    # The bookie port: a broker's certificate writes and reads over TLS; a certificate without a role is refused.
+    def client(role: str) -> ClientConfig:
+        return ClientConfig(zk_servers=zookeeper_tls.connect_string, ledgers_root=f"/{ns}/ledgers",
+                            zk_security=zk.security(), tls=client_tls(tmp_path / role, bookie_ca, role))
+
+    assert await write_and_read(client("broker")) == [f"entry-{i}".encode() for i in range(10)]
+    with pytest.raises(UnauthorizedAccess):
+        await write_and_read(client("viewer"))
     policy = kube.get(f"/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies/bk")
     assert policy is not None
     zk_port = int(zookeeper_tls.connect_string.rpartition(":")[2])
