@@ -32,6 +32,7 @@ REPORTS_PORT = 8000
 REPORTS_DIR = "/reports"
 SPARK_UID = 185  # the audit image's user (Apache Spark's image's)
 TOKEN_DIR = "/opt/audit/admin-token"
+ADMIN_TLS_DIR = "/opt/audit/admin-tls"
 SA_TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 AUDIT_RUN_LABEL = f"{models.GROUP}/audit-run"
 CLI = "local:///opt/bookie-fleet/lib/bookie_audit/cli.py"
@@ -186,13 +187,14 @@ def bookie_inputs(owner: Owner, spec: BookieClusterSpec, ordinals: list[int]) ->
     through their admin API; Apache BookKeeper's, which serve none, their REST API only."""
     out = []
     domain = spec.cluster_domain
+    scheme = "https" if spec.tls is not None and spec.tls.admin is not None else "http"
     for ordinal in ordinals:
         host = f"{pod_name(owner.name, ordinal)}.{headless_service_name(owner.name)}.{owner.namespace}.svc.{domain}"
         bid = bookie_id(owner.name, owner.namespace, ordinal, domain)
         if spec.implementation == "apache-bookkeeper":
             out += ["--rest-bookie", f"{bid}=http://{host}:{HTTP_PORT}"]
         else:
-            out += ["--logs", f"{bid}=bookie+http://{host}:{HTTP_PORT}"]
+            out += ["--logs", f"{bid}=bookie+{scheme}://{host}:{HTTP_PORT}"]
     return out
 
 
@@ -225,6 +227,9 @@ def spark_conf(owner: Owner, spec: BookieClusterSpec, run_id: str) -> dict[str, 
         "spark.kubernetes.driver.podTemplateContainerName": "spark",
         "spark.kubernetes.executor.podTemplateContainerName": "spark",
     }
+    if spec.tls is not None and spec.tls.admin is not None:  # HTTPS admin API: its CA in driver and executors
+        conf[f"spark.kubernetes.driver.secrets.{spec.tls.admin.secret_name}"] = ADMIN_TLS_DIR
+        conf[f"spark.kubernetes.executor.secrets.{spec.tls.admin.secret_name}"] = ADMIN_TLS_DIR
     for key, value in run_labels.items():
         conf[f"spark.kubernetes.driver.label.{key}"] = value
         conf[f"spark.kubernetes.executor.label.{key}"] = value
@@ -243,6 +248,7 @@ def audit_job(owner: Owner, spec: BookieClusterSpec, run_id: str, ordinals: list
     args += [CLI, "run", "--zk", ms.zk_servers, "--root", ms.ledgers_root, "--mode", audit.mode,
              "--min-age-days", f"{audit.min_age_days:g}", *bookie_inputs(owner, spec, ordinals),
              "--bookie-token-file", f"{TOKEN_DIR}/{ADMIN_TOKEN_KEY}", "--out", OUT_DIR,
+             *(["--bookie-ca-file", f"{ADMIN_TLS_DIR}/ca.crt"] if spec.tls is not None and spec.tls.admin else []),
              "--publish", reports_url(owner.name, owner.namespace, spec.cluster_domain), "--run-id", run_id]
     container = {"name": "spark-submit", "image": audit.image, "imagePullPolicy": spec.image_pull_policy,
                  "args": args, "securityContext": _restricted(),

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
 import yaml
 from bookie_operator import audit_builders as ab
 from bookie_operator import builders
 from bookie_operator.builders import Owner
-from bookie_operator.models import parse_spec
+from bookie_operator.models import InvalidSpec, parse_spec
 
 from tests.operator.test_operator_helm_chart import CHART
 
@@ -106,3 +107,17 @@ def test_the_charts_audit_cluster_role_is_the_builders() -> None:
     deployment = next(d for d in yaml.safe_load_all(rendered.stdout) if d and d["kind"] == "Deployment")
     assert "--audit-cluster-role=bkop-bookie-operator-audit" in deployment["spec"]["template"]["spec"][
         "containers"][0]["args"]
+
+
+def test_an_https_admin_api_is_read_over_https_with_its_ca() -> None:
+    spec = parse_spec({**BASE, "tls": {"admin": {"secretName": "admin-tls"}}, "audit": {"schedule": "0 3 * * *"}})
+    args = ab.audit_job(OWNER, spec, "r", [0])["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--logs") + 1].split("=", 1)[1].startswith("bookie+https://bk-0.bk-headless")
+    assert args[args.index("--bookie-ca-file") + 1] == f"{ab.ADMIN_TLS_DIR}/ca.crt"
+    conf = _conf(args)
+    assert conf["spark.kubernetes.driver.secrets.admin-tls"] == conf["spark.kubernetes.executor.secrets.admin-tls"]
+
+
+def test_an_audit_of_a_cluster_whose_zookeeper_needs_tls_is_refused() -> None:
+    with pytest.raises(InvalidSpec, match=r"spec\.audit: .* ZooKeeper that needs TLS"):
+        parse_spec({**BASE, "tls": {"zookeeper": {"secretName": "zk-tls"}}, "audit": {"schedule": "0 3 * * *"}})
