@@ -256,7 +256,7 @@ class BookieConfig(BaseModel):
     http_server_trust_store_password: str | None = Field(None, description="Apache BookKeeper's: refused.")
     http_entry_log_read_rate_by_bytes: int = Field(
         50_000_000, ge=0, description="Ours: bytes/s the admin API's entry-log reads (the storage audit) may read from "
-        "disk, all readers together (0 = unlimited)."
+        "disk, all readers together (0 = unlimited); a PUT server_config applies at once."
     )
     http_entry_log_read_concurrency: int = Field(
         4, gt=0, description="Ours: entry-log reads the admin API serves at once; more wait their turn."

@@ -1,18 +1,19 @@
-"""The admin API's entry-log reads (``bookie.http.backend.EntryLogFilesAdmin``) over storage's entry-log files
-API (``bookie.storage.log_files``): listing, decoded header and ledgers map, and throttled byte ranges that hold
-the log against GC's deletion while they are read.
+"""The admin API's entry-log reads (``bookie.http.backend.EntryLogFilesAdmin``) over storage's entry-log files API
+(``bookie.storage.log_files``): listing, decoded header and ledgers map, and throttled byte ranges that hold the log
+against GC's deletion while they are read.
 
-The throttle protects the bookie's own work from its auditors: every byte read for a client passes one token
-bucket of ``httpEntryLogReadRateByBytes`` per second (all requests together), and at most
-``httpEntryLogReadConcurrency`` logs are open for reading at once; later requests wait for a slot, holding
-nothing meanwhile. Disk reads run in a pool of that many threads, never on the event loop.
+The throttle protects the bookie's own work from its auditors: every byte read for a client passes one token bucket
+of ``httpEntryLogReadRateByBytes`` per second (all requests together), and at most ``httpEntryLogReadConcurrency``
+logs are open for reading at once (fixed at start); later requests wait for a slot, holding nothing meanwhile. The
+rate may be changed at run time (``PUT /api/v1/config/server_config``). Disk reads run in a pool of that many
+threads, never on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -27,26 +28,28 @@ T = TypeVar("T")
 
 
 class ByteRate:
-    """Token bucket in bytes per second for the event loop; ``rate <= 0`` means unlimited. It holds at most a
-    tenth of a second of tokens, so an idle spell is never followed by a burst."""
+    """Token bucket in bytes per second for the event loop; a rate ``<= 0`` means unlimited. The rate is read at
+    every acquisition (a ``PUT server_config`` applies at once). It holds at most a tenth of a second of tokens,
+    so an idle spell is never followed by a burst."""
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: Callable[[], float]) -> None:
         self.rate = rate
         self._tokens = 0.0
         self._last: float | None = None
         self._lock = asyncio.Lock()
 
     async def acquire(self, amount: int) -> None:
-        if self.rate <= 0:
+        rate = self.rate()
+        if rate <= 0:
             return
         async with self._lock:  # one waiter at a time: requests share the rate fairly, in arrival order
             loop = asyncio.get_running_loop()
             now = loop.time()
             last = now if self._last is None else self._last
-            self._tokens = min(self.rate / 10, self._tokens + (now - last) * self.rate) - amount
+            self._tokens = min(rate / 10, self._tokens + (now - last) * rate) - amount
             self._last = now
             if self._tokens < 0:
-                await asyncio.sleep(-self._tokens / self.rate)
+                await asyncio.sleep(-self._tokens / rate)
 
 
 class _OpenLog:
@@ -60,7 +63,7 @@ class _OpenLog:
 
     async def chunks(self, offset: int, length: int) -> AsyncIterator[bytes]:
         end = min(offset + length, self.size)
-        chunk = self._reads.chunk_bytes
+        chunk = self._reads.chunk_bytes()
         while offset < end:
             n = min(chunk, end - offset)
             await self._reads.rate.acquire(n)
@@ -76,14 +79,17 @@ class EntryLogReads:
 
     def __init__(self, conf: BookieConfig, engine: LogFilesApi) -> None:
         self.engine = engine
-        self.rate = ByteRate(conf.http_entry_log_read_rate_by_bytes)
-        # A tenth of a second of the rate per chunk (within bounds): a reader that went away is noticed at the
-        # next write, a moment later, and its hold on the log released.
-        rate = conf.http_entry_log_read_rate_by_bytes
-        self.chunk_bytes = CHUNK_BYTES if rate <= 0 else max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, rate // 10))
+        self.conf = conf
+        self.rate = ByteRate(lambda: conf.http_entry_log_read_rate_by_bytes)
         self.concurrency = conf.http_entry_log_read_concurrency
         self._slots = asyncio.Semaphore(self.concurrency)
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="log-read")
+
+    def chunk_bytes(self) -> int:
+        """A tenth of a second of the rate per chunk (within bounds): a reader that went away is noticed at the
+        next write, a moment later, and its hold on the log released."""
+        rate = self.conf.http_entry_log_read_rate_by_bytes
+        return CHUNK_BYTES if rate <= 0 else max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, rate // 10))
 
     async def in_thread(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)

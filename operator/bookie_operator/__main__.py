@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-format", choices=["plain", "full", "json"], default="json")
     parser.add_argument("--no-manage-crd", action="store_true",
                         help="do not apply this version's BookieCluster CRD at start-up (CRDs managed elsewhere)")
+    parser.add_argument("--audit-cluster-role", default="bookie-operator-audit",
+                        help="the ClusterRole the storage audit's Spark pods are bound to (the chart's "
+                             "<release>-audit)")
     parser.add_argument("--operator-namespace", help="namespace of the operator's own pods (with "
                         "--operator-pod-labels: the bookies' NetworkPolicy admits them to the admin port)")
     parser.add_argument("--operator-pod-labels", default="",
@@ -63,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                         (zk_env.ENV_ENABLE_SECURITY, "true" if args.zk_enable_security else None)):
         if value:
             os.environ[name] = value
+    os.environ["BOOKIE_OPERATOR_AUDIT_CLUSTER_ROLE"] = args.audit_cluster_role
     if bool(args.operator_namespace) != bool(args.operator_pod_labels):
         parser.error("--operator-namespace and --operator-pod-labels go together")
     if args.operator_pod_labels:

@@ -108,3 +108,21 @@ class BookieAdmin:
                                         {"bookie_src": bookie_ids, "delete_cookie": False})
         if status >= 300:
             raise BookieApiError(f"recovery request refused: HTTP {status}: {text.strip()[:200]}", status)
+
+
+FETCH_TIMEOUT_S = 10.0
+
+
+async def fetch_json(session: aiohttp.ClientSession, url: str) -> Any:
+    """GET a JSON document (the audit report store's run summaries); ``BookieApiError`` when it cannot."""
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=FETCH_TIMEOUT_S)) as resp:
+            text = await resp.text()
+            if resp.status != 200:
+                raise BookieApiError(f"GET {url}: HTTP {resp.status}: {text.strip()[:200]}", resp.status)
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        raise BookieApiError(f"GET {url}: {exc or type(exc).__name__}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BookieApiError(f"GET {url}: not JSON: {text[:200]!r}") from exc

@@ -325,6 +325,12 @@ def zookeeper_ports(spec: BookieClusterSpec) -> list[int]:
     return sorted({int(server.rpartition(":")[2]) for server in spec.metadata_service.zk_servers.split(",")})
 
 
+def audit_spark_selector(cluster: str) -> dict[str, str]:
+    """The labels of the storage audit's Spark pods of a cluster (``audit_builders``)."""
+    return {"app.kubernetes.io/name": "bookie-audit", "app.kubernetes.io/instance": cluster,
+            "app.kubernetes.io/component": "spark"}
+
+
 def operator_peer(namespace: str, pod_labels: dict[str, str]) -> Obj:
     """The operator's own pods as a NetworkPolicy peer: these labels, in that namespace only (a pod elsewhere
     with the same labels is not the operator)."""
@@ -350,6 +356,8 @@ def network_policy(owner: Owner, spec: BookieClusterSpec, operator_peers: list[O
     ingress: list[Obj] = [
         {"ports": _tcp(BOOKIE_PORT), "from": [own_bookies, *(p.manifest() for p in np.clients)]},
     ]
+    if spec.audit.schedule is not None:  # the storage audit's Spark pods read entry logs on the admin port
+        admins = [*admins, {"podSelector": {"matchLabels": audit_spark_selector(owner.name)}}]
     if admins:
         ingress.append({"ports": _tcp(HTTP_PORT), "from": admins})
     if np.monitoring:

@@ -15,7 +15,7 @@ import aiohttp
 import kopf
 
 from bookie_operator import builders, crd, models, storage_version
-from bookie_operator.bookie_client import BookieAdmin
+from bookie_operator.bookie_client import BookieAdmin, fetch_json
 from bookie_operator.kube import Kube, KubeError
 from bookie_operator.reconcile import Operator, reconcile
 from bookie_operator.reconcile.ports import AdminTls
@@ -88,7 +88,9 @@ async def connect() -> Operator:
         return BookieAdmin(http, host, port, token=token, ssl_context=context, server_hostname=tls.server_hostname)
 
     return Operator(kube=kube, admin_for=admin_for, metadata=MetadataService(zk_security),
-                    closers=[http.close, kube.close], operator_peers=operator_peers())
+                    closers=[http.close, kube.close], operator_peers=operator_peers(),
+                    audit_cluster_role=os.environ.get("BOOKIE_OPERATOR_AUDIT_CLUSTER_ROLE", "bookie-operator-audit"),
+                    fetch_json=lambda url: fetch_json(http, url))
 
 
 def operator_peers() -> list[dict[str, Any]]:

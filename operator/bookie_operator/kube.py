@@ -31,6 +31,11 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims"),
     "Event": ("/api/v1", "events"),
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
+    "Deployment": ("/apis/apps/v1", "deployments"),
+    "Job": ("/apis/batch/v1", "jobs"),
+    "ServiceAccount": ("/api/v1", "serviceaccounts"),
+    "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
+    "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles"),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases"),
@@ -47,7 +52,7 @@ class KubeError(Exception):
 
 
 # Kinds without a namespace: their namespace argument is ignored.
-CLUSTER_SCOPED = {"StorageClass", "Node"}
+CLUSTER_SCOPED = {"StorageClass", "Node", "ClusterRole"}
 
 
 def path(kind: str, namespace: str, name: str | None = None, sub: str | None = None) -> str:

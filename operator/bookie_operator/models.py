@@ -296,6 +296,67 @@ class CompactionSpec(Model):
             raise ValueError(f"spec.compaction.schedule {exc}") from None
 
 
+SPARK_MEMORY_PATTERN = r"^[1-9][0-9]*[kmgt]$"
+
+
+class AuditCompactionSpec(Model):
+    """Acting on an audit's findings: a forced compaction of each bookie the audit found holding more garbage
+    than a bound, right after the audit (whatever the gc.window), once per audit run. Off unless asked."""
+
+    enabled: bool = Field(default=False, description="Force a compaction of the bookies over the bound.")
+    reclaimable_gib: float = Field(
+        default=10.0, gt=0, alias="reclaimableGiB",
+        description="The bound: garbage bytes the audit found on a bookie (deleted ledgers' bytes in its entry "
+        "logs), in GiB.")
+
+
+class AuditStorageSpec(Model):
+    size: str = Field(default="1Gi", description="Size of the report store's volume.", pattern=QUANTITY_PATTERN)
+    storage_class_name: str | None = Field(default=None, description="StorageClass; default: the cluster's default.",
+                                           max_length=253)
+
+
+class AuditSpec(Model):
+    """The scheduled storage audit of the fleet: Spark on Kubernetes (spark-submit in cluster mode: a driver and
+    executor pods of the audit image) reading the bookies' entry logs through their admin API (bookie-fleet's
+    bookies; Apache BookKeeper's by their REST API and the metadata only); the summary in status.audit, the
+    reports in the report store (docs/operator.md, "Storage audit")."""
+
+    schedule: str | None = Field(default=None, description=f"When to audit: {cron.CRON_HELP} (UTC); none: never.",
+                                 max_length=128, json_schema_extra=_rules(
+                                     (f"self.matches(r'{cron.CRON_PATTERN}')",
+                                      f"spec.audit.schedule must be {cron.CRON_HELP}")))
+    mode: Literal["metadata", "full"] = Field(
+        default="metadata", description="metadata: ledgers maps only (fast); full: every record too (replication "
+        "and data-loss check, reads every byte once, throttled by each bookie).")
+    image: str = Field(default="bookie-fleet/audit:0.1.0", description="The audit image (PySpark, a JRE, the audit).",
+                       min_length=1, max_length=512)
+    executors: int = Field(default=2, ge=1, le=100, description="Spark executor pods.")
+    executor_cores: int = Field(default=1, ge=1, le=64, description="Cores of each executor (its CPU request).")
+    executor_memory: str = Field(default="1g", pattern=SPARK_MEMORY_PATTERN,
+                                 description="JVM heap of each executor (Spark's format: 512m, 2g).")
+    driver_memory: str = Field(default="1g", pattern=SPARK_MEMORY_PATTERN, description="JVM heap of the driver.")
+    min_age_days: float = Field(default=7.0, ge=0, description="Pinning: entry logs at least this old.")
+    reports_kept: int = Field(default=10, ge=1, le=1000, description="Complete runs the report store keeps.")
+    report_storage: AuditStorageSpec = Field(default_factory=AuditStorageSpec,
+                                             description="The report store's volume.")
+    starting_deadline_seconds: int = Field(
+        default=3600, ge=0, description="A run missed (operator down) by more than this is skipped, not run late.")
+    timeout_seconds: int = Field(default=21600, ge=60, description="A run still going after this is stopped.")
+    compaction: AuditCompactionSpec = Field(default_factory=AuditCompactionSpec,
+                                            description="Forced compaction of bookies with much garbage.")
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return cron.validate(value)
+        except ValueError as exc:
+            raise ValueError(f"spec.audit.schedule {exc}") from None
+
+
 class AutorecoverySpec(Model):
     enabled: bool = Field(default=True, description="Run BookKeeper's autorecovery in the bookies.")
     lost_bookie_recovery_delay_seconds: int = Field(default=60, ge=0,
@@ -559,6 +620,7 @@ class BookieClusterSpec(Model):
     gc: GcSpec = Field(default_factory=GcSpec, description="Garbage collection and compaction.")
     disk_policy: DiskPolicySpec = Field(default_factory=DiskPolicySpec, description="Read-only control.")
     compaction: CompactionSpec = Field(default_factory=CompactionSpec, description="Scheduled forced compactions.")
+    audit: AuditSpec = Field(default_factory=AuditSpec, description="The scheduled storage audit (Spark).")
     autorecovery: AutorecoverySpec = Field(default_factory=AutorecoverySpec, description="Autorecovery.")
     admin_api: AdminApiSpec = Field(default_factory=AdminApiSpec, description="The bookies' admin REST API "
                                     "credential.")
@@ -621,6 +683,9 @@ class BookieClusterSpec(Model):
         else:
             validate_config_overrides(self.config)
         problems = self._escape_hatch_problems()
+        if self.audit.schedule is not None and self.tls is not None and self.tls.zookeeper is not None:
+            problems.append("spec.audit: the audit's metadata snapshot cannot reach a ZooKeeper that needs TLS "
+                            "(spec.tls.zookeeper) yet")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -843,6 +908,54 @@ class VolumeExpansionStatus(Model):
     claims: list[ClaimExpansionStatus] = Field(default_factory=list, description="Each bookie's claims.")
 
 
+class PinningLedger(Model):
+    ledger_id: int
+    topic: str | None = Field(default=None, description="The Pulsar topic that wrote it, when known.")
+    pinned_garbage_bytes: int = Field(description="Garbage kept on disk by the old entry logs it pins.")
+    old_logs: int = Field(description="Old entry logs it keeps from deletion.")
+
+
+class AuditSummary(Model):
+    """What the last complete audit found (the report store has every table and the HTML report)."""
+
+    mode: str = Field(default="", description="metadata or full (only full checks replication and data loss).")
+    logs: int = 0
+    log_bytes: int = 0
+    garbage_bytes: int = Field(default=0, description="Deleted ledgers' bytes in entry logs: what GC and "
+                               "compaction can give back.")
+    reclaimable_bytes: dict[str, int] = Field(default_factory=dict, description="Garbage bytes per bookie id.")
+    top_pinning_ledgers: list[PinningLedger] = Field(default_factory=list, max_length=5,
+                                                     description="Ledgers pinning the most garbage.")
+    data_loss_entries: int = Field(default=0, description="Entries with no replica on any bookie of their write "
+                                   "set (full mode).")
+    under_replicated_entries: int = Field(default=0, description="Entries with fewer replicas than their write "
+                                          "quorum (full mode).")
+    under_replicated_ledgers: int = Field(default=0, description="Ledgers marked under-replicated in ZooKeeper.")
+    flagged: int = Field(default=0, description="Corrupt, truncated or vanished spans of entry logs.")
+    findings: list[str] = Field(default_factory=list, max_length=12, description="The report's first lines.")
+
+
+class AuditRunStatus(Model):
+    id: str = Field(description="The run's name: its Job and its directory in the report store.")
+    scheduled_for: str
+    started_at: str
+    phase: Literal["Running", "Succeeded", "Failed"] = "Running"
+    completed_at: str | None = None
+    message: str = ""
+    report: str | None = Field(default=None, description="In-cluster URL of its HTML report.")
+    compacted: list[int] = Field(default_factory=list, description="Ordinals whose compaction it forced.")
+
+
+class AuditStatus(Model):
+    last_schedule_time: str | None = None
+    next_schedule_time: str | None = None
+    missed_runs: int = 0
+    run: AuditRunStatus | None = Field(default=None, description="The run in progress.")
+    last_run: AuditRunStatus | None = Field(default=None, description="The last finished run.")
+    last_success_time: str | None = None
+    summary: AuditSummary | None = Field(default=None, description="What the last successful run found.")
+
+
 class BookieClusterStatus(Model):
     observed_generation: int | None = None
     replicas: int = 0
@@ -854,6 +967,7 @@ class BookieClusterStatus(Model):
     conditions: list[Condition] = Field(default_factory=list)
     bookies: list[BookieStatus] = Field(default_factory=list)
     compaction: CompactionStatus = Field(default_factory=CompactionStatus)
+    audit: AuditStatus = Field(default_factory=AuditStatus)
     decommission: DecommissionStatus | None = None
     volume_expansion: VolumeExpansionStatus | None = Field(
         default=None, description="Growing the bookies' claims to larger spec.storage sizes, claim by claim.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Sequence
 
 from bookie_audit.files import AuditInputError, LogInput
@@ -46,7 +47,15 @@ def parser() -> argparse.ArgumentParser:
                         "$BOOKIE_AUDIT_TOKEN_FILE); on a cluster, a path every executor has")
     r.add_argument("--bookie-ca-file", default=None,
                    help="CA bundle of the bookies' HTTPS certificates (default $BOOKIE_AUDIT_CA_FILE)")
-    r.add_argument("--metadata", required=True, help="a snapshot directory from `bookie-audit snapshot`")
+    r.add_argument("--metadata", default=None, help="a snapshot directory from `bookie-audit snapshot`")
+    r.add_argument("--zk", default=None,
+                   help="instead of --metadata: take the snapshot from this ZooKeeper right before reading the logs")
+    r.add_argument("--root", default="/ledgers", help="with --zk: the ledgers root (zkLedgersRootPath)")
+    r.add_argument("--publish", default=None, metavar="URL",
+                   help="then store the output in the report store at URL (bookie-audit serve-reports), as --run-id")
+    r.add_argument("--run-id", default=None, help="the run's name in the report store")
+    r.add_argument("--publish-token-file", default=None,
+                   help="bearer token of the report store (default: --bookie-token-file)")
     r.add_argument("--out", required=True)
     r.add_argument("--master", default=None, help="Spark master (default local[*], or $BOOKIE_AUDIT_MASTER)")
     r.add_argument("--mode", choices=("full", "metadata"), default="full",
@@ -61,6 +70,11 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--shuffle-partitions", type=int, default=None)
     rp = sub.add_parser("report", help="re-render report.html from an audit's tables")
     rp.add_argument("--out", required=True)
+    sr = sub.add_parser("serve-reports", help="keep audit runs on a volume and serve them over HTTP")
+    sr.add_argument("--dir", required=True, help="the volume's directory")
+    sr.add_argument("--port", type=int, default=8000)
+    sr.add_argument("--keep", type=int, default=10, help="complete runs kept (older ones deleted)")
+    sr.add_argument("--token-file", default=None, help="bearer tokens allowed to store runs (one per line)")
     return p
 
 
@@ -79,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(write_report(args.out))
             return 0
+        if args.command == "serve-reports":
+            return _serve_reports(args)
         return _run(args)
     except AuditInputError as exc:
         print(f"bookie-audit: error: {exc}", file=sys.stderr)
@@ -86,14 +102,46 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if not args.logs and not args.rest_bookie:
+        raise AuditInputError("no input: give --logs [BOOKIE=]PATH (entry logs) or --rest-bookie [BOOKIE=]URL")
+    if (args.metadata is None) == (args.zk is None):
+        raise AuditInputError("give the metadata as --metadata SNAPSHOT_DIR or --zk HOST:PORT (a fresh snapshot)")
+    if args.publish and not args.run_id:
+        raise AuditInputError("--publish needs --run-id (the run's name in the report store)")
+    with tempfile.TemporaryDirectory(prefix="bookie-audit-snapshot-") as fresh:
+        if args.zk is not None:
+            # Not under --out: a snapshot holds the ledgers' passwords, which the published output must not.
+            from bookie_audit.snapshot import snapshot
+
+            args.metadata = fresh
+            manifest = snapshot(args.zk, args.root, fresh)
+            print(f"snapshot of {manifest.ledgers} ledgers under {manifest.ledgers_root}", flush=True)
+        return _audit(args)
+
+
+def _serve_reports(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from bookie_audit.reports import serve
+
+    if args.keep < 1:
+        raise AuditInputError(f"--keep must be at least 1, not {args.keep}")
+    server = serve(Path(args.dir), args.port, args.keep, Path(args.token_file) if args.token_file else None)
+    print(f"serving audit runs of {args.dir} on port {args.port}", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
     from bookie_audit import audits
     from bookie_audit.files import discover
     from bookie_audit.rest_bookies import RestBookie
     from bookie_audit.run import AuditOptions, Progress, print_summary, run_audit
     from bookie_audit.snapshot import read_manifest
 
-    if not args.logs and not args.rest_bookie:
-        raise AuditInputError("no input: give --logs [BOOKIE=]PATH (entry logs) or --rest-bookie [BOOKIE=]URL")
     opts = AuditOptions(
         logs=[LogInput.parse(x) for x in args.logs], metadata=args.metadata, out=args.out, mode=args.mode,
         rest_bookies=[RestBookie.parse(x) for x in args.rest_bookie],
@@ -118,6 +166,13 @@ def _run(args: argparse.Namespace) -> int:
         spark.stop()
     print_summary(summary, sys.stdout)
     print(f"tables and report.html in {opts.out}")
+    if args.publish:
+        from bookie_audit.bookie_http import read_token
+        from bookie_audit.reports import publish
+
+        token_file = args.publish_token_file or args.bookie_token_file or bookie_http.token_file()
+        names = publish(opts.out, args.publish, args.run_id, read_token(token_file) if token_file else None)
+        print(f"published {len(names)} files to {args.publish.rstrip('/')}/runs/{args.run_id}/", flush=True)
     return 0
 
 

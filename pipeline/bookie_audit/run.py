@@ -17,6 +17,7 @@ from bookie_audit.files import AuditInputError, LogFile, LogInput, discover
 from bookie_audit.rest_bookies import RestBookie, rest_table
 from bookie_audit.snapshot import Manifest, read_manifest
 
+TOP_PINNING = 5
 TABLES = ("ledger_map", "records", "usage_logs", "usage_bookies", "pinning", "compaction_whatif", "orphans",
           "replication_ledgers", "replication_problems", "flagged", "rest_bookies")
 
@@ -55,6 +56,8 @@ class Summary:
     replication: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
+    garbage_by_bookie: dict[str, int] = field(default_factory=dict)  # what GC and compaction can give back
+    top_pinning: list[dict[str, Any]] = field(default_factory=list)  # the ledgers pinning the most garbage
     elapsed_s: float = 0.0
 
     def to_json(self) -> str:
@@ -270,6 +273,9 @@ def _audit_logs(spark: Any, opts: AuditOptions, manifest: Manifest, files: list[
     import pyarrow.parquet as pq
 
     ub = pq.read_table(out("usage_bookies")).to_pylist()
+    summary.garbage_by_bookie = {row["bookie"]: int(row["garbage_bytes"] or 0) for row in ub}
+    summary.top_pinning = [{k: row.get(k) for k in ("ledger_id", "topic", "pinned_garbage_bytes", "old_logs")}
+                           for row in pq.read_table(out("pinning")).to_pylist()[:TOP_PINNING]]
     for key in ("file_bytes", "total_bytes", "live_bytes", "garbage_bytes", "dead_log_file_bytes",
                 "dead_log_bytes", "overreplicated_bytes", "logs", "dead_logs", "partial_logs", "flagged_logs"):
         summary.totals[key] = int(sum((row[key] or 0) for row in ub))

@@ -118,3 +118,11 @@ def test_disabled_it_is_not_built_and_the_reconcile_deletes_it() -> None:
 def test_a_peer_must_say_who(peer: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         spec(networkPolicy={"clients": [peer]})
+
+
+def test_a_scheduled_audit_admits_its_spark_pods_to_the_admin_port_only() -> None:
+    audited = by_port(policy(audit={"schedule": "0 3 * * *"})["spec"]["ingress"])
+    spark = {"podSelector": {"matchLabels": builders.audit_spark_selector("bk")}}
+    assert audited[("TCP", 8080)] == [OPERATOR, spark]
+    assert spark not in audited[("TCP", 3181)]
+    assert spark not in by_port(policy()["spec"]["ingress"])[("TCP", 8080)]

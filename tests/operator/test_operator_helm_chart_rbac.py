@@ -13,7 +13,10 @@ from tests.operator.test_operator_helm_chart import CHART
 
 Obj = dict[str, Any]
 NAMESPACED = {"bookieclusters", "bookieclusters/status", "configmaps", "secrets", "services", "poddisruptionbudgets",
-              "networkpolicies", "statefulsets", "pods", "persistentvolumeclaims", "events"}
+              "networkpolicies", "statefulsets", "pods", "persistentvolumeclaims", "events",
+              # the storage audit: its report store, Spark's identity bound to the audit ClusterRole, a Job per run
+              "serviceaccounts", "rolebindings", "clusterroles", "deployments", "jobs"}
+AUDIT_ROLE = "bkop-bookie-operator-audit"
 
 
 def render(*sets: str) -> list[Obj]:
@@ -32,9 +35,15 @@ def of_kind(docs: list[Obj], kind: str) -> list[Obj]:
     return [d for d in docs if d["kind"] == kind]
 
 
+def operator_cluster_role(docs: list[Obj]) -> Obj:
+    """The operator's own ClusterRole (the other one is the storage audit's, bound by the operator per cluster)."""
+    (role,) = [r for r in of_kind(docs, "ClusterRole") if r["metadata"]["name"] != AUDIT_ROLE]
+    return role
+
+
 def test_watching_every_namespace_the_rules_are_cluster_wide() -> None:
     docs = render()
-    (cluster_role,) = of_kind(docs, "ClusterRole")
+    cluster_role = operator_cluster_role(docs)
     assert NAMESPACED | {"customresourcedefinitions", "namespaces"} <= resources(cluster_role)
     assert [r["metadata"]["namespace"] for r in of_kind(docs, "Role")] == ["ops"]   # the leader Lease only
     deploy = of_kind(docs, "Deployment")[0]
@@ -47,7 +56,7 @@ CLUSTER_SCOPED = [{"apiGroups": ["storage.k8s.io"], "resources": ["storageclasse
 
 def test_watching_listed_namespaces_the_rules_are_roles_there() -> None:
     docs = render("watchNamespaces={team-a,team-b}")
-    (cluster_role,) = of_kind(docs, "ClusterRole")
+    cluster_role = operator_cluster_role(docs)
     # Only what no Role can grant: the operator's own CRD (and moving its stored objects to the current version),
     # and the cluster-scoped objects the reconcile reads.
     crd = "bookieclusters.bookie-fleet.dev"
@@ -72,9 +81,18 @@ def test_watching_listed_namespaces_the_rules_are_roles_there() -> None:
 
 def test_listed_namespaces_without_crd_management_need_only_cluster_scoped_reads() -> None:
     docs = render("watchNamespaces={team-a}", "crds.manage=false")
-    (cluster_role,) = of_kind(docs, "ClusterRole")
+    cluster_role = operator_cluster_role(docs)
     assert cluster_role["rules"] == CLUSTER_SCOPED
     assert {r["metadata"]["namespace"] for r in of_kind(docs, "Role")} == {"team-a", "ops"}
+
+
+def test_the_operator_may_bind_the_audit_cluster_role_only() -> None:
+    for docs in (render(), render("watchNamespaces={team-a}")):
+        roles = [operator_cluster_role(docs), *of_kind(docs, "Role")]
+        binds = [rule for role in roles for rule in role["rules"] if "clusterroles" in rule["resources"]]
+        assert binds == [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"],
+                          "resourceNames": [AUDIT_ROLE], "verbs": ["bind"]}]
+        assert [r["metadata"]["name"] for r in of_kind(docs, "ClusterRole")].count(AUDIT_ROLE) == 1
 
 
 def test_no_rule_grants_everything() -> None:

@@ -8,6 +8,7 @@ exception. One module per concern:
 - ``observed``: what a reconcile saw of each bookie, time helpers;
 - ``read_only``: read-only control from disk usage, forced GC, scale-up under pressure and back;
 - ``compaction``: the compaction schedule;
+- ``audit``: the storage audit's schedule, its summary, data loss, compaction from its findings;
 - ``decommission``: the scale-down state machine;
 - ``rolling``: rolling restarts;
 - ``conditions``: Ready, Degraded, Progressing, Decommissioning;

@@ -11,6 +11,7 @@ from __future__ import annotations
 from bookie_operator import metrics, models
 from bookie_operator.reconcile.admin_token import ensure_admin_token
 from bookie_operator.reconcile.apply import apply_desired
+from bookie_operator.reconcile.audit import run_audit_schedule
 from bookie_operator.reconcile.compaction import apply_compaction_window, run_compaction_schedule
 from bookie_operator.reconcile.context import Operator, Outcome, Tick
 from bookie_operator.reconcile.decommission import decommission
@@ -42,6 +43,7 @@ async def steps(t: Tick) -> None:
     await force_gc(t)                    # forced GC above the force-compaction ratio
     await run_compaction_schedule(t)     # scheduled compaction, one bookie at a time
     await apply_compaction_window(t)     # the bookies' own compaction only inside the window
+    await run_audit_schedule(t)          # the storage audit: Spark runs, their findings in status.audit
     await roll_outdated_pods(t)          # one outdated pod at a time
     await scale_for_disk_pressure(t)     # status.scaledUpBy: one more bookie under pressure, or one fewer
     await observe_registrations(t)       # which bookies ZooKeeper knows

@@ -33,7 +33,7 @@ def contains(live: Any, desired: Any) -> bool:
 async def apply_desired(t: Tick) -> None:
     t.replicas = decisions.statefulset_replicas(t.desired_replicas, t.current_replicas, t.status.decommission)
     for obj in builders.desired_objects(t.owner, t.spec, t.replicas, t.op.operator_peers):
-        await _apply_one(t, obj)
+        await apply_one(t, obj)
     for kind, name in builders.unwanted_objects(t.owner, t.spec):
         await _delete_own(t, kind, name)
 
@@ -58,7 +58,8 @@ async def _delete_own(t: Tick, kind: str, name: str) -> None:
     t.op.checked[key] = ("absent", mono)
 
 
-async def _apply_one(t: Tick, obj: Obj) -> None:
+async def apply_one(t: Tick, obj: Obj) -> None:
+    """Server-side apply of one object, skipped when the live one already holds every desired field."""
     kind, name = obj["kind"], obj["metadata"]["name"]
     key = (t.uid, kind, name)
     digest = hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()

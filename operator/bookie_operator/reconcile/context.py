@@ -9,8 +9,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from bookie_operator import decisions, models
+from bookie_operator.bookie_client import BookieApiError
 from bookie_operator.builders import Owner
 from bookie_operator.decisions import ObservedBookie, ReadOnlyPlan, parse_time
 from bookie_operator.decisions.start_failures import StartFailure
@@ -24,6 +26,10 @@ log = logging.getLogger("bookie_operator.reconcile")
 
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+async def _no_http(url: str) -> Any:
+    raise BookieApiError(f"GET {url}: this operator has no HTTP client")
 
 
 @dataclass
@@ -44,6 +50,10 @@ class Operator:
     # (namespace, Secret name) -> (the admin API token it holds, when it was read)
     admin_tokens: dict[tuple[str, str], tuple[str, float]] = field(default_factory=dict)
     bookie_port: int = models.HTTP_PORT
+    # The storage audit: the ClusterRole its Spark pods are bound to (the chart's), and a JSON reader of the
+    # report store.
+    audit_cluster_role: str = "bookie-operator-audit"
+    fetch_json: Callable[[str], Awaitable[Any]] = field(default=_no_http)
     # The operator's own pods as NetworkPolicy peers (its namespace and labels), admitted to the admin port;
     # empty when it runs outside the cluster.
     operator_peers: list[Obj] = field(default_factory=list)
