@@ -167,6 +167,7 @@ class FakeBookie:
     calls: list[str] = field(default_factory=list)
     reachable: bool = True
     tokens: list[str | None] = field(default_factory=list)   # the admin token each client was made with
+    read_only_reason: str = ""    # "journal-corrupt" or "forced": the REST switch can not make it writable
 
     def _call(self, what: str) -> None:
         from bookie_operator.bookie_client import BookieApiError
@@ -176,14 +177,17 @@ class FakeBookie:
 
     async def state(self) -> dict[str, Any]:
         self._call("state")
-        return {"readOnly": self.read_only}
+        return {"readOnly": self.read_only, "readOnlyReason": self.read_only_reason}
 
     async def info(self) -> tuple[int, int]:
         self._call("info")
         return int(self.total * (1 - self.used)), self.total
 
     async def set_read_only(self, read_only: bool) -> bool:
+        from bookie_operator.bookie_client import BookieApiError
         self._call(f"set_read_only({read_only})")
+        if self.read_only_reason in ("journal-corrupt", "forced") and not read_only:
+            raise BookieApiError(f"HTTP 400: bookie is read-only ({self.read_only_reason})", 400)
         self.read_only = read_only
         return read_only
 

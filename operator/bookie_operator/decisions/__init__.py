@@ -40,6 +40,7 @@ from bookie_operator.decisions.decommission import (
 from bookie_operator.decisions.expansion import plan_expansion
 from bookie_operator.decisions.observed import GcInfo, ObservedBookie, iso, parse_time, sort_by_ordinal
 from bookie_operator.decisions.read_only import (
+    DISK_PREFIX,
     FORCED_GC_COOLDOWN,
     ReadOnlyDecision,
     ReadOnlyPlan,
@@ -52,7 +53,7 @@ from bookie_operator.decisions.read_only import (
 from bookie_operator.decisions.rolling import pod_to_restart
 
 __all__ = [
-    "CANCELLABLE", "FORCED_GC_COOLDOWN", "UNREACHABLE_GRACE_S", "ClusterConditions", "ClusterFacts",
+    "CANCELLABLE", "DISK_PREFIX", "FORCED_GC_COOLDOWN", "UNREACHABLE_GRACE_S", "ClusterConditions", "ClusterFacts",
     "CompactionAction", "CompactionStep", "ConditionValue", "DecommissionAction", "DecommissionFacts",
     "DecommissionStep", "GcInfo", "ObservedBookie", "ReadOnlyDecision", "ReadOnlyPlan", "capped_scale_up",
     "cluster_conditions", "compaction_tick", "condition", "decommission_step", "in_window", "iso",

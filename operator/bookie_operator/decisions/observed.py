@@ -28,6 +28,10 @@ class GcInfo:
     last_minor_ms: int
 
 
+# The bookie's read-only reasons (``GET /api/v1/bookie/state``) that its REST switch can not undo.
+HELD_READ_ONLY_REASONS = frozenset({"journal-corrupt", "forced"})
+
+
 @dataclass(frozen=True)
 class ObservedBookie:
     ordinal: int
@@ -42,6 +46,15 @@ class ObservedBookie:
     gc: GcInfo | None = None
     revision: str | None = None         # controller-revision-hash of the pod
     terminating: bool = False
+    read_only_reason: str | None = None  # the bookie's own ``readOnlyReason`` (bookie-fleet bookies only)
+
+    @property
+    def held_read_only(self) -> str | None:
+        """Why the bookie keeps itself read-only whatever it is told, or None: a damaged journal, or
+        ``forceReadOnlyBookie``. Only a person can clear these; asking for writable is refused every time."""
+        if self.read_only and self.read_only_reason in HELD_READ_ONLY_REASONS:
+            return self.read_only_reason
+        return None
 
     @property
     def used_fraction(self) -> float | None:

@@ -10,6 +10,8 @@ from bookie_operator.decisions.observed import ObservedBookie, sort_by_ordinal
 from bookie_operator.models import BookieClusterSpec, DiskPolicySpec
 
 FORCED_GC_COOLDOWN = dt.timedelta(minutes=10)
+HELD_PREFIX = "bookie: read-only until a person acts: "
+DISK_PREFIX = "operator: disk"
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,8 @@ def plan_read_only(bookies: list[ObservedBookie], policy: DiskPolicySpec, ensemb
     between it keeps what the operator wanted last time (``previous_reasons``: reason strings the operator
     wrote, starting with ``operator:``). A bookie being decommissioned is read-only whatever its disk. The
     fullest candidates go read-only first, and only while at least ``ensemble_size`` bookies stay writable:
-    the others are held writable and reported as disk pressure.
+    the others are held writable and reported as disk pressure. A bookie that holds itself read-only (a
+    damaged journal, ``forceReadOnlyBookie``) stays so and is not counted writable.
     """
     hwm, lwm = policy.read_only_high_water_mark, policy.writable_low_water_mark
     decisions: dict[int, ReadOnlyDecision] = {}
@@ -50,8 +53,11 @@ def plan_read_only(bookies: list[ObservedBookie], policy: DiskPolicySpec, ensemb
         if b.ordinal == decommissioning:
             decisions[b.ordinal] = ReadOnlyDecision(b.ordinal, True, "operator: decommissioning")
             continue
+        if b.held_read_only is not None:
+            decisions[b.ordinal] = ReadOnlyDecision(b.ordinal, True, f"{HELD_PREFIX}{b.held_read_only}")
+            continue
         used = b.used_fraction
-        was_ro = (previous_reasons.get(b.ordinal) or "").startswith("operator: disk")
+        was_ro = (previous_reasons.get(b.ordinal) or "").startswith(DISK_PREFIX)
         if used is not None and (used >= hwm or (was_ro and used >= lwm)):
             candidates.append((used, b))
         else:
@@ -68,7 +74,7 @@ def plan_read_only(bookies: list[ObservedBookie], policy: DiskPolicySpec, ensemb
         mark = "high-water" if used >= hwm else "low-water"
         limit = hwm if used >= hwm else lwm
         plan.decisions[b.ordinal] = ReadOnlyDecision(
-            b.ordinal, True, f"operator: disk {used:.0%} {'>=' if used >= hwm else 'not yet below'} "
+            b.ordinal, True, f"{DISK_PREFIX} {used:.0%} {'>=' if used >= hwm else 'not yet below'} "
             f"{mark} mark {limit:.0%}")
     plan.held_writable.sort()
     plan.writable_after = writable

@@ -93,7 +93,8 @@ async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBoo
         try:
             state = await admin.state()
             free, total = await admin.info()
-            info.update(reachable=True, read_only=bool(state.get("readOnly")), free_bytes=free, total_bytes=total)
+            info.update(reachable=True, read_only=bool(state.get("readOnly")), free_bytes=free, total_bytes=total,
+                        read_only_reason=state.get("readOnlyReason") or None)
             metrics.BOOKIE_REQUESTS.labels("ok").inc()
         except BookieApiError as exc:
             metrics.BOOKIE_REQUESTS.labels("error").inc()

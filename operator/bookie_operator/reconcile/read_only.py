@@ -18,6 +18,9 @@ async def control_read_only(t: Tick) -> None:
                                       t.decommissioning)
     for b in t.bookies:
         d = t.plan.decisions.get(b.ordinal)
+        if d is not None and b.held_read_only is not None and previous.get(b.ordinal) != d.reason:
+            t.event("Warning", "BookieHeldReadOnly", f"{b.pod} keeps itself read-only ({b.held_read_only}); "
+                    f"the operator will not ask it to be writable: see the bookie's log and docs/operator.md")
         if d is None or b.ordinal == t.decommissioning or b.read_only == d.read_only:
             continue
         try:
@@ -47,7 +50,7 @@ def _disk_pressure_condition(t: Tick) -> None:
         t.condition("DiskPressure", True, "TooFewWritableBookies", message)
         return
     read_only = [builders.pod_name(t.name, o) for o, d in sorted(t.plan.decisions.items())
-                 if d.read_only and o != t.decommissioning]
+                 if d.read_only and (d.reason or "").startswith(decisions.DISK_PREFIX)]
     if read_only:
         t.condition("DiskPressure", True, "BookiesReadOnly", f"read-only for disk usage: {', '.join(read_only)}")
     else:
