@@ -201,6 +201,7 @@ class Producer:
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
                                      start_new_session=True)
         self._log = log
+        self._broker_log = broker.log_path
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -220,11 +221,16 @@ class Producer:
         while not condition():
             if self.proc.poll() is not None and not self.done.is_set():
                 raise AssertionError(f"producer exited ({self.proc.returncode}) while waiting for {what}:\n"
-                                     f"{log_tail(self._log, 40)}")
+                                     f"{log_tail(self._log, 40)}\n{self._broker_tail()}")
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what} ({len(self.acked)} acked, "
-                                     f"{len(self.failed)} failed):\n{log_tail(self._log, 40)}")
+                                     f"{len(self.failed)} failed):\n{log_tail(self._log, 40)}\n"
+                                     f"{self._broker_tail()}")
             time.sleep(0.2)
+
+    def _broker_tail(self) -> str:
+        # The broker's side of a stall (its BookKeeper client's ensemble changes, ledger errors).
+        return f"-- the broker's log:\n{log_tail(self._broker_log, 60)}"
 
     def finish(self, timeout: float = 300) -> None:
         """Stop an open-ended producer (or wait for a counted one) until every send has its outcome."""
