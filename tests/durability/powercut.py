@@ -96,13 +96,14 @@ class PowerCutBookie:
     def seen(self) -> int:
         return int(self.fs.armed(self.zone)["seen"])
 
-    async def cut(self) -> dict[str, Any]:
+    async def cut(self, seed: int | None = None) -> dict[str, Any]:
         """Finish a power cut: the process killed if the file system has not done it yet, then the unsynced
-        changes dropped. Returns what the file system says of it (``at``: the operation it was cut before)."""
+        changes dropped (all of them, or with ``seed`` a random subset of the dirty pages kept: ``model``).
+        Returns what the file system says of it (``at``: the operation it was cut before)."""
         armed = self.fs.armed(self.zone)
         await asyncio.to_thread(self.bookie.kill)
         await asyncio.to_thread(self._forget_registration)
-        report = {**self.fs.cut(self.zone), "at": armed.get("at"), "fired": armed.get("fired")}
+        report = {**self.fs.cut(self.zone, seed), "at": armed.get("at"), "fired": armed.get("fired"), "seed": seed}
         report["names_lost"] = report["names_lost"][:20]
         self.cuts.append(report)
         return report

@@ -5,7 +5,8 @@ mfusepy (ctypes over Debian's libfuse3: no compiler or headers needed, unlike py
 bookie's group-committed journal and megabyte entry-log writes) and takes commands on a Unix socket, one JSON
 object a line, answered the same way (``mount.PowerLossFs`` is the client):
 
-- ``{"op": "cut", "zone": Z}``: a power cut in zone Z (``PageCacheFs.cut``); answers what was lost.
+- ``{"op": "cut", "zone": Z}``: a power cut in zone Z (``PageCacheFs.cut``); answers what was lost. With
+  ``"seed": S``, a random subset of the dirty pages survives it (``model``'s module docstring).
 - ``{"op": "sync", "zone": Z}``: everything in Z durable, for setting a scene up.
 - ``{"op": "arm", "zone": Z, "after": N, "pid": P, "match": REGEX}``: cut the power *before* the N-th changing
   operation (write, truncate, fallocate, fsync, create, mkdir, unlink, rmdir, rename, link) in Z on a path
@@ -272,7 +273,8 @@ class PowerLossOps(mfusepy.Operations):
             if op == "cut":
                 self.frozen.discard(zone)
                 self.triggers.pop(zone, None)
-                return {"ok": True, **asdict(self.fs.cut(zone))}
+                seed = request.get("seed")
+                return {"ok": True, **asdict(self.fs.cut(zone, None if seed is None else int(seed)))}
             if op == "arm":
                 after = request.get("after")
                 self.triggers[zone] = Trigger(None if after is None else int(after), int(request.get("pid", 0)),

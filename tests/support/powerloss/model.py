@@ -9,8 +9,14 @@ survives a power cut:
   its directory is gone after a cut, as is everything under a directory whose own entry was not durable.
 
 ``cut`` throws the current state of a zone away and rebuilds it from the durable one, as a machine that lost
-power would find its disk. Zones are the top-level directories of the file system (one per bookie under test):
-creating one is durable at once (a volume that was provisioned), and a cut in one leaves the others alone.
+power would find its disk. By default every unsynced change is lost. ``cut(zone, seed=S)`` models a disk that
+wrote back dirty pages in any order before the power went: each dirty 4 KiB page of a file (``PAGE``) reached
+the disk with probability 1/2 (a ``random.Random(S)``, so a failing cut can be replayed), with its current
+bytes; a surviving page past the durable size extends the file to that page's current end, zeros in any gap.
+Only data pages are written back early: directory entries still follow the rule above.
+
+Zones are the top-level directories of the file system (one per bookie under test): creating one is durable at
+once (a volume that was provisioned), and a cut in one leaves the others alone.
 
 Inodes are never reused: a process that held one across a cut gets ``ESTALE``. The model is pure (no I/O);
 ``bookie``'s power-loss tests serve it over FUSE (``tests.support.powerloss.fs``).
@@ -19,11 +25,13 @@ Inodes are never reused: a process that held one across a cut gets ``ESTALE``. T
 from __future__ import annotations
 
 import errno
+import random
 import stat
 import time
 from dataclasses import dataclass, field
 
 ROOT_INO = 1
+PAGE = 4096  # the unit a random-subset cut keeps or drops (module docstring)
 _DIR_MODE = stat.S_IFDIR | 0o755
 
 
@@ -71,6 +79,7 @@ class CutReport:
     bytes_lost: int = 0
     names_lost: list[str] = field(default_factory=list)
     inodes_dropped: int = 0
+    pages_kept: int = 0     # dirty pages a random-subset cut let reach the disk
 
 
 class PageCacheFs:
@@ -299,11 +308,14 @@ class PageCacheFs:
             else:
                 self.sync_file(node)
 
-    def cut(self, zone: str) -> CutReport:
-        """Power cut in ``zone``: every change not made durable is lost (module docstring)."""
+    def cut(self, zone: str, seed: int | None = None) -> CutReport:
+        """Power cut in ``zone``: every change not made durable is lost or, with ``seed``, a random subset of the
+        dirty pages survives (module docstring)."""
         report = CutReport()
+        written_back = random.Random(seed) if seed is not None else None
         top_ino = self.nodes[ROOT_INO].durable_entries.get(zone)
         keep: set[int] = set()
+        files: list[Node] = []
         if top_ino is not None:
             stack = [top_ino]
             while stack:
@@ -318,12 +330,16 @@ class PageCacheFs:
                     node.entries = dict(node.durable_entries)
                     stack.extend(node.entries.values())
                 else:
-                    lost = sum(end - start for start, end in node.dirty) + max(0, len(node.durable) - len(node.data))
-                    if lost or len(node.data) != len(node.durable):
-                        report.files_reverted += 1
-                        report.bytes_lost += lost
-                    node.data = bytearray(node.durable)
-                    node.dirty.clear()
+                    files.append(node)
+        for node in sorted(files, key=lambda n: n.ino):  # one order for a seed, whatever the walk's
+            lost = sum(end - start for start, end in node.dirty) + max(0, len(node.durable) - len(node.data))
+            if written_back is not None:
+                lost -= _write_back_pages(node, written_back, report)
+            if lost or len(node.data) != len(node.durable):
+                report.files_reverted += 1
+                report.bytes_lost += max(0, lost)
+            node.data = bytearray(node.durable)
+            node.dirty.clear()
         for ino, node in list(self.nodes.items()):
             if node.zone == zone and ino not in keep:
                 del self.nodes[ino]
@@ -356,6 +372,31 @@ class PageCacheFs:
 
     def used_bytes(self) -> int:
         return sum(len(n.data) for n in self.nodes.values())
+
+
+def _dirty_pages(node: Node) -> list[int]:
+    pages: set[int] = set()
+    for start, end in node.dirty:
+        pages.update(range(start // PAGE, -(-end // PAGE)))
+    return sorted(pages)
+
+
+def _write_back_pages(node: Node, rnd: random.Random, report: CutReport) -> int:
+    """Copy each dirty page of ``node`` that the disk wrote back (probability 1/2) into its durable bytes, the
+    file extended (zeros in a gap) when the page lies past them; returns the dirty bytes so kept."""
+    kept = 0
+    for page in _dirty_pages(node):
+        if rnd.random() >= 0.5:
+            continue
+        start, end = page * PAGE, min((page + 1) * PAGE, len(node.data))
+        if start >= end:
+            continue  # the page lies past the current end (a truncate): nothing to write back
+        if len(node.durable) < start:
+            node.durable.extend(bytes(start - len(node.durable)))
+        node.durable[start:end] = node.data[start:end]
+        report.pages_kept += 1
+        kept += sum(max(0, min(e, end) - max(s, start)) for s, e in node.dirty)
+    return kept
 
 
 def _parts(path: str) -> list[str]:

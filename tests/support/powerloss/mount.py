@@ -132,9 +132,10 @@ class PowerLossFs:
         path.mkdir()
         return path
 
-    def cut(self, zone: str) -> dict[str, Any]:
-        """The power cut: what was never made durable in ``zone`` is gone."""
-        return self.command("cut", zone=zone)
+    def cut(self, zone: str, seed: int | None = None) -> dict[str, Any]:
+        """The power cut: what was never made durable in ``zone`` is gone (with ``seed``: a random subset of its
+        dirty pages reached the disk first)."""
+        return self.command("cut", zone=zone, **({} if seed is None else {"seed": seed}))
 
     def sync(self, zone: str) -> None:
         self.command("sync", zone=zone)
