@@ -148,15 +148,15 @@ class Compactor:
 
         Per batch of ``compactionMaxOutstandingRequests`` copies: append them through the engine's entry
         logger, fsync that log, *then* point the index at them; the old log is retired only after the last
-        batch. Why a SIGKILL anywhere loses no live entry and makes none readable twice:
+        batch. Why a SIGKILL or a power cut anywhere loses no live entry and makes none readable twice:
 
         * before the index update of a batch (copied, flushed or not): the index still points at the old
           log, which still exists, so every entry reads from there. The copies are referenced by nothing:
-          reads go through the index only (read-ahead may cache a copy, byte-identical to the indexed one)
-          and compaction copies only indexed entries. They are garbage, counted under their ledger in their
-          log's map (or scan, for the log the crash left unfinalized), reclaimed when that log is compacted
-          or the ledger deleted. GC's accounting of the old log did not change, so a later cycle compacts it
-          again, skipping entries already moved.
+          reads go through the index only (read-ahead caches only records at indexed locations: after a
+          power cut a copy may be torn) and compaction copies only indexed entries. They are garbage,
+          counted under their ledger in their log's map (or scan, for the log the crash left unfinalized),
+          reclaimed when that log is compacted or the ledger deleted. GC's accounting of the old log did
+          not change, so a later cycle compacts it again, skipping entries already moved.
         * after an index update: it went to RocksDB's WAL and was synced (``gc_relocate``) only after the
           copies were fsynced, so every location the index holds is on disk. Entries of later batches still
           point at the old log, which still exists.

@@ -206,13 +206,15 @@ class EntryLogger:
         return body
 
     def read_ahead(self, ledger_id: int, location: int, max_entries: int,
-                   max_bytes: int) -> Iterator[tuple[int, bytes]]:
-        """Entries of ``ledger_id`` stored right after ``location`` in the same log (sequential reads)."""
+                   max_bytes: int) -> Iterator[tuple[int, int, bytes]]:
+        """(entry id, location, body) of the records of ``ledger_id`` stored right after ``location`` in the same
+        log (sequential reads). Not necessarily the indexed copies: the caller checks."""
         log_id, pos = ef.split_location(location)
         fd = self._reader(log_id)
         prefix = os.pread(fd, 4, pos - 4)
         (size,) = _SIZE.unpack(prefix)
-        chunk = os.pread(fd, max(0, max_bytes), pos + size)
+        start = pos + size  # where the next record's size prefix is
+        chunk = os.pread(fd, max(0, max_bytes), start)
         offset = 0
         for _ in range(max_entries):
             if offset + 4 + _IDS.size > len(chunk):
@@ -223,7 +225,7 @@ class EntryLogger:
             lid, eid = _IDS.unpack_from(chunk, offset + 4)
             if lid != ledger_id:
                 return
-            yield eid, bytes(chunk[offset + 4:offset + 4 + size])
+            yield eid, (log_id << 32) | (start + offset + 4), bytes(chunk[offset + 4:offset + 4 + size])
             offset += 4 + size
 
     def close(self) -> None:
