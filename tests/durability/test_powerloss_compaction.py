@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -120,5 +121,14 @@ def _stored_copies(bookie: PowerCutBookie) -> Counter[tuple[int, int]]:
     current = bookie.ledger_dirs[0] / "current"
     for path in current.iterdir():
         if ef.parse_log_file_name(path.name) is not None:
-            found.update((rec.ledger_id, rec.entry_id) for rec in ef.iter_records(path.read_bytes()))
+            found.update((rec.ledger_id, rec.entry_id) for rec in _records(path.read_bytes()))
     return found
+
+
+def _records(data: bytes) -> Iterator[ef.Record]:
+    """The records of a log up to the first that does not parse: a log the power cut left unfinalized may end
+    in pages of records that were never made durable, some reached the disk and some not."""
+    try:
+        yield from ef.iter_records(data)
+    except ef.CorruptRecord:
+        return
