@@ -205,6 +205,9 @@ def tls_config(spec: BookieClusterSpec) -> dict[str, Any]:
         d = tls_dir("admin")
         values.update({"httpServerTlsEnable": True, "httpServerTlsCertificatePath": f"{d}/tls.crt",
                        "httpServerTlsKeyPath": f"{d}/tls.key"})
+        if tls.admin_client is not None:  # the operator's certificate: signed by the admin Secret's CA
+            values.update({"httpServerTlsTrustStorePath": f"{d}/ca.crt",
+                           "httpServerAllowedRoles": ",".join(tls.admin_allowed_roles)})
     if tls.zookeeper is not None and spec.implementation == "bookie-fleet":
         d = tls_dir("zookeeper")
         values.update({"zkTlsEnable": True, "zkTlsCertificatePath": f"{d}/tls.crt", "zkTlsKeyPath": f"{d}/tls.key",

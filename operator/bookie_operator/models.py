@@ -482,6 +482,8 @@ class TlsSpec(Model):
     model_config = ConfigDict(json_schema_extra=_rules(
         ("!has(self.authorizedRoles) || size(self.authorizedRoles) == 0 || self.clientAuthentication",
          "spec.tls.authorizedRoles needs spec.tls.clientAuthentication (roles come from client certificates)"),
+        ("!has(self.adminClient) || has(self.admin)",
+         "spec.tls.adminClient needs spec.tls.admin (client certificates need HTTPS on the admin API)"),
     ))
 
     bookie: SecretRef | None = Field(default=None, description="TLS on the bookie port (START_TLS, BookKeeper's "
@@ -496,6 +498,16 @@ class TlsSpec(Model):
     admin: SecretRef | None = Field(default=None, description="HTTPS on the admin API, bookie-fleet's bookies only "
                                     "(Apache BookKeeper's admin server reads Java key stores only); the operator "
                                     "trusts its ca.crt.")
+    admin_client: SecretRef | None = Field(
+        default=None, description="The operator's client certificate for the admin API (needs spec.tls.admin): its "
+        "tls.crt must be signed by the admin Secret's ca.crt and carry a role of adminAllowedRoles as its subject's "
+        "first OU role (OU=0:role). The bookies then admit that role (httpServerTlsTrustStorePath, "
+        "httpServerAllowedRoles) and the operator presents the certificate with every admin call, next to the "
+        "admin token. Read by the operator only, never mounted into the bookies.")
+    admin_allowed_roles: list[str] = Field(
+        default_factory=lambda: ["bookie-operator"], min_length=1, max_length=32,
+        description="With adminClient: the certificate roles the bookies' admin API admits (httpServerAllowedRoles).",
+        json_schema_extra={"items": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$", "maxLength": 64}})
     zookeeper: SecretRef | None = Field(default=None, description="TLS to ZooKeeper (spec.metadataService.zkServers "
                                         "must then name its secureClientPort) with this client certificate; ca.crt "
                                         "must have signed ZooKeeper's. Apache BookKeeper's bookies also need the "
@@ -510,12 +522,20 @@ class TlsSpec(Model):
         if self.authorized_roles and not self.client_authentication:
             raise ValueError("spec.tls.authorizedRoles needs spec.tls.clientAuthentication (roles come from client "
                              "certificates)")
+        if self.admin_client is not None and self.admin is None:
+            raise ValueError("spec.tls.adminClient needs spec.tls.admin (client certificates need HTTPS on the admin "
+                             "API)")
         return self
 
     def secrets(self) -> dict[str, str]:
         """purpose (bookie, admin, zookeeper) -> Secret name, for the purposes configured."""
         return {purpose: ref.secret_name for purpose, ref in
                 (("bookie", self.bookie), ("admin", self.admin), ("zookeeper", self.zookeeper)) if ref is not None}
+
+    def checked_secrets(self) -> dict[str, str]:
+        """``secrets()`` and the operator's own adminClient Secret: every Secret the operator checks."""
+        own = {"adminClient": self.admin_client.secret_name} if self.admin_client is not None else {}
+        return {**self.secrets(), **own}
 
 
 class ScaleDownSpec(Model):
@@ -737,7 +757,8 @@ TLS_CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "bookie": ("tlsProviderFactoryClass", "tlsProvider", "tlsKeyStoreType", "tlsKeyStore", "tlsCertificatePath",
                "tlsTrustStoreType", "tlsTrustStore", "tlsClientAuthentication", "tlsCertFilesRefreshDurationSeconds",
                "bookieAuthProviderFactoryClass", "authorizedRoles"),
-    "admin": ("httpServerTlsEnable", "httpServerTlsCertificatePath", "httpServerTlsKeyPath"),
+    "admin": ("httpServerTlsEnable", "httpServerTlsCertificatePath", "httpServerTlsKeyPath",
+              "httpServerTlsTrustStorePath", "httpServerAllowedRoles"),
     "zookeeper": ("zkTlsEnable", "zkTlsCertificatePath", "zkTlsKeyPath", "zkTlsTrustStorePath"),
 }
 

@@ -58,7 +58,8 @@ class Operator:
     # empty when it runs outside the cluster.
     operator_peers: list[Obj] = field(default_factory=list)
     # cluster uid -> (what was checked, when, the verdict on its certificates): Secrets are not read every tick.
-    tls_verdicts: dict[str, tuple[str, float, TlsVerdict, bytes | None]] = field(default_factory=dict)
+    tls_verdicts: dict[str, tuple[str, float, TlsVerdict, bytes | None, tuple[bytes, bytes] | None]] = field(
+        default_factory=dict)
 
     def lock(self, uid: str) -> asyncio.Lock:
         return self.locks.setdefault(uid, asyncio.Lock())
@@ -107,6 +108,7 @@ class Tick:
         self.admins: dict[int, BookieAdminApi] = {}
         self.admin_token: str | None = None     # what this tick presents to the bookies' admin APIs
         self.admin_ca: bytes | None = None      # the CA of their HTTPS (spec.tls.admin), None: plain HTTP
+        self.admin_client: tuple[bytes, bytes] | None = None  # spec.tls.adminClient: (tls.crt, tls.key)
         self.replicas = 0                      # what the StatefulSet is given this tick
         self.plan = ReadOnlyPlan({})
         self.forced: dict[int, str] = {}       # ordinal -> when a forced GC was triggered this tick
