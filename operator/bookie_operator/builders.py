@@ -204,7 +204,8 @@ def tls_config(spec: BookieClusterSpec) -> dict[str, Any]:
     if tls.admin is not None:
         d = tls_dir("admin")
         values.update({"httpServerTlsEnable": True, "httpServerTlsCertificatePath": f"{d}/tls.crt",
-                       "httpServerTlsKeyPath": f"{d}/tls.key"})
+                       "httpServerTlsKeyPath": f"{d}/tls.key",
+                       "tlsCertFilesRefreshDurationSeconds": tls.refresh_seconds})  # the admin API's period too
         if tls.admin_client is not None:  # the operator's certificate: signed by the admin Secret's CA
             values.update({"httpServerTlsTrustStorePath": f"{d}/ca.crt",
                            "httpServerAllowedRoles": ",".join(tls.admin_allowed_roles)})

@@ -758,7 +758,7 @@ TLS_CONFIG_KEYS: dict[str, tuple[str, ...]] = {
                "tlsTrustStoreType", "tlsTrustStore", "tlsClientAuthentication", "tlsCertFilesRefreshDurationSeconds",
                "bookieAuthProviderFactoryClass", "authorizedRoles"),
     "admin": ("httpServerTlsEnable", "httpServerTlsCertificatePath", "httpServerTlsKeyPath",
-              "httpServerTlsTrustStorePath", "httpServerAllowedRoles"),
+              "httpServerTlsTrustStorePath", "httpServerAllowedRoles", "tlsCertFilesRefreshDurationSeconds"),
     "zookeeper": ("zkTlsEnable", "zkTlsCertificatePath", "zkTlsKeyPath", "zkTlsTrustStorePath"),
 }
 
