@@ -46,9 +46,9 @@ CACHE_KEYS = ("dbStorage_writeCacheMaxSizeMb", "dbStorage_readAheadCacheMaxSizeM
 PROCESS_MEMORY_MB = {"bookie-fleet": 256, "apache-bookkeeper": 1024}
 JAVA_DEFAULT_CACHE_MB = 512
 DEFAULT_CPU_REQUEST = "500m"
-# The numeric USER of both bookie images (bookie_image/Dockerfile, hack/apache-bookkeeper/Dockerfile); the
-# restricted Pod Security Standard needs runAsNonRoot, which the kubelet can check only against a number.
-BOOKIE_UID = 10000
+# The numeric USER of both bookie images, spec.podSecurity's default; the restricted Pod Security Standard needs
+# runAsNonRoot, which the kubelet can check only against a number.
+BOOKIE_UID = models.IMAGE_UID
 TMP_DIR = "/tmp"
 # Our bookie's dedicated /metrics port (BookKeeper's PrometheusMetricsProvider keys), so that the monitoring
 # namespace is admitted to /metrics without reaching the admin API.
@@ -284,13 +284,16 @@ def pod_disruption_budget(owner: Owner, spec: BookieClusterSpec) -> Obj | None:
                      "selector": {"matchLabels": selector_labels(owner.name)}}}
 
 
-def pod_security_context() -> Obj:
-    """The pod's part of the ``restricted`` Pod Security Standard, plus the volumes' group.
+def pod_security_context(spec: BookieClusterSpec) -> Obj:
+    """The pod's part of the ``restricted`` Pod Security Standard, plus the volumes' group; the uid and gid are
+    spec.podSecurity's (the images' own by default; never 0, the model refuses it).
 
     ``fsGroupChangePolicy: OnRootMismatch``: the kubelet walks a volume to change its group only when the
     volume's root does not have it yet, instead of at every start (a ledger volume holds millions of files)."""
-    return {"runAsNonRoot": True, "runAsUser": BOOKIE_UID, "runAsGroup": BOOKIE_UID, "fsGroup": BOOKIE_UID,
-            "fsGroupChangePolicy": "OnRootMismatch", "seccompProfile": {"type": "RuntimeDefault"}}
+    who = spec.pod_security
+    return {"runAsNonRoot": True, "runAsUser": who.run_as_user, "runAsGroup": who.run_as_group,
+            "fsGroup": who.run_as_group, "fsGroupChangePolicy": "OnRootMismatch",
+            "seccompProfile": {"type": "RuntimeDefault"}}
 
 
 def container_security_context() -> Obj:
@@ -510,7 +513,7 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         "containers": [container, *(c.model_dump(by_alias=True) for c in spec.sidecars)],
         "volumes": volumes + [v.model_dump(by_alias=True) for v in spec.extra_volumes],
         "terminationGracePeriodSeconds": 60,
-        "securityContext": pod_security_context(),
+        "securityContext": pod_security_context(spec),
         "enableServiceLinks": False,
     }
     affinity = default_affinity(name) if spec.affinity is None else spec.affinity

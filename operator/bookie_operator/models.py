@@ -538,6 +538,20 @@ class TlsSpec(Model):
         return {**self.secrets(), **own}
 
 
+# The numeric USER of both bookie images (bookie_image/Dockerfile, hack/apache-bookkeeper/Dockerfile).
+IMAGE_UID = 10000
+
+
+class PodSecuritySpec(Model):
+    """Who the bookie runs as. Everything else of the pod's securityContext is fixed at the `restricted` Pod
+    Security Standard (non-root, no capabilities, seccomp RuntimeDefault, read-only root)."""
+
+    run_as_user: int = Field(default=IMAGE_UID, ge=1, le=2147483647, description="The bookie's uid (runAsUser): "
+                             "not 0, the restricted profile refuses root. Default: the images' own USER.")
+    run_as_group: int = Field(default=IMAGE_UID, ge=1, le=2147483647, description="Its primary gid (runAsGroup), "
+                              "not 0; also the volumes' group (fsGroup), so the bookie owns what it writes.")
+
+
 class ScaleDownSpec(Model):
     pvc_policy: Literal["Delete", "Retain"] = Field(
         default="Delete", description="What happens to a decommissioned bookie's volumes. "
@@ -668,6 +682,9 @@ class BookieClusterSpec(Model):
         "(group <namespace>/<name>), where Pulsar's rack-aware placement (BookieRackAffinityMapping) and "
         "bookie-fleet's client read it. false: leave /bookies to others.")
     pod_annotations: dict[str, str] = Field(default_factory=dict, description="Extra pod annotations.")
+    pod_security: PodSecuritySpec = Field(default_factory=PodSecuritySpec, description="The uid and gid of the "
+                                          "bookie pods (runAsUser, runAsGroup, fsGroup); e.g. a platform that "
+                                          "assigns each namespace a uid range.")
     env: list[EnvVar] = Field(default_factory=list, max_length=64,
                               description="Extra environment variables of the bookie container.")
     jvm_options: list[str] = Field(
