@@ -28,6 +28,8 @@ RUN_DIR = "/opt/bookie/run"
 # The admin token Secret, mounted as a directory (not a subPath) so that the kubelet's updates reach the bookie,
 # which re-reads the file when it changes.
 ADMIN_TOKEN_DIR = "/opt/bookie/secrets/admin"
+ZK_DIGEST_DIR = "/opt/bookie/secrets/zk-digest"
+ZK_DIGEST_FILE = "digest"
 ADMIN_TOKEN_KEY = "token"
 DATA_ROOT = "/bookie"
 # spec.tls's Secrets, one directory per purpose (bookie, admin, zookeeper), mounted whole (not by subPath) so that
@@ -170,6 +172,8 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
     values.update(tls_config(spec))
     if spec.implementation == "bookie-fleet":
         values["httpServerAuthTokenFile"] = f"{ADMIN_TOKEN_DIR}/{ADMIN_TOKEN_KEY}"
+        if spec.metadata_service.digest_secret is not None:
+            values["zkDigestAuthFile"] = f"{ZK_DIGEST_DIR}/{ZK_DIGEST_FILE}"
     if spec.implementation == "apache-bookkeeper":
         values.update({
             "useHostNameAsBookieID": False,  # the id is given explicitly (bookieId), hostname-based
@@ -503,6 +507,12 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
                     {"name": "admin-token", "secret": {"secretName": admin_token_secret_name(name, spec),
                                                        "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
                                                        "defaultMode": 0o444}}]
+        digest = spec.metadata_service.digest_secret
+        if digest is not None:  # read once at the bookie's start (zkDigestAuthFile)
+            mounts.append({"name": "zk-digest", "mountPath": ZK_DIGEST_DIR, "readOnly": True})
+            volumes.append({"name": "zk-digest", "secret": {
+                "secretName": digest.secret_name, "items": [{"key": digest.key, "path": ZK_DIGEST_FILE}],
+                "defaultMode": 0o444}})
     tls_vols, tls_mounts = tls_volumes(spec)
     volumes += tls_vols
     mounts += tls_mounts

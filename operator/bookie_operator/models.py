@@ -44,7 +44,7 @@ ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 
 # What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
 OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS"}
-OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-", "admin-token")
+OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-", "admin-token", "zk-digest")
 OWNED_VOLUME_NAMES = ("tmp",)
 OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
 OWNED_MOUNT_PATHS = ("/tmp",)   # the bookie's writable /tmp (the root filesystem is read-only)
@@ -114,6 +114,13 @@ class Model(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------------- spec
+class ZkDigestSecretRef(Model):
+    secret_name: str = Field(description="A Secret of the cluster's namespace.", pattern=DNS_SUBDOMAIN_PATTERN,
+                             max_length=253)
+    key: str = Field(default="digest", description="Its key holding user:password (ZooKeeper's digest scheme).",
+                     pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)
+
+
 class MetadataServiceSpec(Model):
     """Where the bookies keep their metadata (BookKeeper's ZooKeeper layout)."""
 
@@ -121,6 +128,11 @@ class MetadataServiceSpec(Model):
                             pattern=ZK_PATTERN, max_length=1024)
     ledgers_root: str = Field(default="/ledgers", description="Root znode of the BookKeeper metadata.",
                               pattern=ZNODE_PATTERN, max_length=256)
+    digest_secret: ZkDigestSecretRef | None = Field(
+        default=None, description="The fleet's ZooKeeper digest identity (user:password) for this cluster: mounted "
+        "into bookie-fleet's bookies (zkDigestAuthFile) and used by the operator's own ZooKeeper session for this "
+        "cluster instead of its --zk-digest-file. With zkEnableSecurity (spec.config) the znodes are created with "
+        "CREATOR_ALL ACLs for it. Not for Apache BookKeeper's bookies, which cannot present a digest identity.")
 
     @property
     def uri(self) -> str:
@@ -712,13 +724,19 @@ class BookieClusterSpec(Model):
         if self.tls is not None and self.tls.admin is not None and self.implementation == "apache-bookkeeper":
             raise ValueError("spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only, not "
                              "PEM Secrets; its admin API stays on HTTP (limit it with spec.networkPolicy)")
+        if self.metadata_service.digest_secret is not None and self.implementation == "apache-bookkeeper":
+            raise ValueError("spec.metadataService.digestSecret: Apache BookKeeper's bookies authenticate to "
+                             "ZooKeeper by SASL or a TLS client certificate, not a digest; share the x509 identity "
+                             "(spec.tls.zookeeper) instead")
+        if self.metadata_service.digest_secret is not None and "zkDigestAuthFile" in self.config:
+            raise ValueError("spec.config.zkDigestAuthFile: set by spec.metadataService.digestSecret")
         overlap = self._tls_key_problems()      # before the keys' own checks, which would name a symptom
         if overlap:
             raise ValueError("; ".join(overlap))
         if self.implementation == "apache-bookkeeper":
             validate_java_config_overrides(self.config)
         else:
-            validate_config_overrides(self.config)
+            validate_config_overrides(self.config, self._implied_zk_keys())
         problems = self._escape_hatch_problems()
         if self.audit.schedule is not None and self.tls is not None and self.tls.zookeeper is not None:
             problems.append("spec.audit: the audit's metadata snapshot cannot reach a ZooKeeper that needs TLS "
@@ -726,6 +744,16 @@ class BookieClusterSpec(Model):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _implied_zk_keys(self) -> dict[str, Any]:
+        """The ZooKeeper identity keys the operator sets from spec.metadataService and spec.tls, so that
+        spec.config's zkEnableSecurity sees the identity it needs (the paths are placeholders)."""
+        implied: dict[str, Any] = {}
+        if self.metadata_service.digest_secret is not None:
+            implied["zkDigestAuthFile"] = "/digest"
+        if self.tls is not None and self.tls.zookeeper is not None:
+            implied.update(zkTlsEnable=True, zkTlsCertificatePath="/tls.crt", zkTlsKeyPath="/tls.key")
+        return implied
 
     def _tls_key_problems(self) -> list[str]:
         """spec.config may not set what spec.tls sets (two sources of one file path)."""
@@ -804,11 +832,12 @@ def validate_java_config_overrides(overrides: dict[str, Any]) -> None:
         raise ValueError("; ".join(problems))
 
 
-def validate_config_overrides(overrides: dict[str, Any]) -> BookieConfig:
-    """Check spec.config against bookie.config.BookieConfig; errors name ``spec.config.<key>``."""
+def validate_config_overrides(overrides: dict[str, Any], implied: dict[str, Any] | None = None) -> BookieConfig:
+    """Check spec.config against bookie.config.BookieConfig; errors name ``spec.config.<key>``. ``implied``: keys
+    the operator sets from other fields (their paths do not matter here), which rules across keys may need."""
     _owned(overrides)
     try:
-        return BookieConfig.model_validate(overrides)
+        return BookieConfig.model_validate({**overrides, **(implied or {})})
     except ValidationError as exc:
         msgs = []
         for err in exc.errors():

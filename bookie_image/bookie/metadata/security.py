@@ -105,13 +105,19 @@ def read_digest(path: Path | str, name: str = "zkDigestAuthFile") -> str:
     """The ``user:password`` of a digest credential file (first non-comment line); ``name``: the key or flag
     that named the file."""
     try:
-        lines = Path(path).read_text().splitlines()
+        text = Path(path).read_text()
     except OSError as exc:
         raise ZkSecurityError(f"{name} {path}: cannot read: {exc.strerror}") from None
-    credential = next((line.strip() for line in lines if line.strip() and not line.startswith("#")), "")
+    return parse_digest(text, f"{name} {path}")
+
+
+def parse_digest(text: str, source: str) -> str:
+    """The ``user:password`` of a digest credential's text (first non-comment line); ``source`` names where the
+    text came from in the error."""
+    credential = next((line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
     user, sep, password = credential.partition(":")
     if not sep or not user or not password:
-        raise ZkSecurityError(f"{name} {path}: expected one line user:password")
+        raise ZkSecurityError(f"{source}: expected one line user:password")
     return credential
 
 
