@@ -1,4 +1,5 @@
-"""Cron schedules for forced compactions: validation and the next/previous fire times (UTC).
+"""Cron schedules (forced compactions, storage audits): validation, the next/previous fire times (UTC), and
+the fire time due now.
 
 The same grammar is checked in two places: by the API server (a CEL rule generated from ``CRON_PATTERN``)
 and here (croniter), so a schedule the API server accepted is one the operator can run.
@@ -7,6 +8,7 @@ and here (croniter), so a schedule the API server accepted is one the operator c
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from croniter import croniter
 
@@ -53,3 +55,22 @@ def previous_at_or_before(expression: str, at: dt.datetime) -> dt.datetime:
     probe = at.astimezone(dt.UTC) + dt.timedelta(seconds=1)
     fire: dt.datetime = croniter(expression, probe).get_prev(dt.datetime)
     return fire.astimezone(dt.UTC)
+
+
+@dataclass(frozen=True)
+class DueFire:
+    at: dt.datetime
+    late_seconds: float
+    in_time: bool      # within the starting deadline: run it; otherwise it is a missed run
+
+
+def due_fire(expression: str, now: dt.datetime, handled_until: dt.datetime,
+             starting_deadline_seconds: float) -> DueFire | None:
+    """The last fire time at or before ``now`` that comes after ``handled_until`` (the last one run or skipped,
+    or the resource's creation), or None. Only the latest counts: a run missed for longer than one period is
+    one missed run, as with a Kubernetes CronJob's startingDeadlineSeconds."""
+    due = previous_at_or_before(expression, now)
+    if due <= handled_until:
+        return None
+    late = (now - due).total_seconds()
+    return DueFire(due, late, late <= starting_deadline_seconds)

@@ -283,6 +283,15 @@ class DiskPolicySpec(Model):
         return self
 
 
+def _valid_schedule(value: str | None, where: str) -> str | None:
+    if value is None:
+        return None
+    try:
+        return cron.validate(value)
+    except ValueError as exc:
+        raise ValueError(f"{where} {exc}") from None
+
+
 class CompactionSpec(Model):
     """Scheduled forced compactions, one bookie at a time."""
 
@@ -300,12 +309,7 @@ class CompactionSpec(Model):
     @field_validator("schedule")
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            return cron.validate(value)
-        except ValueError as exc:
-            raise ValueError(f"spec.compaction.schedule {exc}") from None
+        return _valid_schedule(value, "spec.compaction.schedule")
 
 
 SPARK_MEMORY_PATTERN = r"^[1-9][0-9]*[kmgt]$"
@@ -361,12 +365,7 @@ class AuditSpec(Model):
     @field_validator("schedule")
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            return cron.validate(value)
-        except ValueError as exc:
-            raise ValueError(f"spec.audit.schedule {exc}") from None
+        return _valid_schedule(value, "spec.audit.schedule")
 
 
 class AutorecoverySpec(Model):

@@ -41,15 +41,8 @@ def _web(ns: str) -> list[dict[str, Any]]:
     ]
 
 
-def _slice_addresses(kube: KubeTarget, ns: str, service: str) -> set[str]:
-    slices = kube.api.request("GET", f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
-                              params={"labelSelector": f"kubernetes.io/service-name={service}"})["items"]
-    return {a for s in slices for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready")
-            for a in e["addresses"]}
-
-
 def _lists_exactly(kube: KubeTarget, ns: str, service: str, addresses: set[str]) -> bool:
-    return _slice_addresses(kube, ns, service) == addresses
+    return kube.ready_endpoints(ns, service) == addresses
 
 
 def test_pods_reach_pods_services_and_statefulset_members(kube: KubeTarget, kube_namespace: str,

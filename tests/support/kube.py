@@ -100,6 +100,13 @@ class KubeTarget:
         params = {"labelSelector": selector} if selector else None
         return list(self.api.request("GET", f"/api/v1/namespaces/{namespace}/pods", params=params)["items"])
 
+    def ready_endpoints(self, namespace: str, service: str) -> set[str]:
+        """The addresses a Service's EndpointSlices list as ready."""
+        slices = self.api.request("GET", f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
+                                  params={"labelSelector": f"kubernetes.io/service-name={service}"})["items"]
+        return {a for s in slices for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready")
+                for a in e["addresses"]}
+
     def events(self, namespace: str, name: str | None = None) -> list[dict[str, Any]]:
         items = self.api.request("GET", f"/api/v1/namespaces/{namespace}/events")["items"]
         return [e for e in items if name is None or e["involvedObject"].get("name") == name]

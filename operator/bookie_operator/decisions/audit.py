@@ -73,20 +73,20 @@ def audit_tick(spec: AuditSpec, status: AuditStatus, job: JobPhase, job_message:
             _finish(status, run, "Failed", f"still running after timeoutSeconds {spec.timeout_seconds}", now)
             notes.append(AuditNote("Warning", "AuditFailed", f"audit {run.id} stopped: {run.message}"))
     if status.run is None:
-        reference = parse_time(status.last_schedule_time) or created
-        due = cron.previous_at_or_before(spec.schedule, now)
-        if due > reference:
-            late = (now - due).total_seconds()
-            if late <= spec.starting_deadline_seconds:
-                rid = str(new_run_id(iso(due)))
-                status.run = AuditRunStatus(id=rid, scheduled_for=iso(due), started_at=iso(now))
-                actions.append(AuditAction(AuditStep.LAUNCH, rid))
-                notes.append(AuditNote("Normal", "AuditStarted", f"audit {rid} ({spec.mode} mode) started"))
-            else:
-                status.missed_runs += 1
-                notes.append(AuditNote("Warning", "AuditSkipped", f"audit for {iso(due)} skipped: missed by "
-                                       f"{late:.0f}s (> startingDeadlineSeconds {spec.starting_deadline_seconds})"))
-            status.last_schedule_time = iso(due)
+        fire = cron.due_fire(spec.schedule, now, parse_time(status.last_schedule_time) or created,
+                             spec.starting_deadline_seconds)
+        if fire is not None and fire.in_time:
+            rid = str(new_run_id(iso(fire.at)))
+            status.run = AuditRunStatus(id=rid, scheduled_for=iso(fire.at), started_at=iso(now))
+            actions.append(AuditAction(AuditStep.LAUNCH, rid))
+            notes.append(AuditNote("Normal", "AuditStarted", f"audit {rid} ({spec.mode} mode) started"))
+        elif fire is not None:
+            status.missed_runs += 1
+            notes.append(AuditNote("Warning", "AuditSkipped", f"audit for {iso(fire.at)} skipped: missed by "
+                                   f"{fire.late_seconds:.0f}s (> startingDeadlineSeconds "
+                                   f"{spec.starting_deadline_seconds})"))
+        if fire is not None:
+            status.last_schedule_time = iso(fire.at)
     status.next_schedule_time = iso(cron.next_after(spec.schedule, now))
     return status, actions, notes
 

@@ -45,18 +45,17 @@ def compaction_tick(spec: CompactionSpec, status: CompactionStatus, ordinals: li
                                 last_completion_time=status.last_completion_time,
                                 missed_runs=status.missed_runs), actions, notes
     if status.run is None:
-        reference = parse_time(status.last_schedule_time) or created
-        due = cron.previous_at_or_before(spec.schedule, now)
-        if due > reference:
-            late = (now - due).total_seconds()
-            if late <= spec.starting_deadline_seconds:
-                status.run = CompactionRunStatus(scheduled_for=iso(due), pending=sorted(ordinals))
-                notes.append(f"compaction run for {iso(due)} started ({len(ordinals)} bookies)")
-            else:
-                status.missed_runs += 1
-                notes.append(f"compaction run for {iso(due)} skipped: missed by {late:.0f}s "
-                             f"(> startingDeadlineSeconds {spec.starting_deadline_seconds})")
-            status.last_schedule_time = iso(due)
+        fire = cron.due_fire(spec.schedule, now, parse_time(status.last_schedule_time) or created,
+                             spec.starting_deadline_seconds)
+        if fire is not None and fire.in_time:
+            status.run = CompactionRunStatus(scheduled_for=iso(fire.at), pending=sorted(ordinals))
+            notes.append(f"compaction run for {iso(fire.at)} started ({len(ordinals)} bookies)")
+        elif fire is not None:
+            status.missed_runs += 1
+            notes.append(f"compaction run for {iso(fire.at)} skipped: missed by {fire.late_seconds:.0f}s "
+                         f"(> startingDeadlineSeconds {spec.starting_deadline_seconds})")
+        if fire is not None:
+            status.last_schedule_time = iso(fire.at)
     run = status.run
     if run is not None:
         if run.active is not None:
