@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import trustme
+from bookie_fleet.zookeeper import ZooKeeperServer
 
 from tests.support import cli
 from tests.support.admin_api import write_ca
@@ -129,3 +130,11 @@ async def test_a_tls_only_zookeeper_without_zk_tls_is_refused(secure_fleet: Secu
     code, _, err = await tool("bookie-shell", *shell_args(secure_fleet, "ledgers"), limit_s=120)
     assert code == 1
     assert "cannot connect to ZooKeeper" in err, err
+
+
+async def test_zk_tls_against_a_plaintext_port_is_named(zookeeper: ZooKeeperServer,
+                                                        fleet_zk_identity: ZkIdentity) -> None:
+    code, _, err = await tool("bookie-shell", "--zk", zookeeper.connect_string, *zk_options(fleet_zk_identity),
+                              "ledgers", limit_s=60)
+    assert code == 1
+    assert "does not speak TLS on this port" in err and "--zk-tls" in err, err

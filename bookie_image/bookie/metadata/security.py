@@ -152,15 +152,26 @@ def check_tls_handshake(security: ZkSecurity, zk_servers: str, timeout_s: float 
             continue
         with raw:
             try:
-                with context.wrap_socket(raw, server_hostname=host) as tls:
-                    if security.certfile is None:
-                        _await_refusal(tls)
+                tls = context.wrap_socket(raw, server_hostname=host)
             except ssl.SSLCertVerificationError as exc:
                 raise ZkSecurityError(_verify_message(security, where, exc)) from None
+            except (ssl.SSLEOFError, ConnectionResetError):
+                # A plaintext ZooKeeper reads the ClientHello as a request of absurd length and hangs up.
+                raise ZkSecurityError(f"{where} closed the connection during the TLS handshake: it does not speak "
+                                      f"TLS on this port; name its secureClientPort, or drop "
+                                      f"{security.name('tls')}") from None
             except ssl.SSLError as exc:
                 raise ZkSecurityError(_handshake_message(security, where, exc)) from None
             except OSError:
                 continue
+            with tls:
+                try:
+                    if security.certfile is None:
+                        _await_refusal(tls)
+                except ssl.SSLError as exc:
+                    raise ZkSecurityError(_handshake_message(security, where, exc)) from None
+                except OSError:
+                    continue
         return
 
 
