@@ -292,7 +292,8 @@ class BookieConfig(BaseModel):
                         "can only be listed all together; a list without them turns TLS 1.3 off.")
     tls_cert_files_refresh_duration_seconds: int = Field(
         0, ge=0, description="Check the certificate, key and trust files this often and use changed ones for new "
-                             "connections, s (0 off).")
+                             "connections, s (0 off). The admin API's HTTPS files (httpServerTls*) are checked at "
+                             "the same period, or every 30 s when it is 0.")
     tls_hostname_verification_enabled: bool = Field(
         False, description="The bookie's own clients (autorecovery) check that a bookie's certificate names it.")
     bookie_auth_provider_factory_class: str | None = Field(

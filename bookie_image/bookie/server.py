@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 
 # Exit status after a fail-stop (storage I/O error), as BookKeeper's ExitCode.BOOKIE_EXCEPTION.
 EXIT_STORAGE_FAILED = 5
-# How often the admin API's certificate files are checked for a rotation.
+# How often the admin API's certificate files are checked for a rotation when tlsCertFilesRefreshDurationSeconds
+# (the bookie port's period, which the admin API follows otherwise) is 0.
 CERT_REFRESH_S = 30.0
 
 
@@ -144,7 +145,11 @@ class BookieServer:
         await web.TCPSite(self._http, self.conf.effective_http_server_host, self.conf.http_server_port,
                           ssl_context=certificates.context if certificates else None).start()
         if certificates is not None:
-            self._tasks.append(asyncio.create_task(_refresh_certificates(certificates), name="https-certificates"))
+            # The admin API's files are rotated with the bookie port's (the same Secrets): checked at the same
+            # period, or every CERT_REFRESH_S when the bookie port's reloading is off (0, BookKeeper's default).
+            period = self.conf.tls_cert_files_refresh_duration_seconds or CERT_REFRESH_S
+            self._tasks.append(asyncio.create_task(_refresh_certificates(certificates, period),
+                                                   name="https-certificates"))
 
     @property
     def engine(self) -> StorageEngine:
@@ -322,9 +327,9 @@ class BookieServer:
         return metrics.render(metrics.snapshot_of(self))
 
 
-async def _refresh_certificates(certificates: ServerCertificates) -> None:
+async def _refresh_certificates(certificates: ServerCertificates, period_s: float) -> None:
     while True:
-        await asyncio.sleep(CERT_REFRESH_S)
+        await asyncio.sleep(period_s)
         await asyncio.to_thread(certificates.refresh)
 
 

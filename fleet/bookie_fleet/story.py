@@ -6,7 +6,8 @@ bookies (``bookie_fleet.workload``). Then what users of BookKeeper live through:
 ledger disks; the operator turns the fullest bookie read-only; the messages of two topics expire and Pulsar
 deletes their ledgers, yet the disks stay full, and the bookies say why: which topic's ledgers keep which
 entry logs; the operator's scheduled compaction reclaims the space and the bookie becomes writable again;
-the storage audit writes its HTML report of that fleet, naming the topics. Each step is timed and the run
+the operator's scheduled storage audit (Spark on Kubernetes, reading the entry logs through the bookies'
+admin API) writes its HTML report of that fleet, naming the topics. Each step is timed and the run
 ends with a table of what happened (``summary.json`` in the work directory holds the same).
 
 Everything it starts (control plane, pods, ZooKeeper, the broker and its clients, tmpfs mounts) is stopped
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime as dt
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +33,7 @@ from typing import Any, TypeVar
 
 import yaml
 from bookie_audit.report import REPORT_NAME
+from bookie_operator.audit_builders import REPORTS_PORT
 from bookie_operator.builders import ADMIN_TOKEN_KEY, admin_token_secret_name
 from bookie_operator.models import HTTP_PORT
 from localkube.binaries import find_binary
@@ -46,6 +50,7 @@ EXAMPLE = REPO / "examples" / "playground.yaml"
 NAMESPACE = "bookie-fleet"
 CLUSTER = "playground"
 GROUP, VERSION, PLURAL = "bookie-fleet.dev", "v1beta1", "bookieclusters"
+AUDIT_STEP = "the operator's storage audit of the fleet (Spark on Kubernetes)"
 T = TypeVar("T")
 
 
@@ -236,8 +241,8 @@ class Story:
         with self.step("scheduled compaction reclaims the space; the bookie becomes writable again") as rec:
             self.reclaim(expired_at)
             rec["reclaimed_bytes"] = self.summary.reclaimed_bytes
-        with self.step("storage audit of the fleet (PySpark)") as rec:
-            self.summary.report = str(self.audit(zk, root))
+        with self.step(AUDIT_STEP) as rec:
+            self.summary.report = str(self.audit())
             rec["report"] = self.summary.report
         return self.summary
 
@@ -355,25 +360,53 @@ class Story:
         self.summary.writable_again = True
         say(f"   reclaimed {self.summary.reclaimed_bytes / 2**20:.1f} MiB; {self.disks()}")
 
-    def audit(self, zk: str, root: str) -> Path:
-        snapshot, out = self.workdir / "audit" / "snapshot", self.workdir / "audit" / "report"
-        audit = [sys.executable, "-m", "bookie_audit.cli"]
-        subprocess.run([*audit, "snapshot", "--zk", zk, "--root", root, "--out", str(snapshot)], check=True,
-                       capture_output=True, text=True)
-        logs = [arg for pod, path in self.ledger_paths().items()
-                for arg in ("--logs", f"{pod}={path}")]
-        # Every log counts as old here: the fleet is minutes old, and the pinning table names their topics.
-        result = subprocess.run([*audit, "run", *logs, "--metadata", str(snapshot), "--out", str(out),
-                                 "--min-age-days", "0"], capture_output=True, text=True)
-        if result.returncode != 0:
-            raise StoryFailed(f"bookie-audit run failed: {result.stderr.strip()[-2000:]}")
-        report = out / REPORT_NAME
-        if not report.exists():
-            raise StoryFailed(f"the audit wrote no report in {out}")
-        lines = result.stdout.strip().splitlines()
-        for line in [*(line for line in lines if line.startswith("  * ")), *lines[-1:]]:
-            say(f"   {line.strip()}")
-        return report
+    def audit(self) -> Path:
+        """The operator's storage audit, as a user schedules it (``spec.audit``): Spark on this Kubernetes, its
+        executors reading every bookie's entry logs through the admin API, the summary in status and the HTML
+        report in the report store, fetched from there into the work directory."""
+        fire = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=75)  # the next whole minute at least 15 s away
+        fire = fire.replace(second=0, microsecond=0)
+        # One small executor: the story's disks are megabytes. Every log counts as old: the fleet is minutes old.
+        audit = {"schedule": f"{fire.minute} {fire.hour} * * *", "mode": "full", "executors": 1,
+                 "executorMemory": "512m", "driverMemory": "512m", "minAgeDays": 0}
+        self.kube().merge_patch(f"/apis/{GROUP}/{VERSION}/namespaces/{NAMESPACE}/{PLURAL}/{CLUSTER}",
+                                {"spec": {"audit": audit}})
+        say(f"   spec.audit scheduled for {fire:%H:%M} UTC")
+
+        def finished() -> dict[str, Any] | None:
+            last = self.bookie_cluster().get("status", {}).get("audit", {}).get("lastRun")
+            return last if last and last.get("phase") != "Running" else None
+
+        last = wait_until(finished, 900, "the operator's audit run to finish", interval=2,
+                          progress=self.audit_line)
+        status = self.bookie_cluster()["status"]["audit"]
+        if last["phase"] != "Succeeded":
+            raise StoryFailed(f"audit run {last['id']} {last['phase']}: {last.get('message')}")
+        for line in status.get("summary", {}).get("findings", [])[:6]:
+            say(f"   {line}")
+        return self.fetch_report(last["id"])
+
+    def audit_line(self) -> str:
+        run = self.bookie_cluster().get("status", {}).get("audit", {}).get("run")
+        if not run:
+            return "waiting for the scheduled time"
+        pods = self.kube().get(f"/api/v1/namespaces/{NAMESPACE}/pods") or {}
+        spark = sorted(f"{p['metadata']['name']} {p.get('status', {}).get('phase', '?')}"
+                       for p in pods.get("items", []) if p["metadata"]["name"].startswith(run["id"]))
+        return f"run {run['id']}: " + (", ".join(spark) or "submitting")
+
+    def fetch_report(self, run_id: str) -> Path:
+        pods = self.kube().get(f"/api/v1/namespaces/{NAMESPACE}/pods", labelSelector=(
+            f"app.kubernetes.io/component=reports,app.kubernetes.io/instance={CLUSTER}")) or {}
+        ips = [p["status"]["podIP"] for p in pods.get("items", []) if p.get("status", {}).get("podIP")]
+        if not ips:
+            raise StoryFailed("the audit's report store has no running pod")
+        out = self.workdir / "audit" / run_id
+        out.mkdir(parents=True, exist_ok=True)
+        url = f"http://{ips[0]}:{REPORTS_PORT}/runs/{run_id}/{REPORT_NAME}"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            (out / REPORT_NAME).write_bytes(response.read())
+        return out / REPORT_NAME
 
     # ------------------------------------------------------------------------------------ teardown
     def close(self) -> None:

@@ -3,12 +3,15 @@
 Only what the operator calls. Every call has a timeout; errors are ``BookieApiError`` (with the HTTP status
 when there was one) so a reconcile can record "unreachable" instead of crashing. Every call carries the
 cluster's admin token (``Authorization: Bearer``): our bookies refuse a mutating call without it, Apache
-BookKeeper's ignore it.
+BookKeeper's ignore it. Over HTTPS the operator also presents its client certificate (spec.tls.adminClient,
+``admin_ssl_context``), which our bookies admit by its role (httpServerAllowedRoles) when the token is not
+accepted, or not configured at all.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import ssl
 from typing import Any
 
@@ -108,6 +111,26 @@ class BookieAdmin:
                                         {"bookie_src": bookie_ids, "delete_cookie": False})
         if status >= 300:
             raise BookieApiError(f"recovery request refused: HTTP {status}: {text.strip()[:200]}", status)
+
+
+def admin_ssl_context(ca_pem: bytes, client_certificate: bytes | None = None,
+                      client_key: bytes | None = None) -> ssl.SSLContext:
+    """A client context trusting ``ca_pem`` and, with both, presenting ``client_certificate`` (PEM chain) and
+    ``client_key`` (PEM). Python's ssl loads certificates from files only: they go through anonymous memory
+    files (memfd), so the operator's key is never written to a disk. Raises ``ssl.SSLError`` for PEM that does
+    not load (the CertificatesValid verdict names the Secret)."""
+    context = ssl.create_default_context(cadata=ca_pem.decode("ascii"))
+    if client_certificate and client_key:
+        cert_fd = os.memfd_create("admin-client.crt")
+        key_fd = os.memfd_create("admin-client.key")
+        try:
+            os.write(cert_fd, client_certificate)
+            os.write(key_fd, client_key)
+            context.load_cert_chain(f"/proc/self/fd/{cert_fd}", f"/proc/self/fd/{key_fd}")
+        finally:
+            os.close(cert_fd)
+            os.close(key_fd)
+    return context
 
 
 FETCH_TIMEOUT_S = 10.0

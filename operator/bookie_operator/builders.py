@@ -28,6 +28,8 @@ RUN_DIR = "/opt/bookie/run"
 # The admin token Secret, mounted as a directory (not a subPath) so that the kubelet's updates reach the bookie,
 # which re-reads the file when it changes.
 ADMIN_TOKEN_DIR = "/opt/bookie/secrets/admin"
+ZK_DIGEST_DIR = "/opt/bookie/secrets/zk-digest"
+ZK_DIGEST_FILE = "digest"
 ADMIN_TOKEN_KEY = "token"
 DATA_ROOT = "/bookie"
 # spec.tls's Secrets, one directory per purpose (bookie, admin, zookeeper), mounted whole (not by subPath) so that
@@ -46,9 +48,9 @@ CACHE_KEYS = ("dbStorage_writeCacheMaxSizeMb", "dbStorage_readAheadCacheMaxSizeM
 PROCESS_MEMORY_MB = {"bookie-fleet": 256, "apache-bookkeeper": 1024}
 JAVA_DEFAULT_CACHE_MB = 512
 DEFAULT_CPU_REQUEST = "500m"
-# The numeric USER of both bookie images (bookie_image/Dockerfile, hack/apache-bookkeeper/Dockerfile); the
-# restricted Pod Security Standard needs runAsNonRoot, which the kubelet can check only against a number.
-BOOKIE_UID = 10000
+# The numeric USER of both bookie images, spec.podSecurity's default; the restricted Pod Security Standard needs
+# runAsNonRoot, which the kubelet can check only against a number.
+BOOKIE_UID = models.IMAGE_UID
 TMP_DIR = "/tmp"
 # Our bookie's dedicated /metrics port (BookKeeper's PrometheusMetricsProvider keys), so that the monitoring
 # namespace is admitted to /metrics without reaching the admin API.
@@ -170,6 +172,8 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
     values.update(tls_config(spec))
     if spec.implementation == "bookie-fleet":
         values["httpServerAuthTokenFile"] = f"{ADMIN_TOKEN_DIR}/{ADMIN_TOKEN_KEY}"
+        if spec.metadata_service.digest_secret is not None:
+            values["zkDigestAuthFile"] = f"{ZK_DIGEST_DIR}/{ZK_DIGEST_FILE}"
     if spec.implementation == "apache-bookkeeper":
         values.update({
             "useHostNameAsBookieID": False,  # the id is given explicitly (bookieId), hostname-based
@@ -204,7 +208,11 @@ def tls_config(spec: BookieClusterSpec) -> dict[str, Any]:
     if tls.admin is not None:
         d = tls_dir("admin")
         values.update({"httpServerTlsEnable": True, "httpServerTlsCertificatePath": f"{d}/tls.crt",
-                       "httpServerTlsKeyPath": f"{d}/tls.key"})
+                       "httpServerTlsKeyPath": f"{d}/tls.key",
+                       "tlsCertFilesRefreshDurationSeconds": tls.refresh_seconds})  # the admin API's period too
+        if tls.admin_client is not None:  # the operator's certificate: signed by the admin Secret's CA
+            values.update({"httpServerTlsTrustStorePath": f"{d}/ca.crt",
+                           "httpServerAllowedRoles": ",".join(tls.admin_allowed_roles)})
     if tls.zookeeper is not None and spec.implementation == "bookie-fleet":
         d = tls_dir("zookeeper")
         values.update({"zkTlsEnable": True, "zkTlsCertificatePath": f"{d}/tls.crt", "zkTlsKeyPath": f"{d}/tls.key",
@@ -280,13 +288,16 @@ def pod_disruption_budget(owner: Owner, spec: BookieClusterSpec) -> Obj | None:
                      "selector": {"matchLabels": selector_labels(owner.name)}}}
 
 
-def pod_security_context() -> Obj:
-    """The pod's part of the ``restricted`` Pod Security Standard, plus the volumes' group.
+def pod_security_context(spec: BookieClusterSpec) -> Obj:
+    """The pod's part of the ``restricted`` Pod Security Standard, plus the volumes' group; the uid and gid are
+    spec.podSecurity's (the images' own by default; never 0, the model refuses it).
 
     ``fsGroupChangePolicy: OnRootMismatch``: the kubelet walks a volume to change its group only when the
     volume's root does not have it yet, instead of at every start (a ledger volume holds millions of files)."""
-    return {"runAsNonRoot": True, "runAsUser": BOOKIE_UID, "runAsGroup": BOOKIE_UID, "fsGroup": BOOKIE_UID,
-            "fsGroupChangePolicy": "OnRootMismatch", "seccompProfile": {"type": "RuntimeDefault"}}
+    who = spec.pod_security
+    return {"runAsNonRoot": True, "runAsUser": who.run_as_user, "runAsGroup": who.run_as_group,
+            "fsGroup": who.run_as_group, "fsGroupChangePolicy": "OnRootMismatch",
+            "seccompProfile": {"type": "RuntimeDefault"}}
 
 
 def container_security_context() -> Obj:
@@ -496,6 +507,12 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
                     {"name": "admin-token", "secret": {"secretName": admin_token_secret_name(name, spec),
                                                        "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
                                                        "defaultMode": 0o444}}]
+        digest = spec.metadata_service.digest_secret
+        if digest is not None:  # read once at the bookie's start (zkDigestAuthFile)
+            mounts.append({"name": "zk-digest", "mountPath": ZK_DIGEST_DIR, "readOnly": True})
+            volumes.append({"name": "zk-digest", "secret": {
+                "secretName": digest.secret_name, "items": [{"key": digest.key, "path": ZK_DIGEST_FILE}],
+                "defaultMode": 0o444}})
     tls_vols, tls_mounts = tls_volumes(spec)
     volumes += tls_vols
     mounts += tls_mounts
@@ -506,7 +523,7 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         "containers": [container, *(c.model_dump(by_alias=True) for c in spec.sidecars)],
         "volumes": volumes + [v.model_dump(by_alias=True) for v in spec.extra_volumes],
         "terminationGracePeriodSeconds": 60,
-        "securityContext": pod_security_context(),
+        "securityContext": pod_security_context(spec),
         "enableServiceLinks": False,
     }
     affinity = default_affinity(name) if spec.affinity is None else spec.affinity

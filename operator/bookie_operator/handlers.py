@@ -15,7 +15,7 @@ import aiohttp
 import kopf
 
 from bookie_operator import builders, crd, models, storage_version
-from bookie_operator.bookie_client import BookieAdmin, fetch_json
+from bookie_operator.bookie_client import BookieAdmin, admin_ssl_context, fetch_json
 from bookie_operator.kube import Kube, KubeError
 from bookie_operator.reconcile import Operator, reconcile
 from bookie_operator.reconcile.ports import AdminTls
@@ -77,14 +77,20 @@ async def connect() -> Operator:
     kube = await Kube.connect(os.environ.get("BOOKIE_OPERATOR_KUBECONFIG"))
     zk_security = await asyncio.to_thread(security_from_env, dict(os.environ))
     http = aiohttp.ClientSession()
-    contexts: dict[bytes, ssl.SSLContext] = {}
+    contexts: dict[tuple[bytes, bytes | None, bytes | None], ssl.SSLContext] = {}
 
     def admin_for(host: str, port: int, token: str | None, tls: AdminTls | None = None) -> BookieAdmin:
         if tls is None:
             return BookieAdmin(http, host, port, token=token)
-        context = contexts.get(tls.ca_pem)
-        if context is None:     # one per CA (a renewed CA makes a new one), not one per request
-            context = contexts[tls.ca_pem] = ssl.create_default_context(cadata=tls.ca_pem.decode("ascii"))
+        key = (tls.ca_pem, tls.client_certificate, tls.client_key)
+        context = contexts.get(key)
+        if context is None:     # one per CA and client certificate (a renewal makes a new one), not per request
+            try:
+                context = admin_ssl_context(tls.ca_pem, tls.client_certificate, tls.client_key)
+            except ssl.SSLError as exc:  # CertificatesValid names the Secret; the token still works
+                log.warning("spec.tls.adminClient does not load (%s): the admin token alone is presented", exc)
+                context = admin_ssl_context(tls.ca_pem)
+            contexts[key] = context
         return BookieAdmin(http, host, port, token=token, ssl_context=context, server_hostname=tls.server_hostname)
 
     return Operator(kube=kube, admin_for=admin_for, metadata=MetadataService(zk_security),

@@ -44,7 +44,7 @@ ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 
 # What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
 OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS"}
-OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-", "admin-token")
+OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-", "admin-token", "zk-digest")
 OWNED_VOLUME_NAMES = ("tmp",)
 OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
 OWNED_MOUNT_PATHS = ("/tmp",)   # the bookie's writable /tmp (the root filesystem is read-only)
@@ -114,6 +114,13 @@ class Model(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------------- spec
+class ZkDigestSecretRef(Model):
+    secret_name: str = Field(description="A Secret of the cluster's namespace.", pattern=DNS_SUBDOMAIN_PATTERN,
+                             max_length=253)
+    key: str = Field(default="digest", description="Its key holding user:password (ZooKeeper's digest scheme).",
+                     pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)
+
+
 class MetadataServiceSpec(Model):
     """Where the bookies keep their metadata (BookKeeper's ZooKeeper layout)."""
 
@@ -121,6 +128,11 @@ class MetadataServiceSpec(Model):
                             pattern=ZK_PATTERN, max_length=1024)
     ledgers_root: str = Field(default="/ledgers", description="Root znode of the BookKeeper metadata.",
                               pattern=ZNODE_PATTERN, max_length=256)
+    digest_secret: ZkDigestSecretRef | None = Field(
+        default=None, description="The fleet's ZooKeeper digest identity (user:password) for this cluster: mounted "
+        "into bookie-fleet's bookies (zkDigestAuthFile) and used by the operator's own ZooKeeper session for this "
+        "cluster instead of its --zk-digest-file. With zkEnableSecurity (spec.config) the znodes are created with "
+        "CREATOR_ALL ACLs for it. Not for Apache BookKeeper's bookies, which cannot present a digest identity.")
 
     @property
     def uri(self) -> str:
@@ -481,6 +493,8 @@ class TlsSpec(Model):
     model_config = ConfigDict(json_schema_extra=_rules(
         ("!has(self.authorizedRoles) || size(self.authorizedRoles) == 0 || self.clientAuthentication",
          "spec.tls.authorizedRoles needs spec.tls.clientAuthentication (roles come from client certificates)"),
+        ("!has(self.adminClient) || has(self.admin)",
+         "spec.tls.adminClient needs spec.tls.admin (client certificates need HTTPS on the admin API)"),
     ))
 
     bookie: SecretRef | None = Field(default=None, description="TLS on the bookie port (START_TLS, BookKeeper's "
@@ -495,6 +509,16 @@ class TlsSpec(Model):
     admin: SecretRef | None = Field(default=None, description="HTTPS on the admin API, bookie-fleet's bookies only "
                                     "(Apache BookKeeper's admin server reads Java key stores only); the operator "
                                     "trusts its ca.crt.")
+    admin_client: SecretRef | None = Field(
+        default=None, description="The operator's client certificate for the admin API (needs spec.tls.admin): its "
+        "tls.crt must be signed by the admin Secret's ca.crt and carry a role of adminAllowedRoles as its subject's "
+        "first OU role (OU=0:role). The bookies then admit that role (httpServerTlsTrustStorePath, "
+        "httpServerAllowedRoles) and the operator presents the certificate with every admin call, next to the "
+        "admin token. Read by the operator only, never mounted into the bookies.")
+    admin_allowed_roles: list[str] = Field(
+        default_factory=lambda: ["bookie-operator"], min_length=1, max_length=32,
+        description="With adminClient: the certificate roles the bookies' admin API admits (httpServerAllowedRoles).",
+        json_schema_extra={"items": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$", "maxLength": 64}})
     zookeeper: SecretRef | None = Field(default=None, description="TLS to ZooKeeper (spec.metadataService.zkServers "
                                         "must then name its secureClientPort) with this client certificate; ca.crt "
                                         "must have signed ZooKeeper's. Apache BookKeeper's bookies also need the "
@@ -509,12 +533,34 @@ class TlsSpec(Model):
         if self.authorized_roles and not self.client_authentication:
             raise ValueError("spec.tls.authorizedRoles needs spec.tls.clientAuthentication (roles come from client "
                              "certificates)")
+        if self.admin_client is not None and self.admin is None:
+            raise ValueError("spec.tls.adminClient needs spec.tls.admin (client certificates need HTTPS on the admin "
+                             "API)")
         return self
 
     def secrets(self) -> dict[str, str]:
         """purpose (bookie, admin, zookeeper) -> Secret name, for the purposes configured."""
         return {purpose: ref.secret_name for purpose, ref in
                 (("bookie", self.bookie), ("admin", self.admin), ("zookeeper", self.zookeeper)) if ref is not None}
+
+    def checked_secrets(self) -> dict[str, str]:
+        """``secrets()`` and the operator's own adminClient Secret: every Secret the operator checks."""
+        own = {"adminClient": self.admin_client.secret_name} if self.admin_client is not None else {}
+        return {**self.secrets(), **own}
+
+
+# The numeric USER of both bookie images (bookie_image/Dockerfile, hack/apache-bookkeeper/Dockerfile).
+IMAGE_UID = 10000
+
+
+class PodSecuritySpec(Model):
+    """Who the bookie runs as. Everything else of the pod's securityContext is fixed at the `restricted` Pod
+    Security Standard (non-root, no capabilities, seccomp RuntimeDefault, read-only root)."""
+
+    run_as_user: int = Field(default=IMAGE_UID, ge=1, le=2147483647, description="The bookie's uid (runAsUser): "
+                             "not 0, the restricted profile refuses root. Default: the images' own USER.")
+    run_as_group: int = Field(default=IMAGE_UID, ge=1, le=2147483647, description="Its primary gid (runAsGroup), "
+                              "not 0; also the volumes' group (fsGroup), so the bookie owns what it writes.")
 
 
 class ScaleDownSpec(Model):
@@ -647,6 +693,9 @@ class BookieClusterSpec(Model):
         "(group <namespace>/<name>), where Pulsar's rack-aware placement (BookieRackAffinityMapping) and "
         "bookie-fleet's client read it. false: leave /bookies to others.")
     pod_annotations: dict[str, str] = Field(default_factory=dict, description="Extra pod annotations.")
+    pod_security: PodSecuritySpec = Field(default_factory=PodSecuritySpec, description="The uid and gid of the "
+                                          "bookie pods (runAsUser, runAsGroup, fsGroup); e.g. a platform that "
+                                          "assigns each namespace a uid range.")
     env: list[EnvVar] = Field(default_factory=list, max_length=64,
                               description="Extra environment variables of the bookie container.")
     jvm_options: list[str] = Field(
@@ -674,13 +723,19 @@ class BookieClusterSpec(Model):
         if self.tls is not None and self.tls.admin is not None and self.implementation == "apache-bookkeeper":
             raise ValueError("spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only, not "
                              "PEM Secrets; its admin API stays on HTTP (limit it with spec.networkPolicy)")
+        if self.metadata_service.digest_secret is not None and self.implementation == "apache-bookkeeper":
+            raise ValueError("spec.metadataService.digestSecret: Apache BookKeeper's bookies authenticate to "
+                             "ZooKeeper by SASL or a TLS client certificate, not a digest; share the x509 identity "
+                             "(spec.tls.zookeeper) instead")
+        if self.metadata_service.digest_secret is not None and "zkDigestAuthFile" in self.config:
+            raise ValueError("spec.config.zkDigestAuthFile: set by spec.metadataService.digestSecret")
         overlap = self._tls_key_problems()      # before the keys' own checks, which would name a symptom
         if overlap:
             raise ValueError("; ".join(overlap))
         if self.implementation == "apache-bookkeeper":
             validate_java_config_overrides(self.config)
         else:
-            validate_config_overrides(self.config)
+            validate_config_overrides(self.config, self._implied_zk_keys())
         problems = self._escape_hatch_problems()
         if self.audit.schedule is not None and self.tls is not None and self.tls.zookeeper is not None:
             problems.append("spec.audit: the audit's metadata snapshot cannot reach a ZooKeeper that needs TLS "
@@ -688,6 +743,16 @@ class BookieClusterSpec(Model):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _implied_zk_keys(self) -> dict[str, Any]:
+        """The ZooKeeper identity keys the operator sets from spec.metadataService and spec.tls, so that
+        spec.config's zkEnableSecurity sees the identity it needs (the paths are placeholders)."""
+        implied: dict[str, Any] = {}
+        if self.metadata_service.digest_secret is not None:
+            implied["zkDigestAuthFile"] = "/digest"
+        if self.tls is not None and self.tls.zookeeper is not None:
+            implied.update(zkTlsEnable=True, zkTlsCertificatePath="/tls.crt", zkTlsKeyPath="/tls.key")
+        return implied
 
     def _tls_key_problems(self) -> list[str]:
         """spec.config may not set what spec.tls sets (two sources of one file path)."""
@@ -736,7 +801,8 @@ TLS_CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "bookie": ("tlsProviderFactoryClass", "tlsProvider", "tlsKeyStoreType", "tlsKeyStore", "tlsCertificatePath",
                "tlsTrustStoreType", "tlsTrustStore", "tlsClientAuthentication", "tlsCertFilesRefreshDurationSeconds",
                "bookieAuthProviderFactoryClass", "authorizedRoles"),
-    "admin": ("httpServerTlsEnable", "httpServerTlsCertificatePath", "httpServerTlsKeyPath"),
+    "admin": ("httpServerTlsEnable", "httpServerTlsCertificatePath", "httpServerTlsKeyPath",
+              "httpServerTlsTrustStorePath", "httpServerAllowedRoles", "tlsCertFilesRefreshDurationSeconds"),
     "zookeeper": ("zkTlsEnable", "zkTlsCertificatePath", "zkTlsKeyPath", "zkTlsTrustStorePath"),
 }
 
@@ -765,11 +831,12 @@ def validate_java_config_overrides(overrides: dict[str, Any]) -> None:
         raise ValueError("; ".join(problems))
 
 
-def validate_config_overrides(overrides: dict[str, Any]) -> BookieConfig:
-    """Check spec.config against bookie.config.BookieConfig; errors name ``spec.config.<key>``."""
+def validate_config_overrides(overrides: dict[str, Any], implied: dict[str, Any] | None = None) -> BookieConfig:
+    """Check spec.config against bookie.config.BookieConfig; errors name ``spec.config.<key>``. ``implied``: keys
+    the operator sets from other fields (their paths do not matter here), which rules across keys may need."""
     _owned(overrides)
     try:
-        return BookieConfig.model_validate(overrides)
+        return BookieConfig.model_validate({**overrides, **(implied or {})})
     except ValidationError as exc:
         msgs = []
         for err in exc.errors():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from bookie.metadata.racks import BookieRack, InvalidRackInfo
@@ -93,19 +94,28 @@ class MetadataService:
     """The metadata of every cluster the operator manages, one ZooKeeper session per metadata service."""
 
     def __init__(self, security: ZkSecurity | None = None) -> None:
-        self._stores: dict[tuple[str, str], MetadataStore] = {}
+        self._stores: dict[tuple[str, str, str | None, bool], MetadataStore] = {}
         self._lock = asyncio.Lock()
         self.security = security
 
-    async def cluster(self, zk_servers: str, ledgers_root: str) -> ClusterMetadata:
-        key = (zk_servers, ledgers_root)
+    def security_for(self, digest: str | None = None, acl: bool = False) -> ZkSecurity:
+        """The operator's own settings (its flags), with a cluster's digest identity instead of its own
+        (spec.metadataService.digestSecret) and CREATOR_ALL ACLs when the cluster asks for them."""
+        base = self.security or ZkSecurity()
+        return replace(base, digest=digest or base.digest, acl=base.acl or acl)
+
+    async def cluster(self, zk_servers: str, ledgers_root: str, *, digest: str | None = None,
+                      acl: bool = False) -> ClusterMetadata:
+        """One session per metadata service and identity: clusters with their own digest get their own."""
+        security = self.security_for(digest, acl)
+        key = (zk_servers, ledgers_root, security.digest, security.acl)
         async with self._lock:
             store = self._stores.get(key)
             if store is None or not store.connected:
                 if store is not None:
                     await store.close()
                 store = MetadataStore(zk_servers, ledgers_root, session_timeout_ms=10000, connect_timeout_s=10,
-                                      security=self.security)
+                                      security=security)
                 await store.connect()
                 self._stores[key] = store
             return ClusterMetadata(store)

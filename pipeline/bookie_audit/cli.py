@@ -1,10 +1,14 @@
 """``bookie-audit``: snapshot the metadata, run the audit, re-render the report.
 
     bookie-audit snapshot --zk 127.0.0.1:2181 [--root /ledgers] --out snap/
+                          [--zk-tls [--zk-tls-ca CA] [--zk-tls-cert C --zk-tls-key K]] [--zk-digest-file F]
     bookie-audit run --logs /data/bookie-1 --logs 10.0.0.2:3181=/mnt/b2 --metadata snap/ --out audit/
                      [--master local[*] | spark://host:7077] [--mode full|metadata] [--min-age-days 7]
     bookie-audit report --out audit/
     spark-submit --master spark://host:7077 pipeline/bookie_audit/cli.py run ...   (same job on a cluster)
+
+The ``--zk-*`` options of ``snapshot`` (and of ``run --zk``) are the bookie's ZooKeeper TLS and identity keys
+(``bookie.metadata.zk_options``): a fleet with ``zkEnableSecurity`` lets only its identity read the metadata.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ import argparse
 import sys
 import tempfile
 from collections.abc import Sequence
+
+from bookie.metadata import zk_options
+from bookie.metadata.security import ZkSecurity, ZkSecurityError
 
 from bookie_audit.files import AuditInputError, LogInput
 
@@ -35,6 +42,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--zk", required=True, help="ZooKeeper connect string")
     s.add_argument("--root", default="/ledgers", help="ledgers root (zkLedgersRootPath)")
     s.add_argument("--out", required=True)
+    zk_options.add_arguments(s)
     r = sub.add_parser("run", help="run the audit")
     r.add_argument("--logs", action="append", default=[], metavar="[BOOKIE=]PATH",
                    help="a directory or URI of entry logs (bookie+https://HOST:PORT reads a live bookie's through "
@@ -51,6 +59,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--zk", default=None,
                    help="instead of --metadata: take the snapshot from this ZooKeeper right before reading the logs")
     r.add_argument("--root", default="/ledgers", help="with --zk: the ledgers root (zkLedgersRootPath)")
+    zk_options.add_arguments(r)
     r.add_argument("--publish", default=None, metavar="URL",
                    help="then store the output in the report store at URL (bookie-audit serve-reports), as --run-id")
     r.add_argument("--run-id", default=None, help="the run's name in the report store")
@@ -84,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "snapshot":
             from bookie_audit.snapshot import snapshot
 
-            m = snapshot(args.zk, args.root, args.out)
+            m = snapshot(args.zk, args.root, args.out, security=_zk_security(args))
             print(f"snapshot of {m.ledgers} ledgers under {m.ledgers_root} written to {args.out}"
                   + (f" ({len(m.vanished)} deleted while listing)" if m.vanished else ""))
             return 0
@@ -114,9 +123,19 @@ def _run(args: argparse.Namespace) -> int:
             from bookie_audit.snapshot import snapshot
 
             args.metadata = fresh
-            manifest = snapshot(args.zk, args.root, fresh)
+            manifest = snapshot(args.zk, args.root, fresh, security=_zk_security(args))
             print(f"snapshot of {manifest.ledgers} ledgers under {manifest.ledgers_root}", flush=True)
         return _audit(args)
+
+
+def _zk_security(args: argparse.Namespace) -> ZkSecurity:
+    """The ``--zk-*`` options, checked, and one TLS handshake with ZooKeeper when they ask for TLS."""
+    try:
+        security = zk_options.security_from_args(args)
+        zk_options.check_reachable(security, args.zk)
+    except ZkSecurityError as exc:
+        raise AuditInputError(str(exc)) from None
+    return security
 
 
 def _serve_reports(args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from bookie.metadata.ledger_metadata import LedgerMetadata
+from bookie.metadata.security import ZkSecurity
 from bookie.metadata.store import MetadataStore, NoSuchLedger
 
 from bookie_audit.files import AuditInputError
@@ -153,11 +154,12 @@ def write_snapshot(out_dir: str, ledgers: pa.Table, fragments: pa.Table, manifes
         f.write(manifest.to_json())
 
 
-def snapshot(zk_servers: str, ledgers_root: str, out_dir: str, *, timeout_s: float = 30.0) -> Manifest:
-    """Blocking wrapper used by the CLI."""
+def snapshot(zk_servers: str, ledgers_root: str, out_dir: str, *, timeout_s: float = 30.0,
+             security: ZkSecurity | None = None) -> Manifest:
+    """Blocking wrapper used by the CLI; ``security``: ZooKeeper TLS and identity (``bookie.metadata.security``)."""
 
     async def run() -> Manifest:
-        store = MetadataStore(zk_servers, ledgers_root, connect_timeout_s=timeout_s)
+        store = MetadataStore(zk_servers, ledgers_root, connect_timeout_s=timeout_s, security=security)
         await store.connect()
         try:
             return await export_snapshot(store, out_dir)

@@ -249,7 +249,11 @@ class FakeClusterMetadata:
 class FakeMetadata:
     clusters: dict[tuple[str, str], FakeClusterMetadata] = field(default_factory=dict)
 
-    async def cluster(self, zk_servers: str, ledgers_root: str) -> FakeClusterMetadata:
+    identities: list[tuple[str | None, bool]] = field(default_factory=list)  # (digest, acl) of every call
+
+    async def cluster(self, zk_servers: str, ledgers_root: str, *, digest: str | None = None,
+                      acl: bool = False) -> FakeClusterMetadata:
+        self.identities.append((digest, acl))
         return self.clusters.setdefault((zk_servers, ledgers_root), FakeClusterMetadata())
 
     async def close(self) -> None:

@@ -79,3 +79,21 @@ def test_escape_hatches_cannot_take_the_writable_tmp() -> None:
              extraVolumeMounts=[{"name": "scratch", "mountPath": "/tmp"}])
     spec(extraVolumes=[{"name": "tmpdata", "emptyDir": {}}],          # names that only start alike are free
          extraVolumeMounts=[{"name": "tmpdata", "mountPath": "/tmp/data"}])
+
+
+@pytest.mark.parametrize("fields", [{}, JAVA], ids=["bookie-fleet", "apache-bookkeeper"])
+def test_the_uid_and_gid_can_be_chosen_and_stay_non_root(fields: dict[str, Any]) -> None:
+    """A platform that assigns each namespace its uid range: spec.podSecurity sets the uid and gid, the volumes
+    follow the gid, and the rest of the restricted profile is unchanged."""
+    default = pod_spec(**fields)["securityContext"]
+    chosen = pod_spec(**fields, podSecurity={"runAsUser": 1000650000, "runAsGroup": 1000650001})["securityContext"]
+    assert (chosen["runAsUser"], chosen["runAsGroup"], chosen["fsGroup"]) == (1000650000, 1000650001, 1000650001)
+    assert {k: v for k, v in chosen.items() if k not in {"runAsUser", "runAsGroup", "fsGroup"}} == \
+        {k: v for k, v in default.items() if k not in {"runAsUser", "runAsGroup", "fsGroup"}}
+    assert (default["runAsUser"], default["runAsGroup"]) == (builders.BOOKIE_UID, builders.BOOKIE_UID)
+
+
+@pytest.mark.parametrize("field", ["runAsUser", "runAsGroup"])
+def test_root_is_refused(field: str) -> None:
+    with pytest.raises(ValueError, match=f"podSecurity.{field}"):
+        spec(podSecurity={field: 0})

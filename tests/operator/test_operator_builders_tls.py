@@ -56,6 +56,7 @@ def test_admin_https_and_zookeeper_tls_keys_on_our_bookie() -> None:
     assert conf["httpServerTlsEnable"] is True
     assert conf["httpServerTlsCertificatePath"] == "/opt/bookie/tls/admin/tls.crt"
     assert conf["httpServerTlsKeyPath"] == "/opt/bookie/tls/admin/tls.key"
+    assert conf["tlsCertFilesRefreshDurationSeconds"] == 300        # the admin API reloads at refreshSeconds too
     assert (conf["zkTlsEnable"], conf["zkTlsTrustStorePath"]) == (True, "/opt/bookie/tls/zookeeper/ca.crt")
     assert conf["zkTlsCertificatePath"] == "/opt/bookie/tls/zookeeper/tls.crt"
     assert "httpServerTlsEnable" not in builders.bookie_config(spec())

@@ -2,7 +2,8 @@
 style Secrets (tls.crt, tls.key, ca.crt; test CAs from trustme) for the bookie port (client certificates with an
 allowed role required), the admin API and ZooKeeper, which only speaks TLS; the cluster reaches Ready with its
 NetworkPolicy, a client with a broker certificate writes and reads over TLS and one without an allowed role is
-refused, the operator talks HTTPS to the bookies trusting the Secret's CA, the certificates are reported valid;
+refused, the operator talks HTTPS to the bookies trusting the Secret's CA and presenting its own client
+certificate (spec.tls.adminClient, which the bookies verify against that CA), the certificates are reported valid;
 a renewed admin certificate is served without a restart; and a cluster whose certificate does not name its
 bookies says so."""
 
@@ -86,9 +87,11 @@ async def test_a_tls_cluster_in_a_restricted_namespace(
     bookie_ca = trustme.CA()
     # The bookies' own certificate carries an allowed role: re-replication connects to other bookies with it.
     bookie_cert, bookie_key = issued(bookie_ca, f"*.{headless}", role="0:bookie")
+    operator_cert, operator_key = issued(admin_ca, "bookie-operator.clients.example", role="0:bookie-operator")
     zk = fleet_zk_identity
     kube.apply([tls_secret("bk-tls", bookie_cert, bookie_key, bookie_ca.cert_pem.bytes()),
                 tls_secret("bk-admin-tls", cert, key, ca_pem),
+                tls_secret("bk-operator-tls", operator_cert, operator_key, ca_pem),
                 tls_secret("bk-zk-tls", zk.client.cert.read_bytes(), zk.client.key.read_bytes(),
                            zk.ca.read_bytes())], namespace=ns)
     operator_factory(ns, extra_args=["--zk-tls", "--zk-tls-ca", str(zk.ca), "--zk-tls-cert", str(zk.client.cert),
@@ -97,6 +100,7 @@ async def test_a_tls_cluster_in_a_restricted_namespace(
                               tls={"bookie": {"secretName": "bk-tls"}, "clientAuthentication": True,
                                    "authorizedRoles": ["broker", "bookie"],
                                    "admin": {"secretName": "bk-admin-tls"},
+                                   "adminClient": {"secretName": "bk-operator-tls"},
                                    "zookeeper": {"secretName": "bk-zk-tls"}, "refreshSeconds": 1}),
                namespace=ns)
 
@@ -104,7 +108,7 @@ async def test_a_tls_cluster_in_a_restricted_namespace(
     obj = wait_ready(kube, ns, "bk", timeout=240)
     valid = condition(obj, "CertificatesValid")
     assert valid is not None and valid["status"] == "True" and valid["reason"] == "Valid", valid
-    assert all(f"{p}: valid until" in valid["message"] for p in ("bookie", "admin", "zookeeper"))
+    assert all(f"{p}: valid until" in valid["message"] for p in ("bookie", "admin", "adminClient", "zookeeper"))
 
     # The bookie port: a broker's certificate writes and reads over TLS; a certificate without a role is refused.
     def client(role: str) -> ClientConfig:

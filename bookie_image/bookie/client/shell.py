@@ -1,7 +1,8 @@
 """``bookie-shell``: the ledger client's command line for humans.
 
     bookie-shell --zk HOST:PORT [--ledgers-root /ledgers] [--tls-trust-store CA [--tls-certificate C --tls-key K]]
-                 COMMAND ...
+                 [--zk-tls [--zk-tls-ca CA] [--zk-tls-cert C --zk-tls-key K]] [--zk-digest-file F]
+                 [--zk-enable-security] COMMAND ...
 
     bookies [--json]                         writable and read-only bookies
     ledgers [--json]                         ledger ids
@@ -15,7 +16,9 @@
 Results go to stdout, progress and errors to stderr; the exit status is 0 on success, 1 on a failure the
 command explains, 2 on bad usage. ``--zk`` and ``--ledgers-root`` default to ``$BOOKIE_ZK`` and
 ``$BOOKIE_LEDGERS_ROOT``; with ``--tls-trust-store`` every bookie connection starts TLS, and bookies that admit
-certificate roles need ``--tls-certificate``/``--tls-key`` (docs/security.md).
+certificate roles need ``--tls-certificate``/``--tls-key`` (docs/security.md). The ``--zk-*`` options are the
+bookie's ZooKeeper TLS and identity keys (``bookie.metadata.zk_options``): a TLS-only ZooKeeper, or a fleet
+with ``zkEnableSecurity``, needs them.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ from bookie.client.bookkeeper import BookKeeper
 from bookie.client.config import ClientConfig
 from bookie.client.progress import ProgressBar
 from bookie.metadata import store as ms
+from bookie.metadata import zk_options
 from bookie.metadata.ledger_metadata import LedgerMetadata
+from bookie.metadata.security import ZkSecurity, ZkSecurityError
 from bookie.protocol.entry import DigestType
 from bookie.tls import ClientTLS
 
@@ -306,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="client certificate, for bookies that require one (tlsCertificatePath)")
     tls.add_argument("--tls-key", default=os.environ.get("BOOKIE_TLS_KEY"),
                      help="its private key (clientKeyStore)")
+    zk_options.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("bookies", help="list writable and read-only bookies")
@@ -374,8 +380,9 @@ def client_tls(args: argparse.Namespace) -> ClientTLS | None:
                      certificate_path=args.tls_certificate, key_store=args.tls_key)
 
 
-async def _run(args: argparse.Namespace, tls: ClientTLS | None) -> None:
-    config = ClientConfig(zk_servers=args.zk, ledgers_root=args.ledgers_root, tls=tls)
+async def _run(args: argparse.Namespace, tls: ClientTLS | None, zk_security: ZkSecurity) -> None:
+    await asyncio.to_thread(zk_options.check_reachable, zk_security, args.zk)
+    config = ClientConfig(zk_servers=args.zk, ledgers_root=args.ledgers_root, tls=tls, zk_security=zk_security)
     async with BookKeeper(config) as bk:
         await args.func(bk, args)
 
@@ -385,11 +392,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         tls = client_tls(args)
-    except CommandError as exc:
+        zk_security = zk_options.security_from_args(args)
+    except (CommandError, ZkSecurityError) as exc:
         parser.error(str(exc))  # exits 2: bad usage
     try:
-        asyncio.run(_run(args, tls))
-    except (CommandError, e.BKError, ms.MetadataError) as exc:
+        asyncio.run(_run(args, tls, zk_security))
+    except (CommandError, e.BKError, ms.MetadataError, ZkSecurityError) as exc:
         print(f"bookie-shell {args.command}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

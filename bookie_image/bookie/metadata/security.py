@@ -14,6 +14,9 @@ everywhere (docs/security.md, "ZooKeeper").
 
 from __future__ import annotations
 
+import socket
+import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,16 @@ from kazoo.security import CREATOR_ALL_ACL
 
 
 class ZkSecurityError(Exception):
-    """A credential file that cannot be used; the message names the key and the file."""
+    """A credential file that cannot be used, or TLS settings ZooKeeper refuses; the message names the key
+    (or the command-line option) and the file."""
+
+
+# What each setting is called in bk_server.conf; the command-line tools name their flags instead.
+CONFIG_KEYS: Mapping[str, str] = {
+    "tls": "zkTlsEnable", "ca": "zkTlsTrustStorePath", "certfile": "zkTlsCertificatePath",
+    "keyfile": "zkTlsKeyPath", "check_hostname": "zkTlsHostnameVerification", "digest": "zkDigestAuthFile",
+    "acl": "zkEnableSecurity",
+}
 
 
 @dataclass(frozen=True)
@@ -34,6 +46,7 @@ class ZkSecurity:
     check_hostname: bool = True
     digest: str | None = field(default=None, repr=False)   # "user:password"
     acl: bool = False                   # zkEnableSecurity
+    option_names: Mapping[str, str] = field(default_factory=lambda: CONFIG_KEYS, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, conf: Any) -> ZkSecurity:
@@ -46,6 +59,31 @@ class ZkSecurity:
     @property
     def enabled(self) -> bool:
         return self.tls or self.digest is not None or self.acl
+
+    def name(self, setting: str) -> str:
+        """The key or flag that sets ``setting`` (a field name), for error messages."""
+        return self.option_names.get(setting, setting)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """The client TLS context kazoo builds from ``kazoo_options()`` (kazoo builds its own at every
+        connection, from the same files); raises ``ZkSecurityError`` naming the setting whose file fails."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        context.check_hostname = self.check_hostname
+        context.verify_mode = ssl.CERT_REQUIRED
+        if self.ca is not None:
+            try:
+                context.load_verify_locations(str(self.ca))
+            except (OSError, ssl.SSLError) as exc:
+                raise ZkSecurityError(f"{self.name('ca')} {self.ca}: not a readable PEM CA bundle: "
+                                      f"{_reason(exc)}") from None
+        if self.certfile is not None and self.keyfile is not None:
+            try:
+                context.load_cert_chain(str(self.certfile), str(self.keyfile))
+            except (OSError, ssl.SSLError) as exc:
+                raise ZkSecurityError(f"{self.name('certfile')} {self.certfile} / {self.name('keyfile')} "
+                                      f"{self.keyfile}: not a PEM certificate and its key: {_reason(exc)}") from None
+        return context
 
     def kazoo_options(self) -> dict[str, Any]:
         """Keyword arguments of ``KazooClient`` for these settings."""
@@ -63,14 +101,106 @@ class ZkSecurity:
         return options
 
 
-def read_digest(path: Path) -> str:
-    """The ``user:password`` of a digest credential file (first non-comment line)."""
+def read_digest(path: Path | str, name: str = "zkDigestAuthFile") -> str:
+    """The ``user:password`` of a digest credential file (first non-comment line); ``name``: the key or flag
+    that named the file."""
     try:
-        lines = Path(path).read_text().splitlines()
+        text = Path(path).read_text()
     except OSError as exc:
-        raise ZkSecurityError(f"zkDigestAuthFile {path}: cannot read: {exc.strerror}") from None
-    credential = next((line.strip() for line in lines if line.strip() and not line.startswith("#")), "")
+        raise ZkSecurityError(f"{name} {path}: cannot read: {exc.strerror}") from None
+    return parse_digest(text, f"{name} {path}")
+
+
+def parse_digest(text: str, source: str) -> str:
+    """The ``user:password`` of a digest credential's text (first non-comment line); ``source`` names where the
+    text came from in the error."""
+    credential = next((line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
     user, sep, password = credential.partition(":")
     if not sep or not user or not password:
-        raise ZkSecurityError(f"zkDigestAuthFile {path}: expected one line user:password")
+        raise ZkSecurityError(f"{source}: expected one line user:password")
     return credential
+
+
+def _reason(exc: OSError | ssl.SSLError) -> str:
+    if isinstance(exc, ssl.SSLError):
+        return exc.reason or str(exc)
+    return exc.strerror or str(exc)
+
+
+def _servers(zk_servers: str) -> list[tuple[str, int]]:
+    hosts = zk_servers.split("/", 1)[0]  # a chroot suffix is not part of the address
+    servers = []
+    for item in hosts.split(","):
+        host, _, port = item.strip().rpartition(":")
+        servers.append((host.strip("[]"), int(port)) if host else (item.strip(), 2181))
+    return servers
+
+
+def check_tls_handshake(security: ZkSecurity, zk_servers: str, timeout_s: float = 5.0) -> None:
+    """One TLS handshake with the first server of ``zk_servers`` that accepts a TCP connection (blocking).
+
+    Raises ``ZkSecurityError`` for what only a setting can fix: a server certificate that does not chain to
+    the CA bundle (or to the system's CAs when none is given), one that does not name the host, a port that
+    does not speak TLS, a client certificate ZooKeeper requires and was not given or does not accept. A
+    server that cannot be reached is left to the session's own connection attempts."""
+    context = security.ssl_context()
+    for host, port in _servers(zk_servers):
+        where = f"ZooKeeper at {host}:{port}"
+        try:
+            raw = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError:
+            continue
+        with raw:
+            try:
+                tls = context.wrap_socket(raw, server_hostname=host)
+            except ssl.SSLCertVerificationError as exc:
+                raise ZkSecurityError(_verify_message(security, where, exc)) from None
+            except (ssl.SSLEOFError, ConnectionResetError):
+                # A plaintext ZooKeeper reads the ClientHello as a request of absurd length and hangs up.
+                raise ZkSecurityError(f"{where} closed the connection during the TLS handshake: it does not speak "
+                                      f"TLS on this port; name its secureClientPort, or drop "
+                                      f"{security.name('tls')}") from None
+            except ssl.SSLError as exc:
+                raise ZkSecurityError(_handshake_message(security, where, exc)) from None
+            except OSError:
+                continue
+            with tls:
+                try:
+                    if security.certfile is None:
+                        _await_refusal(tls)
+                except ssl.SSLError as exc:
+                    raise ZkSecurityError(_handshake_message(security, where, exc)) from None
+                except OSError:
+                    continue
+        return
+
+
+def _await_refusal(tls: ssl.SSLSocket) -> None:
+    """Without a client certificate, TLS 1.3 reports ZooKeeper's refusal of the handshake only at the next
+    read: ZooKeeper says nothing until the client speaks, so a quiet moment means it was accepted."""
+    tls.settimeout(1.0)
+    try:
+        tls.recv(1)
+    except TimeoutError:
+        pass
+
+
+def _verify_message(security: ZkSecurity, where: str, exc: ssl.SSLCertVerificationError) -> str:
+    if exc.verify_code == 62:  # X509_V_ERR_HOSTNAME_MISMATCH
+        return (f"{where}: its certificate does not name this host ({exc.verify_message}); dial a name it has, or "
+                f"set {security.name('check_hostname')}")
+    trusted = (f"the CA bundle of {security.name('ca')} ({security.ca})" if security.ca is not None
+               else f"the system's CAs (no {security.name('ca')} given)")
+    return f"{where}: its certificate does not verify against {trusted}: {exc.verify_message}"
+
+
+def _handshake_message(security: ZkSecurity, where: str, exc: ssl.SSLError) -> str:
+    reason = exc.reason or str(exc)
+    if reason in {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"}:
+        return f"{where} does not speak TLS on this port ({reason}): name its secureClientPort, or drop " \
+               f"{security.name('tls')}"
+    if security.certfile is None:
+        return (f"{where} refused the TLS handshake ({reason}): it requires a client certificate; give "
+                f"{security.name('certfile')} and {security.name('keyfile')}")
+    return (f"{where} refused the client certificate of {security.name('certfile')} ({security.certfile}): "
+            f"{reason}; it must chain to a CA in ZooKeeper's ssl.trustStore")

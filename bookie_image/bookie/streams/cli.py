@@ -1,6 +1,8 @@
 """``bookie-stream``: streams over ledgers from the command line.
 
-    bookie-stream --zk HOST:PORT [--ledgers-root /ledgers] [--streams-root /streams] COMMAND ...
+    bookie-stream --zk HOST:PORT [--ledgers-root /ledgers] [--streams-root /streams]
+                  [--zk-tls [--zk-tls-ca CA] [--zk-tls-cert C --zk-tls-key K]] [--zk-digest-file F]
+                  [--zk-enable-security] COMMAND ...
 
     namespace create NS [POLICY=VALUE ...]     a namespace and its default policies
     namespace set NS POLICY=VALUE ...          change a namespace's defaults
@@ -21,6 +23,8 @@
 Policies: roll_bytes, roll_ms, max_record_bytes, ensemble, write_quorum, ack_quorum, cleanup_policy
 (delete | compact | compact,delete), retention_ms, retention_bytes, delete_when ("04", "02;04"),
 disk_pressure_ratio, delete_pause_ms, min_cleanable_ratio, delete_retention_ms.
+
+The ``--zk-*`` options are the bookie's ZooKeeper TLS and identity keys (``bookie.metadata.zk_options``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from collections.abc import Sequence
 from bookie.client import errors as e
 from bookie.client.progress import ProgressBar
 from bookie.metadata import store as ms
+from bookie.metadata import zk_options
+from bookie.metadata.security import ZkSecurityError
 from bookie.streams.cleaner import Cleaner
 from bookie.streams.metadata import StreamError
 from bookie.streams.policies import Policies
@@ -195,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ledgers-root", default=os.environ.get("BOOKIE_LEDGERS_ROOT", "/ledgers"))
     parser.add_argument("--streams-root", default=os.environ.get("BOOKIE_STREAMS_ROOT", "/streams"))
     parser.add_argument("--zk-session-timeout", type=float, default=10.0, help="seconds")
+    zk_options.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("namespace", help="create a namespace or set its default policies")
@@ -260,8 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _run(args: argparse.Namespace) -> None:
+    zk_security = zk_options.security_from_args(args)
+    await asyncio.to_thread(zk_options.check_reachable, zk_security, args.zk)
     async with Streams(args.zk, ledgers_root=args.ledgers_root, streams_root=args.streams_root,
-                       session_timeout_s=args.zk_session_timeout) as streams:
+                       session_timeout_s=args.zk_session_timeout, zk_security=zk_security) as streams:
         await args.func(streams, args)
 
 
@@ -269,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         asyncio.run(_run(args))
-    except (StreamError, ValueError, e.BKError, ms.MetadataError) as exc:
+    except (StreamError, ValueError, e.BKError, ms.MetadataError, ZkSecurityError) as exc:
         print(f"bookie-stream {args.command}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -65,7 +65,7 @@ def check_tls(tls: TlsSpec, implementation: str, secrets: dict[str, dict[str, by
     problems: list[TlsProblem] = []
     expires: dict[str, dt.datetime] = {}
     java = implementation == "apache-bookkeeper"
-    for purpose, name in tls.secrets().items():
+    for purpose, name in tls.checked_secrets().items():
         def problem(reason: TlsReason, text: str, purpose: str = purpose, name: str = name) -> None:
             problems.append(TlsProblem(purpose, name, reason, f"spec.tls.{purpose}: Secret {name}: {text}"))
 
@@ -94,7 +94,7 @@ def check_tls(tls: TlsSpec, implementation: str, secrets: dict[str, dict[str, by
             problem(TlsReason.NOT_YET_VALID, f"tls.crt is valid only from {leaf.not_valid_before_utc.isoformat()}")
         if not _chains_to(leaf, chain[1:], cas):
             problem(TlsReason.UNTRUSTED, f"tls.crt ({leaf.subject.rfc4514_string()}) is not signed by ca.crt")
-        key_problem = _key_problem(data[KEY], leaf, java and purpose != "admin")
+        key_problem = _key_problem(data[KEY], leaf, java and purpose not in ("admin", "adminClient"))
         if key_problem is not None:
             problem(*key_problem)
         if purpose in ("bookie", "admin"):

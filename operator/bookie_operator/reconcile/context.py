@@ -4,6 +4,8 @@ one BookieCluster: what it observed, the status it builds, the Events it will po
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import datetime as dt
 import logging
 import time
@@ -11,17 +13,23 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bookie.metadata.security import ZkSecurityError, parse_digest
+from bookie.metadata.store import MetadataError
+
 from bookie_operator import decisions, models
 from bookie_operator.bookie_client import BookieApiError
 from bookie_operator.builders import Owner
 from bookie_operator.decisions import ObservedBookie, ReadOnlyPlan, parse_time
 from bookie_operator.decisions.start_failures import StartFailure
 from bookie_operator.decisions.tls import TlsVerdict
+from bookie_operator.kube import KubeError
 from bookie_operator.models import BookieClusterSpec, BookieClusterStatus
 from bookie_operator.reconcile.ports import AdminFactory, BookieAdminApi, ClusterMetadataApi, KubeApi, MetadataApi, Obj
 from bookie_operator.status_patch import merge_patch
 
 log = logging.getLogger("bookie_operator.reconcile")
+# A digest Secret is read again this often: a rotated credential reaches new sessions within it.
+ZK_DIGEST_RECHECK_S = 60.0
 
 
 def _utcnow() -> dt.datetime:
@@ -49,6 +57,8 @@ class Operator:
     node_labels: dict[str, tuple[dict[str, str], float]] = field(default_factory=dict)
     # (namespace, Secret name) -> (the admin API token it holds, when it was read)
     admin_tokens: dict[tuple[str, str], tuple[str, float]] = field(default_factory=dict)
+    # (namespace, Secret name, key) -> (the ZooKeeper digest it holds, when it was read)
+    zk_digests: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict, repr=False)
     bookie_port: int = models.HTTP_PORT
     # The storage audit: the ClusterRole its Spark pods are bound to (the chart's), and a JSON reader of the
     # report store.
@@ -58,7 +68,8 @@ class Operator:
     # empty when it runs outside the cluster.
     operator_peers: list[Obj] = field(default_factory=list)
     # cluster uid -> (what was checked, when, the verdict on its certificates): Secrets are not read every tick.
-    tls_verdicts: dict[str, tuple[str, float, TlsVerdict, bytes | None]] = field(default_factory=dict)
+    tls_verdicts: dict[str, tuple[str, float, TlsVerdict, bytes | None, tuple[bytes, bytes] | None]] = field(
+        default_factory=dict)
 
     def lock(self, uid: str) -> asyncio.Lock:
         return self.locks.setdefault(uid, asyncio.Lock())
@@ -107,6 +118,7 @@ class Tick:
         self.admins: dict[int, BookieAdminApi] = {}
         self.admin_token: str | None = None     # what this tick presents to the bookies' admin APIs
         self.admin_ca: bytes | None = None      # the CA of their HTTPS (spec.tls.admin), None: plain HTTP
+        self.admin_client: tuple[bytes, bytes] | None = None  # spec.tls.adminClient: (tls.crt, tls.key)
         self.replicas = 0                      # what the StatefulSet is given this tick
         self.plan = ReadOnlyPlan({})
         self.forced: dict[int, str] = {}       # ordinal -> when a forced GC was triggered this tick
@@ -149,8 +161,39 @@ class Tick:
         return self.status.decommission.ordinal if self.status.decommission else None
 
     async def cluster_metadata(self) -> ClusterMetadataApi:
+        """The cluster's metadata, on a session with its identity: spec.metadataService.digestSecret's digest
+        (else the operator's own), CREATOR_ALL ACLs with spec.config's zkEnableSecurity. A digest Secret that
+        cannot be used raises ``MetadataError``, as ZooKeeper's own failures do."""
         ms = self.spec.metadata_service
-        return await self.op.metadata.cluster(ms.zk_servers, ms.ledgers_root)
+        digest = await self._zk_digest() if ms.digest_secret is not None else None
+        acl = str(self.spec.config.get("zkEnableSecurity", "false")).lower() == "true"
+        return await self.op.metadata.cluster(ms.zk_servers, ms.ledgers_root, digest=digest, acl=acl)
+
+    async def _zk_digest(self) -> str:
+        ref = self.spec.metadata_service.digest_secret
+        assert ref is not None
+        key = (self.namespace, ref.secret_name, ref.key)
+        cached = self.op.zk_digests.get(key)
+        if cached is not None and self.op.monotonic() - cached[1] < ZK_DIGEST_RECHECK_S:
+            return cached[0]
+        source = f"spec.metadataService.digestSecret: Secret {ref.secret_name}"
+        try:
+            secret = await self.op.kube.get("Secret", self.namespace, ref.secret_name)
+        except KubeError as exc:
+            raise MetadataError(f"{source}: {exc}") from None
+        if secret is None:
+            raise MetadataError(f"{source}: not found")
+        raw = (secret.get("data") or {}).get(ref.key)
+        if raw is None:
+            raise MetadataError(f"{source}: has no key {ref.key}")
+        try:
+            digest = parse_digest(base64.b64decode(raw, validate=True).decode(), f"{source}, key {ref.key}")
+        except (binascii.Error, UnicodeDecodeError):
+            raise MetadataError(f"{source}: key {ref.key} is not base64 of UTF-8 text") from None
+        except ZkSecurityError as exc:
+            raise MetadataError(str(exc)) from None
+        self.op.zk_digests[key] = (digest, self.op.monotonic())
+        return digest
 
     async def flush(self) -> None:
         """Write the status if it changed (a merge patch that removes what is gone), then post the Events.

@@ -87,7 +87,8 @@ async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBoo
     ip = st.get("podIP")
     if ip and st.get("phase") == "Running" and not info["terminating"]:
         host = builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain).rpartition(":")[0]
-        tls = AdminTls(t.admin_ca, host) if t.admin_ca is not None else None
+        client_cert, client_key = t.admin_client or (None, None)
+        tls = AdminTls(t.admin_ca, host, client_cert, client_key) if t.admin_ca is not None else None
         admin = t.op.admin_for(ip, t.op.bookie_port, t.admin_token, tls)
         t.admins[ordinal] = admin
         try:

@@ -7,7 +7,7 @@ unit tests run the same code against in-memory ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bookie_operator.decisions import GcInfo
@@ -56,6 +56,9 @@ class AdminTls:
 
     ca_pem: bytes
     server_hostname: str
+    # spec.tls.adminClient: the operator's certificate chain and key (PEM), presented to every bookie
+    client_certificate: bytes | None = field(default=None, repr=False)
+    client_key: bytes | None = field(default=None, repr=False)
 
 
 class AdminFactory(Protocol):
@@ -83,6 +86,7 @@ class ClusterMetadataApi(Protocol):
 
 
 class MetadataApi(Protocol):
-    async def cluster(self, zk_servers: str, ledgers_root: str) -> ClusterMetadataApi: ...
+    async def cluster(self, zk_servers: str, ledgers_root: str, *, digest: str | None = None,
+                      acl: bool = False) -> ClusterMetadataApi: ...
 
     async def close(self) -> None: ...

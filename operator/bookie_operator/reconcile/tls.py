@@ -14,8 +14,9 @@ import hashlib
 import json
 
 from bookie_operator import builders
-from bookie_operator.decisions.tls import CA, TlsVerdict, check_tls
+from bookie_operator.decisions.tls import CA, CERT, KEY, TlsVerdict, check_tls
 from bookie_operator.kube import KubeError
+from bookie_operator.models import TlsSpec
 from bookie_operator.reconcile.context import Tick
 
 CONDITION = "CertificatesValid"
@@ -23,9 +24,10 @@ RECHECK_S = 300.0
 
 
 async def check_certificates(t: Tick) -> None:
-    """Before the bookies are observed: ``t.admin_ca`` is what the operator trusts on their HTTPS admin API."""
+    """Before the bookies are observed: ``t.admin_ca`` is what the operator trusts on their HTTPS admin API,
+    ``t.admin_client`` the certificate and key it presents there (spec.tls.adminClient)."""
     tls = t.spec.tls
-    if tls is None or not tls.secrets():
+    if tls is None or not tls.checked_secrets():
         if t.was(CONDITION) is not None:
             t.status.conditions = [c for c in t.status.conditions if c.type != CONDITION]
         return
@@ -39,8 +41,8 @@ async def check_certificates(t: Tick) -> None:
         if checked is None:
             return
         cached = t.op.tls_verdicts[t.uid] = (key, mono, *checked)
-    _, _, verdict, admin_ca = cached
-    t.admin_ca = admin_ca
+    _, _, verdict, admin_ca, admin_client = cached
+    t.admin_ca, t.admin_client = admin_ca, admin_client
     _report(t, verdict)
 
 
@@ -49,10 +51,11 @@ def bookie_host(t: Tick, ordinal: int) -> str:
     return builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain).rpartition(":")[0]
 
 
-async def _check(t: Tick, hosts: dict[str, str]) -> tuple[TlsVerdict, bytes | None] | None:
+async def _check(t: Tick, hosts: dict[str, str]
+                 ) -> tuple[TlsVerdict, bytes | None, tuple[bytes, bytes] | None] | None:
     assert t.spec.tls is not None
     secrets: dict[str, dict[str, bytes] | None] = {}
-    for name in set(t.spec.tls.secrets().values()):
+    for name in set(t.spec.tls.checked_secrets().values()):
         try:
             secret = await t.op.kube.get("Secret", t.namespace, name)
         except KubeError as exc:
@@ -62,7 +65,18 @@ async def _check(t: Tick, hosts: dict[str, str]) -> tuple[TlsVerdict, bytes | No
             k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
     admin = t.spec.tls.admin
     admin_ca = (secrets.get(admin.secret_name) or {}).get(CA) if admin is not None else None
-    return check_tls(t.spec.tls, t.spec.implementation, secrets, hosts, t.now), admin_ca or None
+    return check_tls(t.spec.tls, t.spec.implementation, secrets, hosts, t.now), admin_ca or None, \
+        admin_client(t.spec.tls, secrets)
+
+
+def admin_client(tls: TlsSpec, secrets: dict[str, dict[str, bytes] | None]) -> tuple[bytes, bytes] | None:
+    """The certificate chain and key of spec.tls.adminClient, if its Secret has both (else the verdict says
+    what is wrong, and the operator goes on with its token alone)."""
+    if tls.admin_client is None:
+        return None
+    data = secrets.get(tls.admin_client.secret_name) or {}
+    cert, key = data.get(CERT), data.get(KEY)
+    return (cert, key) if cert and key else None
 
 
 def _report(t: Tick, verdict: TlsVerdict) -> None:
