@@ -4,15 +4,10 @@
 # A test tool's own browser download (npx playwright install, puppeteer) does not work on these machines.
 set -euo pipefail
 log() { printf '[bootstrap chromium] %s\n' "$*" >&2; }
+# shellcheck source=scripts/bootstrap.d/lib/debian-packages.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/debian-packages.sh"
 if [ -x /usr/bin/chromium ]; then
   exit 0
 fi
-if [ "$(id -u)" != 0 ]; then
-  log "Chromium is missing and this is not root: run 'apt-get install -y chromium' (report screenshot tests skip)"
-  exit 0
-fi
-log "installing Debian's chromium"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >&2 || log "apt-get update failed; trying the install with the current package lists"
-apt-get install -y -qq --no-install-recommends chromium >&2
+install_debian_packages "the report screenshot tests need it" chromium || exit 0
 /usr/bin/chromium --version >&2

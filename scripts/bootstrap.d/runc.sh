@@ -9,6 +9,8 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cache="${BOOKIE_FLEET_CACHE:-$HOME/.cache/bookie-fleet}"
 log() { printf '[bootstrap runc] %s\n' "$*" >&2; }
+# shellcheck source=scripts/bootstrap.d/lib/debian-packages.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/debian-packages.sh"
 
 install_packages() {
   local missing=()
@@ -17,14 +19,7 @@ install_packages() {
   [ -x /bin/busybox ] || missing+=(busybox-static)
   command -v xfs_growfs >/dev/null 2>&1 || missing+=(xfsprogs)
   [ ${#missing[@]} -eq 0 ] && return 0
-  if [ "$(id -u)" != 0 ]; then
-    log "missing ${missing[*]} and this is not root: run 'apt-get install -y ${missing[*]}' (pods cannot run containers)"
-    return 0
-  fi
-  log "installing Debian's ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2 || log "apt-get update failed; trying the install with the current package lists"
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  install_debian_packages "pods cannot run containers" "${missing[@]}" || return 0
 }
 
 seccomp_profile() {
