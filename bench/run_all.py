@@ -1179,9 +1179,10 @@ def main(argv: list[str] | None = None) -> int:
                         gc_garbage=args.gc_garbage, gc_log_mib=args.gc_log_mib,
                         warmup_seconds=args.warmup_seconds, warmup_max=args.warmup_max)
     if args.quick:
-        # 3 s points: a production JVM's first seconds on a loaded machine can complete no add at all
-        settings.rounds, settings.seconds, settings.sizes = 1, 3, (1024,)
-        settings.warmup_seconds, settings.warmup_max = 2, 1
+        # 10 s points and a 5 s warm-up pass: next to the rest of the test suite (load 5-10 on two cores), a
+        # freshly started production JVM's first seconds (JIT, G1 sizing) completed no add in a 3 s point
+        settings.rounds, settings.seconds, settings.sizes = 1, 10, (1024,)
+        settings.warmup_seconds, settings.warmup_max = 5, 1
         settings.ensembles, settings.read_entries, settings.tail_rate = ((1, 1, 1),), 300, 200
         # 8 ledgers of 1 MiB in 2 MiB logs: every log still mixes a kept ledger with deleted ones, or is all dead
         settings.gc_mib, settings.gc_log_mib, settings.gc_rate, settings.gc_baseline_s = 8, 2, 100, 1.0
