@@ -23,6 +23,7 @@ async def test_cut_right_after_the_first_start_leaves_a_bookie_that_starts(power
     written = Written()
     async with bookie.client() as bk:
         ledgers = await write_until_cut(bk, written, 1, random.Random(1), 20)
+    assert ledgers, "nothing was written before the cut"
     await bookie.cut()
     await bookie.restart()
     async with bookie.client() as bk:
@@ -47,6 +48,7 @@ async def test_cut_after_the_journal_was_trimmed_keeps_checkpointed_entries(powe
     # Past another roll: the new journal file's creation fsyncs the journal directory, trim included.
     async with bookie.client() as bk:
         later = await write_until_cut(bk, written, 2, rnd, 300)
+    assert checkpointed and later, "nothing was written on one side of the trim"
     await bookie.cut()
     await bookie.restart()
     async with bookie.client() as bk:

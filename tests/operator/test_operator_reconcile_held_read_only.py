@@ -7,14 +7,19 @@ from __future__ import annotations
 from tests.operator.fakes import World, cluster_spec
 
 
-async def test_a_bookie_with_a_corrupt_journal_is_left_read_only_and_reported_once() -> None:
+async def _bookie_2_read_only_for(reason: str, ticks: int) -> World:
     w = World()
     w.kube.create_cluster("bk", cluster_spec(replicas=3))
     await w.tick()
     await w.tick()
-    w.bookie(2).read_only, w.bookie(2).read_only_reason = True, "journal-corrupt"
-    for _ in range(5):
+    w.bookie(2).read_only, w.bookie(2).read_only_reason = True, reason
+    for _ in range(ticks):
         await w.tick()
+    return w
+
+
+async def test_a_bookie_with_a_corrupt_journal_is_left_read_only_and_reported_once() -> None:
+    w = await _bookie_2_read_only_for("journal-corrupt", ticks=5)
 
     assert w.bookie(2).read_only
     assert "set_read_only(False)" not in w.bookie(2).calls
@@ -27,11 +32,6 @@ async def test_a_bookie_with_a_corrupt_journal_is_left_read_only_and_reported_on
 
 
 async def test_a_bookie_that_switched_itself_read_only_for_its_disk_is_still_made_writable() -> None:
-    w = World()
-    w.kube.create_cluster("bk", cluster_spec(replicas=3))
-    await w.tick()
-    await w.tick()
-    w.bookie(2).read_only, w.bookie(2).read_only_reason = True, "disk-full"
-    await w.tick()
+    w = await _bookie_2_read_only_for("disk-full", ticks=1)
     assert not w.bookie(2).read_only
     assert w.kube.reasons("BookieHeldReadOnly") == []
