@@ -10,9 +10,7 @@ on a small tmpfs, with a disk checker too slow to notice in time on its own.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,8 +21,10 @@ from bookie.protocol import messages as m
 from bookie.protocol.codes import StatusCode
 
 from tests.support.bookies import BookieFactory
+from tests.support.disks import tmpfs, used_fraction
 from tests.support.raw_client import MASTER_KEY, RawConnection, entry
 from tests.support.rest import put
+from tests.support.waiting import eventually
 
 DISK_MB = 64
 THRESHOLD = 0.75
@@ -35,18 +35,8 @@ PAYLOAD = 16 * 1024
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(mount)], check=True)
-    try:
+    with tmpfs(tmp_path / "disk", DISK_MB) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def _used(path: Path) -> float:
-    st = os.statvfs(path)
-    return 1.0 - st.f_bavail / st.f_blocks
 
 
 async def _write_until_refused(bookie_id: str, ledgers: list[int]) -> dict[tuple[int, int], bytes]:
@@ -65,6 +55,10 @@ async def _write_until_refused(bookie_id: str, ledgers: list[int]) -> dict[tuple
     raise AssertionError("the disk never filled")
 
 
+async def _registered_read_only(store: MetadataStore, bookie_id: str) -> bool:
+    return bookie_id in await store.list_bookies(readonly=True)
+
+
 async def test_forced_gc_reclaims_a_full_disk(bookie_factory: BookieFactory, small_disk: Path) -> None:
     cluster = bookie_factory(1, start=False, diskUsageThreshold=THRESHOLD, diskUsageWarnThreshold=0.7,
                              diskUsageLwmThreshold=0.5, diskCheckInterval=60_000, logSizeLimit=2 * 1024 * 1024,
@@ -79,9 +73,10 @@ async def test_forced_gc_reclaims_a_full_disk(bookie_factory: BookieFactory, sma
         for ledger_id in ledgers:
             await store.create_ledger_metadata(ledger_id, new_ledger_metadata([bookie.bookie_id], 1, 1))
         acked = await _write_until_refused(bookie.bookie_id, ledgers)
-        assert bookie.bookie_id in await store.list_bookies(readonly=True), "refusing adds turned it read-only"
+        # The refusal is immediate; the read-only registration in ZooKeeper follows it in the background.
+        await eventually(lambda: _registered_read_only(store, bookie.bookie_id), "refusing adds turned it read-only")
         await asyncio.sleep(2)  # checkpoints of what was accepted
-        full = _used(small_disk)
+        full = used_fraction(small_disk)
         assert full < 0.9, f"the disk filled to {full:.0%}: no room left for compaction"
 
         kept = ledgers[:KEPT]
@@ -93,8 +88,8 @@ async def test_forced_gc_reclaims_a_full_disk(bookie_factory: BookieFactory, sma
             if bookie.bookie_id in await store.list_bookies(readonly=False):
                 break
         else:
-            raise AssertionError(f"still read-only after forced GC; disk {_used(small_disk):.0%} used")
-        reclaimed = _used(small_disk)
+            raise AssertionError(f"still read-only after forced GC; disk {used_fraction(small_disk):.0%} used")
+        reclaimed = used_fraction(small_disk)
         print(f"disk used when refused: {full:.0%}, after forced GC: {reclaimed:.0%}, acked {len(acked)} adds")
         assert reclaimed < 0.5 < full
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import subprocess
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,9 @@ from bookie.metadata.store import MetadataStore
 from bookie.protocol.codes import StatusCode
 
 from tests.support.bookies import BookieFactory
+from tests.support.disks import tmpfs
 from tests.support.raw_client import MASTER_KEY, RawConnection
+from tests.support.waiting import eventually
 
 DISK_MB = 32
 
@@ -24,20 +25,8 @@ DISK_MB = 32
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 32 MiB tmpfs standing in for a ledger disk we can fill on purpose."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(mount)], check=True)
-    try:
+    with tmpfs(tmp_path / "disk", DISK_MB) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-async def _wait_for(predicate: Callable[[], Awaitable[bool]], within: float = 15) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while not await predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.1)
 
 
 async def test_full_disk_goes_read_only_and_recovers_below_low_water_mark(
@@ -63,7 +52,7 @@ async def test_full_disk_goes_read_only_and_recovers_below_low_water_mark(
             async def read_only() -> bool:
                 return bookie.bookie_id in await store.list_bookies(readonly=True)
 
-            await _wait_for(read_only)
+            await eventually(read_only, "the full disk made it read-only", within=15)
             assert bookie.bookie_id not in await store.list_bookies(readonly=False)
             assert (await conn.add(ledger, 1)).status == StatusCode.EREADONLY
             assert (await conn.read(ledger, 0)).status == StatusCode.EOK
@@ -80,7 +69,7 @@ async def test_full_disk_goes_read_only_and_recovers_below_low_water_mark(
             async def writable() -> bool:
                 return bookie.bookie_id in await store.list_bookies(readonly=False)
 
-            await _wait_for(writable)
+            await eventually(writable, "freeing space made it writable again", within=15)
             assert (await conn.add(other, 0)).status == StatusCode.EOK
     finally:
         await store.close()

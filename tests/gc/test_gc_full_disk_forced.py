@@ -4,9 +4,7 @@ BookKeeper PR #3205 / Pulsar #15332 trap) and the bookie becomes writable again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,30 +13,21 @@ from bookie.client import BookKeeper
 
 from tests.gc.gcutil import GC_OVERRIDES, client, gc_now, metrics, read_all, rest, write_ledger
 from tests.support.bookies import BookieFactory
+from tests.support.disks import tmpfs
 
 DISK_MB = 16
 ENTRY = 16 * 1024
 
 
-@contextlib.contextmanager
-def _tmpfs(mount: Path, mb: int) -> Iterator[Path]:
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mb}m", "tmpfs", str(mount)], check=True)
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    with _tmpfs(tmp_path / "disk", DISK_MB) as mount:
+    with tmpfs(tmp_path / "disk", DISK_MB) as mount:
         yield mount
 
 
 @pytest.fixture
 def larger_disk(tmp_path: Path) -> Iterator[Path]:
-    with _tmpfs(tmp_path / "disk", 2 * DISK_MB) as mount:
+    with tmpfs(tmp_path / "disk", 2 * DISK_MB) as mount:
         yield mount
 
 
