@@ -48,6 +48,9 @@ def test_the_standby_takes_over_and_finishes_the_decommission_without_repeating_
         return get_cluster(kube, ns, "bk")["status"].get("decommission")
 
     wait_for(decommissioning, 60, interval=0.1, what="a decommission in status")
+    # Events are posted just after the status that records them; a leader killed in between never posts that
+    # one (announced at most once), so the kill waits for the announcement.
+    await_events(kube, ns, "bk", "DecommissionStarted", at_least=1)
     leader.kill()
     killed = time.monotonic()
     new = wait_for(lambda: holder(kube, ns) if holder(kube, ns).startswith(standby.hostname or "?") else None,

@@ -65,6 +65,9 @@ async def test_scale_down_with_an_operator_restart_loses_nothing_and_scale_up_wo
 
     started = wait_for(decommissioning, 30, interval=0.1, what="a decommission in status")
     assert started["ordinal"] == 3 and started["bookieId"] == gone
+    # Events are posted just after the status that records them: an operator killed in between never posts
+    # that one (announced at most once), so the kill waits for the announcement.
+    await_events(kube, ns, "bk", "DecommissionStarted", at_least=1)
     op.kill()                                     # the operator dies in the middle of the decommission
     kept = get_cluster(kube, ns, "bk")["status"]["decommission"]
     assert kept["startedAt"] == started["startedAt"]
