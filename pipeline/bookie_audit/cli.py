@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from bookie.metadata import zk_options
 from bookie.metadata.security import ZkSecurity, ZkSecurityError
+from bookie.metadata.session import MetadataError
 
 from bookie_audit.files import AuditInputError, LogInput
 
@@ -108,6 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AuditInputError as exc:
         print(f"bookie-audit: error: {exc}", file=sys.stderr)
         return 2
+    except MetadataError as exc:  # ZooKeeper unreachable, or refusing this identity: said, not a traceback
+        print(f"bookie-audit {args.command}: {exc}", file=sys.stderr)
+        return 1
 
 
 def _run(args: argparse.Namespace) -> int:
