@@ -33,6 +33,8 @@ REPORTS_DIR = "/reports"
 SPARK_UID = 185  # the audit image's user (Apache Spark's image's)
 TOKEN_DIR = "/opt/audit/admin-token"
 ADMIN_TLS_DIR = "/opt/audit/admin-tls"
+ZK_TLS_DIR = "/opt/audit/zk-tls"          # spec.tls.zookeeper's Secret, in the driver (the snapshot's session)
+ZK_DIGEST_DIR = "/opt/audit/zk-digest"    # spec.metadataService.digestSecret's Secret, in the driver
 SA_TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 AUDIT_RUN_LABEL = f"{models.GROUP}/audit-run"
 CLI = "local:///opt/bookie-fleet/lib/bookie_audit/cli.py"
@@ -230,10 +232,39 @@ def spark_conf(owner: Owner, spec: BookieClusterSpec, run_id: str) -> dict[str, 
     if spec.tls is not None and spec.tls.admin is not None:  # HTTPS admin API: its CA in driver and executors
         conf[f"spark.kubernetes.driver.secrets.{spec.tls.admin.secret_name}"] = ADMIN_TLS_DIR
         conf[f"spark.kubernetes.executor.secrets.{spec.tls.admin.secret_name}"] = ADMIN_TLS_DIR
+    for secret_name, directory in _zookeeper_secrets(spec).items():  # only the driver talks to ZooKeeper
+        conf[f"spark.kubernetes.driver.secrets.{secret_name}"] = directory
     for key, value in run_labels.items():
         conf[f"spark.kubernetes.driver.label.{key}"] = value
         conf[f"spark.kubernetes.executor.label.{key}"] = value
     return conf
+
+
+def _zookeeper_secrets(spec: BookieClusterSpec) -> dict[str, str]:
+    """Secret name -> where the driver mounts it: what the bookies use to reach ZooKeeper (TLS, digest). One
+    Secret holding both is mounted once (Spark keys its mounts by Secret name)."""
+    mounts: dict[str, str] = {}
+    if spec.tls is not None and spec.tls.zookeeper is not None:
+        mounts[spec.tls.zookeeper.secret_name] = ZK_TLS_DIR
+    digest = spec.metadata_service.digest_secret
+    if digest is not None:
+        mounts.setdefault(digest.secret_name, ZK_DIGEST_DIR)
+    return mounts
+
+
+def zookeeper_args(spec: BookieClusterSpec) -> list[str]:
+    """The snapshot's ZooKeeper identity as ``bookie-audit``'s ``--zk-*`` options: the bookies' own (their TLS
+    client certificate and CA, their digest), so it reads znodes that zkEnableSecurity keeps to the fleet."""
+    args: list[str] = []
+    mounts = _zookeeper_secrets(spec)
+    if spec.tls is not None and spec.tls.zookeeper is not None:
+        d = mounts[spec.tls.zookeeper.secret_name]
+        args += ["--zk-tls", "--zk-tls-ca", f"{d}/ca.crt", "--zk-tls-cert", f"{d}/tls.crt",
+                 "--zk-tls-key", f"{d}/tls.key"]
+    digest = spec.metadata_service.digest_secret
+    if digest is not None:
+        args += ["--zk-digest-file", f"{mounts[digest.secret_name]}/{digest.key}"]
+    return args
 
 
 def audit_job(owner: Owner, spec: BookieClusterSpec, run_id: str, ordinals: list[int]) -> Obj:
@@ -245,7 +276,7 @@ def audit_job(owner: Owner, spec: BookieClusterSpec, run_id: str, ordinals: list
             "--deploy-mode", "cluster", "--name", run_id]
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
-    args += [CLI, "run", "--zk", ms.zk_servers, "--root", ms.ledgers_root, "--mode", audit.mode,
+    args += [CLI, "run", "--zk", ms.zk_servers, "--root", ms.ledgers_root, *zookeeper_args(spec), "--mode", audit.mode,
              "--min-age-days", f"{audit.min_age_days:g}", *bookie_inputs(owner, spec, ordinals),
              "--bookie-token-file", f"{TOKEN_DIR}/{ADMIN_TOKEN_KEY}", "--out", OUT_DIR,
              *(["--bookie-ca-file", f"{ADMIN_TLS_DIR}/ca.crt"] if spec.tls is not None and spec.tls.admin else []),

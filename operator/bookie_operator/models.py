@@ -737,9 +737,6 @@ class BookieClusterSpec(Model):
         else:
             validate_config_overrides(self.config, self._implied_zk_keys())
         problems = self._escape_hatch_problems()
-        if self.audit.schedule is not None and self.tls is not None and self.tls.zookeeper is not None:
-            problems.append("spec.audit: the audit's metadata snapshot cannot reach a ZooKeeper that needs TLS "
-                            "(spec.tls.zookeeper) yet")
         if problems:
             raise ValueError("; ".join(problems))
         return self

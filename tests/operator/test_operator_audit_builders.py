@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import subprocess
 
-import pytest
 import yaml
 from bookie_operator import audit_builders as ab
 from bookie_operator import builders
 from bookie_operator.builders import Owner
-from bookie_operator.models import InvalidSpec, parse_spec
+from bookie_operator.models import parse_spec
 
 from tests.operator.test_operator_helm_chart import CHART
 
@@ -118,6 +117,34 @@ def test_an_https_admin_api_is_read_over_https_with_its_ca() -> None:
     assert conf["spark.kubernetes.driver.secrets.admin-tls"] == conf["spark.kubernetes.executor.secrets.admin-tls"]
 
 
-def test_an_audit_of_a_cluster_whose_zookeeper_needs_tls_is_refused() -> None:
-    with pytest.raises(InvalidSpec, match=r"spec\.audit: .* ZooKeeper that needs TLS"):
-        parse_spec({**BASE, "tls": {"zookeeper": {"secretName": "zk-tls"}}, "audit": {"schedule": "0 3 * * *"}})
+def test_the_snapshot_reaches_zookeeper_with_the_bookies_tls_identity_and_digest() -> None:
+    spec = parse_spec({**BASE, "tls": {"zookeeper": {"secretName": "zk-tls"}},
+                       "metadataService": {**BASE["metadataService"],
+                                           "digestSecret": {"secretName": "zk-digest", "key": "auth"}},
+                       "config": {"zkEnableSecurity": "true"}, "audit": {"schedule": "0 3 * * *"}})
+    args = ab.audit_job(OWNER, spec, "r", [0])["spec"]["template"]["spec"]["containers"][0]["args"]
+    run = args[args.index("run"):]
+    assert "--zk-tls" in run
+    assert run[run.index("--zk-tls-ca") + 1] == f"{ab.ZK_TLS_DIR}/ca.crt"
+    assert run[run.index("--zk-tls-cert") + 1] == f"{ab.ZK_TLS_DIR}/tls.crt"
+    assert run[run.index("--zk-tls-key") + 1] == f"{ab.ZK_TLS_DIR}/tls.key"
+    assert run[run.index("--zk-digest-file") + 1] == f"{ab.ZK_DIGEST_DIR}/auth"
+    conf = _conf(args)
+    assert conf["spark.kubernetes.driver.secrets.zk-tls"] == ab.ZK_TLS_DIR
+    assert conf["spark.kubernetes.driver.secrets.zk-digest"] == ab.ZK_DIGEST_DIR
+    assert not any(key.startswith("spark.kubernetes.executor.secrets.zk-") for key in conf)  # the driver's only
+
+
+def test_one_secret_holding_tls_and_digest_is_mounted_once() -> None:
+    spec = parse_spec({**BASE, "tls": {"zookeeper": {"secretName": "zk-identity"}},
+                       "metadataService": {**BASE["metadataService"], "digestSecret": {"secretName": "zk-identity"}},
+                       "audit": {"schedule": "0 3 * * *"}})
+    args = ab.audit_job(OWNER, spec, "r", [0])["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--zk-digest-file") + 1] == f"{ab.ZK_TLS_DIR}/digest"
+    assert _conf(args)["spark.kubernetes.driver.secrets.zk-identity"] == ab.ZK_TLS_DIR
+
+
+def test_without_zookeeper_credentials_the_snapshot_takes_none() -> None:
+    spec = parse_spec({**BASE, "audit": {"schedule": "0 3 * * *"}})
+    args = ab.audit_job(OWNER, spec, "r", [0])["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not [a for a in args if a.startswith("--zk-")]
