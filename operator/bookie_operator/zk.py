@@ -9,7 +9,8 @@ rack-aware placement and by our client's). One ``MetadataStore`` per metadata se
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -90,12 +91,20 @@ class ClusterMetadata:
             group, {b: BookieRack(rack, host) for b, (rack, host) in racks.items()}, remove=existing - set(racks))
 
 
-class MetadataService:
-    """The metadata of every cluster the operator manages, one ZooKeeper session per metadata service."""
+IDLE_SESSION_CLOSE_S = 600.0   # every managed cluster asks at each tick (seconds apart), so idle means unused
 
-    def __init__(self, security: ZkSecurity | None = None) -> None:
+
+class MetadataService:
+    """The metadata of every cluster the operator manages, one ZooKeeper session per metadata service and
+    identity. A session nobody asked for in ``IDLE_SESSION_CLOSE_S`` is closed: the identity it was opened with
+    has been rotated away (a new digest is a new session), or its cluster was deleted."""
+
+    def __init__(self, security: ZkSecurity | None = None, *,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self._stores: dict[tuple[str, str, str | None, bool], MetadataStore] = {}
+        self._last_used: dict[tuple[str, str, str | None, bool], float] = {}
         self._lock = asyncio.Lock()
+        self._monotonic = monotonic
         self.security = security
 
     def security_for(self, digest: str | None = None, acl: bool = False) -> ZkSecurity:
@@ -110,6 +119,8 @@ class MetadataService:
         security = self.security_for(digest, acl)
         key = (zk_servers, ledgers_root, security.digest, security.acl)
         async with self._lock:
+            await self._close_idle(keep=key)
+            self._last_used[key] = self._monotonic()
             store = self._stores.get(key)
             if store is None or not store.connected:
                 if store is not None:
@@ -120,11 +131,24 @@ class MetadataService:
                 self._stores[key] = store
             return ClusterMetadata(store)
 
+    @property
+    def open_sessions(self) -> int:
+        return len(self._stores)
+
+    async def _close_idle(self, keep: tuple[str, str, str | None, bool]) -> None:
+        now = self._monotonic()
+        for key in [k for k, used in self._last_used.items() if k != keep and now - used > IDLE_SESSION_CLOSE_S]:
+            del self._last_used[key]
+            store = self._stores.pop(key, None)
+            if store is not None:
+                await store.close()
+
     async def close(self) -> None:
         async with self._lock:
             for store in self._stores.values():
                 await store.close()
             self._stores.clear()
+            self._last_used.clear()
 
 
 __all__ = ["ClusterMetadata", "MetadataError", "MetadataService"]
