@@ -9,9 +9,11 @@ rack-aware placement and by our client's). One ``MetadataStore`` per metadata se
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bookie.metadata.racks import BookieRack, InvalidRackInfo
@@ -91,6 +93,46 @@ class ClusterMetadata:
             group, {b: BookieRack(rack, host) for b, (rack, host) in racks.items()}, remove=existing - set(racks))
 
 
+@dataclass(frozen=True)
+class ZkTlsIdentity:
+    """A cluster's x509 identity for ZooKeeper, as PEM (its spec.tls.zookeeper Secret: ``ca.crt`` signs
+    ZooKeeper's certificate, ``tls.crt``/``tls.key`` are the client certificate the bookies present)."""
+
+    ca: bytes
+    cert: bytes
+    key: bytes = field(repr=False)
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(b"\0".join((self.ca, self.cert, self.key))).hexdigest()[:16]
+
+
+class _MemoryPemFiles:
+    """A ``ZkTlsIdentity`` as memory-only files (memfd): kazoo opens its TLS files by path at every connection,
+    and a Secret's private key is never written to a disk. Open as long as the session that uses them."""
+
+    def __init__(self, identity: ZkTlsIdentity) -> None:
+        self._fds: list[int] = []
+        self.ca = self._file("zk-ca.crt", identity.ca)
+        self.cert = self._file("zk-client.crt", identity.cert)
+        self.key = self._file("zk-client.key", identity.key)
+
+    def _file(self, name: str, data: bytes) -> Path:
+        fd = os.memfd_create(name)
+        self._fds.append(fd)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        return Path(f"/proc/self/fd/{fd}")
+
+    def close(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+        self._fds.clear()
+
+
+SessionKey = tuple[str, str, str | None, bool, str | None]   # servers, root, digest, acl, x509 fingerprint
+
 IDLE_SESSION_CLOSE_S = 600.0   # every managed cluster asks at each tick (seconds apart), so idle means unused
 
 
@@ -101,8 +143,9 @@ class MetadataService:
 
     def __init__(self, security: ZkSecurity | None = None, *,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
-        self._stores: dict[tuple[str, str, str | None, bool], MetadataStore] = {}
-        self._last_used: dict[tuple[str, str, str | None, bool], float] = {}
+        self._stores: dict[SessionKey, MetadataStore] = {}
+        self._files: dict[SessionKey, _MemoryPemFiles] = {}
+        self._last_used: dict[SessionKey, float] = {}
         self._lock = asyncio.Lock()
         self._monotonic = monotonic
         self.security = security
@@ -114,41 +157,57 @@ class MetadataService:
         return replace(base, digest=digest or base.digest, acl=base.acl or acl)
 
     async def cluster(self, zk_servers: str, ledgers_root: str, *, digest: str | None = None,
-                      acl: bool = False) -> ClusterMetadata:
-        """One session per metadata service and identity: clusters with their own digest get their own."""
+                      acl: bool = False, tls: ZkTlsIdentity | None = None) -> ClusterMetadata:
+        """One session per metadata service and identity: clusters with their own digest or x509 identity
+        (``tls``: presented instead of the operator's own certificate) get their own."""
         security = self.security_for(digest, acl)
-        key = (zk_servers, ledgers_root, security.digest, security.acl)
+        key: SessionKey = (zk_servers, ledgers_root, security.digest, security.acl,
+                           tls.fingerprint if tls else None)
         async with self._lock:
             await self._close_idle(keep=key)
             self._last_used[key] = self._monotonic()
             store = self._stores.get(key)
             if store is None or not store.connected:
-                if store is not None:
-                    await store.close()
+                await self._close(key)
+                files = _MemoryPemFiles(tls) if tls is not None else None
+                if files is not None:
+                    security = replace(security, tls=True, ca=files.ca, certfile=files.cert, keyfile=files.key)
                 store = MetadataStore(zk_servers, ledgers_root, session_timeout_ms=10000, connect_timeout_s=10,
                                       security=security)
-                await store.connect()
+                try:
+                    await store.connect()
+                except BaseException:
+                    if files is not None:
+                        files.close()
+                    raise
                 self._stores[key] = store
+                if files is not None:
+                    self._files[key] = files
             return ClusterMetadata(store)
+
+    async def _close(self, key: SessionKey) -> None:
+        store = self._stores.pop(key, None)
+        if store is not None:
+            await store.close()
+        files = self._files.pop(key, None)
+        if files is not None:
+            files.close()
 
     @property
     def open_sessions(self) -> int:
         return len(self._stores)
 
-    async def _close_idle(self, keep: tuple[str, str, str | None, bool]) -> None:
+    async def _close_idle(self, keep: SessionKey) -> None:
         now = self._monotonic()
         for key in [k for k, used in self._last_used.items() if k != keep and now - used > IDLE_SESSION_CLOSE_S]:
             del self._last_used[key]
-            store = self._stores.pop(key, None)
-            if store is not None:
-                await store.close()
+            await self._close(key)
 
     async def close(self) -> None:
         async with self._lock:
-            for store in self._stores.values():
-                await store.close()
-            self._stores.clear()
+            for key in list(self._stores):
+                await self._close(key)
             self._last_used.clear()
 
 
-__all__ = ["ClusterMetadata", "MetadataError", "MetadataService"]
+__all__ = ["ClusterMetadata", "MetadataError", "MetadataService", "ZkTlsIdentity"]

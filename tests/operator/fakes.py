@@ -20,6 +20,7 @@ from bookie_operator import builders, models
 from bookie_operator.decisions import GcInfo
 from bookie_operator.reconcile import Operator, Outcome, reconcile
 from bookie_operator.reconcile.ports import AdminTls
+from bookie_operator.zk import ZkTlsIdentity
 
 from tests.operator.merge_patch import apply_merge_patch
 
@@ -250,10 +251,12 @@ class FakeMetadata:
     clusters: dict[tuple[str, str], FakeClusterMetadata] = field(default_factory=dict)
 
     identities: list[tuple[str | None, bool]] = field(default_factory=list)  # (digest, acl) of every call
+    x509_identities: list[ZkTlsIdentity | None] = field(default_factory=list)  # tls of every call
 
     async def cluster(self, zk_servers: str, ledgers_root: str, *, digest: str | None = None,
-                      acl: bool = False) -> FakeClusterMetadata:
+                      acl: bool = False, tls: ZkTlsIdentity | None = None) -> FakeClusterMetadata:
         self.identities.append((digest, acl))
+        self.x509_identities.append(tls)
         return self.clusters.setdefault((zk_servers, ledgers_root), FakeClusterMetadata())
 
     async def close(self) -> None:

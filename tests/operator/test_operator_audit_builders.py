@@ -16,8 +16,8 @@ from bookie_operator.models import parse_spec
 from tests.operator.test_operator_helm_chart import CHART
 
 OWNER = Owner("bk", "ns1", "uid-1")
-BASE = {"metadataService": {"zkServers": "zk-0.zk:2181", "ledgersRoot": "/bk/ledgers"}, "replicas": 3,
-        "ensembleSize": 2}
+METADATA = {"zkServers": "zk-0.zk:2181", "ledgersRoot": "/bk/ledgers"}
+BASE = {"metadataService": METADATA, "replicas": 3, "ensembleSize": 2}
 
 
 def test_no_schedule_no_objects() -> None:
@@ -119,7 +119,7 @@ def test_an_https_admin_api_is_read_over_https_with_its_ca() -> None:
 
 def test_the_snapshot_reaches_zookeeper_with_the_bookies_tls_identity_and_digest() -> None:
     spec = parse_spec({**BASE, "tls": {"zookeeper": {"secretName": "zk-tls"}},
-                       "metadataService": {**BASE["metadataService"],
+                       "metadataService": {**METADATA,
                                            "digestSecret": {"secretName": "zk-digest", "key": "auth"}},
                        "config": {"zkEnableSecurity": "true"}, "audit": {"schedule": "0 3 * * *"}})
     args = ab.audit_job(OWNER, spec, "r", [0])["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -137,7 +137,7 @@ def test_the_snapshot_reaches_zookeeper_with_the_bookies_tls_identity_and_digest
 
 def test_one_secret_holding_tls_and_digest_is_mounted_once() -> None:
     spec = parse_spec({**BASE, "tls": {"zookeeper": {"secretName": "zk-identity"}},
-                       "metadataService": {**BASE["metadataService"], "digestSecret": {"secretName": "zk-identity"}},
+                       "metadataService": {**METADATA, "digestSecret": {"secretName": "zk-identity"}},
                        "audit": {"schedule": "0 3 * * *"}})
     args = ab.audit_job(OWNER, spec, "r", [0])["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--zk-digest-file") + 1] == f"{ab.ZK_TLS_DIR}/digest"

@@ -26,9 +26,10 @@ from bookie_operator.kube import KubeError
 from bookie_operator.models import BookieClusterSpec, BookieClusterStatus
 from bookie_operator.reconcile.ports import AdminFactory, BookieAdminApi, ClusterMetadataApi, KubeApi, MetadataApi, Obj
 from bookie_operator.status_patch import merge_patch
+from bookie_operator.zk import ZkTlsIdentity
 
 log = logging.getLogger("bookie_operator.reconcile")
-# A digest Secret is read again this often: a rotated credential reaches new sessions within it.
+# A ZooKeeper credential's Secret is read again this often: a rotated one reaches new sessions within it.
 ZK_DIGEST_RECHECK_S = 60.0
 
 
@@ -59,6 +60,8 @@ class Operator:
     admin_tokens: dict[tuple[str, str], tuple[str, float]] = field(default_factory=dict)
     # (namespace, Secret name, key) -> (the ZooKeeper digest it holds, when it was read)
     zk_digests: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict, repr=False)
+    # (namespace, Secret name) -> (the x509 identity for ZooKeeper it holds, when it was read)
+    zk_identities: dict[tuple[str, str], tuple[ZkTlsIdentity, float]] = field(default_factory=dict, repr=False)
     bookie_port: int = models.HTTP_PORT
     # The storage audit: the ClusterRole its Spark pods are bound to (the chart's), and a JSON reader of the
     # report store.
@@ -162,12 +165,25 @@ class Tick:
 
     async def cluster_metadata(self) -> ClusterMetadataApi:
         """The cluster's metadata, on a session with its identity: spec.metadataService.digestSecret's digest
-        (else the operator's own), CREATOR_ALL ACLs with spec.config's zkEnableSecurity. A digest Secret that
-        cannot be used raises ``MetadataError``, as ZooKeeper's own failures do."""
+        (else the operator's own), spec.tls.zookeeper's client certificate and CA (else the operator's own),
+        CREATOR_ALL ACLs with spec.config's zkEnableSecurity. A Secret that cannot be used raises
+        ``MetadataError``, as ZooKeeper's own failures do."""
         ms = self.spec.metadata_service
         digest = await self._zk_digest() if ms.digest_secret is not None else None
+        tls = self.spec.tls
+        identity = await self._zk_tls_identity(tls.zookeeper.secret_name) if tls and tls.zookeeper else None
         acl = str(self.spec.config.get("zkEnableSecurity", "false")).lower() == "true"
-        return await self.op.metadata.cluster(ms.zk_servers, ms.ledgers_root, digest=digest, acl=acl)
+        return await self.op.metadata.cluster(ms.zk_servers, ms.ledgers_root, digest=digest, acl=acl,
+                                              tls=identity)
+
+    async def _secret_data(self, name: str, source: str) -> dict[str, str]:
+        try:
+            secret = await self.op.kube.get("Secret", self.namespace, name)
+        except KubeError as exc:
+            raise MetadataError(f"{source}: {exc}") from None
+        if secret is None:
+            raise MetadataError(f"{source}: not found")
+        return dict(secret.get("data") or {})
 
     async def _zk_digest(self) -> str:
         ref = self.spec.metadata_service.digest_secret
@@ -177,13 +193,7 @@ class Tick:
         if cached is not None and self.op.monotonic() - cached[1] < ZK_DIGEST_RECHECK_S:
             return cached[0]
         source = f"spec.metadataService.digestSecret: Secret {ref.secret_name}"
-        try:
-            secret = await self.op.kube.get("Secret", self.namespace, ref.secret_name)
-        except KubeError as exc:
-            raise MetadataError(f"{source}: {exc}") from None
-        if secret is None:
-            raise MetadataError(f"{source}: not found")
-        raw = (secret.get("data") or {}).get(ref.key)
+        raw = (await self._secret_data(ref.secret_name, source)).get(ref.key)
         if raw is None:
             raise MetadataError(f"{source}: has no key {ref.key}")
         try:
@@ -194,6 +204,27 @@ class Tick:
             raise MetadataError(str(exc)) from None
         self.op.zk_digests[key] = (digest, self.op.monotonic())
         return digest
+
+    async def _zk_tls_identity(self, secret_name: str) -> ZkTlsIdentity:
+        """spec.tls.zookeeper's Secret as the operator's x509 identity for this cluster's ZooKeeper (the
+        bookies present the same certificate), read again every ``ZK_DIGEST_RECHECK_S``."""
+        key = (self.namespace, secret_name)
+        cached = self.op.zk_identities.get(key)
+        if cached is not None and self.op.monotonic() - cached[1] < ZK_DIGEST_RECHECK_S:
+            return cached[0]
+        source = f"spec.tls.zookeeper: Secret {secret_name}"
+        data = await self._secret_data(secret_name, source)
+        pem: dict[str, bytes] = {}
+        for name in ("ca.crt", "tls.crt", "tls.key"):
+            if not data.get(name):
+                raise MetadataError(f"{source}: has no key {name}")
+            try:
+                pem[name] = base64.b64decode(data[name], validate=True)
+            except binascii.Error:
+                raise MetadataError(f"{source}: key {name} is not base64") from None
+        identity = ZkTlsIdentity(ca=pem["ca.crt"], cert=pem["tls.crt"], key=pem["tls.key"])
+        self.op.zk_identities[key] = (identity, self.op.monotonic())
+        return identity
 
     async def flush(self) -> None:
         """Write the status if it changed (a merge patch that removes what is gone), then post the Events.

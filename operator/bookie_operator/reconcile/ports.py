@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bookie_operator.decisions import GcInfo
+from bookie_operator.zk import ZkTlsIdentity
 
 Obj = dict[str, Any]
 
@@ -87,6 +88,6 @@ class ClusterMetadataApi(Protocol):
 
 class MetadataApi(Protocol):
     async def cluster(self, zk_servers: str, ledgers_root: str, *, digest: str | None = None,
-                      acl: bool = False) -> ClusterMetadataApi: ...
+                      acl: bool = False, tls: ZkTlsIdentity | None = None) -> ClusterMetadataApi: ...
 
     async def close(self) -> None: ...
