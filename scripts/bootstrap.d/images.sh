@@ -137,6 +137,10 @@ else
   log "using $layout (built before: $(tr '\n' ';' < "$dir/build-times"))"
 fi
 
+# shellcheck source=scripts/bootstrap.d/lib/cache.sh
+source "$repo/scripts/bootstrap.d/lib/cache.sh"
+prune_cache_entries "$cache" images "$dir"   # under the build lock: no other bootstrap is building one
+
 mkdir -p "$cache/env.d"
 cat > "$cache/env.d/images.sh" <<ENV
 export BOOKIE_FLEET_IMAGES="$layout"
