@@ -41,9 +41,9 @@ from bookie_operator import audit_builders, builders
 
 from tests.operator.conftest import (
     OperatorProcess,
+    await_events,
     bookie_cluster,
     condition,
-    events,
     get_cluster,
     patch_spec,
     wait_ready,
@@ -194,8 +194,9 @@ async def test_operator_runs_the_audit_on_spark_on_kubernetes(
     assert summary["underReplicatedEntries"] == 10
     lost = condition(obj, "DataLoss")
     assert lost is not None and lost["status"] == "True" and lost["reason"] == "EntriesWithoutReplica"
-    assert [e for e in events(kube, ns, NAME, "DataLoss") if e["type"] == "Warning"]
-    assert sorted(last["compacted"]) == [0, 1, 2] and len(events(kube, ns, NAME, "AuditCompaction")) == 3
+    assert [e for e in await_events(kube, ns, NAME, "DataLoss") if e["type"] == "Warning"]
+    assert sorted(last["compacted"]) == [0, 1, 2]
+    assert len(await_events(kube, ns, NAME, "AuditCompaction", at_least=3)) == 3
     assert last["report"].endswith(f"/runs/{run}/report.html")
 
     # The report store: the run's report and tables.
