@@ -187,9 +187,9 @@ class Journal:
         while _STOP not in items and not self._group_done(items, size, first_at):
             # Sleep rather than wait on the queue: a wait would wake this thread, and take the GIL from the
             # event loop, for every record; this way the loop runs undisturbed and the group is taken in one go.
-            remaining = self.settings.max_group_wait_s - (time.monotonic() - first_at)
-            if remaining > 0:
-                time.sleep(min(remaining, _GROUP_POLL_S))
+            pause = self._pause(items, size, first_at)
+            if pause > 0:
+                time.sleep(pause)
             size = self._take_queued(items, size)
         stop = _STOP in items
         if stop:
@@ -198,6 +198,22 @@ class Journal:
             buf, pending = self._frame(cast(list[tuple[bytes | None, _Waiter]], items))
             self._flush(buf, pending, taken_at)
         return stop
+
+    def _pause(self, items: list[object], size: int, first_at: float) -> float:
+        """How long to sleep before taking the queue again: the rest of the group's time, or, when records come
+        fast enough to reach a size threshold first, about until then (one poll slice at least). Each wake-up
+        takes the GIL from the event loop, so a slow stream of records is not polled for nothing."""
+        s = self.settings
+        elapsed = time.monotonic() - first_at
+        remaining = s.max_group_wait_s - elapsed
+        if remaining <= 0:
+            return 0.0
+        if elapsed <= 0 or not size:
+            return min(remaining, _GROUP_POLL_S)   # no rate known yet
+        until = (s.buffered_writes_threshold - size) * elapsed / size
+        if s.buffered_entries_threshold > 0:
+            until = min(until, (s.buffered_entries_threshold - len(items)) * elapsed / len(items))
+        return min(remaining, max(until, _GROUP_POLL_S))
 
     def _take_queued(self, items: list[object], size: int = 0) -> int:
         """Move whatever is queued now into ``items``; returns the payload bytes taken so far."""

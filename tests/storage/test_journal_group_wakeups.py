@@ -1,0 +1,61 @@
+"""While a group commit is open, the journal writer wakes (and takes the GIL from the event loop) about once
+for a slow stream of records, not once per poll slice: it sleeps out the group's time unless the records come
+fast enough to reach journalBufferedWritesThreshold or journalBufferedEntriesThreshold first, and then it
+closes the group about when they do. Real journal files; counts, not times."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from bookie.storage.journal import Journal, JournalSettings
+
+from tests.support.raw_client import entry
+
+GROUP_WAIT_S = 0.02
+
+
+async def _trickle(journal: Journal, records: int, every_s: float) -> None:
+    pending = []
+    for i in range(records):
+        pending.append(journal.append(entry(7, i, b"t" * 100)))
+        await asyncio.sleep(every_s)
+    await asyncio.gather(*pending)
+
+
+def _count_takes(journal: Journal, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    takes = [0]
+    take = journal._take_queued
+
+    def counted(items: list[object], size: int = 0) -> int:
+        takes[0] += 1
+        return take(items, size)
+
+    monkeypatch.setattr(journal, "_take_queued", counted)
+    return takes
+
+
+async def test_a_slow_stream_is_taken_a_few_times_per_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    journal = Journal(tmp_path, JournalSettings(max_group_wait_s=GROUP_WAIT_S))
+    takes = _count_takes(journal, monkeypatch)
+    journal.start()
+    try:
+        await _trickle(journal, 100, 0.002)    # ~10 records per group, far below the thresholds
+    finally:
+        await asyncio.to_thread(journal.close)
+    groups = journal.syncs
+    assert 0 < groups < 100
+    # Polling in 0.25 ms slices would take the queue ~80 times per 20 ms group.
+    assert takes[0] <= 4 * groups, (takes[0], groups)
+
+
+async def test_a_stream_reaching_the_entries_threshold_closes_the_group_early(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    journal = Journal(tmp_path, JournalSettings(max_group_wait_s=3600, buffered_entries_threshold=20))
+    journal.start()
+    try:
+        await asyncio.wait_for(_trickle(journal, 60, 0.001), 120)   # not an hour per group
+    finally:
+        await asyncio.to_thread(journal.close)
+    assert journal.syncs >= 3
