@@ -50,12 +50,18 @@ async def test_a_slow_stream_is_taken_a_few_times_per_group(tmp_path: Path, monk
     assert takes[0] <= 4 * groups, (takes[0], groups)
 
 
-async def test_a_stream_reaching_the_entries_threshold_closes_the_group_early(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_stream_reaching_the_entries_threshold_closes_the_group_early(tmp_path: Path) -> None:
     journal = Journal(tmp_path, JournalSettings(max_group_wait_s=3600, buffered_entries_threshold=20))
     journal.start()
+    pending = []
     try:
-        await asyncio.wait_for(_trickle(journal, 60, 0.001), 120)   # not an hour per group
+        for i in range(3000):   # a record a millisecond until three groups have closed (not after an hour)
+            pending.append(journal.append(entry(7, i, b"t" * 100)))
+            await asyncio.sleep(0.001)
+            if journal.syncs >= 3:
+                break
+        closed_on_their_own = journal.syncs
     finally:
-        await asyncio.to_thread(journal.close)
-    assert journal.syncs >= 3
+        await asyncio.to_thread(journal.close)   # writes the open group's records
+    assert closed_on_their_own >= 3
+    await asyncio.wait_for(asyncio.gather(*pending), 60)
