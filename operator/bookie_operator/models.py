@@ -521,7 +521,8 @@ class TlsSpec(Model):
         json_schema_extra={"items": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$", "maxLength": 64}})
     zookeeper: SecretRef | None = Field(default=None, description="TLS to ZooKeeper (spec.metadataService.zkServers "
                                         "must then name its secureClientPort) with this client certificate; ca.crt "
-                                        "must have signed ZooKeeper's. Apache BookKeeper's bookies also need the "
+                                        "must have signed ZooKeeper's. The operator's session for the cluster "
+                                        "presents it too. Apache BookKeeper's bookies also need the "
                                         "Secret's tls-combined.pem (cert-manager: additionalOutputFormats "
                                         "CombinedPEM).")
     refresh_seconds: int = Field(default=300, ge=0, le=86400, description="How often the bookies look for "
