@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 
 from bookie_operator.decisions import GcInfo
+from bookie_operator.memory_files import memory_file, path_of
 
 
 class BookieApiError(Exception):
@@ -121,15 +122,15 @@ def admin_ssl_context(ca_pem: bytes, client_certificate: bytes | None = None,
     not load (the CertificatesValid verdict names the Secret)."""
     context = ssl.create_default_context(cadata=ca_pem.decode("ascii"))
     if client_certificate and client_key:
-        cert_fd = os.memfd_create("admin-client.crt")
-        key_fd = os.memfd_create("admin-client.key")
+        cert_fd = memory_file("admin-client.crt", client_certificate)
         try:
-            os.write(cert_fd, client_certificate)
-            os.write(key_fd, client_key)
-            context.load_cert_chain(f"/proc/self/fd/{cert_fd}", f"/proc/self/fd/{key_fd}")
+            key_fd = memory_file("admin-client.key", client_key)
+            try:
+                context.load_cert_chain(path_of(cert_fd), path_of(key_fd))
+            finally:
+                os.close(key_fd)
         finally:
             os.close(cert_fd)
-            os.close(key_fd)
     return context
 
 

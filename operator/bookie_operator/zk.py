@@ -20,6 +20,8 @@ from bookie.metadata.racks import BookieRack, InvalidRackInfo
 from bookie.metadata.security import ZkSecurity, read_digest
 from bookie.metadata.store import MetadataError, MetadataStore, NoNode
 
+from bookie_operator.memory_files import memory_file, path_of
+
 # The operator's own ZooKeeper identity (``python -m bookie_operator --zk-*`` sets them; the chart mounts the
 # Secrets): it must be the fleet's, or the operator cannot read or delete the znodes of a zkEnableSecurity fleet.
 ENV_TLS = "BOOKIE_OPERATOR_ZK_TLS"
@@ -113,17 +115,18 @@ class _MemoryPemFiles:
 
     def __init__(self, identity: ZkTlsIdentity) -> None:
         self._fds: list[int] = []
-        self.ca = self._file("zk-ca.crt", identity.ca)
-        self.cert = self._file("zk-client.crt", identity.cert)
-        self.key = self._file("zk-client.key", identity.key)
+        try:
+            self.ca = self._file("zk-ca.crt", identity.ca)
+            self.cert = self._file("zk-client.crt", identity.cert)
+            self.key = self._file("zk-client.key", identity.key)
+        except BaseException:
+            self.close()
+            raise
 
     def _file(self, name: str, data: bytes) -> Path:
-        fd = os.memfd_create(name)
+        fd = memory_file(name, data)
         self._fds.append(fd)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        return Path(f"/proc/self/fd/{fd}")
+        return path_of(fd)
 
     def close(self) -> None:
         for fd in self._fds:

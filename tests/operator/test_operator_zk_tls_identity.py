@@ -10,7 +10,7 @@ import base64
 
 import pytest
 import trustme
-from bookie_operator.reconcile.context import ZK_DIGEST_RECHECK_S
+from bookie_operator.reconcile.context import ZK_SECRET_RECHECK_S
 from bookie_operator.zk import ZkTlsIdentity
 
 from tests.operator.fakes import NS, World, cluster_spec
@@ -46,7 +46,7 @@ async def test_the_operator_presents_the_clusters_certificate_and_follows_its_ro
     w.kube.objects[("Secret", NS, "bk-zk-tls")] = _secret(rotated)
     await w.tick()
     assert w.metadata.x509_identities[-1] == _identity(first)         # read again only after a minute
-    w.clock.advance(ZK_DIGEST_RECHECK_S + 1)
+    w.clock.advance(ZK_SECRET_RECHECK_S + 1)
     await w.tick()
     assert w.metadata.x509_identities[-1] == _identity(rotated)
 

@@ -64,7 +64,7 @@ class JournalSettings:
 
 _STOP = object()
 _LENGTH = struct.Struct(">i")
-# While a group is open the writer sleeps in slices this long, then takes everything queued meanwhile at once.
+# The shortest sleep of an open group's writer before it takes everything queued meanwhile at once (``_pause``).
 _GROUP_POLL_S = 0.00025
 # Told when its record is durable: None, or the write's error.
 Durable = Callable[[BaseException | None], None]

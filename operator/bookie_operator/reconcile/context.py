@@ -30,7 +30,7 @@ from bookie_operator.zk import ZkTlsIdentity
 
 log = logging.getLogger("bookie_operator.reconcile")
 # A ZooKeeper credential's Secret is read again this often: a rotated one reaches new sessions within it.
-ZK_DIGEST_RECHECK_S = 60.0
+ZK_SECRET_RECHECK_S = 60.0
 
 
 def _utcnow() -> dt.datetime:
@@ -190,7 +190,7 @@ class Tick:
         assert ref is not None
         key = (self.namespace, ref.secret_name, ref.key)
         cached = self.op.zk_digests.get(key)
-        if cached is not None and self.op.monotonic() - cached[1] < ZK_DIGEST_RECHECK_S:
+        if cached is not None and self.op.monotonic() - cached[1] < ZK_SECRET_RECHECK_S:
             return cached[0]
         source = f"spec.metadataService.digestSecret: Secret {ref.secret_name}"
         raw = (await self._secret_data(ref.secret_name, source)).get(ref.key)
@@ -207,10 +207,10 @@ class Tick:
 
     async def _zk_tls_identity(self, secret_name: str) -> ZkTlsIdentity:
         """spec.tls.zookeeper's Secret as the operator's x509 identity for this cluster's ZooKeeper (the
-        bookies present the same certificate), read again every ``ZK_DIGEST_RECHECK_S``."""
+        bookies present the same certificate), read again every ``ZK_SECRET_RECHECK_S``."""
         key = (self.namespace, secret_name)
         cached = self.op.zk_identities.get(key)
-        if cached is not None and self.op.monotonic() - cached[1] < ZK_DIGEST_RECHECK_S:
+        if cached is not None and self.op.monotonic() - cached[1] < ZK_SECRET_RECHECK_S:
             return cached[0]
         source = f"spec.tls.zookeeper: Secret {secret_name}"
         data = await self._secret_data(secret_name, source)
