@@ -95,6 +95,13 @@ class ZooKeeperError(RuntimeError):
     """The server did not start (the message carries the end of its log)."""
 
 
+class _PortTaken(ZooKeeperError):
+    """Another process bound the port between ``free_port`` and the JVM's bind."""
+
+
+_PORT_ATTEMPTS = 3
+
+
 class ZooKeeperServer:
     """``ZooKeeperServer(data_dir, port=0, host='127.0.0.1')``; ``port=0`` picks a free port once."""
 
@@ -104,6 +111,7 @@ class ZooKeeperServer:
         self.data_dir = Path(data_dir)
         self.host = host
         self.tls = tls
+        self._pick_ports = port == 0
         self.port = port or free_port(host)
         self.secure_port = free_port(host) if tls is not None else None
         self.tick_time_ms = tick_time_ms
@@ -154,7 +162,7 @@ class ZooKeeperServer:
             "clientPortAddress": self.host,
             "maxClientCnxns": 0,
             "admin.enableServer": "false",
-            "4lw.commands.whitelist": "ruok,stat,srvr,mntr,cons",
+            "4lw.commands.whitelist": "ruok,stat,srvr,mntr,cons,conf",
             "forceSync": "yes" if self.force_sync else "no",
             # Sessions of up to 20 ticks: the tests use short zkTimeouts to see expiry quickly.
             "minSessionTimeout": 2 * self.tick_time_ms,
@@ -182,33 +190,61 @@ class ZooKeeperServer:
         }
 
     def start(self, timeout: float = 60.0) -> ZooKeeperServer:
-        """Launch the JVM and wait until it serves requests."""
+        """Launch the JVM and wait until it serves requests.
+
+        A port picked by ``free_port`` can be taken by another process before the JVM binds it; such a
+        server is started again on fresh ports (a port the caller chose is never changed).
+        """
         if self.running:
             return self
+        for attempt in range(_PORT_ATTEMPTS):
+            self._launch()
+            try:
+                self._wait_ready(timeout)
+                return self
+            except _PortTaken:
+                if not self._pick_ports or attempt == _PORT_ATTEMPTS - 1:
+                    raise
+                self.port = free_port(self.host)
+                self.secure_port = free_port(self.host) if self.tls is not None else None
+        raise AssertionError("unreachable")
+
+    def _launch(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.write_config()
         classpath = os.pathsep.join([f"{self.lib_dir}/*", *provided_classpath(self.lib_dir)])
         cmd = [self.java, *_JVM_OPTS, "-cp", classpath, MAIN_CLASS, str(self.config_path)]
         self.proc = spawn(cmd, self.log_path)
         self._paused = False
-        self._wait_ready(timeout)
-        return self
 
     def _wait_ready(self, timeout: float) -> None:
+        """Until the server on our port answers ``srvr`` and reports our data directory.
+
+        ``srvr`` alone is not enough: when another server holds the port, it answers in our place until
+        our JVM gives up binding; the data directory in ``conf`` tells the two apart.
+        """
         deadline = time.monotonic() + timeout
+        port, tls = (self.port, None) if self.plaintext else (self.secure_port, self.tls)
         while time.monotonic() < deadline:
             if not self.running:
-                raise ZooKeeperError(f"ZooKeeper exited with {self.proc and self.proc.returncode}:\n"
-                                     f"{self.log_tail()}")
-            # ``ruok`` answers imok even when the server thread died; ``srvr`` only answers when serving.
-            port, tls = (self.port, None) if self.plaintext else (self.secure_port, self.tls)
-            if port is not None and four_letter_word(self.host, port, "srvr", tls=tls).startswith(
-                    "Zookeeper version"):
+                log = self.log_tail()
+                self.proc = None
+                if "Address already in use" in log:
+                    raise _PortTaken(f"port {port} on {self.host} was taken:\n{log}")
+                raise ZooKeeperError(f"ZooKeeper exited:\n{log}")
+            if port is not None and self._serves_our_data(port, tls):
                 return
             time.sleep(0.1)
         self.stop()
         raise ZooKeeperError(
             f"ZooKeeper not ready on {self.connect_string} after {timeout}s:\n{self.log_tail()}")
+
+    def _serves_our_data(self, port: int, tls: ZooKeeperTls | None) -> bool:
+        # ``ruok`` answers imok even when the server thread died; ``srvr`` only answers when serving.
+        if not four_letter_word(self.host, port, "srvr", tls=tls).startswith("Zookeeper version"):
+            return False
+        conf = four_letter_word(self.host, port, "conf", tls=tls)
+        return f"dataDir={self.data_dir / 'data'}{os.sep}" in conf
 
     def log_tail(self, lines: int = 30) -> str:
         return log_tail(self.log_path, lines)
