@@ -140,6 +140,7 @@ fi
 # shellcheck source=scripts/bootstrap.d/lib/cache.sh
 source "$repo/scripts/bootstrap.d/lib/cache.sh"
 prune_cache_entries "$cache" images "$dir"   # under the build lock: no other bootstrap is building one
+prune_unnamed_images "${S[@]}"
 
 mkdir -p "$cache/env.d"
 cat > "$cache/env.d/images.sh" <<ENV

@@ -17,3 +17,18 @@ prune_cache_entries() {
     fi
   done < <(ls -1dt "$cache/$prefix"-* 2>/dev/null)
 }
+
+# buildah's own store keeps each earlier build of an image, unnamed, once the name moves to the new build, and
+# grows with every change to the images' sources; the layouts in images-<hash> are what runs, so those go.
+# Usage: prune_unnamed_images <buildah's global options: --root, --runroot, --storage-driver>
+prune_unnamed_images() {
+  local before after
+  before="$(buildah "$@" images -q --filter dangling=true 2>/dev/null | wc -l)"
+  [ "$before" -gt 0 ] || return 0
+  if ! buildah "$@" rmi --prune >/dev/null 2>&1; then
+    log "could not remove the build store's unnamed images (buildah rmi --prune failed)"
+    return 0
+  fi
+  after="$(buildah "$@" images -q --filter dangling=true 2>/dev/null | wc -l)"
+  log "removed $((before - after)) unnamed earlier builds from the build store"
+}
