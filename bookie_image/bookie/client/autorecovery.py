@@ -37,6 +37,7 @@ from bookie.metadata.store import MetadataError, NoSuchLedger
 from bookie.protocol.codes import StatusCode
 from bookie.protocol.entry import package_entry
 from bookie.stats import OpStat
+from bookie.waits import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +120,7 @@ class Autorecovery:
                 raise
             except Exception:
                 log.exception("autorecovery step failed; retrying")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), self.check_interval_s)
+            await wait_event(wake, self.check_interval_s)
             wake.clear()
 
     # ------------------------------------------------------------ auditor

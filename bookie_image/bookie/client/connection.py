@@ -412,8 +412,8 @@ class BookieClient:
                 conn.start_tls_timeout_s = self.config.start_tls_timeout_s
             host, port = await self.resolver.resolve(conn.bookie_id)
             conn.server_hostname = host
-            await asyncio.wait_for(loop.create_connection(lambda: conn, host, port),
-                                   self.config.connect_timeout_s)
+            async with asyncio.timeout(self.config.connect_timeout_s):
+                await loop.create_connection(lambda: conn, host, port)
         except TLSConfigError as exc:
             conn._fail(BookieUnavailable(f"cannot connect to bookie {conn.bookie_id} with TLS: {exc}",
                                          bookie=conn.bookie_id))

@@ -40,6 +40,7 @@ from bookie.metadata.store import MetadataStore
 from bookie.state import BookieStatus, ReadOnlyReason, StateManager
 from bookie.storage.gc_api import GcStorageApi
 from bookie.storage.logmeta import LogMeta
+from bookie.waits import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,8 @@ class GarbageCollector:
         self.topics.close()
         if self._task is not None:
             try:
-                await asyncio.wait_for(self._task, 60)
+                async with asyncio.timeout(60):
+                    await self._task
             except TimeoutError:
                 self._task.cancel()
         self._pool.shutdown(wait=True)
@@ -151,10 +153,7 @@ class GarbageCollector:
     async def _loop(self) -> None:
         interval = self.conf.gc_wait_time / 1000
         while not self._stop.is_set():
-            try:
-                await asyncio.wait_for(self._wake.wait(), interval)
-            except TimeoutError:
-                pass
+            await wait_event(self._wake, interval)
             self._wake.clear()
             if self._stop.is_set():
                 return
@@ -419,7 +418,8 @@ class GarbageCollector:
         if self._background is not None:
             round_ = self._background.request()
             try:
-                await asyncio.wait_for(asyncio.shield(round_.done), EXPLAIN_WAIT_S)
+                async with asyncio.timeout(EXPLAIN_WAIT_S):
+                    await asyncio.shield(round_.done)
             except TimeoutError:
                 pending = (f"metadata extraction under way for {time.time() - round_.started_at:.0f} s "
                            "(start-up or a large backlog of logs): ask again shortly")

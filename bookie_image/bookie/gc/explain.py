@@ -112,7 +112,8 @@ class TopicNames:
         async def lookup(ledger_id: int) -> None:
             async with limit:
                 try:
-                    md = await asyncio.wait_for(self.store.read_ledger_metadata(ledger_id), TOPIC_LOOKUP_TIMEOUT_S)
+                    async with asyncio.timeout(TOPIC_LOOKUP_TIMEOUT_S):
+                        md = await self.store.read_ledger_metadata(ledger_id)
                 except NoSuchLedger:
                     self.known[ledger_id] = None
                 except (MetadataError, TimeoutError):

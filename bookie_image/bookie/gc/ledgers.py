@@ -74,7 +74,8 @@ class LedgerGc:
             return [r async for r in self.store.ledger_ranges()]
 
         try:
-            return await asyncio.wait_for(listing(), self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):
+                return await listing()
         except (MetadataError, TimeoutError) as exc:
             raise LedgerGcAborted(f"listing ledger ranges failed: {exc!r}") from exc
 
@@ -95,7 +96,8 @@ class LedgerGc:
         """verifyMetadataOnGC: keep a ledger whose metadata exists and names this bookie; abort on errors."""
         await self.limiter.acquire()
         try:
-            md = (await asyncio.wait_for(self.store.read_ledger_metadata(ledger_id), self.timeout_s)).value
+            async with asyncio.timeout(self.timeout_s):
+                md = (await self.store.read_ledger_metadata(ledger_id)).value
         except NoSuchLedger:
             return False
         except (MetadataError, TimeoutError) as exc:
@@ -123,7 +125,8 @@ class LedgerGc:
     async def _read(self, ledger_id: int) -> LedgerMetadata | None:
         await self.limiter.acquire()
         try:
-            return (await asyncio.wait_for(self.store.read_ledger_metadata(ledger_id), self.timeout_s)).value
+            async with asyncio.timeout(self.timeout_s):
+                return (await self.store.read_ledger_metadata(ledger_id)).value
         except NoSuchLedger:
             return None  # plain ledger GC handles deleted ledgers
 

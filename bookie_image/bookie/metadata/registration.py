@@ -14,6 +14,7 @@ from google.protobuf import text_format
 from bookie.metadata import layout as lay
 from bookie.metadata.session import LayoutMismatch, NodeExists, NoNode, RegistrationError, ZkSession, event_setter
 from bookie.protocol.proto import DataFormats_pb2 as _df
+from bookie.waits import wait_event
 
 df: Any = _df
 
@@ -95,8 +96,7 @@ class BookieRegistration(ZkSession):
             if remaining <= 0:
                 raise RegistrationError(f"{path} is held by session 0x{stat.ephemeralOwner:x} and did not "
                                         f"disappear within {self.session_timeout_ms} ms")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(gone.wait(), min(remaining, 0.5))
+            await wait_event(gone, min(remaining, 0.5))
         try:
             await self._create(path, service_info, ephemeral=True)
         except NodeExists as exc:

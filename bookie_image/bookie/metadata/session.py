@@ -241,7 +241,8 @@ class ZkSession:
             raise _translate(exc) from exc
         async_result.rawlink(lambda ar: _deliver(loop, fut, ar))
         try:
-            return await asyncio.wait_for(fut, self.op_timeout_s)
+            async with asyncio.timeout(self.op_timeout_s):
+                return await fut
         except TimeoutError as exc:
             raise MetadataError(f"ZooKeeper {method} timed out after {self.op_timeout_s}s") from exc
         except (KazooException, ZookeeperError) as exc:

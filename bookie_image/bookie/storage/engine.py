@@ -53,6 +53,7 @@ from bookie.storage.journal import (
 from bookie.storage.ledger_dir import LedgerDirStorage, LedgerState
 from bookie.storage.log_files import LogFilesApi
 from bookie.storage.reads import EngineReads
+from bookie.waits import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -297,10 +298,7 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
                 raise StorageThrottledError(
                     f"write cache of {d.ledger_dir} full for {self.conf.db_storage_max_throttle_time_ms} ms")
             self._checkpoint_done.clear()
-            try:
-                await asyncio.wait_for(self._checkpoint_done.wait(), timeout=min(remaining, 0.05))
-            except TimeoutError:
-                pass
+            await wait_event(self._checkpoint_done, min(remaining, 0.05))
         d.write_cache.put(ledger_id, entry_id, body)
         if d.write_cache.size >= d.write_cache.max_bytes:
             self._trigger_checkpoint()

@@ -104,7 +104,8 @@ class EngineReads:
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             state.watchers.add(fut)
             try:
-                await asyncio.wait_for(fut, remaining)
+                async with asyncio.timeout(remaining):
+                    await fut
             except TimeoutError:
                 pass
             finally:
