@@ -42,7 +42,10 @@ def test_a_picked_port_taken_by_another_server_is_picked_again(
 
 def test_a_port_the_caller_chose_is_never_changed(zookeeper: ZooKeeperServer, tmp_path: Path) -> None:
     server = ZooKeeperServer(tmp_path / "second", port=zookeeper.port)
-    with pytest.raises(ZooKeeperError, match=f"port {zookeeper.port} on 127.0.0.1 was taken"):
-        server.start()
-    assert not server.running
+    try:
+        with pytest.raises(ZooKeeperError, match=f"port {zookeeper.port} on 127.0.0.1 was taken"):
+            server.start()
+        assert not server.running
+    finally:
+        server.stop()  # nothing left running, whatever start() did
     assert server.port == zookeeper.port
