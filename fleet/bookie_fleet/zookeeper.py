@@ -123,6 +123,7 @@ class ZooKeeperServer:
         self.java = java or shutil.which("java") or "java"
         self.proc: subprocess.Popen[bytes] | None = None
         self._paused = False
+        self._log_start = 0
 
     @property
     def plaintext(self) -> bool:
@@ -214,6 +215,8 @@ class ZooKeeperServer:
         self.write_config()
         classpath = os.pathsep.join([f"{self.lib_dir}/*", *provided_classpath(self.lib_dir)])
         cmd = [self.java, *_JVM_OPTS, "-cp", classpath, MAIN_CLASS, str(self.config_path)]
+        # The log is appended to across restarts: a bind failure is looked for in this launch's part only.
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.proc = spawn(cmd, self.log_path)
         self._paused = False
 
@@ -229,7 +232,10 @@ class ZooKeeperServer:
             if not self.running:
                 log = self.log_tail()
                 self.proc = None
-                if "Address already in use" in log:
+                with open(self.log_path, "rb") as f:
+                    f.seek(self._log_start)
+                    this_launch = f.read().decode(errors="replace")
+                if "Address already in use" in this_launch:
                     raise _PortTaken(f"port {port} on {self.host} was taken:\n{log}")
                 raise ZooKeeperError(f"ZooKeeper exited:\n{log}")
             if port is not None and self._serves_our_data(port, tls):
