@@ -101,6 +101,7 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         self.ledgers: dict[int, LedgerState] = {}
         self._flush_pool = ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
         self._read_pool = ThreadPoolExecutor(max(1, conf.num_read_worker_threads), thread_name_prefix="read")
+        self._disk_reads: dict[int, asyncio.Event] = {}
         self._checkpoint_lock = asyncio.Lock()
         self._checkpoint_done = asyncio.Event()
         self._checkpoint_task: asyncio.Task[None] | None = None

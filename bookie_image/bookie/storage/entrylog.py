@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
 _IDS = struct.Struct(">qq")
+_READ_AHEAD_STEP = 64 * 1024  # the smallest read of a read-ahead
 WRITE_BUFFER_BYTES = 1024 * 1024
 MAX_OPEN_READERS = 64
 
@@ -208,25 +209,28 @@ class EntryLogger:
     def read_ahead(self, ledger_id: int, location: int, max_entries: int,
                    max_bytes: int) -> Iterator[tuple[int, int, bytes]]:
         """(entry id, location, body) of the records of ``ledger_id`` stored right after ``location`` in the same
-        log (sequential reads). Not necessarily the indexed copies: the caller checks."""
+        log (sequential reads), at most ``max_entries`` of them within ``max_bytes``. Not necessarily the
+        indexed copies: the caller checks."""
         log_id, pos = ef.split_location(location)
         fd = self._reader(log_id)
-        prefix = os.pread(fd, 4, pos - 4)
-        (size,) = _SIZE.unpack(prefix)
-        start = pos + size  # where the next record's size prefix is
-        chunk = os.pread(fd, max(0, max_bytes), start)
-        offset = 0
+        (size,) = _SIZE.unpack(os.pread(fd, 4, pos - 4))
+        at = pos + size  # the next record's size prefix
+        # Read what the batch takes if its entries are about this one's size, not the whole budget at once:
+        # a batch of small entries is a small part of it. A short guess costs one more read.
+        window = _ReadWindow(fd, at + max(0, max_bytes), step=max(_READ_AHEAD_STEP, (size + 4) * max_entries))
         for _ in range(max_entries):
-            if offset + 4 + _IDS.size > len(chunk):
+            head = window.get(at, 4 + _IDS.size)
+            if head is None:
                 return
-            (size,) = _SIZE.unpack_from(chunk, offset)
-            if size < _IDS.size or offset + 4 + size > len(chunk):
+            (size,) = _SIZE.unpack_from(head)
+            lid, eid = _IDS.unpack_from(head, 4)
+            if size < _IDS.size or lid != ledger_id:
                 return
-            lid, eid = _IDS.unpack_from(chunk, offset + 4)
-            if lid != ledger_id:
+            body = window.get(at + 4, size)
+            if body is None:
                 return
-            yield eid, (log_id << 32) | (start + offset + 4), bytes(chunk[offset + 4:offset + 4 + size])
-            offset += 4 + size
+            yield eid, (log_id << 32) | (at + 4), body
+            at += 4 + size
 
     def close(self) -> None:
         self.roll()
@@ -235,3 +239,22 @@ class EntryLogger:
                 os.close(fd)
             self._readers.clear()
 
+
+class _ReadWindow:
+    """Sequential reads of one file up to ``limit``, ``step`` bytes (or more) per pread."""
+
+    def __init__(self, fd: int, limit: int, step: int) -> None:
+        self.fd, self.limit, self.step = fd, limit, step
+        self.buf, self.buf_at = b"", 0
+
+    def get(self, offset: int, n: int) -> bytes | None:
+        """The file's bytes ``offset .. offset + n``, or None past the limit or the end of the file."""
+        if offset + n > self.limit:
+            return None
+        start = offset - self.buf_at
+        if start < 0 or start + n > len(self.buf):
+            size = min(max(self.step, n), self.limit - offset)
+            self.buf, self.buf_at, start = os.pread(self.fd, size, offset), offset, 0
+        if start + n > len(self.buf):
+            return None
+        return self.buf[start:start + n]

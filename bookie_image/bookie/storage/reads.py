@@ -25,6 +25,7 @@ class EngineReads:
     stats: dict[str, int]
     _closed: bool
     _read_pool: ThreadPoolExecutor
+    _disk_reads: dict[int, asyncio.Event]  # ledger id -> its disk read under way
 
     def _state(self, ledger_id: int) -> LedgerState:
         raise NotImplementedError
@@ -59,8 +60,25 @@ class EngineReads:
             if body is not None:
                 self.stats["read_cache_hits"] += 1
         if body is None:
-            body = await self._in_thread(self._read_pool, d.read_from_disk, ledger_id, entry_id)
+            body = await self._read_from_disk(d, ledger_id, entry_id)
         return body
+
+    async def _read_from_disk(self, d: LedgerDirStorage, ledger_id: int, entry_id: int) -> bytes:
+        """One disk read (with read-ahead) per ledger at a time, as BookKeeper's reads of a ledger share one
+        ordered thread: a reader that finds one under way waits for it and looks in the read cache again, so
+        a catch-up's many outstanding reads cost one read-ahead, not one each."""
+        while (under_way := self._disk_reads.get(ledger_id)) is not None:
+            await under_way.wait()
+            body = d.read_cache.get(ledger_id, entry_id)
+            if body is not None:
+                self.stats["read_cache_hits"] += 1
+                return body
+        done = self._disk_reads[ledger_id] = asyncio.Event()
+        try:
+            return await self._in_thread(self._read_pool, d.read_from_disk, ledger_id, entry_id)
+        finally:
+            del self._disk_reads[ledger_id]
+            done.set()
 
     async def _last_entry(self, ledger_id: int) -> int | None:
         d = self.dir_of(ledger_id)
