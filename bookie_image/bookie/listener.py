@@ -235,6 +235,13 @@ class BookieConnection(asyncio.Protocol):
                 self.processor.record(request, outcome, started)
                 self._send(codec.encode_response(request, outcome))
                 return
+        elif type(request) is m.ReadRequest:
+            response = self.processor.try_read(request)
+            if response is not None:  # from memory, no task; the slot goes once the answer is written
+                self.processor.record(request, response, started)
+                self._send(codec.encode_response(request, response), 1)
+                self._pause_if_over(self.processor.reads)
+                return
         refusal = self.processor.admit(request)
         if refusal is not None:
             self._send(codec.encode_response(request, refusal))

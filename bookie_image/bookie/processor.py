@@ -211,6 +211,23 @@ class RequestProcessor:
             self.adds.enter(len(r.body))
         return queued
 
+    def try_read(self, r: m.ReadRequest) -> m.Response | None:
+        """A plain read of an entry in memory (write cache or read cache), answered without a task: a reader
+        catching up sends hundreds at once. Returns the response with the read's in-progress slot taken (the
+        caller releases it once the response is written); None: this read needs the general path (fencing,
+        long poll, last entry, an entry on disk, a refusal to count or log)."""
+        if (r.fence or r.previous_lac is not None or r.entry_id < 0 or self.reads.over_pending_limit()
+                or (r.wire.version == 3 and r.wire.protocol_version != 3) or invalid_ids(r) is not None):
+            return None
+        started = perf_counter()
+        body = self.engine.read_cached(r.ledger_id, r.entry_id)
+        if body is None:
+            return None
+        self.engine.dir_of(r.ledger_id).read_entry_stat.record_since(started)
+        self.reads.enter(size_of(r))
+        return m.ReadResponse(r.wire, StatusCode.EOK, r.ledger_id, r.entry_id, body=body,
+                              max_lac=self.engine.last_add_confirmed(r.ledger_id))
+
     def record(self, request: m.Request, response: m.Response, started: float) -> None:
         """A request answered: its latency since ``started`` (``perf_counter()`` when it was decoded)
         and bytes. Request and processing latency are the same here: processing starts on arrival, and

@@ -72,17 +72,16 @@ class ReadCache:
         self.size = 0
         self._entries: OrderedDict[tuple[int, int], bytes] = OrderedDict()
         self._lock = threading.Lock()
+        # Counted by the engine's read path, once per read: a hit when a read finds its entry here, a miss when
+        # it goes to the entry log (a read that waits for another's read-ahead and then finds it is a hit).
         self.hits = 0
         self.misses = 0
 
     def get(self, ledger_id: int, entry_id: int) -> bytes | None:
         with self._lock:
             body = self._entries.get((ledger_id, entry_id))
-            if body is None:
-                self.misses += 1
-                return None
-            self._entries.move_to_end((ledger_id, entry_id))
-            self.hits += 1
+            if body is not None:
+                self._entries.move_to_end((ledger_id, entry_id))
             return body
 
     def put(self, ledger_id: int, entry_id: int, body: bytes) -> None:

@@ -50,15 +50,35 @@ class EngineReads:
             await self._ensure_lac(ledger_id, state)
         return body
 
-    async def _read_body(self, ledger_id: int, entry_id: int) -> bytes:
+    def read_cached(self, ledger_id: int, entry_id: int) -> bytes | None:
+        """An entry from memory, for a read answered without a task; None when the read must take
+        ``read_entry``'s way: no such ledger, its LAC not computed yet since the start, or the entry on disk."""
+        state = self.ledgers.get(ledger_id)
+        if state is None or not state.data.exists or state.lac is None:
+            return None
         d = self.dir_of(ledger_id)
+        body = self._in_write_caches(d, ledger_id, entry_id) or self._in_read_cache(d, ledger_id, entry_id)
+        if body is not None:
+            self.stats["reads"] += 1
+        return body
+
+    @staticmethod
+    def _in_write_caches(d: LedgerDirStorage, ledger_id: int, entry_id: int) -> bytes | None:
         body = d.write_cache.get(ledger_id, entry_id)
         if body is None and d.flushing is not None:
             body = d.flushing.get(ledger_id, entry_id)
-        if body is None:
-            body = d.read_cache.get(ledger_id, entry_id)
-            if body is not None:
-                self.stats["read_cache_hits"] += 1
+        return body
+
+    def _in_read_cache(self, d: LedgerDirStorage, ledger_id: int, entry_id: int) -> bytes | None:
+        body = d.read_cache.get(ledger_id, entry_id)
+        if body is not None:
+            d.read_cache.hits += 1
+            self.stats["read_cache_hits"] += 1
+        return body
+
+    async def _read_body(self, ledger_id: int, entry_id: int) -> bytes:
+        d = self.dir_of(ledger_id)
+        body = self._in_write_caches(d, ledger_id, entry_id) or self._in_read_cache(d, ledger_id, entry_id)
         if body is None:
             body = await self._read_from_disk(d, ledger_id, entry_id)
         return body
@@ -69,10 +89,10 @@ class EngineReads:
         a catch-up's many outstanding reads cost one read-ahead, not one each."""
         while (under_way := self._disk_reads.get(ledger_id)) is not None:
             await under_way.wait()
-            body = d.read_cache.get(ledger_id, entry_id)
+            body = self._in_read_cache(d, ledger_id, entry_id)
             if body is not None:
-                self.stats["read_cache_hits"] += 1
                 return body
+        d.read_cache.misses += 1
         done = self._disk_reads[ledger_id] = asyncio.Event()
         try:
             return await self._in_thread(self._read_pool, d.read_from_disk, ledger_id, entry_id)
