@@ -148,7 +148,7 @@ class BookieConfig(BaseModel):
     db_storage_read_ahead_cache_max_size_mb: int = Field(64, ge=0, description="Read cache size.")
     db_storage_read_ahead_cache_batch_size: int = Field(100, gt=0, description="Read-ahead entries.")
     db_storage_read_ahead_cache_batch_bytes_size: int = Field(
-        -1, ge=-1, description="Read-ahead byte limit (-1 off)."
+        -1, ge=-1, description="Read-ahead byte limit (-1: none, the entry count and half the read cache bound it)."
     )
     db_storage_max_throttle_time_ms: int = Field(
         10000, ge=0, description="Wait for a full write cache before ETOOMANYREQUESTS, ms."

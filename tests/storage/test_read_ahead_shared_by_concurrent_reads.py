@@ -108,3 +108,15 @@ async def test_read_ahead_stops_at_its_byte_budget(engines: Any) -> None:
 
     cached = [i for i in range(30) if d.read_cache.get(LEDGER, i) is not None]
     assert cached == list(range(1, 10)), "nine records of ~10 KB fit in a 100,000-byte budget, not ten"
+
+
+async def test_without_a_byte_limit_read_ahead_takes_its_whole_entry_count(engines: Any) -> None:
+    # dbStorage_readAheadCacheBatchBytesSize -1 (the default), as in BookKeeper: only the entry count bounds a
+    # batch (and half the read cache, which must hold it): 99 entries of 20 KB, about 2 MB, all come in.
+    engine = await engines(dbStorage_readAheadCacheBatchSize=100)
+    await _flushed_ledger(engine, [b"L" * 20_000] * 120)
+    d = engine.dir_of(LEDGER)
+
+    await engine.read_entry(LEDGER, 0)
+
+    assert [i for i in range(120) if d.read_cache.get(LEDGER, i) is not None] == list(range(1, 100))

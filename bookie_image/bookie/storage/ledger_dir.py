@@ -47,8 +47,9 @@ class LedgerDirStorage:
         # BookKeeper's bookie_read_entry and bookie_readahead_batch_{count,size} (bookie.metrics).
         self.read_entry_stat, self.readahead_count_stat, self.readahead_size_stat = (
             op_stat(conf.enable_statistics) for _ in range(3))
+        # -1: no byte limit of its own; the entry count and half the read cache (which holds the batch) bound it.
         bytes_limit = conf.db_storage_read_ahead_cache_batch_bytes_size
-        self.read_ahead_bytes = bytes_limit if bytes_limit > 0 else 1024 * 1024
+        self.read_ahead_bytes = bytes_limit if bytes_limit > 0 else self.read_cache.max_bytes // 2
 
     # --- blocking parts (worker threads)
     def flush_cache(self, cache: WriteCache) -> int:
