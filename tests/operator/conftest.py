@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,17 +116,49 @@ class OperatorProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
+def _serving_metrics(op: OperatorProcess, tries: int = 3) -> None:
+    """Wait until the operator serves its metrics. Another process can bind the port ``free_port()`` picked
+    before the operator does (the operator then exits: address already in use): it starts again on a fresh
+    port, at most ``tries`` times."""
+    for _ in range(tries):
+        deadline = time.monotonic() + 60
+        while op.proc is not None and op.proc.poll() is None:
+            if _answers_metrics(op.metrics_port):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the operator never served metrics on port {op.metrics_port}")
+            time.sleep(0.2)
+        this_start = op.log.rsplit("===== start", 1)[-1]
+        if "Address already in use" not in this_start:
+            raise AssertionError(f"the operator exited:\n{this_start[-3000:]}")
+        op.metrics_port = free_port()
+        op.start()
+    raise AssertionError(f"no free metrics port for the operator in {tries} tries")
+
+
+def _answers_metrics(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+            return "bookie_operator_" in resp.read().decode(errors="replace")
+    except OSError:
+        return False
+
+
 @pytest.fixture
 def operator_factory(kube: KubeTarget, bookie_crd: str, tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
     made: list[OperatorProcess] = []
 
-    def make(namespace: str, metrics_port: int = 0, replica: str | None = None,
+    def make(namespace: str, metrics: bool = False, replica: str | None = None,
              extra_args: list[str] | None = None) -> OperatorProcess:
+        """An operator on ``namespace``; with ``metrics``, serving Prometheus metrics on ``op.metrics_port``."""
         log = tmp_path / (f"operator-{namespace}-{replica}.log" if replica else f"operator-{namespace}.log")
-        op = OperatorProcess(kube.kubeconfig, namespace, log, metrics_port=metrics_port,
+        op = OperatorProcess(kube.kubeconfig, namespace, log, metrics_port=free_port() if metrics else 0,
                              extra_args=extra_args or [], hostname=replica)
         made.append(op)
-        return op.start()
+        op.start()
+        if metrics:
+            _serving_metrics(op)
+        return op
 
     try:
         yield make

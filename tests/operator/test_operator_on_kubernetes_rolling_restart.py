@@ -13,7 +13,6 @@ from tests.operator.conftest import (
     OperatorProcess,
     bookie_cluster,
     events,
-    free_port,
     get_cluster,
     patch_spec,
     wait_ready,
@@ -25,8 +24,7 @@ def test_a_config_change_rolls_one_bookie_at_a_time(
         kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
         operator_factory: Callable[..., OperatorProcess]) -> None:
     ns = kube_namespace
-    port = free_port()
-    operator_factory(ns, metrics_port=port)
+    operator = operator_factory(ns, metrics=True)
     kube.apply(bookie_cluster("bk", zookeeper.connect_string, f"/{ns}/ledgers"), namespace=ns)
     obj = wait_ready(kube, ns, "bk")
     checksum = obj["status"]["configChecksum"]
@@ -50,7 +48,7 @@ def test_a_config_change_rolls_one_bookie_at_a_time(
     assert [e["message"].split()[0] for e in restarts] == ["bk-2", "bk-1", "bk-0"]
     wait_ready(kube, ns, "bk")
 
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+    with urllib.request.urlopen(f"http://127.0.0.1:{operator.metrics_port}/metrics", timeout=5) as resp:
         text = resp.read().decode()
     assert 'bookie_operator_rolling_restarts_total 3.0' in text
     assert "bookie_operator_reconciles_total" in text
