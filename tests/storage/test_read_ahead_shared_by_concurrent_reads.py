@@ -10,35 +10,13 @@ cache. Read-ahead reads the file in pieces sized to the batch, not its whole byt
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
-import pytest_asyncio
-from bookie.config import BookieConfig
 from bookie.storage.engine import StorageEngine
 
 from tests.support.raw_client import MASTER_KEY, entry
 
 LEDGER = 3
-
-
-@pytest_asyncio.fixture
-async def engines(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    opened: list[StorageEngine] = []
-
-    async def open_engine(**overrides: Any) -> StorageEngine:
-        values: dict[str, Any] = {"journalDirectories": str(tmp_path / "journal"),
-                                  "ledgerDirectories": str(tmp_path / "l0"), "flushInterval": 60000,
-                                  "journalMaxGroupWaitMSec": 0, "enableStatistics": True}
-        engine = StorageEngine(BookieConfig.from_mapping(values | overrides))
-        await engine.start()
-        opened.append(engine)
-        return engine
-
-    yield open_engine
-    for engine in opened:
-        await engine.close()
 
 
 async def _flushed_ledger(engine: StorageEngine, bodies: list[bytes]) -> None:
@@ -48,7 +26,7 @@ async def _flushed_ledger(engine: StorageEngine, bodies: list[bytes]) -> None:
 
 
 async def test_outstanding_reads_of_a_ledger_cost_one_entry_log_read_per_read_ahead_batch(engines: Any) -> None:
-    engine = await engines(dbStorage_readAheadCacheBatchSize=100)
+    engine = await engines(enableStatistics=True, dbStorage_readAheadCacheBatchSize=100)
     bodies = [b"%d" % i * 100 for i in range(300)]
     await _flushed_ledger(engine, bodies)
     d = engine.dir_of(LEDGER)
@@ -61,7 +39,7 @@ async def test_outstanding_reads_of_a_ledger_cost_one_entry_log_read_per_read_ah
 
 
 async def test_reads_of_two_ledgers_at_once_both_complete_and_leave_no_read_marked_under_way(engines: Any) -> None:
-    engine = await engines(dbStorage_readAheadCacheBatchSize=10)
+    engine = await engines(enableStatistics=True, dbStorage_readAheadCacheBatchSize=10)
     for ledger in (LEDGER, LEDGER + 1):
         for eid in range(5):
             await engine.add_entry(entry(ledger, eid, b"x"), MASTER_KEY)
@@ -74,7 +52,7 @@ async def test_reads_of_two_ledgers_at_once_both_complete_and_leave_no_read_mark
 
 
 async def test_a_failed_disk_read_lets_the_waiting_reads_go_on(engines: Any) -> None:
-    engine = await engines()
+    engine = await engines(enableStatistics=True)
     await _flushed_ledger(engine, [b"a", b"b"])
     missing = engine.read_entry(LEDGER, 7)  # no such entry: the read fails in the read pool
 
@@ -87,7 +65,7 @@ async def test_a_failed_disk_read_lets_the_waiting_reads_go_on(engines: Any) -> 
 async def test_read_ahead_of_entries_of_varied_sizes_reads_past_its_first_guess(engines: Any) -> None:
     # The first entry is small, so the first piece read is sized for small entries; the batch's larger entries
     # that follow still all come into the cache, up to the batch size.
-    engine = await engines(dbStorage_readAheadCacheBatchSize=50)
+    engine = await engines(enableStatistics=True, dbStorage_readAheadCacheBatchSize=50)
     bodies = [b"s"] + [b"L" * 20_000] * 60
     await _flushed_ledger(engine, bodies)
     d = engine.dir_of(LEDGER)
@@ -100,7 +78,8 @@ async def test_read_ahead_of_entries_of_varied_sizes_reads_past_its_first_guess(
 
 
 async def test_read_ahead_stops_at_its_byte_budget(engines: Any) -> None:
-    engine = await engines(dbStorage_readAheadCacheBatchSize=100, dbStorage_readAheadCacheBatchBytesSize=100_000)
+    engine = await engines(enableStatistics=True, dbStorage_readAheadCacheBatchSize=100,
+                           dbStorage_readAheadCacheBatchBytesSize=100_000)
     await _flushed_ledger(engine, [b"m" * 10_000] * 30)
     d = engine.dir_of(LEDGER)
 
@@ -113,7 +92,7 @@ async def test_read_ahead_stops_at_its_byte_budget(engines: Any) -> None:
 async def test_without_a_byte_limit_read_ahead_takes_its_whole_entry_count(engines: Any) -> None:
     # dbStorage_readAheadCacheBatchBytesSize -1 (the default), as in BookKeeper: only the entry count bounds a
     # batch (and half the read cache, which must hold it): 99 entries of 20 KB, about 2 MB, all come in.
-    engine = await engines(dbStorage_readAheadCacheBatchSize=100)
+    engine = await engines(enableStatistics=True, dbStorage_readAheadCacheBatchSize=100)
     await _flushed_ledger(engine, [b"L" * 20_000] * 120)
     d = engine.dir_of(LEDGER)
 

@@ -4,16 +4,14 @@ limits, and what a restart must remember (entries, master keys, fences, explicit
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
-from bookie.config import BookieConfig
 from bookie.storage.engine import StorageEngine
 from bookie.storage.errors import FencedError, MasterKeyMismatchError, NoEntryError, NoLedgerError
 
+from tests.storage.conftest import engine_conf
 from tests.support.raw_client import MASTER_KEY, entry
 
 
@@ -27,28 +25,6 @@ async def _crash(engine: StorageEngine) -> None:
     for d in engine.dirs:
         await asyncio.to_thread(d.locations.close)
         await asyncio.to_thread(d.ledger_index.close)
-
-
-def _conf(base: Path, **overrides: Any) -> BookieConfig:
-    values: dict[str, Any] = {"journalDirectories": str(base / "journal"), "ledgerDirectories": str(base / "l0"),
-                              "flushInterval": 60000, "journalMaxGroupWaitMSec": 0}
-    values.update(overrides)
-    return BookieConfig.from_mapping(values)
-
-
-@pytest_asyncio.fixture
-async def engines(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    opened: list[StorageEngine] = []
-
-    async def open_engine(**overrides: Any) -> StorageEngine:
-        engine = StorageEngine(_conf(tmp_path, **overrides))
-        await engine.start()
-        opened.append(engine)
-        return engine
-
-    yield open_engine
-    for engine in opened:
-        await engine.close()
 
 
 async def test_journal_rolls_and_old_files_are_trimmed_after_checkpoints(engines: Any, tmp_path: Path) -> None:
@@ -94,7 +70,7 @@ async def test_a_restart_remembers_entries_keys_fences_and_explicit_lac(engines:
     await engine.fence(6, MASTER_KEY)
     await engine.write_explicit_lac(5, 0, MASTER_KEY, b"lac-packet")
     await _crash(engine)  # no final checkpoint: everything must come back from the journal
-    again = StorageEngine(_conf(tmp_path))
+    again = StorageEngine(engine_conf(tmp_path))
     await again.start()
     try:
         assert await again.read_entry(5, 0) == entry(5, 0, b"e0")
