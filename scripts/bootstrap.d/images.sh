@@ -104,7 +104,7 @@ key="$( { echo "$base_key $version $bk_version"
           cd "$repo" && find .dockerignore pyproject.toml requirements images scripts/build-image bookie_image/Dockerfile \
                bookie_image/bookie operator/Dockerfile operator/bookie_operator hack/apache-bookkeeper \
                pipeline/Dockerfile pipeline/bookie_audit pipeline/image \
-               -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum
+               -type f ! -name '*.pyc' ! -name '*.so' ! -name '*.so.partial' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum
         } | sha256sum | cut -c1-12)"
 dir="$cache/images-$key"
 layout="$dir/oci"

@@ -1,0 +1,343 @@
+/* The bookie's v3 add path in C: decoding an add request and encoding its EOK response.
+ *
+ * Every entry a client writes over v3 crosses these two steps. Done with protobuf message objects they
+ * cost about 7.5 us of interpreter time per add (parse, a dozen attribute reads, building the response
+ * message), a sixth of the whole add; here they are one pass over the bytes.
+ *
+ * decode_add(frame) reads a BookKeeper v3 ``Request`` (BookkeeperProtocol.proto) whose header says
+ * ADD_ENTRY with the protobuf wire rules: fields in any order, repeated occurrences of a message merged and
+ * the last scalar kept, unknown fields skipped, a field whose wire type does not match its declaration
+ * treated as unknown, an enum value outside its enum treated as unknown (proto2 closed enums). It returns
+ * a tuple when the frame is such a request with every required field, and None otherwise: another
+ * operation, a missing field, or bytes that are no protobuf at all. The caller then decodes the frame as
+ * any other request (codec.py), which sorts out those cases.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { WIRE_VARINT = 0, WIRE_FIXED64 = 1, WIRE_LEN = 2, WIRE_FIXED32 = 5 };
+enum { OP_ADD_ENTRY = 2, OP_LAST = 12, VERSION_THREE = 3, FLAG_RECOVERY_ADD = 1 };
+
+typedef struct {
+    const uint8_t *p;
+    const uint8_t *end;
+} Cursor;
+
+/* A base-128 varint of at most 10 bytes; bits above 64 are dropped, as protobuf does. 0 on truncation. */
+static int read_varint(Cursor *c, uint64_t *out) {
+    uint64_t value = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (c->p >= c->end)
+            return 0;
+        uint8_t byte = *c->p++;
+        if (shift < 64)
+            value |= (uint64_t)(byte & 0x7F) << shift;
+        if (!(byte & 0x80)) {
+            *out = value;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The payload of a length-delimited field. */
+static int read_len(Cursor *c, Cursor *out) {
+    uint64_t n;
+    if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p))
+        return 0;
+    out->p = c->p;
+    out->end = c->p + n;
+    c->p += n;
+    return 1;
+}
+
+static int read_tag(Cursor *c, uint64_t *field, int *wire_type);
+
+enum { WIRE_START_GROUP = 3, WIRE_END_GROUP = 4, MAX_DEPTH = 100 };
+
+/* Skips a field's value; a group (wire types 3 and 4, deprecated but valid) up to its matching end. */
+static int skip_value(Cursor *c, int wire_type, uint64_t field, int depth) {
+    uint64_t ignored;
+    Cursor inner;
+    switch (wire_type) {
+    case WIRE_VARINT:
+        return read_varint(c, &ignored);
+    case WIRE_FIXED64:
+        if (c->end - c->p < 8)
+            return 0;
+        c->p += 8;
+        return 1;
+    case WIRE_LEN:
+        return read_len(c, &inner);
+    case WIRE_FIXED32:
+        if (c->end - c->p < 4)
+            return 0;
+        c->p += 4;
+        return 1;
+    case WIRE_START_GROUP:
+        if (depth >= MAX_DEPTH)
+            return 0;
+        for (;;) {
+            uint64_t inner_field;
+            int inner_type;
+            if (!read_tag(c, &inner_field, &inner_type))
+                return 0;
+            if (inner_type == WIRE_END_GROUP)
+                return inner_field == field;
+            if (!skip_value(c, inner_type, inner_field, depth + 1))
+                return 0;
+        }
+    default: /* an end of group without its start, or wire types 6 and 7 */
+        return 0;
+    }
+}
+
+static int read_tag(Cursor *c, uint64_t *field, int *wire_type) {
+    uint64_t tag;
+    if (!read_varint(c, &tag) || (tag >> 3) == 0 || tag > 0xFFFFFFFFu)
+        return 0;
+    *field = tag >> 3;
+    *wire_type = (int)(tag & 7);
+    return 1;
+}
+
+typedef struct {
+    int has_version, has_operation, has_txn_id;
+    uint64_t txn_id;
+    int32_t version, operation;
+    uint32_t priority;
+} Header;
+
+typedef struct {
+    int has_ledger_id, has_entry_id, has_master_key, has_body;
+    int64_t ledger_id, entry_id;
+    int32_t flag, write_flags;
+    Cursor master_key, body;
+} Add;
+
+static int parse_header(Cursor c, Header *h) {
+    while (c.p < c.end) {
+        uint64_t field, v;
+        int wt;
+        if (!read_tag(&c, &field, &wt))
+            return 0;
+        if (wt != WIRE_VARINT || field < 1 || field > 4) {
+            if (!skip_value(&c, wt, field, 0))
+                return 0;
+            continue;
+        }
+        if (!read_varint(&c, &v))
+            return 0;
+        int32_t as_enum = (int32_t)(uint32_t)v;
+        switch (field) {
+        case 1:
+            if (as_enum >= 1 && as_enum <= 3) {
+                h->version = as_enum;
+                h->has_version = 1;
+            }
+            break;
+        case 2:
+            if (as_enum >= 1 && as_enum <= OP_LAST) {
+                h->operation = as_enum;
+                h->has_operation = 1;
+            }
+            break;
+        case 3:
+            h->txn_id = v;
+            h->has_txn_id = 1;
+            break;
+        case 4:
+            h->priority = (uint32_t)v;
+            break;
+        }
+    }
+    return 1;
+}
+
+static int parse_add(Cursor c, Add *a) {
+    while (c.p < c.end) {
+        uint64_t field, v;
+        int wt;
+        if (!read_tag(&c, &field, &wt))
+            return 0;
+        int is_bytes = field == 3 || field == 4;
+        int is_varint = field == 1 || field == 2 || field == 5 || field == 100;
+        if ((is_bytes && wt == WIRE_LEN) || (is_varint && wt == WIRE_VARINT)) {
+            if (is_bytes) {
+                Cursor value;
+                if (!read_len(&c, &value))
+                    return 0;
+                if (field == 3) {
+                    a->master_key = value;
+                    a->has_master_key = 1;
+                } else {
+                    a->body = value;
+                    a->has_body = 1;
+                }
+                continue;
+            }
+            if (!read_varint(&c, &v))
+                return 0;
+            switch (field) {
+            case 1:
+                a->ledger_id = (int64_t)v;
+                a->has_ledger_id = 1;
+                break;
+            case 2:
+                a->entry_id = (int64_t)v;
+                a->has_entry_id = 1;
+                break;
+            case 5:
+                a->write_flags = (int32_t)(uint32_t)v;
+                break;
+            case 100:
+                if ((int32_t)(uint32_t)v == FLAG_RECOVERY_ADD)
+                    a->flag = FLAG_RECOVERY_ADD;
+                break;
+            }
+            continue;
+        }
+        if (!skip_value(&c, wt, field, 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* Request fields that carry another operation's body (readRequest = 100 .. getListOfEntriesOfLedger = 108)
+ * or the request context (200), all messages: an add frame holding one is left to the general decoder. */
+static int is_other_request_field(uint64_t field, int wire_type) {
+    return wire_type == WIRE_LEN && ((field >= 100 && field <= 108 && field != 101) || field == 200);
+}
+
+static PyObject *decode_add(PyObject *module, PyObject *frame) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *start = (const uint8_t *)view.buf;
+    Cursor c = {start, start + view.len};
+    Header h;
+    Add a;
+    memset(&h, 0, sizeof h);
+    memset(&a, 0, sizeof a);
+    int has_header = 0, has_add = 0, ok = 1;
+    while (ok && c.p < c.end) {
+        uint64_t field;
+        int wt;
+        Cursor inner;
+        if (!read_tag(&c, &field, &wt) || is_other_request_field(field, wt)) {
+            ok = 0;
+        } else if (field == 1 && wt == WIRE_LEN) {
+            ok = read_len(&c, &inner) && parse_header(inner, &h);
+            has_header = 1;
+        } else if (field == 101 && wt == WIRE_LEN) {
+            ok = read_len(&c, &inner) && parse_add(inner, &a);
+            has_add = 1;
+        } else {
+            ok = skip_value(&c, wt, field, 0);
+        }
+    }
+    ok = ok && has_header && h.has_version && h.has_operation && h.has_txn_id && h.operation == OP_ADD_ENTRY
+         && has_add && a.has_ledger_id && a.has_entry_id && a.has_master_key && a.has_body;
+    PyObject *result = NULL;
+    if (ok) {
+        result = Py_BuildValue(
+            "(KiILLy#nnOi)", (unsigned long long)h.txn_id, (int)h.version, (unsigned int)h.priority,
+            (long long)a.ledger_id, (long long)a.entry_id, (const char *)a.master_key.p,
+            (Py_ssize_t)(a.master_key.end - a.master_key.p), (Py_ssize_t)(a.body.p - start),
+            (Py_ssize_t)(a.body.end - start), a.flag == FLAG_RECOVERY_ADD ? Py_True : Py_False,
+            (int)a.write_flags);
+    } else {
+        result = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static uint8_t *write_varint(uint8_t *out, uint64_t value) {
+    while (value >= 0x80) {
+        *out++ = (uint8_t)(value | 0x80);
+        value >>= 7;
+    }
+    *out++ = (uint8_t)value;
+    return out;
+}
+
+static size_t varint_size(uint64_t value) {
+    size_t n = 1;
+    while (value >= 0x80) {
+        value >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* The whole frame, length prefix included, of Response{header{VERSION_THREE, ADD_ENTRY, txnId}, status EOK,
+ * addResponse{EOK, ledgerId, entryId}}: the bytes protobuf writes for it, fields in number order. */
+static PyObject *encode_add_ok(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "encode_add_ok takes txn_id, ledger_id, entry_id (%zd given)", nargs);
+        return NULL;
+    }
+    uint64_t txn_id = PyLong_AsUnsignedLongLong(args[0]);
+    if (txn_id == (uint64_t)-1 && PyErr_Occurred())
+        return NULL;
+    long long ledger_id = PyLong_AsLongLong(args[1]);
+    if (ledger_id == -1 && PyErr_Occurred())
+        return NULL;
+    long long entry_id = PyLong_AsLongLong(args[2]);
+    if (entry_id == -1 && PyErr_Occurred())
+        return NULL;
+    size_t header_size = 5 + varint_size(txn_id);
+    size_t add_size = 4 + varint_size((uint64_t)ledger_id) + varint_size((uint64_t)entry_id);
+    size_t payload = 1 + varint_size(header_size) + header_size + 2 + 2 + varint_size(add_size) + add_size;
+    PyObject *frame = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 + payload));
+    if (frame == NULL)
+        return NULL;
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(frame);
+    out[0] = (uint8_t)(payload >> 24);
+    out[1] = (uint8_t)(payload >> 16);
+    out[2] = (uint8_t)(payload >> 8);
+    out[3] = (uint8_t)payload;
+    out += 4;
+    *out++ = 0x0a; /* header */
+    out = write_varint(out, header_size);
+    *out++ = 0x08; /* version */
+    *out++ = VERSION_THREE;
+    *out++ = 0x10; /* operation */
+    *out++ = OP_ADD_ENTRY;
+    *out++ = 0x18; /* txnId */
+    out = write_varint(out, txn_id);
+    *out++ = 0x10; /* status EOK */
+    *out++ = 0x00;
+    *out++ = 0xaa; /* addResponse, field 101 */
+    *out++ = 0x06;
+    out = write_varint(out, add_size);
+    *out++ = 0x08; /* status EOK */
+    *out++ = 0x00;
+    *out++ = 0x10; /* ledgerId */
+    out = write_varint(out, (uint64_t)ledger_id);
+    *out++ = 0x18; /* entryId */
+    write_varint(out, (uint64_t)entry_id);
+    return frame;
+}
+
+static PyMethodDef methods[] = {
+    {"decode_add", (PyCFunction)decode_add, METH_O,
+     "decode_add(frame) -> (txn_id, version, priority, ledger_id, entry_id, master_key, body_start, body_end,"
+     " recovery, write_flags) | None\n\nA v3 add request's fields, or None when the frame is not one."},
+    {"encode_add_ok", (PyCFunction)(void (*)(void))encode_add_ok, METH_FASTCALL,
+     "encode_add_ok(txn_id, ledger_id, entry_id) -> bytes\n\nThe framed v3 EOK answer to an add."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "bookie.protocol._native",
+    .m_doc = "The v3 add path's decoding and encoding, in C.",
+    .m_size = 0,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module_def); }
