@@ -9,8 +9,9 @@ fall back to v2 when that fails. A v2 frame starts with its version byte (0, 1 o
 protobuf tag (field number 0), so those frames skip the protobuf attempt - the hot v2 add/read path costs
 one ``struct`` unpack. ``decode_request`` raises ``MalformedFrame`` and nothing else.
 
-A v3 add, the request every written entry arrives in, is decoded and its EOK answer encoded by the C module
-``_native``, in one pass over the bytes; the other v3 requests go through protobuf's message classes.
+Adds, the requests every written entry arrives in, are decoded by the C module ``_native`` in one pass over
+the bytes (v3 and v2), and so is a v3 add's EOK answer; the other v3 requests go through protobuf's message
+classes.
 
 v2 requests whose version byte is above 2 are decoded (with ``wire.protocol_version`` set) so that the
 processor can answer EBADVERSION as BookKeeper does.
@@ -41,7 +42,6 @@ class MalformedFrame(Exception):
 
 
 _INT = struct.Struct(">i")
-_ADD_IDS = struct.Struct(">qq")  # ledgerId, entryId at the start of an entry
 _READ_REQ = struct.Struct(">iqq")  # header, ledgerId, entryId
 _BATCH_REQ = struct.Struct(">iqqqiq")  # header, ledgerId, startEntryId, requestId, maxCount, maxSize
 _RESP = struct.Struct(">iiiqq")  # frame length, header, rc, ledgerId, entryId
@@ -59,6 +59,7 @@ _V2_WIRES = {(v, hp): m.Wire(2, 0, v, hp) for v in range(256) for hp in (False, 
 V2_RESPONSE_SIZE = 24  # header + rc + ledgerId + entryId: every v2 add response and read error response
 ENTRY_HEADER_SIZE = 32
 _MK = c.MASTER_KEY_LENGTH
+_V2_ENTRY_AT = 4 + _MK  # a v2 add: packet header, master key, entry
 
 
 # ---------------------------------------------------------------- v2 header
@@ -176,6 +177,12 @@ _V3_REQUEST_FIELDS: dict[int, tuple[str, Callable[[m.Wire, Any], m.Request]]] = 
 
 
 def _decode_v2_request(frame: bytes | memoryview) -> m.Request:
+    add = _native.decode_v2_add(frame)
+    if add is not None:
+        version, flags, ledger_id, entry_id, master_key = add
+        view = frame if isinstance(frame, memoryview) else memoryview(frame)
+        return m.AddRequest(_V2_WIRES[version, bool(flags & _FLAG_HIGH)], ledger_id, entry_id, master_key,
+                            view[_V2_ENTRY_AT:], recovery=bool(flags & _FLAG_RECOVERY))
     n = len(frame)
     if n < 4:
         raise MalformedFrame(f"v2 frame of {n} bytes has no packet header")
@@ -183,8 +190,8 @@ def _decode_v2_request(frame: bytes | memoryview) -> m.Request:
     wire = _V2_WIRES[version, bool(flags & _FLAG_HIGH)]
     # BookKeeper reads the version as a signed byte: versions >= 128 never carry a fencing master key.
     key_allowed = 2 <= version < 128
-    if opcode == _OP_ADD:
-        return _v2_add(frame, wire, flags)
+    if opcode == _OP_ADD:  # every add of full length was decoded above
+        raise MalformedFrame(f"v2 add of {n} bytes: shorter than master key + entry header")
     if opcode == _OP_READ:
         return _v2_read(frame, wire, flags, key_allowed)
     if opcode == _OP_BATCH_READ:
@@ -192,15 +199,6 @@ def _decode_v2_request(frame: bytes | memoryview) -> m.Request:
     if opcode == _OP_AUTH:
         return _v2_auth(frame, wire)
     raise MalformedFrame(f"v2 opcode {opcode} is not served (version byte {version})")
-
-
-def _v2_add(frame: bytes | memoryview, wire: m.Wire, flags: int) -> m.AddRequest:
-    if len(frame) < 4 + _MK + ENTRY_HEADER_SIZE:
-        raise MalformedFrame(f"v2 add of {len(frame)} bytes: shorter than master key + entry header")
-    view = frame if isinstance(frame, memoryview) else memoryview(frame)
-    ledger_id, entry_id = _ADD_IDS.unpack_from(frame, 4 + _MK)
-    return m.AddRequest(wire, ledger_id, entry_id, bytes(view[4:4 + _MK]), view[4 + _MK:],
-                        recovery=bool(flags & _FLAG_RECOVERY))
 
 
 def _v2_read(frame: bytes | memoryview, wire: m.Wire, flags: int, key_allowed: bool) -> m.ReadRequest:
