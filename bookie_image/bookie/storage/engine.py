@@ -308,10 +308,11 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         if state.lac is None or lac > state.lac:
             state.lac = lac
             state.lac_updated_ms = int(time.time() * 1000)
-            watchers, state.watchers = state.watchers, set()
-            for fut in watchers:
-                if not fut.done():
-                    fut.set_result(None)
+            if state.watchers:  # long polls waiting for this LAC (most adds have none: no set to allocate)
+                watchers, state.watchers = state.watchers, set()
+                for fut in watchers:
+                    if not fut.done():
+                        fut.set_result(None)
 
     def fence(self, ledger_id: int, master_key: bytes) -> asyncio.Future[None]:
         """Fence a ledger: later non-recovery adds fail. The future completes once the fence is durable."""

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from bookie.storage import durable
+from bookie.storage import _native, durable
 from bookie.storage import entrylog_format as ef
 from bookie.storage.errors import CorruptDataError
 
@@ -26,6 +26,7 @@ _SIZE = struct.Struct(">i")
 _IDS = struct.Struct(">qq")
 _READ_AHEAD_STEP = 64 * 1024  # the smallest read of a read-ahead
 WRITE_BUFFER_BYTES = 1024 * 1024
+Bodies = list[bytes] | list[bytes | memoryview]  # a list: the C packer indexes it directly
 MAX_OPEN_READERS = 64
 
 
@@ -99,34 +100,41 @@ class EntryLogger:
         return self.append_many(((ledger_id, entry_id, body),))[0][2]
 
     def append_many(self, entries: Iterable[tuple[int, int, bytes]]) -> list[tuple[int, int, int]]:
-        """``append`` for a whole checkpoint: (ledger, entry, location) of each entry, in order.
+        """``append`` for several entries: (ledger, entry, location) of each, in order."""
+        runs: list[tuple[int, list[int], list[bytes | memoryview]]] = []
+        for ledger_id, entry_id, body in entries:
+            if not runs or runs[-1][0] != ledger_id:
+                runs.append((ledger_id, [], []))
+            runs[-1][1].append(entry_id)
+            runs[-1][2].append(body)
+        return self.append_ledgers(runs)
 
-        The same steps as ``append`` with the lock taken once and the loop's state in locals: this loop runs
-        on a worker thread for every entry the bookie stores, and each bytecode it saves is GIL time the
-        event loop gets back.
-        """
+    def append_ledgers(self, ledgers: Iterable[tuple[int, list[int], Bodies]]) -> list[tuple[int, int, int]]:
+        """A checkpoint's entries, ledger by ledger (ledger id, its entry ids, their bodies), appended in that
+        order; returns (ledger, entry, location) of each. Durable only after ``flush``.
+
+        The records are packed by ``_native.append_records`` (C): this runs on a worker thread for every
+        entry the bookie stores, and the interpreter's time per entry would be GIL time taken from the event
+        loop. Between its calls this method rolls the log when it is full and writes the buffer out every
+        ``WRITE_BUFFER_BYTES``."""
         out: list[tuple[int, int, int]] = []
-        pack, prefix, limit = _SIZE.pack, ef.RECORD_SIZE_PREFIX, self.log_size_limit
         with self._lock:
             if self._fd < 0:
                 self._open_new_log()
-            buffer, ledgers, position = self._buffer, self._ledgers, self._position
-            for ledger_id, entry_id, body in entries:
-                record_size = prefix + len(body)
-                if position + record_size > limit and position > ef.HEADER_SIZE:
-                    self._position = position
-                    self._finalize_active()
-                    self._open_new_log()
-                    buffer, ledgers, position = self._buffer, self._ledgers, self._position
-                out.append((ledger_id, entry_id, (self.active_log_id << 32) | (position + prefix)))
-                buffer += pack(len(body))
-                buffer += body
-                position += record_size
-                ledgers[ledger_id] = ledgers.get(ledger_id, 0) + record_size
-                if len(buffer) >= WRITE_BUFFER_BYTES:
-                    self._position = position
-                    self._write_buffer()
-            self._position = position
+            for ledger_id, entry_ids, bodies in ledgers:
+                done = 0
+                while done < len(bodies):
+                    start = self._position
+                    done, self._position = _native.append_records(
+                        self._buffer, out, ledger_id, entry_ids, bodies, done, start, self.active_log_id,
+                        self.log_size_limit, ef.HEADER_SIZE, WRITE_BUFFER_BYTES)
+                    if self._position > start:
+                        self._ledgers[ledger_id] = self._ledgers.get(ledger_id, 0) + self._position - start
+                    if len(self._buffer) >= WRITE_BUFFER_BYTES:
+                        self._write_buffer()
+                    elif done < len(bodies):  # the next record would pass logSizeLimit
+                        self._finalize_active()
+                        self._open_new_log()
         return out
 
     def _write_buffer(self) -> None:

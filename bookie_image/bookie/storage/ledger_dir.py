@@ -54,7 +54,7 @@ class LedgerDirStorage:
     # --- blocking parts (worker threads)
     def flush_cache(self, cache: WriteCache) -> int:
         """Append a swapped write cache to the entry log and index it; returns entries written."""
-        batch = self.entry_logger.append_many(cache.sorted_entries())
+        batch = self.entry_logger.append_ledgers(cache.by_ledger())
         self.entry_logger.flush()
         if batch:
             self.locations.put_many(batch)

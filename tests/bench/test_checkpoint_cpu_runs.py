@@ -1,0 +1,19 @@
+"""The checkpoint append probe (bench/checkpoint_cpu.py) runs on a tiny workload; numbers are not checked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "checkpoint_cpu.py"
+
+
+def test_checkpoint_cpu_quick_run_reports_each_size(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    sizes = json.loads(result.stdout.strip().splitlines()[-1])
+    assert [s["size"] for s in sizes] == [100, 1024]
+    assert all(s["us_per_entry"] >= 0 for s in sizes)
