@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -34,6 +35,31 @@ def run_gc(urls: dict[str, str], token: str, timeout: float) -> None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the GC cycle of {pod} did not end in {timeout:.0f} s")
             time.sleep(0.5)
+
+
+def wait_ledgers_deleted(url: str, token: str, ledger_ids: list[int], timeout: float) -> None:
+    """Until none of ``ledger_ids`` has metadata any more (the bookie's ``GET /api/v1/ledger/metadata`` answers
+    404). A Pulsar broker drops a ledger from its topic first and deletes it in BookKeeper afterwards, on its
+    own: a GC cycle started in between would still see the ledger and keep its entries."""
+    deadline = time.monotonic() + timeout
+    pending = list(ledger_ids)
+    while pending:
+        pending = [lid for lid in pending if _has_metadata(url, token, lid)]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"ledgers {pending} still have metadata {timeout:.0f} s after Pulsar dropped them")
+        time.sleep(0.5)
+
+
+def _has_metadata(url: str, token: str, ledger_id: int) -> bool:
+    try:
+        rest(url, f"/api/v1/ledger/metadata?ledger_id={ledger_id}", token=token)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return False
+        raise
+    return True
 
 
 def finished_logs(url: str, token: str) -> list[dict[str, Any]]:

@@ -40,7 +40,14 @@ from localkube.binaries import find_binary
 from localkube.cluster import LocalCluster
 from localkube.kapi import KubeAPI
 
-from bookie_fleet.bookie_rest import add_pinning, finished_logs, pinned_garbage, pinning_line, run_gc
+from bookie_fleet.bookie_rest import (
+    add_pinning,
+    finished_logs,
+    pinned_garbage,
+    pinning_line,
+    run_gc,
+    wait_ledgers_deleted,
+)
 from bookie_fleet.workload import EXPIRING, KEPT, TOPICS, PulsarWorkload, topic_name
 from bookie_fleet.zookeeper import ZooKeeperServer
 
@@ -229,6 +236,7 @@ class Story:
         expiring = " and ".join(EXPIRING)
         with self.step(f"the messages of {expiring} expire: Pulsar deletes their ledgers") as rec:
             deleted = self.workload.expire()
+            wait_ledgers_deleted(next(iter(self.admin_urls().values())), self.admin_token(), deleted, 120)
             expired_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             self.summary.deleted_ledgers = rec["deleted_ledgers"] = len(deleted)
             say(f"   {len(deleted)} ledgers deleted; {', '.join(KEPT)} keeps "
