@@ -17,7 +17,7 @@ from pathlib import Path
 import uvloop
 from aiohttp import web
 
-from bookie import cookies, disks, metrics, tls
+from bookie import cookies, disks, heap, metrics, tls
 from bookie.admin import AdminService
 from bookie.client import BookKeeper, ClientConfig
 from bookie.client.autorecovery import Autorecovery
@@ -354,6 +354,7 @@ async def serve(conf: BookieConfig) -> int:
         log.exception("bookie %s cannot start", server.bookie_id)
         await _close_quietly(server)
         raise StartupError(f"{type(exc).__name__}: {exc}", reason_for_error(exc)) from exc
+    heap.settle_after_start()
     signalled = asyncio.ensure_future(stop.wait())
     stopped = asyncio.ensure_future(server.stopped.wait())
     await asyncio.wait((signalled, stopped), return_when=asyncio.FIRST_COMPLETED)
