@@ -1,0 +1,107 @@
+"""CPU of one append in our Python client: the client side's optimisation loop.
+
+    python bench/client_cpu.py                    # 3 rounds of 8 s, 1 KiB appends, 500 outstanding, 1/1/1
+    PYTHONPATH=/path/to/other/checkout/bookie_image python bench/client_cpu.py   # another version
+    python bench/client_cpu.py --quick            # tiny run for the test suite
+
+One local bookie (journal fsync on, 1 ms group wait) and, in this process, our client (`BookKeeper`,
+`LedgerHandle.append`) keeping ``--window`` appends outstanding on one ledger. Reported: the rate, and this
+process's CPU time per acknowledged append (``time.process_time()``: the client, and nothing of the bookie,
+which is another process). Nothing is written to docs: docs/benchmarks.md quotes its before/after numbers by
+hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import add_bench
+from bookie.client.bookkeeper import BookKeeper
+from bookie.client.config import ClientConfig
+from bookie.protocol.entry import DigestType
+from bookie_fleet.zookeeper import ZooKeeperServer
+
+
+async def one_round(lh: Any, payload: bytes, window: int, seconds: float) -> tuple[int, float, float]:
+    """Appends with ``window`` outstanding for ``seconds``: (acknowledged, elapsed s, this process's CPU s)."""
+    slots = asyncio.Semaphore(window)
+    acknowledged = 0
+
+    def done(fut: asyncio.Future[int]) -> None:
+        nonlocal acknowledged
+        slots.release()
+        if not fut.cancelled() and fut.exception() is None:
+            acknowledged += 1
+
+    pending: set[asyncio.Future[int]] = set()
+    cpu0, started = time.process_time(), time.monotonic()
+    while time.monotonic() - started < seconds:
+        await slots.acquire()
+        fut = lh.append(payload)
+        pending.add(fut)
+        fut.add_done_callback(pending.discard)
+        fut.add_done_callback(done)
+    if pending:
+        await asyncio.wait(pending)
+    return acknowledged, time.monotonic() - started, time.process_time() - cpu0
+
+
+async def rounds(zk_connect: str, root: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    config = ClientConfig(zk_servers=zk_connect, ledgers_root=root, speculative_read_timeout_s=0)
+    async with BookKeeper(config) as bk:
+        lh = await bk.create_ledger(1, 1, 1, digest_type=DigestType.CRC32, password=b"bench")
+        payload = b"c" * args.size
+        await one_round(lh, payload, args.window, min(args.seconds, 2.0))  # warm-up, not reported
+        for r in range(args.rounds):
+            acknowledged, elapsed, cpu = await one_round(lh, payload, args.window, args.seconds)
+            if acknowledged == 0:
+                raise RuntimeError("no append was acknowledged")
+            result = {"round": r, "appends_per_s": acknowledged / elapsed,
+                      "client_us_per_append": cpu / acknowledged * 1e6}
+            print(f"round {r}: {result['appends_per_s']:8.0f} appends/s, client CPU "
+                  f"{result['client_us_per_append']:5.1f} us/append", flush=True)
+            results.append(result)
+        await lh.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--window", type=int, default=500)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's SIGTERM still stops the bookie and ZK
+    if args.quick:
+        args.seconds, args.rounds, args.window = 0.5, 1, 20
+    with tempfile.TemporaryDirectory() as tmp:
+        zk = ZooKeeperServer(Path(tmp) / "zk").start()
+        root = f"/client-cpu-{uuid.uuid4().hex[:8]}/ledgers"
+        bookie = add_bench.start_ours(Path(tmp) / "ours", zk, root)
+        try:
+            results = asyncio.run(rounds(zk.connect_string, root, args))
+        finally:
+            bookie.stop()
+            zk.stop()
+    best = min(results, key=lambda x: x["client_us_per_append"])
+    print(f"best: {best['client_us_per_append']:.1f} us/append")
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

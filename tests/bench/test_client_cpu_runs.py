@@ -1,0 +1,18 @@
+"""The client append probe (bench/client_cpu.py) runs on a tiny workload; numbers are not checked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "client_cpu.py"
+
+
+def test_client_cpu_quick_run_reports_cpu_per_append() -> None:
+    result = subprocess.run([sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rounds = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(rounds) == 1
+    assert rounds[0]["appends_per_s"] > 0 and rounds[0]["client_us_per_append"] > 0
