@@ -9,6 +9,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+from bookie.protocol import _native
 from bookie.protocol import codes as c
 from bookie.protocol import messages as m
 from bookie.protocol.codec import (
@@ -195,11 +196,18 @@ def _decode_v2_batch_response(frame: bytes | memoryview, wire: m.Wire) -> m.Batc
     return m.BatchReadResponse(wire, c.v2_to_status(rc), ledger_id, start, request_id, tuple(entries))
 
 
+_STATUS = {int(status): status for status in StatusCode}
+
+
 def _opt(msg: Any, field: str) -> Any:
     return getattr(msg, field) if msg.HasField(field) else None
 
 
 def _decode_v3_response(frame: bytes | memoryview) -> m.Response:
+    add = _native.decode_add_response(frame)  # the answer to every append, in C; the rest through protobuf
+    if add is not None:
+        txn_id, version, priority, _, add_status, ledger_id, entry_id = add
+        return m.AddResponse(m.Wire(3, txn_id, version, priority > 0), _STATUS[add_status], ledger_id, entry_id)
     msg = pb.Response()
     try:
         msg.ParseFromString(frame)
