@@ -46,6 +46,11 @@ def encode_request(request: m.Request) -> bytes:
     """The complete frame (with length prefix) of a client request, in ``request.wire.version``."""
     if request.wire.version == 2:
         return _encode_v2_request(request)
+    if type(request) is m.AddRequest:  # every append, in C; the rest through protobuf
+        wire = request.wire
+        return _native.encode_add(wire.txn_id, c.HIGH_PRIORITY_VALUE if wire.high_priority else 0,
+                                  request.ledger_id, request.entry_id, request.master_key, request.body,
+                                  request.recovery, request.write_flags)
     return _frame(_v3_request(request))
 
 
