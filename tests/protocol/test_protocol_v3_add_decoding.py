@@ -19,6 +19,8 @@ from bookie.protocol import messages as m
 from bookie.protocol.codes import StatusCode
 from bookie.protocol.proto import BookkeeperProtocol_pb2 as _pb
 
+from tests.support.protobuf_wire import damaged, field, varint
+
 pb: Any = _pb
 KEY = b"k" * 20
 ENTRY = struct.pack(">qqqq", 5, 7, 6, 100) + b"\x00" * 8 + b"payload"
@@ -68,25 +70,6 @@ def add_frame(rng: random.Random) -> bytes:
     if rng.random() < 0.3:
         add.writeFlags = rng.choice([0, 1, -1, 2**31 - 1])
     return bytes(request.SerializeToString())
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    value &= (1 << 64) - 1
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def field(number: int, wire_type: int, value: bytes | int) -> bytes:
-    tag = varint(number << 3 | wire_type)
-    if wire_type == 0:
-        assert isinstance(value, int)
-        return tag + varint(value)
-    assert isinstance(value, bytes)
-    return tag + (varint(len(value)) + value if wire_type == 2 else value)
 
 
 HEADER = field(1, 0, 3) + field(2, 0, 2) + field(3, 0, 77)
@@ -155,18 +138,7 @@ def test_damaged_frames_are_never_misread() -> None:
     rng = random.Random(2)
     seeds = [add_frame(rng) for _ in range(40)] + list(HAND_BUILT.values())
     adds_seen = 0
-    for _ in range(60_000):
-        frame = bytearray(rng.choice(seeds))
-        for _ in range(rng.randint(1, 3)):
-            choice = rng.random()
-            at = rng.randrange(len(frame) + 1)
-            if choice < 0.5 and frame:
-                frame[min(at, len(frame) - 1)] = rng.randrange(256)
-            elif choice < 0.75:
-                del frame[at:at + rng.randint(1, 8)]
-            else:
-                frame[at:at] = rng.randbytes(rng.randint(1, 8))
-        data = bytes(frame)
+    for data in damaged(rng, seeds, 60_000):
         expected = reference(data)
         adds_seen += expected is not None
         assert decoded(data) == expected, data.hex()

@@ -18,7 +18,7 @@ from bookie.protocol import messages as m
 from bookie.protocol.codes import StatusCode
 from bookie.protocol.proto import BookkeeperProtocol_pb2 as _pb
 
-from tests.protocol.test_protocol_v3_add_decoding import field, varint
+from tests.support.protobuf_wire import damaged, field, varint
 
 pb: Any = _pb
 OTHER_ANSWERS = {"readResponse", "authResponse", "writeLacResponse", "readLacResponse", "getBookieInfoResponse",
@@ -109,17 +109,7 @@ def test_damaged_frames_are_never_misread() -> None:
     rng = random.Random(4)
     seeds = [answer_frame(rng) for _ in range(40)] + list(HAND_BUILT.values())
     answers_seen = 0
-    for _ in range(60_000):
-        frame = bytearray(rng.choice(seeds))
-        for _ in range(rng.randint(1, 3)):
-            choice, at = rng.random(), rng.randrange(len(frame) + 1)
-            if choice < 0.5 and frame:
-                frame[min(at, len(frame) - 1)] = rng.randrange(256)
-            elif choice < 0.75:
-                del frame[at:at + rng.randint(1, 8)]
-            else:
-                frame[at:at] = rng.randbytes(rng.randint(1, 8))
-        data = bytes(frame)
+    for data in damaged(rng, seeds, 60_000):
         expected = reference(data)
         answers_seen += expected is not None
         assert _native.decode_add_response(data) == expected, data.hex()
