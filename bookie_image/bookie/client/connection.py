@@ -114,6 +114,15 @@ def _retrieve(future: asyncio.Future[m.Response]) -> None:
         future.exception()
 
 
+def _fail_request(future: asyncio.Future[m.Response], exc: BaseException) -> None:
+    """Fail a request's future, marking its exception retrieved: an abandoned request (a speculative read
+    answered elsewhere, an add of a finished entry) must not log "exception was never retrieved". Only failed
+    futures get that callback: one more scheduled callback per answered request costs an append's CPU."""
+    if not future.done():
+        future.add_done_callback(_retrieve)
+        future.set_exception(exc)
+
+
 class BookieConnection(asyncio.Protocol):
     """One TCP connection to one bookie, speaking v3 (``version=3``) or v2."""
 
@@ -195,9 +204,8 @@ class BookieConnection(asyncio.Protocol):
              high_priority: bool = False) -> asyncio.Future[m.Response]:
         """Encode ``make(wire)`` and send it; the future gets the response or a ``BookieError``."""
         future: asyncio.Future[m.Response] = self._loop.create_future()
-        future.add_done_callback(_retrieve)  # abandoned speculative/stale requests must not warn
         if self.closed:
-            future.set_exception(self.failure or BookieUnavailable(
+            _fail_request(future, self.failure or BookieUnavailable(
                 f"connection to bookie {self.bookie_id} is closed", bookie=self.bookie_id))
             return future
         deadline = self._loop.time() + timeout
@@ -326,9 +334,8 @@ class BookieConnection(asyncio.Protocol):
 
     def _expire(self, pending: _Pending) -> None:
         self._forget(pending)
-        if not pending.future.done():
-            pending.future.set_exception(BookieTimeout(
-                f"bookie {self.bookie_id} did not answer within {pending.timeout:g}s", bookie=self.bookie_id))
+        _fail_request(pending.future, BookieTimeout(
+            f"bookie {self.bookie_id} did not answer within {pending.timeout:g}s", bookie=self.bookie_id))
 
     def _fail(self, exc: BaseException) -> None:
         """Close the connection and fail every pending request with ``exc``."""
@@ -349,8 +356,7 @@ class BookieConnection(asyncio.Protocol):
         self._by_key.clear()
         self._out = []
         for pending in pendings:
-            if not pending.future.done():
-                pending.future.set_exception(exc)
+            _fail_request(pending.future, exc)
 
     def close(self) -> None:
         self._fail(BookieUnavailable(f"connection to bookie {self.bookie_id} closed by the client",
