@@ -75,12 +75,43 @@ class BookieAddressResolver:
         self._cache.pop(bookie_id, None)
 
 
+Answered = Callable[[m.Response | BaseException], None]
+
+
+class _Callback:
+    """Where a request's outcome goes when its sender gave a callback instead of waiting on a future: the
+    answer is handed over as soon as it is read, failures one loop iteration later (a failed request may be
+    failed while the connection closes, and its sender may then send again). For appends, which would
+    otherwise pay a future, its done-callback and a scheduled loop callback per request."""
+
+    __slots__ = ("answered", "finished", "loop")
+
+    def __init__(self, answered: Answered, loop: asyncio.AbstractEventLoop) -> None:
+        self.answered = answered
+        self.loop = loop
+        self.finished = False
+
+    def done(self) -> bool:
+        return self.finished
+
+    def set_result(self, response: m.Response) -> None:
+        self.finished = True
+        try:
+            self.answered(response)
+        except Exception:  # the sender's fault: the connection goes on reading the other answers
+            log.exception("the callback of a request failed on its answer %r", type(response).__name__)
+
+    def set_exception(self, exc: BaseException) -> None:
+        self.finished = True
+        self.loop.call_soon(self.answered, exc)
+
+
 class _Pending:
     __slots__ = ("deadline", "future", "key", "timeout", "txn")
 
-    def __init__(self, future: asyncio.Future[m.Response], txn: int,
+    def __init__(self, future: asyncio.Future[m.Response] | _Callback, txn: int,
                  key: tuple[int, int, int] | None, timeout: float, deadline: float) -> None:
-        self.future = future
+        self.future = future  # the sender's future, or its callback
         self.txn = txn
         self.key = key
         self.timeout = timeout
@@ -114,13 +145,15 @@ def _retrieve(future: asyncio.Future[m.Response]) -> None:
         future.exception()
 
 
-def _fail_request(future: asyncio.Future[m.Response], exc: BaseException) -> None:
-    """Fail a request's future, marking its exception retrieved: an abandoned request (a speculative read
+def _fail_request(future: asyncio.Future[m.Response] | _Callback, exc: BaseException) -> None:
+    """Fail a request, a future's exception marked retrieved: an abandoned request (a speculative read
     answered elsewhere, an add of a finished entry) must not log "exception was never retrieved". Only failed
     futures get that callback: one more scheduled callback per answered request costs an append's CPU."""
-    if not future.done():
+    if future.done():
+        return
+    if isinstance(future, asyncio.Future):
         future.add_done_callback(_retrieve)
-        future.set_exception(exc)
+    future.set_exception(exc)
 
 
 class BookieConnection(asyncio.Protocol):
@@ -204,10 +237,21 @@ class BookieConnection(asyncio.Protocol):
              high_priority: bool = False) -> asyncio.Future[m.Response]:
         """Encode ``make(wire)`` and send it; the future gets the response or a ``BookieError``."""
         future: asyncio.Future[m.Response] = self._loop.create_future()
+        self._enqueue(future, make, timeout, high_priority)
+        return future
+
+    def send_then(self, make: Callable[[m.Wire], m.Request], timeout: float, answered: Answered, *,
+                  high_priority: bool = False) -> None:
+        """``send`` for the hot path: ``answered(response)`` is called as the answer is read, or
+        ``answered(error)`` with a ``BookieError`` on a later loop iteration."""
+        self._enqueue(_Callback(answered, self._loop), make, timeout, high_priority)
+
+    def _enqueue(self, future: asyncio.Future[m.Response] | _Callback, make: Callable[[m.Wire], m.Request],
+                 timeout: float, high_priority: bool) -> None:
         if self.closed:
             _fail_request(future, self.failure or BookieUnavailable(
                 f"connection to bookie {self.bookie_id} is closed", bookie=self.bookie_id))
-            return future
+            return
         deadline = self._loop.time() + timeout
         if self.version == 3:
             txn = self._next_txn
@@ -225,7 +269,6 @@ class BookieConnection(asyncio.Protocol):
         if self._deadline_timer is None or deadline < self._deadline_timer_at:
             self._arm_deadline_timer(deadline)
         self._schedule_flush()
-        return future
 
     def _pending_requests(self) -> list[_Pending]:
         return [*self._by_txn.values(), *(p for q in self._by_key.values() for p in q)]
@@ -473,6 +516,13 @@ class BookieClient:
             bookie_id, ledger_id,
             lambda w: m.AddRequest(w, ledger_id, entry_id, master_key, body, recovery=recovery),
             timeout or self.config.add_timeout_s, high_priority=recovery)
+
+    def add_entry_then(self, bookie_id: str, ledger_id: int, entry_id: int, master_key: bytes, body: bytes,
+                       answered: Answered, *, recovery: bool = False) -> None:
+        """``add_entry`` with a callback (``BookieConnection.send_then``): a ledger's appends."""
+        self.connection(bookie_id, ledger_id).send_then(
+            lambda w: m.AddRequest(w, ledger_id, entry_id, master_key, body, recovery=recovery),
+            self.config.add_timeout_s, answered, high_priority=recovery)
 
     def read_entry(self, bookie_id: str, ledger_id: int, entry_id: int, *, fence: bool = False,
                    master_key: bytes | None = None, previous_lac: int | None = None,

@@ -246,16 +246,15 @@ class LedgerHandle:
         for index in positions:
             bookie = ensemble[index]
             op.sent_to[index] = bookie
-            fut = self.client.add_entry(bookie, self.ledger_id, op.entry_id, self.master_key, op.body,
-                                        recovery=self.recovering)
-            fut.add_done_callback(functools.partial(self._add_done, op, index, bookie))
+            self.client.add_entry_then(bookie, self.ledger_id, op.entry_id, self.master_key, op.body,
+                                       functools.partial(self._add_done, op, index, bookie),
+                                       recovery=self.recovering)
 
-    def _add_done(self, op: _PendingAdd, index: int, bookie: str, fut: asyncio.Future[m.Response]) -> None:
+    def _add_done(self, op: _PendingAdd, index: int, bookie: str, outcome: m.Response | BaseException) -> None:
         if op.future.done() or op.sent_to.get(index) != bookie:
             return  # stale answer (entry finished, or this position was re-assigned)
-        exc = fut.exception()
-        if exc is None:
-            status = fut.result().status
+        if not isinstance(outcome, BaseException):
+            status = outcome.status
             if status is StatusCode.EOK:
                 op.acked.add(index)
                 if not op.completed and len(op.acked) >= self.metadata.ack_quorum_size:
@@ -269,7 +268,7 @@ class LedgerHandle:
             err: BaseException = e.status_error(status, f"add of entry {op.entry_id} to ledger {self.ledger_id}",
                                                 bookie)
         else:
-            err = exc
+            err = outcome
         if isinstance(err, e.LedgerFencedError | e.UnauthorizedAccess):
             self._fatal(err)
             return
