@@ -160,6 +160,10 @@ class LedgerHandle:
         self._pending: deque[_PendingAdd] = deque()
         self._failed: dict[int, str] = {}  # ensemble position -> failed bookie awaiting replacement
         self._down: set[int] = set()  # positions left failed because no replacement existed
+        # Every entry's write set, by entry id modulo the ensemble size: ensemble and write quorum sizes are
+        # fixed for a ledger's life (an ensemble change replaces bookies, not positions).
+        self._write_sets = [tuple(write_set(i, metadata.ensemble_size, metadata.write_quorum_size))
+                            for i in range(metadata.ensemble_size)]
         self._changing = False
         self._ensemble_changes = 0
         self._change_task: asyncio.Task[None] | None = None
@@ -236,9 +240,9 @@ class LedgerHandle:
         if not self._changing:
             self._send(op, self._write_positions(entry_id))
 
-    def _write_positions(self, entry_id: int) -> list[int]:
-        md = self.metadata
-        return [i for i in write_set(entry_id, md.ensemble_size, md.write_quorum_size) if i not in self._down]
+    def _write_positions(self, entry_id: int) -> Sequence[int]:
+        positions = self._write_sets[entry_id % len(self._write_sets)]
+        return [i for i in positions if i not in self._down] if self._down else positions
 
     def _send(self, op: _PendingAdd, positions: Sequence[int]) -> None:
         op.sent = True
