@@ -240,8 +240,11 @@ class LedgerHandle:
         if not self._changing:
             self._send(op, self._write_positions(entry_id))
 
+    def _write_set_of(self, entry_id: int) -> tuple[int, ...]:
+        return self._write_sets[entry_id % len(self._write_sets)]
+
     def _write_positions(self, entry_id: int) -> Sequence[int]:
-        positions = self._write_sets[entry_id % len(self._write_sets)]
+        positions = self._write_set_of(entry_id)
         return [i for i in positions if i not in self._down] if self._down else positions
 
     def _send(self, op: _PendingAdd, positions: Sequence[int]) -> None:
@@ -344,8 +347,7 @@ class LedgerHandle:
                     if not op.sent:
                         self._send(op, self._write_positions(op.entry_id))
                         continue
-                    positions = [i for i in write_set(op.entry_id, self.metadata.ensemble_size,
-                                                      self.metadata.write_quorum_size) if i in replaced]
+                    positions = [i for i in self._write_set_of(op.entry_id) if i in replaced]
                     for index in positions:
                         op.acked.discard(index)
                         op.sent_to.pop(index, None)
@@ -365,11 +367,10 @@ class LedgerHandle:
         md = self.metadata
         down = self._down | set(failed)
         for op in self._pending:
-            alive = [i for i in write_set(op.entry_id, md.ensemble_size, md.write_quorum_size) if i not in down]
+            alive = [i for i in self._write_set_of(op.entry_id) if i not in down]
             if len(alive) < md.ack_quorum_size:
                 raise exc
-        if all(len([i for i in write_set(x, md.ensemble_size, md.write_quorum_size) if i not in down])
-               >= md.ack_quorum_size for x in range(md.ensemble_size)):
+        if all(len([i for i in positions if i not in down]) >= md.ack_quorum_size for positions in self._write_sets):
             log.warning("ledger %d: no bookie to replace %s; continuing under-replicated (%s)", self.ledger_id,
                         sorted(failed.values()), exc)
             self._down = down
