@@ -2,10 +2,12 @@
 
     python bench/client_cpu.py                    # 3 rounds of 8 s, 1 KiB appends, 500 outstanding, 1/1/1
     PYTHONPATH=/path/to/other/checkout/bookie_image python bench/client_cpu.py   # another version
+    python bench/client_cpu.py --loop asyncio     # the same client on asyncio's own event loop
     python bench/client_cpu.py --quick            # tiny run for the test suite
 
 One local bookie (journal fsync on, 1 ms group wait) and, in this process, our client (`BookKeeper`,
-`LedgerHandle.append`) keeping ``--window`` appends outstanding on one ledger. Reported: the rate, and this
+`LedgerHandle.append`) keeping ``--window`` appends outstanding on one ledger, on uvloop as our processes run
+it (``--loop asyncio``: on asyncio's default loop). Reported: the rate, and this
 process's CPU time per acknowledged append (``time.process_time()``: the client, and nothing of the bookie,
 which is another process). Nothing is written to docs: docs/benchmarks.md quotes its before/after numbers by
 hand.
@@ -23,6 +25,8 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -83,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--window", type=int, default=500)
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's SIGTERM still stops the bookie and ZK
@@ -93,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         root = f"/client-cpu-{uuid.uuid4().hex[:8]}/ledgers"
         bookie = add_bench.start_ours(Path(tmp) / "ours", zk, root)
         try:
-            results = asyncio.run(rounds(zk.connect_string, root, args))
+            run = uvloop.run if args.loop == "uvloop" else asyncio.run
+            results = run(rounds(zk.connect_string, root, args))
         finally:
             bookie.stop()
             zk.stop()

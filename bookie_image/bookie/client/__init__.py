@@ -1,4 +1,8 @@
-"""The Python ledger client of BookKeeper: ``BookKeeper``, ``LedgerHandle``, ``SyncBookKeeper``."""
+"""The Python ledger client of BookKeeper: ``BookKeeper``, ``LedgerHandle``, ``SyncBookKeeper``.
+
+It runs on the application's event loop. Our own processes run it on uvloop (``uvloop.run(main())``; the
+blocking ``SyncBookKeeper`` starts one itself), which costs less CPU per append than asyncio's default loop
+(docs/benchmarks.md, "Our client's appends")."""
 
 from bookie.client.bookkeeper import BookKeeper
 from bookie.client.config import ClientConfig

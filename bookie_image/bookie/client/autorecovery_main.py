@@ -9,6 +9,7 @@ import socket
 import sys
 from pathlib import Path
 
+import uvloop
 from aiohttp import web
 
 from bookie.client.autorecovery import Autorecovery
@@ -61,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
         print("bookie autorecovery: --http-auth-disabled contradicts --http-auth-token-file", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_run(args))
+        uvloop.run(_run(args))
     except KeyboardInterrupt:
         pass
     except TokenFileError as exc:

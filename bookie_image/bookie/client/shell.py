@@ -36,6 +36,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import uvloop
+
 from bookie.client import errors as e
 from bookie.client.bookkeeper import BookKeeper
 from bookie.client.config import ClientConfig
@@ -396,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CommandError, ZkSecurityError) as exc:
         parser.error(str(exc))  # exits 2: bad usage
     try:
-        asyncio.run(_run(args, tls, zk_security))
+        uvloop.run(_run(args, tls, zk_security))
     except (CommandError, e.BKError, ms.MetadataError, ZkSecurityError) as exc:
         print(f"bookie-shell {args.command}: {exc}", file=sys.stderr)
         return 1

@@ -14,6 +14,8 @@ from collections.abc import Coroutine, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
+import uvloop
+
 from bookie.client.bookkeeper import BookKeeper
 from bookie.client.config import ClientConfig
 from bookie.client.ledger import LedgerEntry, LedgerHandle
@@ -24,7 +26,7 @@ T = TypeVar("T")
 
 class _Loop:
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = uvloop.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="bookie-client", daemon=True)
         self.thread.start()
 

@@ -36,6 +36,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+import uvloop
+
 from bookie.client import errors as e
 from bookie.client.progress import ProgressBar
 from bookie.metadata import store as ms
@@ -277,7 +279,7 @@ async def _run(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        asyncio.run(_run(args))
+        uvloop.run(_run(args))
     except (StreamError, ValueError, e.BKError, ms.MetadataError, ZkSecurityError) as exc:
         print(f"bookie-stream {args.command}: {exc}", file=sys.stderr)
         return 1
