@@ -7,10 +7,9 @@
 
 One local bookie (journal fsync on, 1 ms group wait) and, in this process, our client (`BookKeeper`,
 `LedgerHandle.append`) keeping ``--window`` appends outstanding on one ledger, on uvloop as our processes run
-it (``--loop asyncio``: on asyncio's default loop). Reported: the rate, and this
-process's CPU time per acknowledged append (``time.process_time()``: the client, and nothing of the bookie,
-which is another process). Nothing is written to docs: docs/benchmarks.md quotes its before/after numbers by
-hand.
+it (``--loop asyncio``: on asyncio's default loop). Reported: the rate, and this process's CPU time per
+acknowledged append (``time.process_time()``: the client, and nothing of the bookie, which is another
+process). Nothing is written to docs: docs/benchmarks.md quotes its before/after numbers by hand.
 """
 
 from __future__ import annotations
