@@ -1,9 +1,11 @@
 """``bookie autorecovery`` as a process of its own: it is elected auditor, brings the ledgers of a lost bookie
-back to full replication, and answers its REST routes."""
+back to full replication, answers its REST routes, and stops cleanly on SIGTERM (what Kubernetes sends),
+withdrawing its auditor vote."""
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 import time
@@ -60,6 +62,17 @@ async def test_standalone_autorecovery_re_replicates_a_lost_bookie(
                         break
                     await asyncio.sleep(0.5)
             assert auditor == "Auditor: standalone-autorecovery"
+
+            proc.send_signal(signal.SIGTERM)
+            try:
+                output, _ = await asyncio.to_thread(proc.communicate, timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                output, _ = await asyncio.to_thread(proc.communicate, timeout=30)
+                raise AssertionError(f"still running 30 s after SIGTERM:\n{output[-6000:]}") from None
+            assert proc.returncode == 0, output
+            assert "signal received: stopping autorecovery standalone-autorecovery" in output
+            assert await bk.store.auditor_votes() == []
 
         reader = await bk.open_ledger(lh.ledger_id)
         assert [e.payload for e in await reader.read(0, 199)] == [b"entry-%d" % i for i in range(200)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -48,8 +49,15 @@ async def _run(args: argparse.Namespace) -> None:
             runner = web.AppRunner(build_autorecovery_app(ar, auth))
             await runner.setup()
             await web.TCPSite(runner, args.http_host, args.http_port).start()
+        # Stop cleanly on SIGTERM (what Kubernetes sends) and SIGINT, as ``bookie serve`` does: a loop handler
+        # works even when the process was started with SIGINT ignored (a background job of a shell).
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
         try:
-            await asyncio.Event().wait()
+            await stop.wait()
+            logging.getLogger(__name__).info("signal received: stopping autorecovery %s", args.id)
         finally:
             if runner is not None:
                 await runner.cleanup()
