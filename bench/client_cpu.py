@@ -6,8 +6,8 @@
     python bench/client_cpu.py --quick            # tiny run for the test suite
 
 One local bookie (journal fsync on, 1 ms group wait) and, in this process, our client (`BookKeeper`,
-`LedgerHandle.append`) keeping ``--window`` appends outstanding on one ledger, on uvloop as our processes run
-it (``--loop asyncio``: on asyncio's default loop). Reported: the rate, and this process's CPU time per
+`LedgerHandle.append`) keeping ``--window`` appends outstanding on one ledger, on uvloop as our client's commands
+run it (``--loop asyncio``: on asyncio's default loop). Reported: the rate, and this process's CPU time per
 acknowledged append (``time.process_time()``: the client, and nothing of the bookie, which is another
 process). Nothing is written to docs: docs/benchmarks.md quotes its before/after numbers by hand.
 """

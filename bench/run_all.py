@@ -717,7 +717,7 @@ Measurement = tuple[float, float, float, int]  # ops/s, p50 ms, p99 ms, operatio
 
 
 def _sync(coro: Coroutine[Any, Any, Measurement]) -> Measurement:
-    """A point of our client, on uvloop: the event loop our own processes run it on."""
+    """A point of our client, on uvloop: the event loop our client's commands run it on."""
     import uvloop  # from the virtualenv, which ``prepare`` enters
 
     return uvloop.run(coro)
@@ -970,7 +970,7 @@ def report(results: dict[str, Any], command: str) -> str:
     if any(p["workload"] == "pyclient" for p in pts):
         lines += ["### Adds from our Python client (`LedgerHandle.append`), next to the Java client", "",
                   f"{s['py_window']} outstanding appends on one ledger, 1 KiB entries, v3, our client on uvloop (as "
-                  "our processes run it). The Java client column is BenchThroughputLatency's at the same point "
+                  "our client's commands run it). The Java client column is BenchThroughputLatency's at the same point "
                   "(table above).", "",
                   "| E/W/A | bookies | Python client adds/s | p50 ms | p99 ms | Java client adds/s | Java p99 ms | "
                   "Python/Java client |", "|---|---|---|---|---|---|---|---|"]
