@@ -39,6 +39,12 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=m.Response)
 _ADD, _READ = 1, 2  # v2 matching keys (opcode)
+# Requests are written at the end of the loop iteration that made them, or as soon as this many bytes of them
+# are waiting. Without the second rule a burst of appends (a window's worth freed by one journal group's
+# acknowledgements) left in one write once all of it was encoded, the bookie sat idle meanwhile, and the two
+# processes took turns instead of working at once: about 0.5 core busy each, throughput bound by the sum of
+# their CPU per entry (docs/benchmarks.md, "the client's writes"). 64 KiB did best of 16 to 256 KiB.
+WRITE_EARLY_BYTES = 64 * 1024
 
 
 AddressLookup = Callable[[str], Awaitable[bytes | None]]
@@ -181,6 +187,7 @@ class BookieConnection(asyncio.Protocol):
         self._deadline_timer_at = 0.0
         self._next_txn = 1
         self._out: list[bytes] = []
+        self._out_bytes = 0
         self._flush_scheduled = False
         self.closed = False
         self.failure: BaseException | None = None
@@ -265,10 +272,15 @@ class BookieConnection(asyncio.Protocol):
             if queue is None:
                 queue = self._by_key[key] = deque()
             queue.append(_Pending(future, 0, key, timeout, deadline))
-        self._out.append(encode_request(request))
+        frame = encode_request(request)
+        self._out.append(frame)
+        self._out_bytes += len(frame)
         if self._deadline_timer is None or deadline < self._deadline_timer_at:
             self._arm_deadline_timer(deadline)
-        self._schedule_flush()
+        if self._out_bytes >= WRITE_EARLY_BYTES:
+            self._write_out()  # any scheduled flush still runs, and writes what follows
+        else:
+            self._schedule_flush()
 
     def _pending_requests(self) -> list[_Pending]:
         return [*self._by_txn.values(), *(p for q in self._by_key.values() for p in q)]
@@ -297,9 +309,12 @@ class BookieConnection(asyncio.Protocol):
 
     def _flush(self) -> None:
         self._flush_scheduled = False
+        self._write_out()
+
+    def _write_out(self) -> None:
         if self._out and self._transport is not None and not self.closed and not self._starting_tls:
             data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
-            self._out = []
+            self._out, self._out_bytes = [], 0
             self._transport.write(data)
 
     # ------------------------------------------------------------ TLS
@@ -397,7 +412,7 @@ class BookieConnection(asyncio.Protocol):
         pendings = self._pending_requests()
         self._by_txn.clear()
         self._by_key.clear()
-        self._out = []
+        self._out, self._out_bytes = [], 0
         for pending in pendings:
             _fail_request(pending.future, exc)
 
