@@ -7,21 +7,25 @@
 
 One local bookie (journal fsync on, 1 ms group wait) and, in this process, our client (`BookKeeper`,
 `LedgerHandle.append`) keeping ``--window`` appends outstanding on one ledger, on uvloop as our client's commands
-run it (``--loop asyncio``: on asyncio's default loop). Reported: the rate, and this process's CPU time per
+run it (``--loop asyncio``: on asyncio's default loop). Reported: the rate; this process's CPU time per
 acknowledged append (``time.process_time()``: the client, and nothing of the bookie, which is another
-process). Nothing is written to docs: docs/benchmarks.md quotes its before/after numbers by hand.
+process); how busy that kept the client (CPU seconds per second: well below 1 when the rate is bound by
+waiting for the bookie rather than by the client's CPU); and the appends' latency, p50 and p99. Nothing is
+written to docs: docs/benchmarks.md quotes its before/after numbers by hand.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import signal
 import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +40,23 @@ from bookie.protocol.entry import DigestType
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 
-async def one_round(lh: Any, payload: bytes, window: int, seconds: float) -> tuple[int, float, float]:
-    """Appends with ``window`` outstanding for ``seconds``: (acknowledged, elapsed s, this process's CPU s)."""
-    slots = asyncio.Semaphore(window)
-    acknowledged = 0
+@dataclass
+class Round:
+    acknowledged: int
+    elapsed_s: float
+    cpu_s: float  # this process's CPU time: the client's, none of the bookie's
+    latencies_s: list[float]  # append to acknowledgement, sorted
 
-    def done(fut: asyncio.Future[int]) -> None:
-        nonlocal acknowledged
+
+async def one_round(lh: Any, payload: bytes, window: int, seconds: float) -> Round:
+    """Appends with ``window`` outstanding for ``seconds``."""
+    slots = asyncio.Semaphore(window)
+    latencies: list[float] = []
+
+    def done(fut: asyncio.Future[int], sent_at: float) -> None:
         slots.release()
         if not fut.cancelled() and fut.exception() is None:
-            acknowledged += 1
+            latencies.append(time.perf_counter() - sent_at)
 
     pending: set[asyncio.Future[int]] = set()
     cpu0, started = time.process_time(), time.monotonic()
@@ -54,10 +65,10 @@ async def one_round(lh: Any, payload: bytes, window: int, seconds: float) -> tup
         fut = lh.append(payload)
         pending.add(fut)
         fut.add_done_callback(pending.discard)
-        fut.add_done_callback(done)
+        fut.add_done_callback(functools.partial(done, sent_at=time.perf_counter()))
     if pending:
         await asyncio.wait(pending)
-    return acknowledged, time.monotonic() - started, time.process_time() - cpu0
+    return Round(len(latencies), time.monotonic() - started, time.process_time() - cpu0, sorted(latencies))
 
 
 async def rounds(zk_connect: str, root: str, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -68,13 +79,17 @@ async def rounds(zk_connect: str, root: str, args: argparse.Namespace) -> list[d
         payload = b"c" * args.size
         await one_round(lh, payload, args.window, min(args.seconds, 2.0))  # warm-up, not reported
         for r in range(args.rounds):
-            acknowledged, elapsed, cpu = await one_round(lh, payload, args.window, args.seconds)
-            if acknowledged == 0:
+            measured = await one_round(lh, payload, args.window, args.seconds)
+            n, lat = measured.acknowledged, measured.latencies_s
+            if n == 0:
                 raise RuntimeError("no append was acknowledged")
-            result = {"round": r, "appends_per_s": acknowledged / elapsed,
-                      "client_us_per_append": cpu / acknowledged * 1e6}
+            result = {"round": r, "appends_per_s": n / measured.elapsed_s,
+                      "client_us_per_append": measured.cpu_s / n * 1e6,
+                      "client_busy": measured.cpu_s / measured.elapsed_s,
+                      "p50_ms": lat[n // 2] * 1e3, "p99_ms": lat[min(n - 1, int(n * 0.99))] * 1e3}
             print(f"round {r}: {result['appends_per_s']:8.0f} appends/s, client CPU "
-                  f"{result['client_us_per_append']:5.1f} us/append", flush=True)
+                  f"{result['client_us_per_append']:5.1f} us/append (busy {result['client_busy']:.2f} of a core), "
+                  f"latency p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms", flush=True)
             results.append(result)
         await lh.close()
     return results

@@ -16,3 +16,4 @@ def test_client_cpu_quick_run_reports_cpu_per_append() -> None:
     rounds = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(rounds) == 1
     assert rounds[0]["appends_per_s"] > 0 and rounds[0]["client_us_per_append"] > 0
+    assert rounds[0]["client_busy"] > 0 and 0 < rounds[0]["p50_ms"] <= rounds[0]["p99_ms"]

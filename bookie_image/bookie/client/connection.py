@@ -2,8 +2,9 @@
 
 Requests are built and parsed by ``bookie.protocol.codec`` (the same codec the bookie uses). A v3 connection
 matches responses by ``txnId``; a v2 connection by (operation, ledger id, entry id), oldest request first, as
-BookKeeper's ``PerChannelBookieClient`` does. Frames written during one loop iteration are sent with one
-``write`` (cheap pipelining), and requests made before the TCP connection is up are queued and sent once it is.
+BookKeeper's ``PerChannelBookieClient`` does. Frames made during one loop iteration are sent with one
+``write`` (cheap pipelining), or in 64 KiB writes while a larger burst is still being made
+(``WRITE_EARLY_BYTES``); requests made before the TCP connection is up are queued and sent once it is.
 
 With ``ClientConfig.tls`` a connection starts with a v3 START_TLS, as BookKeeper's ``PerChannelBookieClient``
 does (also on a v2 connection: BookKeeper's v2 clients read v3 until the START_TLS answer, then v2): requests
