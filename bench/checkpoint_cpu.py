@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bookie.storage.caches import WriteCache
 from bookie.storage.entrylog import EntryLogger
+from bookie.storage.ledger_dir import WriteCache
 
 
 def filled_cache(entries: int, size: int, ledgers: int) -> WriteCache:

@@ -77,6 +77,18 @@ def _fires(name: str) -> bool:
     return True
 
 
+def countdown(name: str) -> int:
+    """For a failpoint counted outside Python (the journal writer's thread, in C): the pass at which ``name``
+    fires, counted from now, or 0 when it is not armed. It is disarmed here; the caller counts."""
+    global _armed
+    if name not in FAILPOINTS:
+        raise FailpointError(f"failpoint {name!r} is not listed in bookie.failpoints.FAILPOINTS")
+    with _lock:
+        if _armed is None:
+            _armed = parse(os.environ.get(ENV, ""))
+        return _armed.pop(name, 0)
+
+
 def hit(name: str) -> None:
     """Reached failpoint ``name``: SIGKILL this process if it is armed and this is the n-th time."""
     if _fires(name):

@@ -1,13 +1,15 @@
 """The bookie's TCP listener: one asyncio protocol per connection.
 
-It splits the byte stream into frames, decodes each frame (v2 or v3, detected per frame), hands the
-request to the processor and writes the encoded response when it completes. Responses may leave out of
-order, as in BookKeeper (v3 matches by txnId, v2 by ledger/entry/op). A malformed or oversized frame closes
-that connection only.
+Received bytes go to the connection's ``RequestStream`` (``bookie._requests``, C), which splits them into
+frames and takes the adds that need nothing but storage straight to the storage engine, answering each once
+the journal has made it durable (the request hot path: no Python object per add). Every other frame comes
+back here in order: it is decoded (v2 or v3, detected per frame), handed to the processor, and its encoded
+response written when it completes. Responses may leave out of order, as in BookKeeper (v3 matches by txnId,
+v2 by ledger/entry/op). A malformed or oversized frame closes that connection only.
 
 Backpressure: a connection is not read while the bookie's in-progress limits are reached, nor while its
 unsent responses exceed ``maxUnsentResponseBytesPerConnection`` (the transport's ``pause_writing``); frames
-already received wait, decoded, in a backlog. A read keeps its in-progress slot until its response is
+already received wait in the request stream. A read keeps its in-progress slot until its response is
 written, and responses written while the connection is over its budget keep theirs until it drains, so a
 client that never reads its socket holds at most the budget plus ``maxReadsInProgressLimit`` responses.
 With ``waitTimeoutOnResponseBackpressureMs`` and ``closeChannelOnResponseTimeout`` a connection that drains
@@ -30,15 +32,15 @@ import logging
 import socket
 import ssl
 import struct
-from collections import deque
 from time import perf_counter
 from typing import Any
 
+from bookie._requests import RequestStream
 from bookie.processor import InFlight, RequestProcessor, size_of
 from bookie.protocol import codec
 from bookie.protocol import messages as m
 from bookie.protocol.codes import StatusCode
-from bookie.protocol.framing import FrameReader, FrameTooLarge
+from bookie.protocol.framing import FrameTooLarge
 from bookie.security import HANDSHAKE_TIMEOUT_S, BookieSecurity
 
 log = logging.getLogger(__name__)
@@ -57,7 +59,9 @@ class BookieConnection(asyncio.Protocol):
         self._upgrading = False  # between the START_TLS answer and the end of the handshake
         self._refusal = ""  # why an unauthenticated connection is refused (logged once per connection)
         self.conf = processor.conf
-        self.frames = FrameReader(max_frame_size)
+        self.requests = RequestStream(max_frame_size, processor.engine.write_path, processor.adds, processor.state,
+                                      processor.hot_adds, self._hot_add_failed)
+        self.requests.takes_adds = self.authenticated
         self.connections = connections
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -65,7 +69,6 @@ class BookieConnection(asyncio.Protocol):
         self._paused = False  # an in-progress limit is reached
         self._write_paused = False  # unsent responses over budget (pause_writing .. resume_writing)
         self._reading_paused = False
-        self._backlog: deque[m.Request] = deque()
         self._outgoing: list[bytes] = []
         self._outgoing_slots = 0  # read slots of the responses in _outgoing
         self._held_slots = 0  # read slots of responses written while over budget: released once drained
@@ -88,6 +91,7 @@ class BookieConnection(asyncio.Protocol):
             return
         budget = self.conf.max_unsent_response_bytes_per_connection
         transport.set_write_buffer_limits(high=budget, low=budget // 2)  # type: ignore[attr-defined]
+        self.requests.write = transport.write  # type: ignore[attr-defined]
         self.connections.add(self)
         self._last_activity = asyncio.get_running_loop().time()
         self._schedule_watch()
@@ -119,7 +123,8 @@ class BookieConnection(asyncio.Protocol):
         if partial_ms and self._partial_since is not None and now - self._partial_since >= partial_ms / 1000:
             self._close_bad("incomplete frame held too long", "partialFrameTimeoutMs")
             return
-        busy = self.tasks or self._backlog or self._outgoing or self.transport.get_write_buffer_size()
+        busy = (self.tasks or self.requests.has_frame or self.requests.pending or self._outgoing
+                or self.transport.get_write_buffer_size())
         if idle_ms and not busy and now - self._last_activity >= idle_ms / 1000:
             self.processor.limits.hit("connectionIdleTimeoutMs", f"{self.peer} idle for {idle_ms} ms: closing")
             self.transport.close()
@@ -129,10 +134,12 @@ class BookieConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
         self.transport = None
+        # Adds the hot path took still complete in storage; their answers have nowhere to go.
+        self.requests.write = None
+        self.requests.takes_adds = False
         if self._watch_timer is not None:
             self._watch_timer.cancel()
             self._watch_timer = None
-        self._backlog.clear()
         # Nobody will read the answers: parked long polls and reads stop now (the journal still completes
         # adds and fences already queued: cancelling their wait does not withdraw them).
         for task in list(self.tasks):
@@ -144,28 +151,31 @@ class BookieConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            frames = self.frames.feed(data)
+            self.requests.feed(data)
         except FrameTooLarge as exc:
             self._close_bad(f"frame too large: {exc}")
             return
         self._last_activity = now = asyncio.get_running_loop().time()
-        if not self.frames.buffered:
+        if not self.requests.buffered:
             self._partial_since = None
-        elif frames or self._partial_since is None:
+        elif self.requests.has_frame or self._partial_since is None:
             self._partial_since = now  # a new incomplete frame started
-        for frame in frames:
+        self._run_backlog()
+
+    def _run_backlog(self) -> None:
+        """Dispatch received requests until a limit blocks this connection; then stop reading it. The request
+        stream takes the adds the hot path can store; the frames it hands back are decoded and dispatched here."""
+        while not self._blocked():
+            frame = self.requests.next_frame()
+            if frame is None:  # none left, or the hot path's adds reached the in-progress limit
+                self._pause_if_over(self.processor.adds)
+                break
             try:
                 request = codec.decode_request(frame)
             except codec.MalformedFrame as exc:
                 self._close_bad(f"malformed frame: {exc}")
                 return
-            self._backlog.append(request)
-        self._run_backlog()
-
-    def _run_backlog(self) -> None:
-        """Dispatch received requests until a limit blocks this connection; then stop reading it."""
-        while self._backlog and not self._blocked():
-            self._dispatch(self._backlog.popleft())
+            self._dispatch(request)
         self._update_reading()
 
     def _blocked(self) -> bool:
@@ -174,7 +184,7 @@ class BookieConnection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.transport is None:
             return
-        want_paused = self._blocked() or bool(self._backlog)
+        want_paused = self._blocked() or self.requests.has_frame
         if want_paused and not self._reading_paused:
             self._reading_paused = True
             self.transport.pause_reading()
@@ -225,17 +235,7 @@ class BookieConnection(asyncio.Protocol):
             self._refuse_unauthenticated(request)
             return
         started = perf_counter()
-        if type(request) is m.AddRequest:
-            outcome = self.processor.try_add(request,
-                                             lambda response: self._add_durable(request, response, started))
-            if outcome is True:  # no task: answered from the journal's completion of its group
-                self._pause_if_over(self.processor.adds)
-                return
-            if outcome is not False:
-                self.processor.record(request, outcome, started)
-                self._send(codec.encode_response(request, outcome))
-                return
-        elif type(request) is m.ReadRequest:
+        if type(request) is m.ReadRequest:
             response = self.processor.try_read(request)
             if response is not None:  # from memory, no task; the slot goes once the answer is written
                 self.processor.record(request, response, started)
@@ -252,11 +252,11 @@ class BookieConnection(asyncio.Protocol):
         task.add_done_callback(lambda t: self._respond(request, t, counter, started))
         self._pause_if_over(counter)
 
-    def _add_durable(self, request: m.AddRequest, failure: m.Response | None, started: float) -> None:
-        self.processor.record_add(request, failure is None, started)
-        if self.transport is None or self.transport.is_closing():
-            return
-        self._send(codec.encode_add_ok(request) if failure is None else codec.encode_response(request, failure))
+    def _hot_add_failed(self, version: int, protocol_version: int, txn_id: int, ledger_id: int,
+                        entry_id: int) -> None:
+        """An add the hot path took failed in the journal: answer it as the general path would (EIO)."""
+        request = m.AddRequest(m.Wire(version, txn_id, protocol_version), ledger_id, entry_id, b"", b"")
+        self._send(codec.encode_response(request, m.error_response(request, StatusCode.EIO)))
 
     def _pause_if_over(self, counter: InFlight | None) -> None:
         if counter is not None and counter.must_pause() and not self._paused and self.transport:
@@ -324,10 +324,12 @@ class BookieConnection(asyncio.Protocol):
         if self.secure or self._upgrading:  # TLS already started on this connection
             self._send(codec.encode_refusal(request, StatusCode.EBADREQ))
             return True
-        if self._backlog or self.frames.buffered:
+        if self.requests.has_frame or self.requests.buffered:
             self._close_bad("data sent after START_TLS before the TLS handshake")
             return True
         self._flush_outgoing()  # answers completed before START_TLS leave in plaintext, before its answer
+        self.requests.flush()
+        self.requests.holding_output = True  # the hot path's later answers wait for the TLS transport
         transport.write(codec.encode_response(request, m.StartTLSResponse(request.wire, StatusCode.EOK)))
         # Nothing may read the socket until start_tls owns it: the next bytes are the client's ClientHello.
         transport.pause_reading()
@@ -357,12 +359,13 @@ class BookieConnection(asyncio.Protocol):
         if secure is None or self.transport is None:
             return  # closed during the handshake
         self.transport = secure
+        self.requests.write = secure.write
         self.secure = True
         budget = self.conf.max_unsent_response_bytes_per_connection
         secure.set_write_buffer_limits(high=budget, low=budget // 2)
         refusal = self.security.on_protocol_upgrade(secure.get_extra_info("peercert"))
         if refusal is None:
-            self.authenticated = True
+            self.authenticated = self.requests.takes_adds = True
         else:
             self._refusal = refusal
             self.security.refusals.refuse("unauthorized", self.peer, self.client_host,
@@ -372,6 +375,8 @@ class BookieConnection(asyncio.Protocol):
         self._upgrading = False
         self._reading_paused = False  # the TLS transport reads
         self._flush_outgoing()
+        self.requests.holding_output = False
+        self.requests.flush()
         self._run_backlog()
 
     def _refuse_unauthenticated(self, request: m.Request) -> None:
@@ -404,7 +409,6 @@ class BookieConnection(asyncio.Protocol):
         self._close_bad(reason, "waitTimeoutOnResponseBackpressureMs")
 
     def close(self) -> None:
-        self._backlog.clear()
         for task in list(self.tasks):
             task.cancel()
         if self.transport is not None:

@@ -89,6 +89,7 @@ class JournalSnapshot:
     stats: JournalStats
     queue_size: int
     write_bytes: int
+    syncing: int  # records of the group being fsynced: BookKeeper's force-write queue
 
 
 @dataclass
@@ -282,7 +283,7 @@ def _counters(text: Text, s: Snapshot) -> None:
         label = [("journalIndex", str(j.index))]
         # BookKeeper's queue sizes are counters it increments and decrements, hence the type.
         text.counter("bookie_journal_JOURNAL_QUEUE_SIZE", j.queue_size, label)
-        text.counter("bookie_journal_JOURNAL_FORCE_WRITE_QUEUE_SIZE", j.stats.syncing, label)
+        text.counter("bookie_journal_JOURNAL_FORCE_WRITE_QUEUE_SIZE", j.syncing, label)
         text.counter("bookie_journal_JOURNAL_WRITE_BYTES", j.write_bytes, label)
     text.counter("bookie_throttled_write_requests", s.engine_counters.get("throttled_adds", 0))
     for d in s.dirs:
@@ -365,6 +366,7 @@ def render(snapshot: Snapshot) -> tuple[bytes, str]:
 def snapshot_of(server: MetricsSource) -> Snapshot:
     """Read every component's numbers for one scrape (event loop; no disk access but RocksDB's estimates)."""
     engine, processor, conf = server.engine, server.processor, server.conf
+    processor.drain_stats()
     state = server.state.status
     status = -1 if not state.running or state.shutting_down else (0 if state.read_only else 1)
     usage = {u.path: u.used_fraction for u in server.usages}
@@ -374,7 +376,8 @@ def snapshot_of(server: MetricsSource) -> Snapshot:
         per_dir[index[id(engine.dir_of(lid))]] += 1
     dirs = [_dir_snapshot(d, usage.get(str(d.ledger_dir), 0.0), conf.disk_usage_threshold, per_dir[i])
             for i, d in enumerate(engine.dirs)]
-    journals = [JournalSnapshot(i, j.stats, j.queue_size(), j.bytes_written) for i, j in enumerate(engine.journals)]
+    journals = [JournalSnapshot(i, j.stats, j.queue_size(), j.bytes_written, j.syncing)
+                for i, j in enumerate(engine.journals)]
     gc_counters: dict[str, float] = {}
     gc_gauges: dict[str, float] = {}
     ages: list[float] = []
@@ -445,6 +448,7 @@ async def rollover_forever(server: MetricsSource) -> None:
     """Close a quantile window every ``prometheusStatsLatencyRolloverSeconds``, as BookKeeper's provider."""
     while True:
         await asyncio.sleep(server.conf.prometheus_stats_latency_rollover_seconds)
+        server.processor.drain_stats()  # the hot path's adds belong to the window that closes
         for stat in all_op_stats(server):
             stat.rotate()
 

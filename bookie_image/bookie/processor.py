@@ -13,12 +13,13 @@ import struct
 from collections.abc import Awaitable, Callable
 from time import perf_counter
 
+from bookie._requests import AddStats, InFlightCounts
 from bookie.config import BookieConfig
 from bookie.limits import LimitHits
 from bookie.protocol import messages as m
 from bookie.protocol.codes import OperationType, StatusCode
 from bookie.state import StateManager
-from bookie.stats import RequestStats
+from bookie.stats import BUCKETS, RequestStats
 from bookie.storage import errors as se
 from bookie.storage.engine import StorageEngine
 
@@ -53,48 +54,32 @@ def status_of(exc: BaseException) -> StatusCode:
     return StatusCode.EBADREQ
 
 
-class InFlight:
+class InFlight(InFlightCounts):
     """Counts requests of one kind in progress, and their bytes; knows when to refuse (pending limit) or
-    pause reading (in-progress limit, or in-progress bytes)."""
+    pause reading (in-progress limit, or in-progress bytes). The counts are C fields (``InFlightCounts``): the
+    request hot path counts the adds it takes in them."""
 
     def __init__(self, pending_limit: int, in_progress_limit: int, bytes_limit: int = 0) -> None:
-        self.pending_limit = pending_limit
-        self.in_progress_limit = in_progress_limit
-        self.bytes_limit = bytes_limit
-        self.count = 0
-        self.bytes = 0
+        super().__init__(pending_limit, in_progress_limit, bytes_limit)
         self._released = asyncio.Event()
-        self._waiting = 0  # readers paused in wait_below_limit: only they need a wake-up on leave
-
-    def over_pending_limit(self) -> bool:
-        return 0 < self.pending_limit <= self.count
-
-    def must_pause(self) -> bool:
-        return 0 < self.in_progress_limit <= self.count or 0 < self.bytes_limit <= self.bytes
 
     @property
     def blocked(self) -> int:
         """Connections paused until a slot frees (BookKeeper's ``*_ENTRY_BLOCKED``)."""
-        return self._waiting
+        return self.waiting
 
-    def enter(self, size: int = 0) -> None:
-        self.count += 1
-        self.bytes += size
-
-    def leave(self, size: int = 0) -> None:
-        self.count -= 1
-        self.bytes -= size
-        if self._waiting:
-            self._released.set()
-            self._released.clear()
+    def _wake(self) -> None:
+        """Called by ``leave`` while connections wait for a slot."""
+        self._released.set()
+        self._released.clear()
 
     async def wait_below_limit(self) -> None:
-        self._waiting += 1
+        self.waiting += 1
         try:
             while self.must_pause():
                 await self._released.wait()
         finally:
-            self._waiting -= 1
+            self.waiting -= 1
 
 
 class RequestProcessor:
@@ -113,6 +98,8 @@ class RequestProcessor:
         self.adds = InFlight(conf.max_pending_add_requests_per_thread, in_progress, conf.max_adds_in_progress_bytes)
         self.reads = InFlight(conf.max_pending_read_requests_per_thread, conf.max_reads_in_progress_limit)
         self.stats = RequestStats(conf.enable_statistics)
+        # The adds of the request hot path record here (C), merged into ``stats`` when they are read.
+        self.hot_adds = AddStats(conf.enable_statistics, *BUCKETS)
         # Parked long polls have their own count: waiting for a LAC, they must not take read slots.
         self.long_polls = InFlight(conf.max_parked_long_polls, 0)
         self.limits = LimitHits()
@@ -187,30 +174,6 @@ class RequestProcessor:
             return "maxParkedLongPolls"
         return "maxPendingAddRequestsPerThread" if counter is self.adds else "maxPendingReadRequestsPerThread"
 
-    def try_add(self, r: m.AddRequest, answer: Callable[[m.Response | None], None]) -> m.Response | bool:
-        """An add without a task (the hot path). Returns a response now (refused or failed); True when the
-        entry went to the journal, and ``answer`` is then called on the loop with None once it is durable
-        (send EOK) or with the failure's response; False: this add needs the general path (``process``):
-        wrong version, pending limit, read-only, or a write cache that must throttle."""
-        if r.wire.version == 3 and r.wire.protocol_version != 3:
-            return False
-        if invalid_ids(r) is not None:
-            return False  # admit() refuses it, counted and logged
-        if self.adds.over_pending_limit() or self._refuse_write(r.wire.high_priority or r.recovery):
-            return False
-
-        def durable(error: BaseException | None) -> None:
-            self.adds.leave(len(r.body))
-            answer(None if error is None else self.failure_response(r, error))
-
-        try:
-            queued = self.engine.add_entry_nowait(r.body, r.master_key, durable, recovery=r.recovery)
-        except Exception as exc:
-            return self.failure_response(r, exc)
-        if queued:
-            self.adds.enter(len(r.body))
-        return queued
-
     def try_read(self, r: m.ReadRequest) -> m.Response | None:
         """A plain read of an entry in memory (write cache or read cache), answered without a task: a reader
         catching up sends hundreds at once. Returns the response with the read's in-progress slot taken (the
@@ -247,11 +210,9 @@ class RequestProcessor:
         elif response.status == StatusCode.ENOENTRY and getattr(request, "entry_id", 0) == -1:
             self.stats.read_noentry += 1
 
-    def record_add(self, request: m.AddRequest, ok: bool, started: float) -> None:
-        """``record`` for the hot add path, which has no response object when it succeeds."""
-        self.stats.add.record((perf_counter() - started) * 1000.0, ok)
-        if ok:
-            self.stats.write_bytes += len(request.body)
+    def drain_stats(self) -> None:
+        """The hot path's add latencies and bytes merged into ``stats`` (before they are read or rotated)."""
+        self.stats.write_bytes += self.hot_adds.drain_into(self.stats.add)
 
     def failure_response(self, request: m.Request, exc: BaseException) -> m.Response:
         status = status_of(exc)

@@ -22,6 +22,8 @@ _SUB = 16
 _MIN_EXP = -10
 _MAX_EXP = 40
 _NBUCKETS = (_MAX_EXP - _MIN_EXP) * _SUB
+# The same layout for the request hot path's recorder in C (bookie._requests.AddStats): sub, min exp, buckets.
+BUCKETS = (_SUB, _MIN_EXP, _NBUCKETS)
 _frexp = math.frexp
 
 
@@ -155,9 +157,9 @@ class RequestStats:
 
 
 class JournalStats:
-    """One journal's stats (``bookie_journal_*{journalIndex=...}``), recorded by its writer thread."""
+    """One journal's stats (``bookie_journal_*{journalIndex=...}``), recorded once per group commit."""
 
-    __slots__ = ("add_entry", "batch_bytes", "batch_entries", "flush", "sync", "syncing")
+    __slots__ = ("add_entry", "batch_bytes", "batch_entries", "flush", "sync")
 
     def __init__(self, enabled: bool = True) -> None:
         self.add_entry = op_stat(enabled)
@@ -165,18 +167,16 @@ class JournalStats:
         self.flush = op_stat(enabled)
         self.batch_entries = op_stat(enabled)
         self.batch_bytes = op_stat(enabled)
-        self.syncing = 0  # records of the group being fsynced now: BookKeeper's force-write queue
 
-    def group(self, entries: int, nbytes: int, taken_at: float, written_at: float, synced: bool,
-              ok: bool) -> None:
-        """One group commit (``time.perf_counter()`` times): every record of it shares the group's latency,
-        from the moment the writer took its first record until it is durable (one sample per group, not
-        per entry); the fsync is timed from the end of the write."""
-        done = time.perf_counter()
-        self.add_entry.record((done - taken_at) * 1000.0, ok, times=entries)
-        self.flush.record((written_at - taken_at) * 1000.0, ok)
-        if synced:
-            self.sync.record((done - written_at) * 1000.0, ok)
+    def group(self, entries: int, nbytes: int, write_ms: float, sync_ms: float | None, ok: bool) -> None:
+        """One group commit, as its writer timed it: every record of it shares the group's latency, from the
+        moment the writer took its first record until it is durable (one sample per group, not per entry);
+        ``sync_ms`` is the fsync's (None: the group was not synced)."""
+        total = write_ms + (sync_ms or 0.0)
+        self.add_entry.record(total, ok, times=entries)
+        self.flush.record(write_ms, ok)
+        if sync_ms is not None:
+            self.sync.record(sync_ms, ok)
         self.batch_entries.record(entries)
         self.batch_bytes.record(nbytes)
 

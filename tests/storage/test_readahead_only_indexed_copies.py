@@ -12,8 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bookie.config import BookieConfig
-from bookie.storage.caches import WriteCache
-from bookie.storage.ledger_dir import LedgerDirStorage
+from bookie.storage.ledger_dir import LedgerDirStorage, WriteCache
 
 LEDGER = 7
 

@@ -16,7 +16,6 @@ for reads. Every method called from the event loop returns quickly.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import logging
 import struct
@@ -29,7 +28,7 @@ from typing import TypeVar
 from bookie.config import BookieConfig
 from bookie.storage import durable
 from bookie.storage import journal_format as jf
-from bookie.storage.caches import WriteCache
+from bookie.storage._write_path import WritePath
 from bookie.storage.errors import (
     FencedError,
     LedgerDirFullError,
@@ -41,7 +40,6 @@ from bookie.storage.errors import (
 from bookie.storage.gc_api import GcStorageApi
 from bookie.storage.index import LedgerData
 from bookie.storage.journal import (
-    Durable,
     Journal,
     JournalDamage,
     JournalSettings,
@@ -50,7 +48,7 @@ from bookie.storage.journal import (
     kept_damage,
     replay_records,
 )
-from bookie.storage.ledger_dir import LedgerDirStorage, LedgerState
+from bookie.storage.ledger_dir import LedgerDirStorage, LedgerState, WriteCache
 from bookie.storage.log_files import LogFilesApi
 from bookie.storage.reads import EngineReads
 from bookie.waits import wait_event
@@ -97,7 +95,6 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         # Told (on the loop) when an add was refused because its ledger directory would fill: the server
         # turns the bookie read-only at once instead of at the disk checker's next round.
         self.on_disk_full: Callable[[str], None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self.ledgers: dict[int, LedgerState] = {}
         self._flush_pool = ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
         self._read_pool = ThreadPoolExecutor(max(1, conf.num_read_worker_threads), thread_name_prefix="read")
@@ -112,15 +109,21 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         # acknowledged records may be missing here, and the server keeps the bookie read-only.
         self.journal_damage: list[JournalDamage] = []
         self._replay_dirty: set[int] = set()
-        self.stats = {"adds": 0, "reads": 0, "read_cache_hits": 0, "checkpoints": 0, "throttled_adds": 0,
-                      "replayed_records": 0}
+        self.stats = {"reads": 0, "read_cache_hits": 0, "checkpoints": 0, "throttled_adds": 0, "replayed_records": 0}
+        for journal in self.journals:
+            journal.writer.on_lac_watchers = self._wake_watchers
+        # The add of the request hot path (C): the same steps as add_entry for a ledger it knows, over the same
+        # directories, ledger states and journals (kept the same objects for the engine's life).
+        self.write_path = WritePath(tuple(self.dirs), self._home_dir, self.ledgers,
+                                    tuple(j.writer for j in self.journals), self._trigger_checkpoint,
+                                    conf.disk_usage_threshold, conf.min_usable_size_for_entry_log_creation)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         """Load ledger state, replay the journal since the last checkpoint, start the journal and timer."""
-        loop = self._loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
         loaded = await loop.run_in_executor(self._flush_pool, self._load_ledgers)
-        self.ledgers = {lid: LedgerState(data) for lid, data in loaded.items()}
+        self.ledgers.update((lid, LedgerState(data)) for lid, data in loaded.items())
         await self._replay()
         for journal in self.journals:
             journal.start()
@@ -143,7 +146,7 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         if self._timer is not None:
             self._timer.cancel()
         await self.checkpoint()
-        self._closed = True
+        self._closed = self.write_path.closed = True
         loop = asyncio.get_running_loop()
         for journal in self.journals:
             await loop.run_in_executor(None, journal.close)
@@ -156,10 +159,8 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         self._read_pool.shutdown(wait=True)
 
     def _journal_failed(self, exc: BaseException) -> None:
-        """On a journal writer thread: hand the failure to the loop."""
-        if self._loop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: the process is stopping anyway
-                self._loop.call_soon_threadsafe(self._fatal, f"journal I/O error: {exc!r}")
+        """A journal write or fsync failed (told on the event loop, once per journal)."""
+        self._fatal(f"journal I/O error: {exc!r}")
 
     def _fatal(self, reason: str) -> None:
         if self.fatal_error is not None:
@@ -227,39 +228,8 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         await self._cache_put(ledger_id, entry_id, body, recovery)
         self._journal_key_once(ledger_id, state)
         await self.journal_of(ledger_id).append(body)
-        self.stats["adds"] += 1
         self._advance_lac(state, lac)
         return ledger_id, entry_id
-
-    def add_entry_nowait(self, entry: bytes | memoryview, master_key: bytes, durable: Durable, *,
-                         recovery: bool = False) -> bool:
-        """``add_entry`` without a coroutine or a future, for the common case of a write cache with room: the
-        same checks and steps in the same order; ``durable(None)`` is called on the loop once the entry is
-        durable (its LAC has advanced by then), ``durable(error)`` if the journal failed. False when the write
-        cache is full: nothing was done, and the caller uses ``add_entry``, which throttles."""
-        body = bytes(entry)
-        if self._closed:
-            raise StorageClosedError("storage is closed")
-        ledger_id, entry_id, lac = _IDS_LAC.unpack_from(body)
-        d = self.dir_of(ledger_id)
-        if not d.write_cache.has_room(len(body)):
-            return False
-        self._check_room(d, len(body), recovery)
-        state, _ = self._state_for_write(ledger_id, master_key)
-        if state.data.fenced and not recovery:
-            raise FencedError(ledger_id)
-        d.write_cache.put(ledger_id, entry_id, body)
-        if d.write_cache.size >= d.write_cache.max_bytes:
-            self._trigger_checkpoint()
-        self._journal_key_once(ledger_id, state)
-        self.journal_of(ledger_id).append_then(body, lambda error: self._added(state, lac, error, durable))
-        return True
-
-    def _added(self, state: LedgerState, lac: int, error: BaseException | None, durable: Durable) -> None:
-        if error is None:
-            self.stats["adds"] += 1
-            self._advance_lac(state, lac)
-        durable(error)
 
     def update_disk_space(self, free_and_total: dict[str, tuple[int, int]]) -> None:
         """The disk checker's measure of each ledger directory (by path): the add path's free-space figure."""
@@ -305,14 +275,19 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
             self._trigger_checkpoint()
 
     def _advance_lac(self, state: LedgerState, lac: int) -> None:
+        """An add of the general path is durable (the hot path's are advanced in C, the same way)."""
         if state.lac is None or lac > state.lac:
             state.lac = lac
             state.lac_updated_ms = int(time.time() * 1000)
             if state.watchers:  # long polls waiting for this LAC (most adds have none: no set to allocate)
-                watchers, state.watchers = state.watchers, set()
-                for fut in watchers:
-                    if not fut.done():
-                        fut.set_result(None)
+                self._wake_watchers(state)
+
+    @staticmethod
+    def _wake_watchers(state: LedgerState) -> None:
+        watchers, state.watchers = state.watchers, set()
+        for fut in watchers:
+            if not fut.done():
+                fut.set_result(None)
 
     def fence(self, ledger_id: int, master_key: bytes) -> asyncio.Future[None]:
         """Fence a ledger: later non-recovery adds fail. The future completes once the fence is durable."""

@@ -1,30 +1,32 @@
 """The journal: every add, fence and LAC is appended here and made durable before it is acknowledged.
 
-One dedicated writer thread per journal directory does group commit: it takes everything queued, writes it
-in one go, fsyncs once and then completes all the waiting futures on the event loop. The event loop never
-blocks on the disk. ``checkpoint_mark`` tells how far the journal is written, so that after the write cache
-is flushed to entry logs the older journal files can be deleted (``LogMark``).
+One writer thread per journal directory does group commit: it takes everything queued, writes it in one go,
+fsyncs once and hands the whole group back to the event loop, which completes it in one step. The thread is
+``_write_path.JournalWriter`` (C): it never takes the GIL, so a group commit never waits behind the event loop,
+and the adds the request hot path stores (``_write_path.WritePath``) are completed without a Python object per
+entry. Records appended from Python (fences, master keys, explicit LACs, the adds of the general path) complete
+a future, with the rest of their group. ``written_mark`` tells how far the journal is
+written, so that after the write cache is flushed to entry logs the older journal files can be deleted
+(``LogMark``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-import queue
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
-from typing import cast
 
 from bookie import failpoints
 from bookie.stats import JournalStats
 from bookie.storage import durable
 from bookie.storage import journal_format as jf
+from bookie.storage._write_path import JournalWriter
 from bookie.storage.errors import StorageClosedError, StorageIOError
 
 log = logging.getLogger(__name__)
@@ -62,17 +64,6 @@ class JournalSettings:
     statistics: bool = True  # enableStatistics: record the journal's latency summaries
 
 
-_STOP = object()
-_LENGTH = struct.Struct(">i")
-# The shortest sleep of an open group's writer before it takes everything queued meanwhile at once (``_pause``).
-_GROUP_POLL_S = 0.00025
-# Told when its record is durable: None, or the write's error.
-Durable = Callable[[BaseException | None], None]
-# Who waits for a record: a future, or (hot add path) a plain callback, which costs no future and no
-# per-record loop callback.
-_Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None] | Durable"]
-
-
 class Journal:
     """Append-only journal in one directory (``<dir>/current/<hex id>.txn``) with its writer thread."""
 
@@ -80,246 +71,110 @@ class Journal:
                  on_failure: Callable[[BaseException], None] | None = None) -> None:
         self.current_dir = directory / "current"
         self.settings = settings
-        # Called once, on the writer thread, when a write or fsync fails: the journal can no longer make
-        # anything durable, and the bookie must stop (fail-stop) rather than go on refusing every add.
+        # Called once, on the event loop, when a write or fsync fails: the journal can no longer make anything
+        # durable, and the bookie must stop (fail-stop) rather than go on refusing every add.
         self._on_failure = on_failure
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._fd = -1
-        self._log_id = 0
-        self._position = 0
-        self._allocated = 0
-        self._written = LogMark(0, 0)
-        self._written_lock = threading.Lock()
-        self._failure: BaseException | None = None
-        self._force_requested = False
-        self._closed = False
-        self.bytes_written = 0
-        self.syncs = 0
+        self.writer = JournalWriter(
+            str(self.current_dir), jf.encode_header(settings.format_version), settings.max_group_wait_s,
+            settings.buffered_writes_threshold, settings.buffered_entries_threshold,
+            settings.flush_when_queue_empty, settings.sync_data, settings.max_size_bytes, settings.prealloc_bytes,
+            settings.alignment, failpoints.countdown("journal.fsync"))
+        self.writer.on_python_records = _complete_all
         self.stats = JournalStats(settings.statistics)
+        self.writer.on_group = self.stats.group
+        self.writer.on_failure = self._failed
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+        self._detached = threading.Event()
 
     # --- lifecycle
     def start(self) -> None:
+        """Open a new journal file and start the writer; its groups complete on the running event loop."""
         durable.make_dirs(self.current_dir)
-        self._open_new_file(max([*self.journal_ids(), int(time.time() * 1000)]) + 1)
-        self._thread = threading.Thread(target=self._run, name=f"journal-{self.current_dir.parent.name}",
-                                        daemon=True)
-        self._thread.start()
+        self.writer.start(max([*self.journal_ids(), int(time.time() * 1000)]) + 1)
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self.writer.wake_fd, self.writer.complete)
 
     def close(self) -> None:
-        """Write what is queued, fsync, stop the thread. Pending futures are completed first."""
-        if self._thread is None or self._closed:
+        """Write what is queued, fsync, stop the thread; its last groups complete on the event loop (this may
+        run on another thread: ``await asyncio.to_thread(journal.close)``)."""
+        if self._loop is None or self._closed:
             return
         self._closed = True
-        self._queue.put(_STOP)
-        self._thread.join()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self.writer.stop()
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._detach()
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._detach)
+        except RuntimeError:  # that loop is closed: nobody waits for the last groups any more
+            self.writer.close_wake_fd()
+            return
+        self._detached.wait(10)
+
+    def _detach(self) -> None:
+        assert self._loop is not None
+        self.writer.complete()
+        with contextlib.suppress(Exception):  # the loop may be closing already
+            self._loop.remove_reader(self.writer.wake_fd)
+        self.writer.close_wake_fd()
+        self._detached.set()
+
+    def _failed(self, error: BaseException) -> None:
+        log.error("journal write failed in %s: %r", self.current_dir, error)
+        if self._on_failure is not None:
+            self._on_failure(error)
 
     def journal_ids(self) -> list[int]:
         ids = (jf.parse_journal_file_name(p.name) for p in self.current_dir.glob("*.txn"))
         return sorted(i for i in ids if i is not None)
 
     # --- appends (event loop side)
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageClosedError("journal is closed")
+        failure = self.writer.failure
+        if failure is not None:
+            raise StorageIOError(f"journal failed earlier: {failure}")
+
     def append(self, payload: bytes) -> asyncio.Future[None]:
         """Queue a record; the future completes once it is durable (or written, without journalSyncData)."""
-        if self._closed:
-            raise StorageClosedError("journal is closed")
-        if self._failure is not None:
-            raise StorageIOError(f"journal failed earlier: {self._failure!r}")
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        self._queue.put((payload, (loop, fut)))  # framed by the writer thread, off the event loop
+        self._check_open()
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.writer.append(payload, fut)
         return fut
-
-    def append_then(self, payload: bytes, durable: Durable) -> None:
-        """``append`` for the hot path: ``durable(None)`` (or ``durable(error)``) is called on the event loop
-        once the record is durable, together with the rest of its group, in one loop callback."""
-        if self._closed:
-            raise StorageClosedError("journal is closed")
-        if self._failure is not None:
-            raise StorageIOError(f"journal failed earlier: {self._failure!r}")
-        self._queue.put((payload, (asyncio.get_running_loop(), durable)))
 
     def barrier(self) -> asyncio.Future[None]:
         """Completes when everything queued before it is durable (forceLedger)."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        self._queue.put((None, (loop, fut)))
+        self._check_open()
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.writer.barrier(fut)
         return fut
 
     def queue_size(self) -> int:
         """Records queued and not yet taken by the writer thread."""
-        return self._queue.qsize()
+        return self.writer.queue_size()
 
     def written_mark(self) -> LogMark:
         """Everything before this mark is on disk (written, and fsynced when syncData is on)."""
-        with self._written_lock:
-            return self._written
+        return LogMark(*self.writer.written_mark())
 
-    # --- writer thread
-    def _run(self) -> None:
-        stop = False
-        while not stop:
-            items = [self._queue.get()]  # blocks, GIL released, until there is work
-            try:
-                stop = self._group(items)
-            except Exception as exc:  # a defect here must fail the waiters loudly, never leave them hanging
-                log.exception("journal writer failed in %s", self.current_dir)
-                self._fail(exc)
-                self._complete([item[1] for item in items if isinstance(item, tuple)], exc)
-                stop = _STOP in items
+    @property
+    def syncs(self) -> int:
+        return self.writer.syncs
 
-    def _fail(self, exc: BaseException) -> None:
-        first = self._failure is None
-        self._failure = exc
-        if first and self._on_failure is not None:
-            try:
-                self._on_failure(exc)
-            except Exception:
-                log.exception("journal failure callback failed")
+    @property
+    def bytes_written(self) -> int:
+        return self.writer.bytes_written
 
-    def _group(self, items: list[object]) -> bool:
-        """Gather one group commit after its first record, write it; True once asked to stop."""
-        first_at, taken_at = time.monotonic(), time.perf_counter()
-        size = self._take_queued(items)
-        while _STOP not in items and not self._group_done(items, size, first_at):
-            # Sleep rather than wait on the queue: a wait would wake this thread, and take the GIL from the
-            # event loop, for every record; this way the loop runs undisturbed and the group is taken in one go.
-            pause = self._pause(items, size, first_at)
-            if pause > 0:
-                time.sleep(pause)
-            size = self._take_queued(items, size)
-        stop = _STOP in items
-        if stop:
-            del items[items.index(_STOP):]
-        if items:
-            buf, pending = self._frame(cast(list[tuple[bytes | None, _Waiter]], items))
-            self._flush(buf, pending, taken_at)
-        return stop
-
-    def _pause(self, items: list[object], size: int, first_at: float) -> float:
-        """How long to sleep before taking the queue again: the rest of the group's time, or, when records come
-        fast enough to reach a size threshold first, about until then (one poll slice at least). Each wake-up
-        takes the GIL from the event loop, so a slow stream of records is not polled for nothing."""
-        s = self.settings
-        elapsed = time.monotonic() - first_at
-        remaining = s.max_group_wait_s - elapsed
-        if remaining <= 0:
-            return 0.0
-        if elapsed <= 0 or not size:
-            return min(remaining, _GROUP_POLL_S)   # no rate known yet
-        until = (s.buffered_writes_threshold - size) * elapsed / size
-        if s.buffered_entries_threshold > 0:
-            until = min(until, (s.buffered_entries_threshold - len(items)) * elapsed / len(items))
-        return min(remaining, max(until, _GROUP_POLL_S))
-
-    def _take_queued(self, items: list[object], size: int = 0) -> int:
-        """Move whatever is queued now into ``items``; returns the payload bytes taken so far."""
-        if size == 0:
-            size = sum(len(item[0] or b"") for item in items if isinstance(item, tuple))
-        get = self._queue.get_nowait
-        try:
-            while True:
-                item = get()
-                items.append(item)
-                if isinstance(item, tuple) and item[0] is not None:
-                    size += len(item[0])
-        except queue.Empty:
-            return size
-
-    def _group_done(self, items: list[object], size: int, first_at: float) -> bool:
-        s = self.settings
-        return (s.flush_when_queue_empty  # the queue was just drained
-                or time.monotonic() - first_at >= s.max_group_wait_s
-                or size >= s.buffered_writes_threshold
-                or 0 < s.buffered_entries_threshold <= len(items))
-
-    def _frame(self, items: list[tuple[bytes | None, _Waiter]]) -> tuple[bytearray, list[_Waiter]]:
-        """The group's records (length, then payload: ``jf.frame``), built by C-level iteration only."""
-        payloads, waiters = zip(*items, strict=True)
-        if None in payloads:  # a barrier: fsync even without journalSyncData
-            self._force_requested = True
-            payloads = tuple(p for p in payloads if p is not None)
-        records = chain.from_iterable(zip(map(_LENGTH.pack, map(len, payloads)), payloads, strict=True))
-        return bytearray().join(records), list(waiters)
-
-    def _flush(self, buf: bytearray, pending: list[_Waiter], taken_at: float) -> None:
-        if self._failure is not None:
-            # Never write or acknowledge after a failure: a later fsync may succeed although the pages of the
-            # failed one were dropped (Linux reports a writeback error once), so "durable" could be a lie.
-            self._complete(pending, self._failure)
-            return
-        error: BaseException | None = None
-        nbytes, written_at, synced = len(buf), taken_at, False
-        try:
-            if buf:
-                self._write(buf)
-            written_at = time.perf_counter()
-            if self.settings.sync_data or self._force_requested:
-                self.stats.syncing = len(pending)
-                os.fdatasync(self._fd)
-                failpoints.io_error("journal.fsync")
-                self.syncs += 1
-                self._force_requested = False
-                synced = True
-            with self._written_lock:
-                self._written = LogMark(self._log_id, self._position)
-            if self._position > self.settings.max_size_bytes:
-                self._roll()
-        except OSError as exc:
-            log.error("journal write failed in %s: %r", self.current_dir, exc)
-            error = exc
-            self._fail(exc)
-        self.stats.syncing = 0
-        self._complete(pending, error)
-        self.stats.group(len(pending), nbytes, taken_at, written_at, synced, error is None)
-
-    @staticmethod
-    def _complete(pending: list[_Waiter], error: BaseException | None) -> None:
-        # One wake-up of each event loop per group (not one per record): the loop completes the whole group.
-        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None] | Durable]] = {}
-        for loop, waiter in pending:
-            by_loop.setdefault(loop, []).append(waiter)
-        for loop, waiters in by_loop.items():
-            try:
-                loop.call_soon_threadsafe(_complete_all, waiters, error)
-            except RuntimeError:  # that loop is closed: nobody is waiting any more
-                pass
-
-    def _write(self, buf: bytearray) -> None:
-        buf += jf.group_trailer(self._position + len(buf), self.settings.alignment, buf)
-        self._ensure_allocated(self._position + len(buf))
-        written = os.pwrite(self._fd, buf, self._position)
-        if written != len(buf):
-            raise OSError(f"short journal write: {written} of {len(buf)} bytes")
-        self._position += len(buf)
-        self.bytes_written += len(buf)
-
-    def _ensure_allocated(self, upto: int) -> None:
-        # Zero-filled preallocation: a reader stops at the first zero length, and the file size does not
-        # change on every group commit, so fdatasync need not write inode metadata.
-        while upto > self._allocated:
-            os.posix_fallocate(self._fd, self._allocated, self.settings.prealloc_bytes)
-            self._allocated += self.settings.prealloc_bytes
-
-    def _open_new_file(self, log_id: int) -> None:
-        path = self.current_dir / jf.journal_file_name(log_id)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        header = jf.encode_header(self.settings.format_version)
-        os.pwrite(fd, header, 0)
-        os.fsync(fd)
-        _fsync_dir(self.current_dir)
-        if self._fd >= 0:
-            os.close(self._fd)
-        self._fd, self._log_id, self._position, self._allocated = fd, log_id, len(header), len(header)
-        with self._written_lock:
-            self._written = LogMark(log_id, self._position)
-
-    def _roll(self) -> None:
-        os.fsync(self._fd)
-        self._open_new_file(self._log_id + 1)
+    @property
+    def syncing(self) -> int:
+        """Records of the group being fsynced now: BookKeeper's force-write queue."""
+        return self.writer.syncing
 
     # --- after a checkpoint
     def delete_before(self, mark: LogMark) -> list[int]:
@@ -331,29 +186,16 @@ class Journal:
         return doomed
 
 
-def _complete_all(waiters: list[asyncio.Future[None] | Durable], error: BaseException | None) -> None:
+def _complete_all(waiters: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    """The records appended from Python of one group: their futures completed (the request hot path's adds are
+    completed by the writer's ``complete`` itself)."""
     for waiter in waiters:
-        failure = None if error is None else StorageIOError(f"journal write failed: {error!r}")
-        if isinstance(waiter, asyncio.Future):
-            if waiter.done():
-                continue
-            if failure is None:
-                waiter.set_result(None)
-            else:
-                waiter.set_exception(failure)
+        if waiter.done():
             continue
-        try:
-            waiter(failure)
-        except Exception:  # one broken waiter must not leave the rest of its group unanswered
-            log.exception("journal completion callback failed")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        if error is None:
+            waiter.set_result(None)
+        else:
+            waiter.set_exception(StorageIOError(f"journal write failed: {error!r}"))
 
 
 @dataclass(frozen=True, slots=True)

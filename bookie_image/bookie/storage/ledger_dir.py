@@ -1,28 +1,22 @@
-"""One ledger directory of the storage engine: its entry logs, its two indexes and its caches."""
+"""One ledger directory of the storage engine: its entry logs, its two indexes and its caches.
+
+``LedgerState`` (BookKeeper's ``TransientLedgerInfo`` with the ledger's ``LedgerData``: LAC, parked long polls)
+and ``WriteCache`` are C types of ``_write_path``, the request hot path's; they are imported from here.
+"""
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookie.config import BookieConfig
 from bookie.stats import op_stat
-from bookie.storage.caches import ReadCache, WriteCache
+from bookie.storage._write_path import LedgerState, WriteCache
+from bookie.storage.caches import ReadCache
 from bookie.storage.entrylog import EntryLogger
 from bookie.storage.errors import NoEntryError
-from bookie.storage.index import LedgerData, LedgerIndex, LocationIndex
+from bookie.storage.index import LedgerIndex, LocationIndex
 
-
-@dataclass
-class LedgerState:
-    """In-memory view of one ledger on this bookie (``TransientLedgerInfo`` + ``LedgerData``)."""
-
-    data: LedgerData
-    lac: int | None = None           # None: not computed yet since start
-    lac_updated_ms: int = 0
-    key_journaled: bool = False      # master key record written in this run
-    watchers: set[asyncio.Future[None]] = field(default_factory=set)  # parked long polls: O(1) removal
+__all__ = ["LedgerDirStorage", "LedgerState", "WriteCache"]
 
 
 class LedgerDirStorage:

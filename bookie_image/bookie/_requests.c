@@ -1,0 +1,683 @@
+/* The bookie's request hot path in C: a connection's frames, and the adds among them, without a Python object
+ * per request.
+ *
+ *   RequestStream   one per connection (bookie/listener.py). Received bytes go to its FrameReader; ``next_frame``
+ *                   takes the adds that need nothing but storage straight to the storage engine's WritePath
+ *                   (write cache and journal, bookie/storage/_write_path.c) and returns the next frame that needs
+ *                   Python (any other request, or an add that must be refused, throttled, or first create its
+ *                   ledger). Once the journal has made an add durable the stream writes its EOK answer, the
+ *                   answers of a whole journal group in one transport write.
+ *   InFlightCounts  requests in progress and their bytes, with the processor's limits (bookie/processor.py's
+ *                   InFlight adds the waiting); the hot path counts its adds in the same counts.
+ *   AddStats        the hot path's add latencies and bytes, in the buckets of bookie/stats.py's OpStat, merged
+ *                   into the processor's statistics when they are read.
+ *
+ * It decides nothing the Python path would decide differently: an add it takes is one the listener and processor
+ * would have taken with the same checks (authenticated connection, writable bookie, pending limit, valid ids,
+ * not a recovery add, a protocol version the bookie speaks), and everything else is handed to them unchanged, in
+ * the order it arrived.
+ */
+#include "protocol/_native_api.h"
+#include "storage/_write_path_api.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+#include <structmember.h>
+#include <time.h>
+
+static const BookieProtocolApi *protocol;
+static const BookieStorageApi *storage;
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t read_int64_be(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+
+/* ============================================================================================== InFlightCounts */
+
+typedef struct {
+    PyObject_HEAD
+    long long count, bytes;
+    long long pending_limit;      /* maxPending*RequestsPerThread: refuse beyond it (0: no limit) */
+    long long in_progress_limit;  /* max*InProgressLimit: stop reading the connection at it (0: no limit) */
+    long long bytes_limit;        /* maxAddsInProgressBytes (0: no limit) */
+    int waiting;                  /* connections waiting for a slot (InFlight.wait_below_limit) */
+} InFlightCounts;
+
+static PyObject *str_wake, *str_read_only, *str_ok, *str_failed, *str_count, *str_sum, *str_current,
+    *str_current_max;
+
+static int over_pending_limit(InFlightCounts *c) { return 0 < c->pending_limit && c->pending_limit <= c->count; }
+
+static int must_pause(InFlightCounts *c) {
+    return (0 < c->in_progress_limit && c->in_progress_limit <= c->count)
+           || (0 < c->bytes_limit && c->bytes_limit <= c->bytes);
+}
+
+/* One request done: its slot and bytes freed, and the connections waiting for a slot woken. */
+static int inflight_leave(InFlightCounts *c, long long size) {
+    c->count--;
+    c->bytes -= size;
+    if (c->waiting <= 0)
+        return 0;
+    PyObject *result = PyObject_CallMethodNoArgs((PyObject *)c, str_wake);
+    Py_XDECREF(result);
+    return result == NULL ? -1 : 0;
+}
+
+static int InFlightCounts_init(InFlightCounts *self, PyObject *args, PyObject *kwds) {
+    static char *keywords[] = {"pending_limit", "in_progress_limit", "bytes_limit", NULL};
+    self->bytes_limit = 0;
+    return PyArg_ParseTupleAndKeywords(args, kwds, "LL|L:InFlightCounts", keywords, &self->pending_limit,
+                                       &self->in_progress_limit, &self->bytes_limit)
+               ? 0
+               : -1;
+}
+
+static int parse_size(PyObject *const *args, Py_ssize_t nargs, long long *size) {
+    *size = 0;
+    if (nargs > 1) {
+        PyErr_Format(PyExc_TypeError, "takes at most one size (%zd given)", nargs);
+        return -1;
+    }
+    if (nargs == 1) {
+        *size = PyLong_AsLongLong(args[0]);
+        if (*size == -1 && PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+static PyObject *InFlightCounts_enter(InFlightCounts *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long size;
+    if (parse_size(args, nargs, &size) < 0)
+        return NULL;
+    self->count++;
+    self->bytes += size;
+    Py_RETURN_NONE;
+}
+
+static PyObject *InFlightCounts_leave(InFlightCounts *self, PyObject *const *args, Py_ssize_t nargs) {
+    long long size;
+    if (parse_size(args, nargs, &size) < 0 || inflight_leave(self, size) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *InFlightCounts_over_pending_limit(InFlightCounts *self, PyObject *unused) {
+    return PyBool_FromLong(over_pending_limit(self));
+}
+
+static PyObject *InFlightCounts_must_pause(InFlightCounts *self, PyObject *unused) {
+    return PyBool_FromLong(must_pause(self));
+}
+
+static PyMethodDef InFlightCounts_methods[] = {
+    {"enter", (PyCFunction)(void (*)(void))InFlightCounts_enter, METH_FASTCALL, "enter(size=0)\n\nOne more in progress."},
+    {"leave", (PyCFunction)(void (*)(void))InFlightCounts_leave, METH_FASTCALL,
+     "leave(size=0)\n\nOne fewer in progress; waiting connections are woken (self._wake())."},
+    {"over_pending_limit", (PyCFunction)InFlightCounts_over_pending_limit, METH_NOARGS,
+     "over_pending_limit() -> bool\n\nA new request must be refused."},
+    {"must_pause", (PyCFunction)InFlightCounts_must_pause, METH_NOARGS,
+     "must_pause() -> bool\n\nConnections must stop reading until a slot frees."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef InFlightCounts_members[] = {
+    {"count", T_LONGLONG, offsetof(InFlightCounts, count), READONLY, "Requests in progress."},
+    {"bytes", T_LONGLONG, offsetof(InFlightCounts, bytes), READONLY, "Their bytes (an add's entry)."},
+    {"pending_limit", T_LONGLONG, offsetof(InFlightCounts, pending_limit), 0, "Refuse beyond this (0: none)."},
+    {"in_progress_limit", T_LONGLONG, offsetof(InFlightCounts, in_progress_limit), 0, "Pause at this (0: none)."},
+    {"bytes_limit", T_LONGLONG, offsetof(InFlightCounts, bytes_limit), 0, "Pause at these bytes (0: none)."},
+    {"waiting", T_INT, offsetof(InFlightCounts, waiting), 0, "Connections waiting for a slot."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject InFlightCountsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bookie._requests.InFlightCounts",
+    .tp_basicsize = sizeof(InFlightCounts),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "InFlightCounts(pending_limit, in_progress_limit, bytes_limit=0): requests of one kind in progress.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)InFlightCounts_init,
+    .tp_methods = InFlightCounts_methods,
+    .tp_members = InFlightCounts_members,
+};
+
+/* ============================================================================================== AddStats */
+
+typedef struct {
+    long long count;
+    double sum, max;
+    long long *buckets;
+    int touched;
+} Side;
+
+typedef struct {
+    PyObject_HEAD
+    int enabled, sub, min_exp, nbuckets;
+    Side ok, failed;
+    long long write_bytes;
+} AddStats;
+
+/* bookie/stats.py's OpStat.record bucket: _SUB linear steps per power of two from 2**_MIN_EXP. */
+static void side_record(AddStats *s, Side *side, double value) {
+    side->count++;
+    side->sum += value;
+    int index = 0;
+    if (value > 0) {
+        int exp;
+        double mantissa = frexp(value, &exp);
+        index = (exp - s->min_exp) * s->sub + (int)((mantissa - 0.5) * (2 * s->sub));
+        index = index < 0 ? 0 : (index < s->nbuckets ? index : s->nbuckets - 1);
+    }
+    side->buckets[index]++;
+    if (!side->touched || value > side->max)
+        side->max = value;
+    side->touched = 1;
+}
+
+/* An add answered: its latency (only with enableStatistics), and its bytes (bookie_WRITE_BYTES counts always). */
+static void stats_record(AddStats *s, int ok, double ms, long long size) {
+    if (ok)
+        s->write_bytes += size;
+    if (s->enabled)
+        side_record(s, ok ? &s->ok : &s->failed, ms);
+}
+
+static int AddStats_init(AddStats *self, PyObject *args, PyObject *kwds) {
+    static char *keywords[] = {"enabled", "sub", "min_exp", "nbuckets", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "piii:AddStats", keywords, &self->enabled, &self->sub,
+                                     &self->min_exp, &self->nbuckets))
+        return -1;
+    if (self->ok.buckets != NULL || self->sub <= 0 || self->nbuckets <= 0) {
+        PyErr_SetString(PyExc_ValueError, "AddStats: initialized twice, or sub and nbuckets not positive");
+        return -1;
+    }
+    self->ok.buckets = PyMem_Calloc((size_t)self->nbuckets, sizeof(long long));
+    self->failed.buckets = PyMem_Calloc((size_t)self->nbuckets, sizeof(long long));
+    if (self->ok.buckets == NULL || self->failed.buckets == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void AddStats_dealloc(AddStats *self) {
+    PyMem_Free(self->ok.buckets);
+    PyMem_Free(self->failed.buckets);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int add_to_attr(PyObject *obj, PyObject *name, PyObject *amount) {
+    PyObject *old = PyObject_GetAttr(obj, name);
+    PyObject *sum = old == NULL ? NULL : PyNumber_Add(old, amount);
+    int rc = sum == NULL ? -1 : PyObject_SetAttr(obj, name, sum);
+    Py_XDECREF(old);
+    Py_XDECREF(sum);
+    return rc;
+}
+
+/* Adds a side's events to an OpStat side (stats._Side: count, sum, current buckets, current_max), then resets it. */
+static int side_drain(AddStats *s, Side *side, PyObject *target) {
+    if (!side->touched)
+        return 0;
+    PyObject *count = PyLong_FromLongLong(side->count), *sum = PyFloat_FromDouble(side->sum);
+    int rc = count == NULL || sum == NULL || add_to_attr(target, str_count, count) < 0
+             || add_to_attr(target, str_sum, sum) < 0 ? -1 : 0;
+    Py_XDECREF(count);
+    Py_XDECREF(sum);
+    PyObject *current = rc == 0 ? PyObject_GetAttr(target, str_current) : NULL;
+    if (current == NULL || !PyList_Check(current) || PyList_GET_SIZE(current) != s->nbuckets) {
+        if (current != NULL)
+            PyErr_SetString(PyExc_ValueError, "AddStats: the OpStat's buckets differ from these");
+        Py_XDECREF(current);
+        return -1;
+    }
+    for (int i = 0; i < s->nbuckets; i++) {
+        if (side->buckets[i] == 0)
+            continue;
+        PyObject *n = PyLong_FromLongLong(side->buckets[i]);
+        PyObject *total = n == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(current, i), n);
+        Py_XDECREF(n);
+        if (total == NULL || PyList_SetItem(current, i, total) < 0) {
+            Py_DECREF(current);
+            return -1;
+        }
+    }
+    Py_DECREF(current);
+    PyObject *max = PyObject_GetAttr(target, str_current_max);
+    double was = max == NULL ? 0 : PyFloat_AsDouble(max);
+    Py_XDECREF(max);
+    if (PyErr_Occurred())
+        return -1;
+    if (side->max > was) {
+        PyObject *value = PyFloat_FromDouble(side->max);
+        rc = value == NULL ? -1 : PyObject_SetAttr(target, str_current_max, value);
+        Py_XDECREF(value);
+        if (rc < 0)
+            return -1;
+    }
+    memset(side->buckets, 0, sizeof(long long) * (size_t)s->nbuckets);
+    side->count = 0;
+    side->sum = 0;
+    side->touched = 0;
+    return 0;
+}
+
+/* drain_into(opstat) -> int: this recorder's events added to the OpStat's current window; returns the entry bytes
+ * of the successful adds since the last drain. */
+static PyObject *AddStats_drain_into(AddStats *self, PyObject *opstat) {
+    PyObject *ok = PyObject_GetAttr(opstat, str_ok), *failed = PyObject_GetAttr(opstat, str_failed);
+    int rc = ok == NULL || failed == NULL || side_drain(self, &self->ok, ok) < 0
+             || side_drain(self, &self->failed, failed) < 0 ? -1 : 0;
+    Py_XDECREF(ok);
+    Py_XDECREF(failed);
+    if (rc < 0)
+        return NULL;
+    long long bytes = self->write_bytes;
+    self->write_bytes = 0;
+    return PyLong_FromLongLong(bytes);
+}
+
+static PyMethodDef AddStats_methods[] = {
+    {"drain_into", (PyCFunction)AddStats_drain_into, METH_O,
+     "drain_into(opstat) -> int\n\nAdd the recorded latencies to the OpStat; the entry bytes added meanwhile."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject AddStatsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bookie._requests.AddStats",
+    .tp_basicsize = sizeof(AddStats),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "AddStats(enabled, sub, min_exp, nbuckets): the hot path's add latencies, in OpStat's buckets.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)AddStats_init,
+    .tp_dealloc = (destructor)AddStats_dealloc,
+    .tp_methods = AddStats_methods,
+};
+
+/* ============================================================================================== RequestStream */
+
+typedef struct {
+    int64_t ledger_id, entry_id;
+    uint64_t txn_id;
+    long long started_ns;
+    long long size;
+    uint32_t next_free;
+    uint8_t version, protocol_version;
+} PendingAdd;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *frames;        /* FrameReader */
+    PyObject *write_path;    /* storage's WritePath */
+    InFlightCounts *adds;    /* the processor's adds in progress */
+    PyObject *state;         /* the bookie's state: ``read_only`` */
+    AddStats *stats;
+    PyObject *write;         /* the transport's write, or None once the connection is closing */
+    PyObject *on_add_failed; /* (version, protocol_version, txn_id, ledger_id, entry_id): answer an add that failed */
+    char takes_adds;         /* the connection is authenticated: adds may take the hot path */
+    char holding_output;     /* a TLS upgrade is under way: answers wait for ``flush`` */
+    char dirty;              /* answers wait in ``out`` */
+    PendingAdd *pending;
+    uint32_t pending_cap, free_head;
+    Py_ssize_t pending_count;
+    uint8_t *out;
+    size_t out_len, out_cap;
+} RequestStream;
+
+static PyTypeObject RequestStreamType;
+enum { NO_SLOT = 0xFFFFFFFFu, ENTRY_HEADER = 32 };
+
+/* An add the hot path may take: the checks of the listener and the processor that do not need storage. */
+static int is_plain_add(const AddFrame *a) {
+    if (a->version == 3 && a->protocol_version != 3)
+        return 0; /* EBADVERSION */
+    if (a->recovery || a->ledger_id < 0 || a->entry_id < 0 || a->body_len < ENTRY_HEADER)
+        return 0;
+    return read_int64_be(a->body) == a->ledger_id && read_int64_be(a->body + 8) == a->entry_id;
+}
+
+static int pending_take(RequestStream *s, uint32_t *slot) {
+    if (s->free_head == NO_SLOT) {
+        uint32_t cap = s->pending_cap ? s->pending_cap * 2 : 64;
+        PendingAdd *grown = PyMem_Realloc(s->pending, (size_t)cap * sizeof(PendingAdd));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (uint32_t i = s->pending_cap; i < cap; i++)
+            grown[i].next_free = i + 1 < cap ? i + 1 : NO_SLOT;
+        s->free_head = s->pending_cap;
+        s->pending = grown;
+        s->pending_cap = cap;
+    }
+    *slot = s->free_head;
+    s->free_head = s->pending[*slot].next_free;
+    s->pending_count++;
+    return 0;
+}
+
+static void pending_release(RequestStream *s, uint32_t slot) {
+    s->pending[slot].next_free = s->free_head;
+    s->free_head = slot;
+    s->pending_count--;
+}
+
+static int out_reserve(RequestStream *s, size_t more) {
+    if (s->out_len + more <= s->out_cap)
+        return 0;
+    size_t cap = s->out_cap ? s->out_cap * 2 : 4096;
+    while (cap < s->out_len + more)
+        cap *= 2;
+    uint8_t *grown = PyMem_Realloc(s->out, cap);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->out = grown;
+    s->out_cap = cap;
+    return 0;
+}
+
+static int sink_durable(PyObject *self, uint64_t token, int failed) {
+    RequestStream *s = (RequestStream *)self;
+    PendingAdd *p = &s->pending[token];
+    double ms = (double)(now_ns() - p->started_ns) / 1e6;
+    int became_dirty = 0;
+    if (!failed && s->write != Py_None) {
+        if (out_reserve(s, ADD_ANSWER_MAX) < 0) {
+            PyErr_WriteUnraisable(self);
+        } else {
+            s->out_len += (size_t)protocol->encode_add_ok(s->out + s->out_len, p->version, p->protocol_version,
+                                                          p->txn_id, p->ledger_id, p->entry_id);
+            became_dirty = !s->dirty;
+            s->dirty = 1;
+        }
+    } else if (failed && s->write != Py_None) {
+        PyObject *result = PyObject_CallFunction(s->on_add_failed, "iiKLL", (int)p->version, (int)p->protocol_version,
+                                                 (unsigned long long)p->txn_id, (long long)p->ledger_id,
+                                                 (long long)p->entry_id);
+        if (result == NULL)
+            PyErr_WriteUnraisable(s->on_add_failed);
+        Py_XDECREF(result);
+    }
+    stats_record(s->stats, !failed, ms, p->size);
+    if (inflight_leave(s->adds, p->size) < 0)
+        PyErr_WriteUnraisable((PyObject *)s->adds);
+    pending_release(s, (uint32_t)token);
+    return became_dirty;
+}
+
+/* The answers gathered since the last flush, in one transport write. */
+static void sink_flush(PyObject *self) {
+    RequestStream *s = (RequestStream *)self;
+    if (!s->dirty || s->holding_output)
+        return;
+    s->dirty = 0;
+    if (s->write == Py_None) {
+        s->out_len = 0;
+        return;
+    }
+    PyObject *data = PyBytes_FromStringAndSize((const char *)s->out, (Py_ssize_t)s->out_len);
+    s->out_len = 0;
+    if (data == NULL) {
+        PyErr_WriteUnraisable(self);
+        return;
+    }
+    PyObject *result = PyObject_CallOneArg(s->write, data);
+    if (result == NULL)
+        PyErr_WriteUnraisable(s->write);
+    Py_XDECREF(result);
+    Py_DECREF(data);
+}
+
+static const AddSinkMethods sink_methods = {.durable = sink_durable, .flush = sink_flush};
+
+/* 1 when the bookie is read-only (the state's ``read_only``), -1 with an error. */
+static int bookie_read_only(RequestStream *s) {
+    PyObject *value = PyObject_GetAttr(s->state, str_read_only);
+    if (value == NULL)
+        return -1;
+    int read_only = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return read_only;
+}
+
+/* Offers the add to storage: 1 taken, 0 not (the frame goes to Python), -1 error. */
+static int take_add(RequestStream *s, const AddFrame *a, long long started_ns) {
+    uint32_t slot;
+    if (pending_take(s, &slot) < 0)
+        return -1;
+    PendingAdd *p = &s->pending[slot];
+    p->ledger_id = a->ledger_id;
+    p->entry_id = a->entry_id;
+    p->txn_id = a->txn_id;
+    p->started_ns = started_ns;
+    p->size = a->body_len;
+    p->version = (uint8_t)a->version;
+    p->protocol_version = (uint8_t)a->protocol_version;
+    int taken = storage->try_add(s->write_path, a->body, a->body_len, a->master_key, a->master_key_len,
+                                 (PyObject *)s, &sink_methods, slot);
+    if (taken != 1) {
+        pending_release(s, slot);
+        return taken;
+    }
+    s->adds->count++;
+    s->adds->bytes += a->body_len;
+    return 1;
+}
+
+/* next_frame() -> bytes | None: see the module's docstring. None when no complete frame is left, or when the adds
+ * taken reached the in-progress limit (the caller then pauses the connection). */
+static PyObject *RequestStream_next_frame(RequestStream *s, PyObject *unused) {
+    const uint8_t *frame;
+    Py_ssize_t len;
+    int read_only = -1;
+    long long started = 0;
+    while (protocol->frames_peek(s->frames, &frame, &len)) {
+        AddFrame add;
+        if (s->takes_adds && protocol->decode_add(frame, len, &add) && is_plain_add(&add)
+            && !over_pending_limit(s->adds)) {
+            if (read_only < 0 && (read_only = bookie_read_only(s)) < 0)
+                return NULL;
+            if (!read_only) {
+                if (started == 0)
+                    started = now_ns();
+                int taken = take_add(s, &add, started);
+                if (taken < 0)
+                    return NULL;
+                if (taken) {
+                    protocol->frames_consume(s->frames);
+                    if (must_pause(s->adds))
+                        Py_RETURN_NONE;
+                    continue;
+                }
+            }
+        }
+        PyObject *payload = PyBytes_FromStringAndSize((const char *)frame, len);
+        if (payload != NULL)
+            protocol->frames_consume(s->frames);
+        return payload;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *RequestStream_feed(RequestStream *s, PyObject *data) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int rc = protocol->frames_append(s->frames, view.buf, view.len);
+    PyBuffer_Release(&view);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *RequestStream_flush(RequestStream *s, PyObject *unused) {
+    sink_flush((PyObject *)s);
+    Py_RETURN_NONE;
+}
+
+static int RequestStream_init(RequestStream *s, PyObject *args, PyObject *kwds) {
+    static char *keywords[] = {"max_frame_size", "write_path", "adds", "state", "stats", "on_add_failed", NULL};
+    Py_ssize_t max_frame_size;
+    PyObject *write_path, *adds, *state, *stats, *on_add_failed;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nO!O!OO!O:RequestStream", keywords, &max_frame_size,
+                                     storage->write_path_type, &write_path, &InFlightCountsType, &adds, &state,
+                                     &AddStatsType, &stats, &on_add_failed))
+        return -1;
+    PyObject *frames = PyObject_CallFunction((PyObject *)protocol->frame_reader_type, "n", max_frame_size);
+    if (frames == NULL)
+        return -1;
+    Py_XSETREF(s->frames, frames);
+    Py_XSETREF(s->write_path, Py_NewRef(write_path));
+    Py_XSETREF(s->adds, (InFlightCounts *)Py_NewRef(adds));
+    Py_XSETREF(s->state, Py_NewRef(state));
+    Py_XSETREF(s->stats, (AddStats *)Py_NewRef(stats));
+    Py_XSETREF(s->on_add_failed, Py_NewRef(on_add_failed));
+    Py_XSETREF(s->write, Py_NewRef(Py_None));
+    s->free_head = NO_SLOT;
+    return 0;
+}
+
+static int RequestStream_traverse(RequestStream *s, visitproc visit, void *arg) {
+    Py_VISIT(s->frames);
+    Py_VISIT(s->write_path);
+    Py_VISIT(s->adds);
+    Py_VISIT(s->state);
+    Py_VISIT(s->stats);
+    Py_VISIT(s->write);
+    Py_VISIT(s->on_add_failed);
+    return 0;
+}
+
+static int RequestStream_clear(RequestStream *s) {
+    Py_CLEAR(s->frames);
+    Py_CLEAR(s->write_path);
+    Py_CLEAR(s->adds);
+    Py_CLEAR(s->state);
+    Py_CLEAR(s->stats);
+    Py_CLEAR(s->write);
+    Py_CLEAR(s->on_add_failed);
+    return 0;
+}
+
+static void RequestStream_dealloc(RequestStream *s) {
+    PyObject_GC_UnTrack(s);
+    RequestStream_clear(s);
+    PyMem_Free(s->pending);
+    PyMem_Free(s->out);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyObject *frames_attr(RequestStream *s, void *name) { return PyObject_GetAttrString(s->frames, name); }
+
+static PyObject *RequestStream_get_pending(RequestStream *s, void *closure) {
+    return PyLong_FromSsize_t(s->pending_count);
+}
+
+static PyObject *RequestStream_get_write(RequestStream *s, void *closure) { return Py_NewRef(s->write); }
+
+static int RequestStream_set_write(RequestStream *s, PyObject *value, void *closure) {
+    if (value == NULL || (value != Py_None && !PyCallable_Check(value))) {
+        PyErr_SetString(PyExc_TypeError, "write must be a callable or None");
+        return -1;
+    }
+    Py_XSETREF(s->write, Py_NewRef(value));
+    return 0;
+}
+
+static PyMethodDef RequestStream_methods[] = {
+    {"feed", (PyCFunction)RequestStream_feed, METH_O,
+     "feed(data)\n\nBytes received on the connection (FrameTooLarge for a bad frame length)."},
+    {"next_frame", (PyCFunction)RequestStream_next_frame, METH_NOARGS,
+     "next_frame() -> bytes | None\n\nTake the adds storage can take; the next frame for Python, or None."},
+    {"flush", (PyCFunction)RequestStream_flush, METH_NOARGS, "flush()\n\nWrite the answers held back."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef RequestStream_getset[] = {
+    {"buffered", (getter)frames_attr, NULL, "Bytes of an incomplete frame held back.", (void *)"buffered"},
+    {"has_frame", (getter)frames_attr, NULL, "A complete frame is waiting.", (void *)"has_frame"},
+    {"pending", (getter)RequestStream_get_pending, NULL, "Adds taken and not yet durable.", NULL},
+    {"write", (getter)RequestStream_get_write, (setter)RequestStream_set_write,
+     "The transport's write (None: answers are dropped, the connection is closing).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef RequestStream_members[] = {
+    {"takes_adds", T_BOOL, offsetof(RequestStream, takes_adds), 0, "Adds may take the hot path."},
+    {"holding_output", T_BOOL, offsetof(RequestStream, holding_output), 0, "Answers wait for flush()."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject RequestStreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bookie._requests.RequestStream",
+    .tp_basicsize = sizeof(RequestStream),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "RequestStream(max_frame_size, write_path, adds, state, stats, on_add_failed): a connection's requests.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)RequestStream_init,
+    .tp_dealloc = (destructor)RequestStream_dealloc,
+    .tp_traverse = (traverseproc)RequestStream_traverse,
+    .tp_clear = (inquiry)RequestStream_clear,
+    .tp_methods = RequestStream_methods,
+    .tp_getset = RequestStream_getset,
+    .tp_members = RequestStream_members,
+};
+
+/* ============================================================================================== module */
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "bookie._requests",
+    .m_doc = "The bookie's request hot path in C: a connection's frames, and its adds taken to storage.",
+    .m_size = 0,
+};
+
+static int intern(PyObject **slot, const char *name) {
+    if (*slot == NULL)
+        *slot = PyUnicode_InternFromString(name);
+    return *slot == NULL ? -1 : 0;
+}
+
+PyMODINIT_FUNC PyInit__requests(void) {
+    protocol = bookie_protocol_import();
+    storage = bookie_storage_import();
+    if (protocol == NULL || storage == NULL)
+        return NULL;
+    if (intern(&str_wake, "_wake") < 0 || intern(&str_read_only, "read_only") < 0 || intern(&str_ok, "ok") < 0
+        || intern(&str_failed, "failed") < 0 || intern(&str_count, "count") < 0 || intern(&str_sum, "sum") < 0
+        || intern(&str_current, "current") < 0 || intern(&str_current_max, "current_max") < 0)
+        return NULL;
+    PyTypeObject *types[] = {&InFlightCountsType, &AddStatsType, &RequestStreamType};
+    const char *names[] = {"InFlightCounts", "AddStats", "RequestStream"};
+    for (size_t i = 0; i < 3; i++) {
+        if (PyType_Ready(types[i]) < 0)
+            return NULL;
+    }
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL)
+        return NULL;
+    for (size_t i = 0; i < 3; i++) {
+        if (PyModule_AddObjectRef(module, names[i], (PyObject *)types[i]) < 0) {
+            Py_DECREF(module);
+            return NULL;
+        }
+    }
+    return module;
+}

@@ -1,0 +1,216 @@
+"""The request hot path (``bookie._requests.RequestStream``) takes an add straight to storage only when the
+general path would have stored it the same way: the ledger is known here with the same master key, not fenced,
+the bookie writable, the connection authenticated, the ids valid, limits not reached. Every other frame is
+handed back unchanged and in the order it arrived; the adds it takes are answered once durable, with the bytes
+the general path writes, the answers of one journal group in one write.
+
+A real storage engine and request processor in this process (ZooKeeper registration is out of scope here:
+the bookie's state records its transitions instead)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from bookie._requests import RequestStream
+from bookie.processor import RequestProcessor
+from bookie.protocol import client_codec, codec
+from bookie.protocol import messages as m
+from bookie.state import DiskThresholds, StateManager
+from bookie.storage.engine import StorageEngine
+
+from tests.storage.conftest import engine_conf
+from tests.support.raw_client import MASTER_KEY, entry
+from tests.support.waiting import eventually
+
+LEDGER = 7
+
+
+@dataclass
+class Bookie:
+    engine: StorageEngine
+    processor: RequestProcessor
+    state: StateManager
+    written: list[bytes]
+    failed: list[tuple[int, ...]]
+
+    def stream(self) -> RequestStream:
+        stream = RequestStream(1 << 20, self.engine.write_path, self.processor.adds, self.state,
+                               self.processor.hot_adds, lambda *ids: self.failed.append(ids))
+        stream.write = self.written.append
+        stream.takes_adds = True
+        return stream
+
+    async def answers(self, count: int) -> list[m.Response]:
+        """The first ``count`` answers written (waits for the journal to make their adds durable)."""
+        async def written() -> bool:
+            return sum(len(_frames(w)) for w in self.written) >= count
+
+        await eventually(written, f"{count} answers written")
+        return [client_codec.decode_response(f) for w in self.written for f in _frames(w)]
+
+
+def _frames(data: bytes) -> list[bytes]:
+    out, pos = [], 0
+    while pos < len(data):
+        n = int.from_bytes(data[pos:pos + 4], "big")
+        out.append(data[pos + 4:pos + 4 + n])
+        pos += 4 + n
+    return out
+
+
+async def _registered(read_only: bool) -> None:
+    """ZooKeeper registration stands out of this spec."""
+
+
+@pytest_asyncio.fixture
+async def bookie(tmp_path: Path) -> AsyncIterator[Bookie]:
+    conf = engine_conf(tmp_path, journalMaxGroupWaitMSec=2)
+    engine = StorageEngine(conf)
+    await engine.start()
+    state = StateManager(DiskThresholds(0.95, 0.9, 0.95), _registered)
+    processor = RequestProcessor(conf, engine, state, lambda: (1 << 40, 1 << 41))
+    yield Bookie(engine, processor, state, [], [])
+    await engine.close()
+
+
+def _add(ledger: int, entry_id: int, *, version: int = 3, txn: int = 0, key: bytes = MASTER_KEY,
+         **fields: Any) -> bytes:
+    wire = m.Wire.v3(txn or entry_id + 1) if version == 3 else m.Wire.v2()
+    body = fields.pop("body", None) or entry(ledger, entry_id, b"p" * 100)
+    return client_codec.encode_request(m.AddRequest(wire, ledger, entry_id, key, body, **fields))
+
+
+async def _create_ledger(bookie: Bookie) -> None:
+    """The first add of a ledger creates it on the general path (and journals its master key)."""
+    await bookie.engine.add_entry(entry(LEDGER, 0, b"first"), MASTER_KEY)
+
+
+def _drain(stream: RequestStream) -> list[m.Request]:
+    """What the hot path hands back, decoded."""
+    handed = []
+    while (frame := stream.next_frame()) is not None:
+        handed.append(codec.decode_request(frame))
+    return handed
+
+
+async def test_adds_of_a_known_ledger_are_taken_and_answered_as_the_general_path_would(bookie: Bookie) -> None:
+    await _create_ledger(bookie)
+    stream = bookie.stream()
+    stream.feed(b"".join(_add(LEDGER, i) for i in range(1, 201)))
+    assert _drain(stream) == [] and stream.pending == 200
+    answers = await bookie.answers(200)
+    assert sorted(r.entry_id for r in answers) == list(range(1, 201))
+    expected = {codec.encode_add_ok(m.AddRequest(m.Wire.v3(i + 1), LEDGER, i, MASTER_KEY, b"")) for i in range(1, 201)}
+    assert {len(f).to_bytes(4, "big") + f for w in bookie.written for f in _frames(w)} == expected
+    assert len(bookie.written) < 200, "the answers of a journal group leave in one write"
+    assert await bookie.engine.read_entry(LEDGER, 200) == entry(LEDGER, 200, b"p" * 100)
+    assert bookie.engine.last_add_confirmed(LEDGER) == 199 and stream.pending == 0
+    assert bookie.processor.adds.count == 0
+
+
+async def test_v2_adds_are_taken_too(bookie: Bookie) -> None:
+    await _create_ledger(bookie)
+    stream = bookie.stream()
+    stream.feed(b"".join(_add(LEDGER, i, version=2) for i in range(1, 11)))
+    assert _drain(stream) == []
+    answers = await bookie.answers(10)
+    assert {(r.status, r.entry_id) for r in answers} == {(m.StatusCode.EOK, i) for i in range(1, 11)}
+
+
+async def test_the_first_add_of_a_ledger_goes_to_the_general_path(bookie: Bookie) -> None:
+    stream = bookie.stream()
+    stream.feed(_add(LEDGER, 0))
+    (handed,) = _drain(stream)
+    assert isinstance(handed, m.AddRequest) and handed.entry_id == 0
+
+
+@pytest.mark.parametrize("change", ["fenced", "other key", "recovery", "header names another entry", "read-only",
+                                    "unauthenticated", "closing"])
+async def test_adds_the_general_path_must_decide_are_handed_back(bookie: Bookie, change: str) -> None:
+    await _create_ledger(bookie)
+    stream = bookie.stream()
+    fields: dict[str, Any] = {}
+    if change == "fenced":
+        await bookie.engine.fence(LEDGER, MASTER_KEY)
+    elif change == "other key":
+        fields["key"] = b"k" * 20
+    elif change == "recovery":
+        fields["recovery"] = True
+    elif change == "header names another entry":
+        fields["body"] = entry(LEDGER, 99, b"p")
+    elif change == "read-only":
+        await bookie.state.set_manual(True)
+    elif change == "unauthenticated":
+        stream.takes_adds = False
+    elif change == "closing":
+        bookie.engine.write_path.closed = True
+    stream.feed(_add(LEDGER, 1, **fields))
+    (handed,) = _drain(stream)
+    assert isinstance(handed, m.AddRequest) and handed.entry_id == 1
+    assert stream.pending == 0 and bookie.engine.dir_of(LEDGER).write_cache.get(LEDGER, 1) is None
+
+
+async def test_a_full_write_cache_sends_the_add_to_the_general_path_which_throttles(tmp_path: Path,
+                                                                                   bookie: Bookie) -> None:
+    await _create_ledger(bookie)
+    cache = bookie.engine.dir_of(LEDGER).write_cache
+    filler = b"f" * (cache.max_bytes - cache.size)
+    cache.put(LEDGER + 1, 0, filler)
+    stream = bookie.stream()
+    stream.feed(_add(LEDGER, 1))
+    assert [r.entry_id for r in _drain(stream)] == [1]  # type: ignore[attr-defined]
+
+
+async def test_other_requests_are_handed_back_in_the_order_they_came(bookie: Bookie) -> None:
+    await _create_ledger(bookie)
+    stream = bookie.stream()
+    read = client_codec.encode_request(m.ReadRequest(m.Wire.v3(500), LEDGER, 0))
+    stream.feed(_add(LEDGER, 1) + read + _add(LEDGER, 2))
+    first = stream.next_frame()
+    assert first is not None and isinstance(codec.decode_request(first), m.ReadRequest)
+    assert stream.pending == 1, "the add before the read was taken before the read was handed back"
+    assert stream.next_frame() is None and stream.pending == 2
+
+
+async def test_the_in_progress_limit_pauses_and_the_pending_limit_refuses(bookie: Bookie) -> None:
+    await _create_ledger(bookie)
+    adds = bookie.processor.adds
+    adds.in_progress_limit = 5
+    stream = bookie.stream()
+    stream.feed(b"".join(_add(LEDGER, i) for i in range(1, 11)))
+    assert stream.next_frame() is None and stream.has_frame and stream.pending == 5, "paused at the limit"
+    adds.in_progress_limit, adds.pending_limit = 0, 5
+    (refused,) = [r for r in _drain(stream) if r.entry_id == 6]  # type: ignore[attr-defined]
+    assert isinstance(refused, m.AddRequest), "over the pending limit: for the processor to refuse and count"
+
+
+async def test_an_answer_for_a_closed_connection_is_dropped_and_its_slot_freed(bookie: Bookie) -> None:
+    await _create_ledger(bookie)
+    stream = bookie.stream()
+    stream.feed(_add(LEDGER, 1))
+    assert _drain(stream) == []
+    stream.write = None
+
+    async def durable() -> bool:
+        return stream.pending == 0
+
+    await eventually(durable, "the add durable")
+    assert bookie.written == [] and bookie.processor.adds.count == 0
+    assert bookie.engine.last_add_confirmed(LEDGER) == 0, "the add itself is durable"
+
+
+async def test_the_hot_paths_adds_are_counted_in_the_add_statistics(bookie: Bookie) -> None:
+    await _create_ledger(bookie)
+    stream = bookie.stream()
+    stream.feed(b"".join(_add(LEDGER, i) for i in range(1, 51)))
+    _drain(stream)
+    await bookie.answers(50)
+    before = bookie.processor.stats.add.ok.count
+    bookie.processor.drain_stats()
+    assert bookie.processor.stats.add.ok.count == before + 50
+    assert bookie.processor.stats.write_bytes == 50 * len(entry(LEDGER, 1, b"p" * 100))
