@@ -394,7 +394,9 @@ static int out_reserve(RequestStream *s, size_t more) {
 
 static int sink_durable(PyObject *self, uint64_t token, int failed) {
     RequestStream *s = (RequestStream *)self;
-    PendingAdd *p = &s->pending[token];
+    PendingAdd add = s->pending[token]; /* a copy: the callbacks below may grow the table */
+    const PendingAdd *p = &add;
+    pending_release(s, (uint32_t)token);
     double ms = (double)(now_ns() - p->started_ns) / 1e6;
     int became_dirty = 0;
     if (!failed && s->write != Py_None) {
@@ -407,17 +409,18 @@ static int sink_durable(PyObject *self, uint64_t token, int failed) {
             s->dirty = 1;
         }
     } else if (failed && s->write != Py_None) {
-        PyObject *result = PyObject_CallFunction(s->on_add_failed, "iiKLL", (int)p->version, (int)p->protocol_version,
+        PyObject *callback = Py_NewRef(s->on_add_failed);
+        PyObject *result = PyObject_CallFunction(callback, "iiKLL", (int)p->version, (int)p->protocol_version,
                                                  (unsigned long long)p->txn_id, (long long)p->ledger_id,
                                                  (long long)p->entry_id);
         if (result == NULL)
-            PyErr_WriteUnraisable(s->on_add_failed);
+            PyErr_WriteUnraisable(callback);
         Py_XDECREF(result);
+        Py_DECREF(callback);
     }
     stats_record(s->stats, !failed, ms, p->size);
     if (inflight_leave(s->adds, p->size) < 0)
         PyErr_WriteUnraisable((PyObject *)s->adds);
-    pending_release(s, (uint32_t)token);
     return became_dirty;
 }
 
@@ -437,10 +440,12 @@ static void sink_flush(PyObject *self) {
         PyErr_WriteUnraisable(self);
         return;
     }
-    PyObject *result = PyObject_CallOneArg(s->write, data);
+    PyObject *write = Py_NewRef(s->write); /* the call may replace s->write (a connection lost at once) */
+    PyObject *result = PyObject_CallOneArg(write, data);
     if (result == NULL)
-        PyErr_WriteUnraisable(s->write);
+        PyErr_WriteUnraisable(write);
     Py_XDECREF(result);
+    Py_DECREF(write);
     Py_DECREF(data);
 }
 

@@ -1472,7 +1472,8 @@ static int write_path_try_add(PyObject *self, const uint8_t *entry, Py_ssize_t l
         return -1;
     int taken = 0;
     WriteCache *cache = NULL;
-    PyObject *state_obj = PyDict_GetItemWithError(wp->ledgers, key);
+    /* A strong reference: the allocations below may run arbitrary code that could drop the dict's. */
+    PyObject *state_obj = Py_XNewRef(PyDict_GetItemWithError(wp->ledgers, key));
     if (state_obj == NULL || !Py_IS_TYPE(state_obj, &LedgerStateType))
         goto out;
     LedgerState *state = (LedgerState *)state_obj;
@@ -1515,6 +1516,7 @@ static int write_path_try_add(PyObject *self, const uint8_t *entry, Py_ssize_t l
     }
 out:
     Py_DECREF(key);
+    Py_XDECREF(state_obj);
     Py_XDECREF(cache);
     if (PyErr_Occurred())
         return taken ? 1 : -1;
