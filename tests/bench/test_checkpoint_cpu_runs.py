@@ -16,4 +16,4 @@ def test_checkpoint_cpu_quick_run_reports_each_size(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     sizes = json.loads(result.stdout.strip().splitlines()[-1])
     assert [s["size"] for s in sizes] == [100, 1024]
-    assert all(s["us_per_entry"] >= 0 for s in sizes)
+    assert all(s["us_per_entry"] >= 0 and s["longest_gil_wait_ms"] >= 0 for s in sizes)

@@ -112,7 +112,7 @@ async def test_every_frame_is_taken_as_a_plain_add_or_handed_back_in_order(
             continue
         assert _takeable(frame), "a frame neither handed back nor a plain add"
         r = codec.decode_request(frame)
-        assert cache.get(LEDGER, r.entry_id) == bytes(r.body)  # type: ignore[attr-defined]
+        assert isinstance(r, m.AddRequest) and cache.get(LEDGER, r.entry_id) == bytes(r.body)
     assert expected_next is None, "frames handed back out of order, or not sent at all"
     assert len(handed) < len(frames), "the hot path took the plain adds"
     assert stream.buffered == 0 and not stream.has_frame

@@ -3,8 +3,9 @@ entries together and in order, logs rolled at logSizeLimit (an entry larger than
 each finalized log's ledgers map counting its records' bytes, and every returned location reading back its
 entry. The write buffer never holds much more than WRITE_BUFFER_BYTES, however large the checkpoint.
 
-The records are packed in C (``bookie.storage._native``); the logs are read back here with a reader of the
-format's own facts."""
+The records are packed in C (``bookie.storage._write_path``, the GIL released while they are copied); the logs
+are read back here with a reader of the format's own facts, and the packed locations a checkpoint indexes are
+checked against them."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import struct
 from pathlib import Path
 
 import pytest
-from bookie.storage import _native
 from bookie.storage import entrylog_format as ef
+from bookie.storage._write_path import EntryBatch
 from bookie.storage.entrylog import WRITE_BUFFER_BYTES, EntryLogger
 
 
@@ -38,30 +39,31 @@ def read_log(data: bytes) -> tuple[list[tuple[int, int, int, bytes]], dict[int, 
     return records, ledgers
 
 
-def checkpoint(rng: random.Random, ledgers: int, per_ledger: int, sizes: list[int]
-               ) -> list[tuple[int, list[int], list[bytes | memoryview]]]:
-    out: list[tuple[int, list[int], list[bytes | memoryview]]] = []
+def checkpoint(rng: random.Random, ledgers: int, per_ledger: int, sizes: list[int]) -> list[tuple[int, int, bytes]]:
+    """A checkpoint's entries as the write cache sorts them: by ledger, then entry id."""
+    out = []
     for ledger_id in sorted(rng.sample(range(1, 2**40), ledgers)):
         ids = sorted(rng.sample(range(10_000), per_ledger))
-        bodies: list[bytes | memoryview] = [body(ledger_id, i, rng.choice(sizes)) for i in ids]
-        bodies[0] = memoryview(bytes(bodies[0]))  # entries arrive as bytes or as views of a frame
-        out.append((ledger_id, ids, bodies))
+        out += [(ledger_id, i, body(ledger_id, i, rng.choice(sizes))) for i in ids]
     return out
+
+
+def unpacked(locations: bytearray) -> list[tuple[int, int, int]]:
+    """The packed locations (ledger id, entry id, location: 24 bytes each) as tuples."""
+    return list(struct.iter_unpack(">qqq", locations))
 
 
 def test_records_rolled_at_the_limit_read_back_by_location(tmp_path: Path) -> None:
     limit = 64 * 1024
     logger = EntryLogger(tmp_path, limit)
     written = checkpoint(random.Random(1), 12, 40, [40, 500, 3000, 9000])
-    written.append((2**41, [0], [body(2**41, 0, 3 * limit)]))  # larger than a log
-    locations = logger.append_ledgers(written)
+    written.append((2**41, 0, body(2**41, 0, 3 * limit)))  # larger than a log
+    locations = unpacked(logger.append_batch(EntryBatch(written)))
     logger.flush()
     logger.roll()
 
-    expected = [(ledger_id, entry_id) for ledger_id, ids, _ in written for entry_id in ids]
-    assert [(ledger_id, entry_id) for ledger_id, entry_id, _ in locations] == expected
-    bodies = {(ledger_id, entry_id): bytes(b)
-              for ledger_id, ids, bs in written for entry_id, b in zip(ids, bs, strict=True)}
+    assert [(ledger_id, entry_id) for ledger_id, entry_id, _ in locations] == [(lid, eid) for lid, eid, _ in written]
+    bodies = {(ledger_id, entry_id): b for ledger_id, entry_id, b in written}
     for ledger_id, entry_id, location in locations:
         assert logger.read(ledger_id, entry_id, location) == bodies[ledger_id, entry_id]
 
@@ -95,28 +97,28 @@ def test_the_write_buffer_stays_near_its_size_for_a_large_checkpoint(tmp_path: P
 
     monkeypatch.setattr(EntryLogger, "_write_buffer", watched)
     written = checkpoint(random.Random(2), 6, 200, [100, 8000, largest])
-    total = sum(4 + len(b) for _, _, bs in written for b in bs)
-    logger.append_ledgers(written)
+    total = sum(4 + len(b) for _, _, b in written)
+    logger.append_batch(EntryBatch(written))
     logger.flush()
     assert total > 10 * WRITE_BUFFER_BYTES
     assert len(held) >= total // (WRITE_BUFFER_BYTES + 4 + largest)
     assert max(held) < WRITE_BUFFER_BYTES + 4 + largest
 
 
-def test_append_many_keeps_the_order_it_is_given(tmp_path: Path) -> None:
+def test_a_batch_is_appended_in_the_order_it_is_given(tmp_path: Path) -> None:
     logger = EntryLogger(tmp_path, 1 << 20)
     entries = [(7, 2, body(7, 2, 50)), (7, 1, body(7, 1, 60)), (3, 0, body(3, 0, 70)), (7, 3, body(7, 3, 80))]
-    locations = logger.append_many(entries)
+    locations = unpacked(logger.append_batch(EntryBatch(entries)))
     logger.flush()
     assert [(ledger_id, entry_id) for ledger_id, entry_id, _ in locations] == [(7, 2), (7, 1), (3, 0), (7, 3)]
     assert [location for *_, location in locations] == sorted(location for *_, location in locations)
     for (ledger_id, entry_id, location), (_, _, entry) in zip(locations, entries, strict=True):
         assert logger.read(ledger_id, entry_id, location) == entry
+    assert logger.append(9, 0, body(9, 0, 10)) > locations[-1][2], "one entry appended after the batch"
 
 
-def test_mismatched_ids_and_bodies_are_refused_by_name() -> None:
-    buffer: bytearray = bytearray()
-    with pytest.raises(ValueError, match="entry_ids and bodies differ in length"):
-        _native.append_records(buffer, [], 1, [1, 2], [b"x" * 20], 0, ef.HEADER_SIZE, 1, 1 << 20, ef.HEADER_SIZE,
-                               WRITE_BUFFER_BYTES)
-    assert not buffer
+def test_a_batch_takes_only_ids_and_bytes() -> None:
+    with pytest.raises(TypeError, match="must be bytes"):
+        EntryBatch([(1, 0, bytearray(b"x" * 20))])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        EntryBatch([(1, b"x" * 20)])  # type: ignore[list-item]

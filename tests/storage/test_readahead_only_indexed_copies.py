@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bookie.config import BookieConfig
+from bookie.storage._write_path import EntryBatch
 from bookie.storage.ledger_dir import LedgerDirStorage, WriteCache
 
 LEDGER = 7
@@ -39,9 +40,9 @@ def test_an_unindexed_torn_copy_after_an_indexed_entry_is_never_served(tmp_path:
         # The next log: entry 0 copied and indexed (a compaction batch that finished), then copies of entries 1
         # and 2 appended and flushed but never indexed, entry 1 torn (its body's tail zeros, as when the
         # power cut lost its second page).
-        [(_, _, moved)] = d.entry_logger.append_many([(LEDGER, 0, _body(0, b"a"))])
-        d.entry_logger.append_many([(LEDGER, 1, _body(1, b"a")[:2000] + bytes(len(_body(1, b"a")) - 2000)),
-                                    (LEDGER, 2, _body(2, b"a"))])
+        moved = d.entry_logger.append(LEDGER, 0, _body(0, b"a"))
+        d.entry_logger.append_batch(EntryBatch([(LEDGER, 1, _body(1, b"a")[:2000] + bytes(len(_body(1, b"a")) - 2000)),
+                                                (LEDGER, 2, _body(2, b"a"))]))
         d.entry_logger.flush()
         old = d.locations.get(LEDGER, 0)
         assert old is not None

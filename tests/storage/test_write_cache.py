@@ -1,6 +1,7 @@
 """The write cache holds what was added since the last checkpoint: any sequence of puts and ledger deletions
 leaves it holding exactly what a plain mapping would, with the same sizes, last entries and checkpoint order
-(ledgers in order, each one's entries in order); an empty cache takes any entry, a full one refuses more."""
+(ledgers in order, each one's entries in order); an empty cache takes any entry, a full one refuses more; a
+cleared one holds nothing."""
 
 from __future__ import annotations
 
@@ -31,11 +32,9 @@ def test_the_cache_holds_what_a_mapping_would(ops: list[tuple[str, int, int, byt
     assert cache.size == sum(map(len, model.values()))
     for (ledger, entry), body in model.items():
         assert cache.get(ledger, entry) == body
-    ledgers = sorted({ledger for ledger, _ in model})
-    expected = [(ledger, sorted(e for l2, e in model if l2 == ledger),
-                 [model[ledger, e] for e in sorted(e for l2, e in model if l2 == ledger)]) for ledger in ledgers]
-    assert cache.by_ledger() == expected
-    for ledger, entry_ids, _ in expected:
+    assert list(cache.sorted_entries()) == [(ledger, entry, model[ledger, entry]) for ledger, entry in sorted(model)]
+    for ledger in {ledger for ledger, _ in model}:
+        entry_ids = sorted(e for l2, e in model if l2 == ledger)
         assert cache.entry_ids(ledger) == entry_ids
         assert cache.last_entry(ledger) == entry_ids[-1]
     assert cache.get(99, 0) is None and cache.last_entry(99) is None and cache.entry_ids(99) == []
@@ -47,7 +46,9 @@ def test_a_large_cache_keeps_every_entry() -> None:
         cache.put(i % 64, i // 64, i.to_bytes(4, "big"))
     assert len(cache) == 200_000
     assert all(cache.get(i % 64, i // 64) == i.to_bytes(4, "big") for i in range(0, 200_000, 997))
-    assert sum(len(ids) for _, ids, _ in cache.by_ledger()) == 200_000
+    assert len(cache.sorted_entries()) == 200_000
+    cache.clear()
+    assert (len(cache), cache.size, cache.get(3, 5), cache.last_entry(3)) == (0, 0, None, None)
 
 
 def test_an_empty_cache_takes_any_entry_and_a_full_one_refuses() -> None:

@@ -121,14 +121,16 @@ static PyObject *py_crc32c(PyObject *module, PyObject *data) {
 }
 
 /* ============================================================================================== WriteCache
- * Entries by (ledger, entry) in an open-addressing table with linear probing, kept at most half full; a second,
- * small table keeps each ledger's entry count and highest entry id. Bodies are bytes objects: a read of a cached
- * entry returns the object the add stored, and a checkpoint hands them to the entry logger as they are. */
+ * Entries in one dense array, in the order they were added, found by (ledger, entry) through an open-addressing
+ * table of their positions (linear probing, kept at most half full); a second, small table keeps each ledger's
+ * entry count and highest entry id. Bodies are bytes objects: a read of a cached entry returns the object the
+ * add stored, and a checkpoint hands them to the entry logger as they are. The dense array makes a checkpoint's
+ * walk over the entries, and their release, sequential. */
 
 typedef struct {
     int64_t ledger, entry;
-    PyObject *body; /* NULL: a free slot */
-} CacheSlot;
+    PyObject *body;
+} CacheEntry;
 
 typedef struct {
     int64_t ledger, last;
@@ -138,16 +140,31 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     long long max_bytes, size, count;
-    CacheSlot *slots;
-    size_t mask; /* slots - 1: a power of two less one */
+    CacheEntry *entries;   /* count of them used */
+    size_t entries_cap;
+    uint32_t *slots;       /* position in entries + 1; 0: a free slot */
+    size_t mask;           /* slots - 1: a power of two less one */
     CacheLedger *ledgers;
     size_t ledger_mask;
     size_t ledger_count;
+    unsigned long long version; /* changes whenever entries move: a walk that yielded the GIL checks it */
 } WriteCache;
 
 static PyTypeObject WriteCacheType;
 
 enum { CACHE_FIRST_SLOTS = 1024, CACHE_FIRST_LEDGERS = 64 };
+
+/* Long C loops on worker threads let the event loop have the GIL now and then: a thread running C code never sees
+ * the interpreter's switch request, and a bare release and retake of the GIL wins the race against the waiting
+ * thread (which then never even asks). So the GIL is released for a moment long enough for a waiter to take it. */
+enum { GIL_YIELD_EVERY = 4096, GIL_YIELD_NS = 30000 };
+
+static void gil_yield(void) {
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec ts = {0, GIL_YIELD_NS};
+    nanosleep(&ts, NULL);
+    Py_END_ALLOW_THREADS
+}
 
 static size_t entry_hash(int64_t ledger, int64_t entry) {
     uint64_t h = (uint64_t)ledger * 0x9E3779B97F4A7C15ull ^ (uint64_t)entry * 0xC2B2AE3D27D4EB4Full;
@@ -159,11 +176,17 @@ static size_t ledger_hash(int64_t ledger) {
     return (size_t)(h ^ (h >> 32));
 }
 
-static CacheSlot *cache_find(WriteCache *c, int64_t ledger, int64_t entry) {
+/* The slot of (ledger, entry): the one holding its position, or the free slot where it would go. */
+static uint32_t *cache_slot(WriteCache *c, int64_t ledger, int64_t entry) {
     for (size_t i = entry_hash(ledger, entry) & c->mask;; i = (i + 1) & c->mask) {
-        CacheSlot *s = &c->slots[i];
-        if (s->body == NULL || (s->ledger == ledger && s->entry == entry))
-            return s;
+        uint32_t *slot = &c->slots[i];
+        if (*slot == 0)
+            return slot;
+        if (*slot > c->count) /* an entry a clear() under way released; its slot goes with the cache */
+            continue;
+        CacheEntry *e = &c->entries[*slot - 1];
+        if (e->ledger == ledger && e->entry == entry)
+            return slot;
     }
 }
 
@@ -175,9 +198,9 @@ static CacheLedger *cache_ledger(WriteCache *c, int64_t ledger) {
     }
 }
 
-/* New empty tables of the given sizes (powers of two), the old ones returned through the arguments. */
-static int cache_alloc(WriteCache *c, size_t slots, size_t ledgers) {
-    CacheSlot *s = PyMem_Calloc(slots, sizeof(CacheSlot));
+/* The position and ledger tables rebuilt from the entries, at the given sizes (powers of two). */
+static int cache_index(WriteCache *c, size_t slots, size_t ledgers) {
+    uint32_t *s = PyMem_Calloc(slots, sizeof(uint32_t));
     CacheLedger *l = PyMem_Calloc(ledgers, sizeof(CacheLedger));
     if (s == NULL || l == NULL) {
         PyMem_Free(s);
@@ -185,75 +208,75 @@ static int cache_alloc(WriteCache *c, size_t slots, size_t ledgers) {
         PyErr_NoMemory();
         return -1;
     }
+    PyMem_Free(c->slots);
+    PyMem_Free(c->ledgers);
     c->slots = s;
     c->mask = slots - 1;
     c->ledgers = l;
     c->ledger_mask = ledgers - 1;
     c->ledger_count = 0;
-    return 0;
-}
-
-/* Moves every entry of the old tables but those of ``dropped`` (when ``drop`` is set) into tables of the given
- * sizes; the dropped bodies are released. */
-static int cache_rebuild(WriteCache *c, size_t slots, size_t ledgers, int drop, int64_t dropped) {
-    CacheSlot *old = c->slots;
-    size_t old_slots = c->mask + 1;
-    CacheLedger *old_ledgers = c->ledgers;
-    size_t old_ledger_slots = c->ledger_mask + 1;
-    if (cache_alloc(c, slots, ledgers) < 0)
-        return -1;
-    for (size_t i = 0; i < old_ledger_slots; i++) {
-        CacheLedger *l = &old_ledgers[i];
-        if (l->entries == 0 || (drop && l->ledger == dropped))
-            continue;
-        *cache_ledger(c, l->ledger) = *l;
-        c->ledger_count++;
-    }
-    for (size_t i = 0; i < old_slots; i++) {
-        CacheSlot *s = &old[i];
-        if (s->body == NULL)
-            continue;
-        if (drop && s->ledger == dropped) {
-            c->size -= PyBytes_GET_SIZE(s->body);
-            c->count--;
-            Py_DECREF(s->body);
-            continue;
+    for (long long i = 0; i < c->count; i++) {
+        CacheEntry *e = &c->entries[i];
+        *cache_slot(c, e->ledger, e->entry) = (uint32_t)(i + 1);
+        CacheLedger *led = cache_ledger(c, e->ledger);
+        if (led->entries++ == 0) {
+            led->ledger = e->ledger;
+            led->last = e->entry;
+            c->ledger_count++;
+        } else if (e->entry > led->last) {
+            led->last = e->entry;
         }
-        *cache_find(c, s->ledger, s->entry) = *s;
     }
-    PyMem_Free(old);
-    PyMem_Free(old_ledgers);
     return 0;
 }
 
 /* Stores ``body`` (a bytes object: a new reference is taken) as entry ``entry`` of ``ledger``. */
 static int cache_put(WriteCache *c, int64_t ledger, int64_t entry, PyObject *body) {
-    if ((size_t)c->count + 1 > (c->mask + 1) / 2 && cache_rebuild(c, (c->mask + 1) * 2, c->ledger_mask + 1, 0, 0) < 0)
-        return -1;
-    if (c->ledger_count + 1 > (c->ledger_mask + 1) / 2
-        && cache_rebuild(c, c->mask + 1, (c->ledger_mask + 1) * 2, 0, 0) < 0)
-        return -1;
-    CacheSlot *s = cache_find(c, ledger, entry);
+    if ((size_t)c->count + 1 > (c->mask + 1) / 2 || c->ledger_count + 1 > (c->ledger_mask + 1) / 2) {
+        size_t slots = (size_t)c->count + 1 > (c->mask + 1) / 2 ? (c->mask + 1) * 2 : c->mask + 1;
+        size_t ledgers = c->ledger_count + 1 > (c->ledger_mask + 1) / 2 ? (c->ledger_mask + 1) * 2 : c->ledger_mask + 1;
+        if (slots > UINT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "a write cache holds fewer than 2**31 entries");
+            return -1;
+        }
+        if (cache_index(c, slots, ledgers) < 0)
+            return -1;
+    }
+    uint32_t *slot = cache_slot(c, ledger, entry);
+    if (*slot != 0) { /* the same entry again (a client's retry): the newer bytes stay */
+        CacheEntry *e = &c->entries[*slot - 1];
+        c->size += PyBytes_GET_SIZE(body) - PyBytes_GET_SIZE(e->body);
+        Py_SETREF(e->body, Py_NewRef(body));
+        return 0;
+    }
+    if ((size_t)c->count == c->entries_cap) {
+        size_t cap = c->entries_cap ? c->entries_cap * 2 : CACHE_FIRST_SLOTS / 2;
+        CacheEntry *grown = PyMem_Realloc(c->entries, cap * sizeof(CacheEntry));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->entries = grown;
+        c->entries_cap = cap;
+    }
+    c->version++;
+    c->entries[c->count] = (CacheEntry){ledger, entry, Py_NewRef(body)};
+    *slot = (uint32_t)(++c->count);
+    c->size += PyBytes_GET_SIZE(body);
     CacheLedger *l = cache_ledger(c, ledger);
-    if (l->entries == 0) {
+    if (l->entries++ == 0) {
         l->ledger = ledger;
         l->last = entry;
         c->ledger_count++;
     } else if (entry > l->last) {
         l->last = entry;
     }
-    if (s->body != NULL) { /* the same entry again (a client's retry): the newer bytes stay */
-        c->size -= PyBytes_GET_SIZE(s->body);
-        Py_DECREF(s->body);
-    } else {
-        s->ledger = ledger;
-        s->entry = entry;
-        c->count++;
-        l->entries++;
-    }
-    s->body = Py_NewRef(body);
-    c->size += PyBytes_GET_SIZE(body);
     return 0;
+}
+
+static CacheEntry *cache_get(WriteCache *c, int64_t ledger, int64_t entry) {
+    uint32_t slot = *cache_slot(c, ledger, entry);
+    return slot == 0 ? NULL : &c->entries[slot - 1];
 }
 
 static int cache_has_room(WriteCache *c, long long nbytes) {
@@ -271,14 +294,13 @@ static int WriteCache_init(WriteCache *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     self->max_bytes = max_bytes;
-    return cache_alloc(self, CACHE_FIRST_SLOTS, CACHE_FIRST_LEDGERS);
+    return cache_index(self, CACHE_FIRST_SLOTS, CACHE_FIRST_LEDGERS);
 }
 
 static void WriteCache_dealloc(WriteCache *self) {
-    if (self->slots != NULL) {
-        for (size_t i = 0; i <= self->mask; i++)
-            Py_XDECREF(self->slots[i].body);
-    }
+    for (long long i = 0; i < self->count; i++)
+        Py_DECREF(self->entries[i].body);
+    PyMem_Free(self->entries);
     PyMem_Free(self->slots);
     PyMem_Free(self->ledgers);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -318,8 +340,8 @@ static PyObject *WriteCache_get(WriteCache *self, PyObject *const *args, Py_ssiz
     int64_t ledger, entry;
     if (parse_ids(args, nargs, 2, "get", &ledger, &entry) < 0)
         return NULL;
-    CacheSlot *s = cache_find(self, ledger, entry);
-    return Py_NewRef(s->body != NULL ? s->body : Py_None);
+    CacheEntry *e = cache_get(self, ledger, entry);
+    return Py_NewRef(e != NULL ? e->body : Py_None);
 }
 
 static PyObject *WriteCache_has_room(WriteCache *self, PyObject *arg) {
@@ -348,15 +370,14 @@ static PyObject *WriteCache_entry_ids(WriteCache *self, PyObject *arg) {
     int64_t ledger = PyLong_AsLongLong(arg);
     if (ledger == -1 && PyErr_Occurred())
         return NULL;
-    CacheLedger *l = cache_ledger(self, ledger);
-    Py_ssize_t n = l->entries;
+    Py_ssize_t n = cache_ledger(self, ledger)->entries;
     int64_t *ids = PyMem_Malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
     if (ids == NULL)
         return PyErr_NoMemory();
     Py_ssize_t found = 0;
-    for (size_t i = 0; i <= self->mask && found < n; i++) {
-        if (self->slots[i].body != NULL && self->slots[i].ledger == ledger)
-            ids[found++] = self->slots[i].entry;
+    for (long long i = 0; i < self->count && found < n; i++) {
+        if (self->entries[i].ledger == ledger)
+            ids[found++] = self->entries[i].entry;
     }
     qsort(ids, (size_t)found, sizeof(int64_t), compare_ids);
     PyObject *out = PyList_New(found);
@@ -371,65 +392,210 @@ static PyObject *WriteCache_entry_ids(WriteCache *self, PyObject *arg) {
     return out;
 }
 
+/* delete_ledger(ledger_id): the ledger's entries go, the others close up. */
 static PyObject *WriteCache_delete_ledger(WriteCache *self, PyObject *arg) {
     int64_t ledger = PyLong_AsLongLong(arg);
     if (ledger == -1 && PyErr_Occurred())
         return NULL;
     if (cache_ledger(self, ledger)->entries == 0)
         Py_RETURN_NONE;
-    if (cache_rebuild(self, self->mask + 1, self->ledger_mask + 1, 1, ledger) < 0)
+    long long kept = 0;
+    for (long long i = 0; i < self->count; i++) {
+        CacheEntry e = self->entries[i];
+        if (e.ledger != ledger) {
+            self->entries[kept++] = e;
+            continue;
+        }
+        self->size -= PyBytes_GET_SIZE(e.body);
+        Py_DECREF(e.body); /* a bytes object: releasing it runs no Python code that could see the cache */
+    }
+    self->count = kept;
+    self->version++;
+    if (cache_index(self, self->mask + 1, self->ledger_mask + 1) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
-static int compare_slots(const void *a, const void *b) {
-    const CacheSlot *x = a, *y = b;
+static Py_ssize_t WriteCache_len(WriteCache *self) { return (Py_ssize_t)self->count; }
+
+/* ---------------------------------------------------------------------------------------- EntryBatch
+ * Entries to append to an entry log, in order, each body held by a reference: a checkpoint's (the write cache's
+ * entries sorted by ledger, then entry) or a compaction's. The checkpoint thread packs them with the GIL released
+ * for everything but object references, so a checkpoint never keeps the event loop from the GIL for long. */
+
+typedef struct {
+    int64_t ledger, entry;
+    PyObject *body; /* bytes */
+} BatchEntry;
+
+typedef struct {
+    PyObject_HEAD
+    BatchEntry *items;
+    Py_ssize_t count, capacity;
+} EntryBatch;
+
+static PyTypeObject EntryBatchType;
+
+static int compare_entries(const void *a, const void *b) {
+    const BatchEntry *x = a, *y = b;
     if (x->ledger != y->ledger)
         return (x->ledger > y->ledger) - (x->ledger < y->ledger);
     return (x->entry > y->entry) - (x->entry < y->entry);
 }
 
-/* by_ledger() -> list of (ledger, entry ids, bodies): ledgers in order, each one's entries in order, so that
- * entry logs keep a ledger's entries together. */
-static PyObject *WriteCache_by_ledger(WriteCache *self, PyObject *unused) {
-    CacheSlot *sorted = PyMem_Malloc(sizeof(CacheSlot) * (size_t)(self->count > 0 ? self->count : 1));
-    if (sorted == NULL)
-        return PyErr_NoMemory();
-    Py_ssize_t n = 0;
-    for (size_t i = 0; i <= self->mask; i++) {
-        if (self->slots[i].body != NULL)
-            sorted[n++] = self->slots[i];
+static EntryBatch *batch_new(Py_ssize_t capacity) {
+    EntryBatch *batch = PyObject_New(EntryBatch, &EntryBatchType);
+    if (batch == NULL)
+        return NULL;
+    batch->count = 0;
+    batch->capacity = capacity > 0 ? capacity : 1;
+    batch->items = PyMem_RawMalloc(sizeof(BatchEntry) * (size_t)batch->capacity);
+    if (batch->items == NULL) {
+        Py_DECREF(batch);
+        return (EntryBatch *)PyErr_NoMemory();
     }
-    qsort(sorted, (size_t)n, sizeof(CacheSlot), compare_slots);
-    PyObject *out = PyList_New(0);
-    for (Py_ssize_t i = 0; out != NULL && i < n;) {
-        Py_ssize_t j = i;
-        while (j < n && sorted[j].ledger == sorted[i].ledger)
-            j++;
-        PyObject *ids = PyList_New(j - i), *bodies = PyList_New(j - i), *item = NULL;
-        if (ids != NULL && bodies != NULL) {
-            for (Py_ssize_t k = i; k < j; k++) {
-                PyObject *id = PyLong_FromLongLong(sorted[k].entry);
-                if (id == NULL)
-                    break;
-                PyList_SET_ITEM(ids, k - i, id);
-                PyList_SET_ITEM(bodies, k - i, Py_NewRef(sorted[k].body));
-            }
-            if (!PyErr_Occurred())
-                item = Py_BuildValue("(LOO)", (long long)sorted[i].ledger, ids, bodies);
-        }
-        Py_XDECREF(ids);
-        Py_XDECREF(bodies);
-        if (item == NULL || PyList_Append(out, item) < 0)
-            Py_CLEAR(out);
-        Py_XDECREF(item);
-        i = j;
-    }
-    PyMem_Free(sorted);
-    return out;
+    return batch;
 }
 
-static Py_ssize_t WriteCache_len(WriteCache *self) { return (Py_ssize_t)self->count; }
+/* Room for ``capacity`` entries (a cache can only have shrunk since the batch was made, but a put may have come). */
+static int batch_grow(EntryBatch *batch, Py_ssize_t capacity) {
+    BatchEntry *grown = PyMem_RawRealloc(batch->items, sizeof(BatchEntry) * (size_t)capacity);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    batch->items = grown;
+    batch->capacity = capacity;
+    return 0;
+}
+
+static PyObject *EntryBatch_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *entries;
+    if (!PyArg_ParseTuple(args, "O:EntryBatch", &entries))
+        return NULL;
+    PyObject *seq = PySequence_Fast(entries, "EntryBatch takes an iterable of (ledger_id, entry_id, body)");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    EntryBatch *batch = batch_new(n);
+    for (Py_ssize_t i = 0; batch != NULL && i < n; i++) {
+        long long ledger, entry;
+        PyObject *body;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "LLO!:EntryBatch entry", &ledger, &entry,
+                              &PyBytes_Type, &body)) {
+            Py_CLEAR(batch);
+            break;
+        }
+        batch->items[batch->count++] = (BatchEntry){ledger, entry, Py_NewRef(body)};
+    }
+    Py_DECREF(seq);
+    return (PyObject *)batch;
+}
+
+/* release(): drop the references to the bodies now (the checkpoint thread, with yields), not whenever the last
+ * reference to the batch goes. */
+static PyObject *EntryBatch_release(EntryBatch *self, PyObject *unused) {
+    for (Py_ssize_t i = self->count; i > 0; i--) {
+        self->count = i - 1;
+        Py_DECREF(self->items[i - 1].body);
+        if (i % GIL_YIELD_EVERY == 0)
+            gil_yield();
+    }
+    Py_RETURN_NONE;
+}
+
+static void EntryBatch_dealloc(EntryBatch *self) {
+    for (Py_ssize_t i = 0; i < self->count; i++)
+        Py_DECREF(self->items[i].body);
+    PyMem_RawFree(self->items);
+    PyObject_Free(self);
+}
+
+static Py_ssize_t EntryBatch_len(EntryBatch *self) { return self->count; }
+
+static PyObject *EntryBatch_item(EntryBatch *self, Py_ssize_t i) {
+    if (i < 0 || i >= self->count) {
+        PyErr_SetString(PyExc_IndexError, "EntryBatch index out of range");
+        return NULL;
+    }
+    BatchEntry *e = &self->items[i];
+    return Py_BuildValue("(LLO)", (long long)e->ledger, (long long)e->entry, e->body);
+}
+
+static PyMethodDef EntryBatch_methods[] = {
+    {"release", (PyCFunction)EntryBatch_release, METH_NOARGS,
+     "release()\n\nDrop the batch's references to its entries now (it is empty after)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods EntryBatch_sequence = {.sq_length = (lenfunc)EntryBatch_len,
+                                                .sq_item = (ssizeargfunc)EntryBatch_item};
+
+static PyTypeObject EntryBatchType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bookie.storage._write_path.EntryBatch",
+    .tp_basicsize = sizeof(EntryBatch),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "EntryBatch(entries): (ledger_id, entry_id, body) to append to an entry log, in order.",
+    .tp_new = EntryBatch_new,
+    .tp_dealloc = (destructor)EntryBatch_dealloc,
+    .tp_methods = EntryBatch_methods,
+    .tp_as_sequence = &EntryBatch_sequence,
+};
+
+/* sorted_entries() -> EntryBatch: every entry, by ledger then entry id, as a checkpoint writes them (entry logs
+ * keep a ledger's entries together). The GIL is yielded while the entries are taken (a ledger deleted meanwhile
+ * makes the walk start over, without yields) and released for the sort. */
+static PyObject *WriteCache_sorted_entries(WriteCache *self, PyObject *unused) {
+    EntryBatch *batch = batch_new((Py_ssize_t)self->count);
+    if (batch == NULL)
+        return NULL;
+    unsigned long long version = self->version;
+    for (int yielding = 1;; yielding = 0) {
+        long long i = 0;
+        for (; i < self->count; i++) {
+            CacheEntry *e = &self->entries[i];
+            batch->items[i] = (BatchEntry){e->ledger, e->entry, Py_NewRef(e->body)};
+            batch->count = (Py_ssize_t)i + 1;
+            if (yielding && (i + 1) % GIL_YIELD_EVERY == 0) {
+                gil_yield();
+                if (self->version != version)
+                    break;
+            }
+        }
+        if (i == self->count && self->version == version)
+            break;
+        for (Py_ssize_t k = 0; k < batch->count; k++) /* entries moved: take them again, in one go */
+            Py_DECREF(batch->items[k].body);
+        batch->count = 0;
+        if (self->count > (long long)batch->capacity && batch_grow(batch, (Py_ssize_t)self->count) < 0) {
+            Py_DECREF(batch);
+            return NULL;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    qsort(batch->items, (size_t)batch->count, sizeof(BatchEntry), compare_entries);
+    Py_END_ALLOW_THREADS
+    return (PyObject *)batch;
+}
+
+/* clear(): forget every entry. A flushed cache is cleared by the checkpoint thread, with yields, so that the event
+ * loop does not pay for releasing its entries when the engine drops it. The index goes first: whatever looks at the
+ * cache while the GIL is yielded finds nothing (the entries are in the entry logs by then). */
+static PyObject *WriteCache_clear(WriteCache *self, PyObject *unused) {
+    memset(self->slots, 0, sizeof(uint32_t) * (self->mask + 1));
+    memset(self->ledgers, 0, sizeof(CacheLedger) * (self->ledger_mask + 1));
+    self->ledger_count = 0;
+    while (self->count > 0) {
+        CacheEntry e = self->entries[--self->count];
+        self->size -= PyBytes_GET_SIZE(e.body);
+        Py_DECREF(e.body);
+        if (self->count % GIL_YIELD_EVERY == 0 && self->count > 0)
+            gil_yield();
+    }
+    self->size = 0;
+    Py_RETURN_NONE;
+}
 
 static PyMethodDef WriteCache_methods[] = {
     {"put", (PyCFunction)(void (*)(void))WriteCache_put, METH_FASTCALL,
@@ -443,9 +609,9 @@ static PyMethodDef WriteCache_methods[] = {
     {"entry_ids", (PyCFunction)WriteCache_entry_ids, METH_O, "entry_ids(ledger_id) -> list[int], sorted"},
     {"delete_ledger", (PyCFunction)WriteCache_delete_ledger, METH_O,
      "delete_ledger(ledger_id)\n\nForget every entry of the ledger."},
-    {"by_ledger", (PyCFunction)WriteCache_by_ledger, METH_NOARGS,
-     "by_ledger() -> list[tuple[int, list[int], list[bytes]]]\n\n"
-     "(ledger, its entry ids, their bodies) in ledger order, entry ids sorted: what a checkpoint writes."},
+    {"sorted_entries", (PyCFunction)WriteCache_sorted_entries, METH_NOARGS,
+     "sorted_entries() -> EntryBatch\n\nEvery entry, by ledger then entry id: what a checkpoint writes."},
+    {"clear", (PyCFunction)WriteCache_clear, METH_NOARGS, "clear()\n\nForget every entry."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -471,6 +637,7 @@ static PyTypeObject WriteCacheType = {
     .tp_members = WriteCache_members,
     .tp_as_sequence = &WriteCache_sequence,
 };
+
 
 /* ============================================================================================== LedgerState
  * BookKeeper's TransientLedgerInfo with the ledger's LedgerData: the fields the add path reads are C fields,
@@ -1589,6 +1756,142 @@ static PyTypeObject WritePathType = {
     .tp_members = WritePath_members,
 };
 
+/* ============================================================================================== entry-log records
+ * A checkpoint's (or compaction's) entries packed into the entry log's write buffer: ``int32 size`` (big-endian)
+ * then the entry; an entry's location is ``(log id << 32) | offset of its bytes``; a log is full when the next
+ * record would pass its size limit, unless it holds nothing yet (an entry larger than a log still gets a log of
+ * its own). entrylog.py's EntryLogger rolls the logs and keeps each log's ledgers map between these calls.
+ * Locations go out packed, 24 bytes per entry: ledger id, entry id, location, each a big-endian int64 (the
+ * first 16 bytes are the location index's key, the last 8 its value). */
+
+enum { SIZE_PREFIX = 4, LOCATION_RECORD = 24 };
+enum { RUN_DONE = 0, BUFFER_FULL = 1, LOG_FULL = 2 }; /* why append_records stopped */
+
+static void write_int64_be(uint8_t *out, uint64_t v) {
+    write_int32_be(out, (uint32_t)(v >> 32));
+    write_int32_be(out + 4, (uint32_t)v);
+}
+
+/* append_records(buffer, locations, batch, index, position, log_id, limit, first_position, flush_at)
+ *     -> (index, position, stop)
+ *
+ * Appends the records of batch[index:] of the same ledger as batch[index] to ``buffer``, their locations to
+ * ``locations``, starting at log offset ``position``. Stops at the end of that ledger's run (stop 0), once
+ * ``buffer`` holds ``flush_at`` bytes (1), or before a record that would pass ``limit`` unless ``position`` is
+ * still ``first_position`` (2). The copy runs with the GIL released. */
+static PyObject *append_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "append_records takes 9 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *buffer = args[0], *locations = args[1];
+    if (!PyByteArray_CheckExact(buffer) || !PyByteArray_CheckExact(locations)
+        || !Py_IS_TYPE(args[2], &EntryBatchType)) {
+        PyErr_SetString(PyExc_TypeError, "append_records: buffer and locations must be bytearrays, batch an EntryBatch");
+        return NULL;
+    }
+    EntryBatch *batch = (EntryBatch *)args[2];
+    Py_ssize_t index = PyLong_AsSsize_t(args[3]);
+    long long position = PyLong_AsLongLong(args[4]);
+    long long log_id = PyLong_AsLongLong(args[5]);
+    long long limit = PyLong_AsLongLong(args[6]);
+    long long first_position = PyLong_AsLongLong(args[7]);
+    Py_ssize_t flush_at = PyLong_AsSsize_t(args[8]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (index < 0 || index > batch->count || log_id < 0 || log_id > 0x7FFFFFFF || position < 0
+        || position > 0xFFFFFFFFLL) {
+        PyErr_SetString(PyExc_ValueError, "append_records: index, log id or position out of range");
+        return NULL;
+    }
+    /* What fits, decided first: the run's records, up to the buffer's and the log's limits. */
+    Py_ssize_t start = index, end = index;
+    long long at = position, nbytes = 0, buffered = PyByteArray_GET_SIZE(buffer);
+    int stop = RUN_DONE;
+    while (end < batch->count && batch->items[end].ledger == batch->items[start].ledger) {
+        if (buffered + nbytes >= flush_at) {
+            stop = BUFFER_FULL;
+            break;
+        }
+        Py_ssize_t len = PyBytes_GET_SIZE(batch->items[end].body);
+        if (len > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "entry of %zd bytes: an entry log record holds at most %d", len, INT32_MAX);
+            return NULL;
+        }
+        long long record = SIZE_PREFIX + (long long)len;
+        if (at + record > limit && at > first_position) {
+            stop = LOG_FULL;
+            break;
+        }
+        if (at + SIZE_PREFIX > 0xFFFFFFFFLL) {
+            PyErr_SetString(PyExc_ValueError, "entry log offset past 4 GiB: a location holds 32 bits of it");
+            return NULL;
+        }
+        at += record;
+        nbytes += record;
+        end++;
+    }
+    Py_ssize_t buffer_at = PyByteArray_GET_SIZE(buffer), locations_at = PyByteArray_GET_SIZE(locations);
+    if (PyByteArray_Resize(buffer, buffer_at + (Py_ssize_t)nbytes) < 0
+        || PyByteArray_Resize(locations, locations_at + (end - start) * LOCATION_RECORD) < 0)
+        return NULL;
+    uint8_t *out = (uint8_t *)PyByteArray_AS_STRING(buffer) + buffer_at;
+    uint8_t *where = (uint8_t *)PyByteArray_AS_STRING(locations) + locations_at;
+    long long offset = position;
+    Py_BEGIN_ALLOW_THREADS /* the bodies are held by the batch, the buffers are this thread's */
+    for (Py_ssize_t i = start; i < end; i++) {
+        BatchEntry *e = &batch->items[i];
+        Py_ssize_t len = PyBytes_GET_SIZE(e->body);
+        write_int32_be(out, (uint32_t)len);
+        memcpy(out + SIZE_PREFIX, PyBytes_AS_STRING(e->body), (size_t)len);
+        out += SIZE_PREFIX + len;
+        write_int64_be(where, (uint64_t)e->ledger);
+        write_int64_be(where + 8, (uint64_t)e->entry);
+        write_int64_be(where + 16, ((uint64_t)log_id << 32) | (uint64_t)(offset + SIZE_PREFIX));
+        where += LOCATION_RECORD;
+        offset += SIZE_PREFIX + len;
+    }
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("(nLi)", end, at, stop);
+}
+
+/* put_locations(put, locations, start, count) -> next: ``put(key, value)`` for ``count`` packed locations from
+ * record ``start`` (a RocksDB write batch's put: key ledger + entry id, value the location); returns the record
+ * after the last one put. */
+static PyObject *put_locations(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "put_locations takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *put = args[0];
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t start = PyLong_AsSsize_t(args[2]), count = PyLong_AsSsize_t(args[3]);
+    Py_ssize_t records = view.len / LOCATION_RECORD, end = start + count < records ? start + count : records;
+    PyObject *result = NULL;
+    if (!PyErr_Occurred() && start >= 0 && count >= 0) {
+        const uint8_t *p = (const uint8_t *)view.buf;
+        Py_ssize_t i = start;
+        for (; i < end; i++) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)p + i * LOCATION_RECORD, 16);
+            PyObject *value = PyBytes_FromStringAndSize((const char *)p + i * LOCATION_RECORD + 16, 8);
+            PyObject *done = key == NULL || value == NULL ? NULL : PyObject_CallFunctionObjArgs(put, key, value, NULL);
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            if (done == NULL)
+                break;
+            Py_DECREF(done);
+        }
+        if (i == end)
+            result = PyLong_FromSsize_t(end);
+    } else if (!PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "put_locations: start and count must not be negative");
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* ============================================================================================== module */
 
 static const BookieStorageApi api = {
@@ -1596,8 +1899,22 @@ static const BookieStorageApi api = {
     .try_add = write_path_try_add,
 };
 
+static PyObject *py_yield_gil(PyObject *module, PyObject *unused) {
+    gil_yield();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"yield_gil", (PyCFunction)py_yield_gil, METH_NOARGS,
+     "yield_gil()\n\nLet a thread waiting for the GIL (the event loop) take it: for worker threads between long C "
+     "calls, whose bare release would win the GIL straight back."},
     {"crc32c", (PyCFunction)py_crc32c, METH_O, "crc32c(data) -> int\n\nThe CRC32C the journal's group trailers carry."},
+    {"append_records", (PyCFunction)(void (*)(void))append_records, METH_FASTCALL,
+     "append_records(buffer, locations, batch, index, position, log_id, limit, first_position, flush_at)"
+     " -> (index, position, stop)\n\nEntry-log records of one ledger's run of batch[index:], up to flush_at buffered"
+     " bytes or the log's limit; stop 0: the run is done, 1: the buffer is full, 2: the log is full."},
+    {"put_locations", (PyCFunction)(void (*)(void))put_locations, METH_FASTCALL,
+     "put_locations(put, locations, start, count) -> next\n\nput(key, value) for packed locations."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1622,16 +1939,16 @@ PyMODINIT_FUNC PyInit__write_path(void) {
         || intern(&str_flushing, "flushing") < 0 || intern(&str_free_bytes, "free_bytes") < 0
         || intern(&str_total_bytes, "total_bytes") < 0)
         return NULL;
-    PyTypeObject *types[] = {&WriteCacheType, &LedgerStateType, &JournalWriterType, &WritePathType};
-    const char *names[] = {"WriteCache", "LedgerState", "JournalWriter", "WritePath"};
-    for (size_t i = 0; i < 4; i++) {
+    PyTypeObject *types[] = {&WriteCacheType, &LedgerStateType, &JournalWriterType, &WritePathType, &EntryBatchType};
+    const char *names[] = {"WriteCache", "LedgerState", "JournalWriter", "WritePath", "EntryBatch"};
+    for (size_t i = 0; i < 5; i++) {
         if (PyType_Ready(types[i]) < 0)
             return NULL;
     }
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
         return NULL;
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < 5; i++) {
         if (PyModule_AddObjectRef(module, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(module);
             return NULL;

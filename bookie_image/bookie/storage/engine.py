@@ -412,6 +412,8 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         d.flushing = None
         if d.free_bytes is not None:  # until the disk checker measures again
             d.free_bytes -= cache.size
+        # Its entries are released by the checkpoint thread, not here: that is a free per entry, on the loop.
+        self._flush_pool.submit(cache.clear)
 
     def _sync_ledger_indexes(self, flushed: list[LedgerDirStorage]) -> None:
         for d in self.dirs:

@@ -13,20 +13,23 @@ import os
 import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-from bookie.storage import _native, durable
+from bookie.storage import durable
 from bookie.storage import entrylog_format as ef
+from bookie.storage._write_path import EntryBatch, append_records
 from bookie.storage.errors import CorruptDataError
 
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
 _IDS = struct.Struct(">qq")
+_LOCATION_RECORD = struct.Struct(">qqq")  # how append_batch packs a location: ledger id, entry id, location
+LOCATION_RECORD_SIZE = _LOCATION_RECORD.size
 _READ_AHEAD_STEP = 64 * 1024  # the smallest read of a read-ahead
 WRITE_BUFFER_BYTES = 1024 * 1024
-Bodies = list[bytes] | list[bytes | memoryview]  # a list: the C packer indexes it directly
+_BUFFER_FULL, _LOG_FULL = 1, 2  # why append_records stopped before the end of a ledger's run
 MAX_OPEN_READERS = 64
 
 
@@ -97,45 +100,35 @@ class EntryLogger:
 
     def append(self, ledger_id: int, entry_id: int, body: bytes) -> int:
         """Append one entry to the active log; returns its location. Durable only after ``flush``."""
-        return self.append_many(((ledger_id, entry_id, body),))[0][2]
+        return _LOCATION_RECORD.unpack(self.append_batch(EntryBatch([(ledger_id, entry_id, body)])))[2]
 
-    def append_many(self, entries: Iterable[tuple[int, int, bytes]]) -> list[tuple[int, int, int]]:
-        """``append`` for several entries: (ledger, entry, location) of each, in order."""
-        runs: list[tuple[int, list[int], list[bytes | memoryview]]] = []
-        for ledger_id, entry_id, body in entries:
-            if not runs or runs[-1][0] != ledger_id:
-                runs.append((ledger_id, [], []))
-            runs[-1][1].append(entry_id)
-            runs[-1][2].append(body)
-        return self.append_ledgers(runs)
+    def append_batch(self, batch: EntryBatch) -> bytearray:
+        """A batch's entries appended in its order (a checkpoint's come sorted by ledger); returns their
+        locations packed, 24 bytes each: ledger id, entry id, location (big-endian int64s, the location index's
+        key and value). Durable only after ``flush``.
 
-    def append_ledgers(self, ledgers: Iterable[tuple[int, list[int], Bodies]]) -> list[tuple[int, int, int]]:
-        """A checkpoint's entries, ledger by ledger (ledger id, its entry ids, their bodies), appended in that
-        order; returns (ledger, entry, location) of each. Durable only after ``flush``.
-
-        The records are packed by ``_native.append_records`` (C): this runs on a worker thread for every
-        entry the bookie stores, and the interpreter's time per entry would be GIL time taken from the event
-        loop. Between its calls this method rolls the log when it is full and writes the buffer out every
-        ``WRITE_BUFFER_BYTES``."""
-        out: list[tuple[int, int, int]] = []
+        The records are packed by ``_write_path.append_records`` (C, the GIL released while it copies): this
+        runs on a worker thread for every entry the bookie stores, and the event loop needs the GIL meanwhile.
+        Between its calls, one per ledger's run, this method keeps the log's ledgers map, rolls the log when it
+        is full and writes the buffer out every ``WRITE_BUFFER_BYTES``."""
+        locations = bytearray()
         with self._lock:
             if self._fd < 0:
                 self._open_new_log()
-            for ledger_id, entry_ids, bodies in ledgers:
-                done = 0
-                while done < len(bodies):
-                    start = self._position
-                    done, self._position = _native.append_records(
-                        self._buffer, out, ledger_id, entry_ids, bodies, done, start, self.active_log_id,
-                        self.log_size_limit, ef.HEADER_SIZE, WRITE_BUFFER_BYTES)
-                    if self._position > start:
-                        self._ledgers[ledger_id] = self._ledgers.get(ledger_id, 0) + self._position - start
-                    if len(self._buffer) >= WRITE_BUFFER_BYTES:
-                        self._write_buffer()
-                    elif done < len(bodies):  # the next record would pass logSizeLimit
-                        self._finalize_active()
-                        self._open_new_log()
-        return out
+            index = 0
+            while index < len(batch):
+                ledger_id, start = batch[index][0], self._position
+                index, self._position, stop = append_records(
+                    self._buffer, locations, batch, index, start, self.active_log_id, self.log_size_limit,
+                    ef.HEADER_SIZE, WRITE_BUFFER_BYTES)
+                if self._position > start:
+                    self._ledgers[ledger_id] = self._ledgers.get(ledger_id, 0) + self._position - start
+                if stop == _BUFFER_FULL:
+                    self._write_buffer()
+                elif stop == _LOG_FULL:
+                    self._finalize_active()
+                    self._open_new_log()
+        return locations
 
     def _write_buffer(self) -> None:
         if self._buffer:

@@ -12,7 +12,7 @@ from bookie.config import BookieConfig
 from bookie.stats import op_stat
 from bookie.storage._write_path import LedgerState, WriteCache
 from bookie.storage.caches import ReadCache
-from bookie.storage.entrylog import EntryLogger
+from bookie.storage.entrylog import LOCATION_RECORD_SIZE, EntryLogger
 from bookie.storage.errors import NoEntryError
 from bookie.storage.index import LedgerIndex, LocationIndex
 
@@ -48,13 +48,14 @@ class LedgerDirStorage:
     # --- blocking parts (worker threads)
     def flush_cache(self, cache: WriteCache) -> int:
         """Append a swapped write cache to the entry log and index it; returns entries written."""
-        batch = self.entry_logger.append_ledgers(cache.by_ledger())
+        batch = cache.sorted_entries()
+        locations = self.entry_logger.append_batch(batch)
         self.entry_logger.flush()
-        if batch:
-            self.locations.put_many(batch)
+        self.locations.put_packed(locations)
         self.locations.sync()
         self.ledger_index.sync()
-        return len(batch)
+        batch.release()  # here, with yields, rather than wherever its last reference goes
+        return len(locations) // LOCATION_RECORD_SIZE
 
     def read_from_disk(self, ledger_id: int, entry_id: int) -> bytes:
         location = self.locations.get(ledger_id, entry_id)
