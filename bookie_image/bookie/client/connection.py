@@ -2,9 +2,12 @@
 
 Requests are built and parsed by ``bookie.protocol.codec`` (the same codec the bookie uses). A v3 connection
 matches responses by ``txnId``; a v2 connection by (operation, ledger id, entry id), oldest request first, as
-BookKeeper's ``PerChannelBookieClient`` does. Frames made during one loop iteration are sent with one
-``write`` (cheap pipelining), or in 64 KiB writes while a larger burst is still being made
-(``WRITE_EARLY_BYTES``); requests made before the TCP connection is up are queued and sent once it is.
+BookKeeper's ``PerChannelBookieClient`` does. A ledger's v3 adds take a hot path in C (``_native.ClientStream``:
+encoded into the connection's output and their answers matched there, each handed to its callback as a status
+code, no Python object per request or answer); every other request goes through the codec. Frames made during
+one loop iteration are sent with one ``write`` (cheap pipelining), or in 64 KiB writes while a larger burst is
+still being made (``WRITE_EARLY_BYTES``); requests made before the TCP connection is up are queued and sent
+once it is.
 
 With ``ClientConfig.tls`` a connection starts with a v3 START_TLS, as BookKeeper's ``PerChannelBookieClient``
 does (also on a v2 connection: BookKeeper's v2 clients read v3 until the START_TLS answer, then v2): requests
@@ -18,14 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import socket
 import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
+from bookie.client._native import ClientStream
 from bookie.client.config import ClientConfig
 from bookie.client.errors import BookieTimeout, BookieUnavailable, ProtocolNotSupported
 from bookie.metadata import service_info
@@ -33,7 +38,7 @@ from bookie.protocol import messages as m
 from bookie.protocol.client_codec import decode_response, encode_request
 from bookie.protocol.codec import MalformedFrame
 from bookie.protocol.codes import OperationType, StatusCode
-from bookie.protocol.framing import FrameReader, FrameTooLarge
+from bookie.protocol.framing import FrameTooLarge
 from bookie.tls import TLSConfigError
 
 log = logging.getLogger(__name__)
@@ -83,6 +88,9 @@ class BookieAddressResolver:
 
 
 Answered = Callable[[m.Response | BaseException], None]
+# A hot-path add's callback: (function, argument, ...), called as function(*arguments, outcome) with the add's
+# status code (an int: 0 is EOK) or the BookieError that failed it.
+AddCallback = tuple[Any, ...]
 
 
 class _Callback:
@@ -147,6 +155,15 @@ def _answers_start_tls(response: m.Response) -> bool:
         isinstance(response, m.ErrorResponse) and response.operation == OperationType.START_TLS)
 
 
+def _tell(callback: AddCallback, outcome: int | BaseException) -> None:
+    callback[0](*callback[1:], outcome)
+
+
+def _answer_with_status(callback: AddCallback, outcome: m.Response | BaseException) -> None:
+    """An add answered through the codec, told the way the hot path tells: its status code, or the error."""
+    _tell(callback, outcome if isinstance(outcome, BaseException) else int(outcome.status))
+
+
 def _retrieve(future: asyncio.Future[m.Response]) -> None:
     if not future.cancelled():
         future.exception()
@@ -178,7 +195,9 @@ class BookieConnection(asyncio.Protocol):
         self._tls_timer: asyncio.TimerHandle | None = None
         self._upgrading: asyncio.Task[None] | None = None
         self._loop = asyncio.get_running_loop()
-        self._reader = FrameReader(max_frame_size)
+        # Frames in, requests out, and the hot path's adds (their txn ids come from it too).
+        self.stream = ClientStream(max_frame_size)
+        self._add_timeout = 0.0
         self._transport: asyncio.Transport | None = None
         self._by_txn: dict[int, _Pending] = {}
         self._by_key: dict[tuple[int, int, int], deque[_Pending]] = {}
@@ -186,9 +205,6 @@ class BookieConnection(asyncio.Protocol):
         # request: a timer's creation, heap push and cancellation cost about a tenth of an append's CPU.
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._deadline_timer_at = 0.0
-        self._next_txn = 1
-        self._out: list[bytes] = []
-        self._out_bytes = 0
         self._flush_scheduled = False
         self.closed = False
         self.failure: BaseException | None = None
@@ -213,7 +229,7 @@ class BookieConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         try:
-            frames = self._reader.feed(data)
+            frames = self.stream.feed(data)  # the answers to hot-path adds are handed over inside
         except FrameTooLarge as exc:
             self._fail(BookieUnavailable(f"bookie {self.bookie_id} sent a bad frame: {exc}",
                                          bookie=self.bookie_id))
@@ -239,7 +255,26 @@ class BookieConnection(asyncio.Protocol):
 
     @property
     def in_flight(self) -> int:
-        return len(self._by_txn) + sum(len(q) for q in self._by_key.values())
+        return len(self._by_txn) + sum(len(q) for q in self._by_key.values()) + self.stream.pending
+
+    def send_add(self, ledger_id: int, entry_id: int, master_key: bytes, body: bytes, callback: AddCallback,
+                 timeout: float) -> None:
+        """A ledger's add (not a recovery add), the hot path: ``callback[0](*callback[1:], outcome)`` gets the
+        add's status code as it is read, or a ``BookieError`` on a later loop iteration. v2 connections encode
+        and match it in Python."""
+        if self.closed or self.version != 3:
+            self.send_then(lambda w: m.AddRequest(w, ledger_id, entry_id, master_key, body), timeout,
+                           functools.partial(_answer_with_status, callback))
+            return
+        deadline = self._loop.time() + timeout
+        self._add_timeout = timeout  # a ledger's adds share it (ClientConfig.add_timeout_s): for the error's text
+        buffered = self.stream.send_add(ledger_id, entry_id, master_key, body, callback, deadline)
+        if self._deadline_timer is None or deadline < self._deadline_timer_at:
+            self._arm_deadline_timer(deadline)
+        if buffered >= WRITE_EARLY_BYTES:
+            self._write_out()
+        else:
+            self._schedule_flush()
 
     def send(self, make: Callable[[m.Wire], m.Request], timeout: float, *,
              high_priority: bool = False) -> asyncio.Future[m.Response]:
@@ -262,8 +297,7 @@ class BookieConnection(asyncio.Protocol):
             return
         deadline = self._loop.time() + timeout
         if self.version == 3:
-            txn = self._next_txn
-            self._next_txn += 1
+            txn = self.stream.txn()
             request = make(m.Wire.v3(txn, high_priority))
             self._by_txn[txn] = _Pending(future, txn, None, timeout, deadline)
         else:
@@ -273,12 +307,10 @@ class BookieConnection(asyncio.Protocol):
             if queue is None:
                 queue = self._by_key[key] = deque()
             queue.append(_Pending(future, 0, key, timeout, deadline))
-        frame = encode_request(request)
-        self._out.append(frame)
-        self._out_bytes += len(frame)
+        buffered = self.stream.write(encode_request(request))
         if self._deadline_timer is None or deadline < self._deadline_timer_at:
             self._arm_deadline_timer(deadline)
-        if self._out_bytes >= WRITE_EARLY_BYTES:
+        if buffered >= WRITE_EARLY_BYTES:
             self._write_out()  # any scheduled flush still runs, and writes what follows
         else:
             self._schedule_flush()
@@ -299,7 +331,12 @@ class BookieConnection(asyncio.Protocol):
         for pending in pendings:
             if pending.deadline <= now:
                 self._expire(pending)
+        for callback in self.stream.expire(now):
+            self._loop.call_soon(_tell, callback, self._timeout_error(self._add_timeout))
         left = [p.deadline for p in pendings if p.deadline > now]
+        hot = self.stream.earliest_deadline()
+        if hot is not None:
+            left.append(hot)
         if left and not self.closed:
             self._arm_deadline_timer(min(left))
 
@@ -313,18 +350,17 @@ class BookieConnection(asyncio.Protocol):
         self._write_out()
 
     def _write_out(self) -> None:
-        if self._out and self._transport is not None and not self.closed and not self._starting_tls:
-            data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
-            self._out, self._out_bytes = [], 0
-            self._transport.write(data)
+        if self._transport is not None and not self.closed and not self._starting_tls:
+            data = self.stream.take_output()
+            if data is not None:
+                self._transport.write(data)
 
     # ------------------------------------------------------------ TLS
 
     def _send_start_tls(self, transport: asyncio.Transport) -> None:
         """The first frame of a TLS connection: v3 START_TLS (whatever this connection's version)."""
         self._starting_tls = True
-        txn = self._next_txn
-        self._next_txn += 1
+        txn = self.stream.txn()
         transport.write(encode_request(m.StartTLSRequest(m.Wire.v3(txn))))
         self._tls_timer = self._loop.call_later(self.start_tls_timeout_s, self._start_tls_timed_out)
 
@@ -339,7 +375,7 @@ class BookieConnection(asyncio.Protocol):
                                          f"(no TLS configured on it?)", bookie=self.bookie_id,
                                          status=response.status))
             return
-        if more or self._reader.buffered or self._transport is None:
+        if more or self.stream.buffered or self._transport is None:
             self._fail(BookieUnavailable(f"bookie {self.bookie_id} sent data after its START_TLS answer",
                                          bookie=self.bookie_id))
             return
@@ -393,8 +429,10 @@ class BookieConnection(asyncio.Protocol):
 
     def _expire(self, pending: _Pending) -> None:
         self._forget(pending)
-        _fail_request(pending.future, BookieTimeout(
-            f"bookie {self.bookie_id} did not answer within {pending.timeout:g}s", bookie=self.bookie_id))
+        _fail_request(pending.future, self._timeout_error(pending.timeout))
+
+    def _timeout_error(self, timeout: float) -> BookieTimeout:
+        return BookieTimeout(f"bookie {self.bookie_id} did not answer within {timeout:g}s", bookie=self.bookie_id)
 
     def _fail(self, exc: BaseException) -> None:
         """Close the connection and fail every pending request with ``exc``."""
@@ -413,9 +451,10 @@ class BookieConnection(asyncio.Protocol):
         pendings = self._pending_requests()
         self._by_txn.clear()
         self._by_key.clear()
-        self._out, self._out_bytes = [], 0
         for pending in pendings:
             _fail_request(pending.future, exc)
+        for callback in self.stream.fail_all():  # told one loop iteration later, as _Callback does
+            self._loop.call_soon(_tell, callback, exc)
 
     def close(self) -> None:
         self._fail(BookieUnavailable(f"connection to bookie {self.bookie_id} closed by the client",
@@ -534,11 +573,17 @@ class BookieClient:
             timeout or self.config.add_timeout_s, high_priority=recovery)
 
     def add_entry_then(self, bookie_id: str, ledger_id: int, entry_id: int, master_key: bytes, body: bytes,
-                       answered: Answered, *, recovery: bool = False) -> None:
-        """``add_entry`` with a callback (``BookieConnection.send_then``): a ledger's appends."""
-        self.connection(bookie_id, ledger_id).send_then(
-            lambda w: m.AddRequest(w, ledger_id, entry_id, master_key, body, recovery=recovery),
-            self.config.add_timeout_s, answered, high_priority=recovery)
+                       callback: AddCallback, *, recovery: bool = False) -> None:
+        """A ledger's append to one bookie: ``callback[0](*callback[1:], outcome)`` gets the add's status code,
+        or the ``BookieError`` that failed it (``BookieConnection.send_add``; recovery adds, high priority, are
+        sent through the codec)."""
+        conn = self.connection(bookie_id, ledger_id)
+        if not recovery:
+            conn.send_add(ledger_id, entry_id, master_key, body, callback, self.config.add_timeout_s)
+            return
+        conn.send_then(lambda w: m.AddRequest(w, ledger_id, entry_id, master_key, body, recovery=True),
+                       self.config.add_timeout_s, functools.partial(_answer_with_status, callback),
+                       high_priority=True)
 
     def read_entry(self, bookie_id: str, ledger_id: int, entry_id: int, *, fence: bool = False,
                    master_key: bytes | None = None, previous_lac: int | None = None,

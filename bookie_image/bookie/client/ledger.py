@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -51,6 +50,7 @@ from bookie.protocol.entry import (
 log = logging.getLogger(__name__)
 
 _READ_CONCURRENCY = 256
+_EOK = int(StatusCode.EOK)
 _THROTTLE_RETRIES = 50
 
 
@@ -249,25 +249,25 @@ class LedgerHandle:
 
     def _send(self, op: _PendingAdd, positions: Sequence[int]) -> None:
         op.sent = True
-        ensemble = self.ensemble
+        ensemble, add, done = self.ensemble, self.client.add_entry_then, self._add_done
         for index in positions:
             bookie = ensemble[index]
             op.sent_to[index] = bookie
-            self.client.add_entry_then(bookie, self.ledger_id, op.entry_id, self.master_key, op.body,
-                                       functools.partial(self._add_done, op, index, bookie),
-                                       recovery=self.recovering)
+            add(bookie, self.ledger_id, op.entry_id, self.master_key, op.body, (done, op, index, bookie),
+                recovery=self.recovering)
 
-    def _add_done(self, op: _PendingAdd, index: int, bookie: str, outcome: m.Response | BaseException) -> None:
+    def _add_done(self, op: _PendingAdd, index: int, bookie: str, outcome: int | BaseException) -> None:
+        """One bookie's answer to an add: its status code (``BookieClient.add_entry_then``), or the error."""
         if op.future.done() or op.sent_to.get(index) != bookie:
             return  # stale answer (entry finished, or this position was re-assigned)
         if not isinstance(outcome, BaseException):
-            status = outcome.status
-            if status is StatusCode.EOK:
+            if outcome == _EOK:
                 op.acked.add(index)
                 if not op.completed and len(op.acked) >= self.metadata.ack_quorum_size:
                     op.completed = True
                     self._complete_adds()
                 return
+            status = StatusCode(outcome)
             if status is StatusCode.ETOOMANYREQUESTS and op.retries < _THROTTLE_RETRIES:
                 op.retries += 1  # the bookie is shedding load: retry the same bookie after a pause
                 asyncio.get_running_loop().call_later(0.005 * op.retries, self._retry, op, index, bookie)

@@ -453,18 +453,12 @@ static int is_other_response_field(uint64_t field, int wire_type) {
 }
 
 /* The client's side of an add: a v3 ``Response`` carrying an addResponse and no other operation's answer,
- * with the same wire rules as decode_add. None for anything else, which the caller decodes with protobuf. */
-static PyObject *decode_add_response(PyObject *module, PyObject *frame) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    Cursor c = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
-    Header h;
-    AddAnswer a;
-    memset(&h, 0, sizeof h);
-    memset(&a, 0, sizeof a);
+ * with the same wire rules as decode_add; 1 when ``p`` is one. */
+static int parse_add_response(const uint8_t *p, Py_ssize_t len, Header *h, AddAnswer *a, int32_t *status) {
+    Cursor c = {p, p + len};
+    memset(h, 0, sizeof *h);
+    memset(a, 0, sizeof *a);
     int has_header = 0, has_status = 0, has_add = 0, ok = 1;
-    int32_t status = 0;
     while (ok && c.p < c.end) {
         uint64_t field, v;
         int wt;
@@ -472,27 +466,49 @@ static PyObject *decode_add_response(PyObject *module, PyObject *frame) {
         if (!read_tag(&c, &field, &wt) || is_other_response_field(field, wt)) {
             ok = 0;
         } else if (field == 1 && wt == WIRE_LEN) {
-            ok = read_len(&c, &inner) && parse_header(inner, &h);
+            ok = read_len(&c, &inner) && parse_header(inner, h);
             has_header = 1;
         } else if (field == 2 && wt == WIRE_VARINT) {
             ok = read_varint(&c, &v);
             if (ok && is_status((int32_t)(uint32_t)v)) {
-                status = (int32_t)(uint32_t)v;
+                *status = (int32_t)(uint32_t)v;
                 has_status = 1;
             }
         } else if (field == 101 && wt == WIRE_LEN) {
-            ok = read_len(&c, &inner) && parse_add_answer(inner, &a);
+            ok = read_len(&c, &inner) && parse_add_answer(inner, a);
             has_add = 1;
         } else {
             ok = skip_value(&c, wt, field, 0);
         }
     }
-    ok = ok && has_header && h.has_version && h.has_operation && h.has_txn_id && has_status && has_add
-         && a.has_status && a.has_ledger_id && a.has_entry_id;
-    PyObject *result = ok ? Py_BuildValue("(KiIiiLL)", (unsigned long long)h.txn_id, (int)h.version,
-                                          (unsigned int)h.priority, (int)status, (int)a.status,
-                                          (long long)a.ledger_id, (long long)a.entry_id)
-                          : Py_NewRef(Py_None);
+    return ok && has_header && h->has_version && h->has_operation && h->has_txn_id && has_status && has_add
+           && a->has_status && a->has_ledger_id && a->has_entry_id;
+}
+
+/* The C interface's ``decode_add_answer``: the answer's txn id and its addResponse's status. */
+static int decode_add_answer(const uint8_t *frame, Py_ssize_t len, uint64_t *txn_id, int32_t *add_status) {
+    Header h;
+    AddAnswer a;
+    int32_t status = 0;
+    if (len <= 0 || frame[0] <= 2 || !parse_add_response(frame, len, &h, &a, &status))
+        return 0;
+    *txn_id = h.txn_id;
+    *add_status = a.status;
+    return 1;
+}
+
+static PyObject *decode_add_response(PyObject *module, PyObject *frame) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Header h;
+    AddAnswer a;
+    int32_t status = 0;
+    PyObject *result = parse_add_response(view.buf, view.len, &h, &a, &status)
+                           ? Py_BuildValue("(KiIiiLL)", (unsigned long long)h.txn_id, (int)h.version,
+                                           (unsigned int)h.priority, (int)status, (int)a.status,
+                                           (long long)a.ledger_id, (long long)a.entry_id)
+                           : Py_NewRef(Py_None);
     PyBuffer_Release(&view);
     return result;
 }
@@ -500,14 +516,96 @@ static PyObject *decode_add_response(PyObject *module, PyObject *frame) {
 /* The whole frame, length prefix included, of Request{header{VERSION_THREE, ADD_ENTRY, txnId[, priority]},
  * addRequest{ledgerId, entryId, masterKey, body[, writeFlags][, flag RECOVERY_ADD]}}: the bytes protobuf writes
  * for it, fields in number order. A priority or writeFlags of 0 is left out, as the client never sets it. */
+typedef struct {
+    uint64_t txn_id;
+    uint32_t priority;
+    int64_t ledger_id, entry_id;
+    const uint8_t *key;
+    Py_ssize_t key_len;
+    const uint8_t *body;
+    Py_ssize_t body_len;
+    int recovery;
+    int32_t write_flags;
+} AddRequestFields;
+
+static size_t add_request_payload(const AddRequestFields *r) {
+    uint64_t flags64 = (uint64_t)(int64_t)r->write_flags; /* int32 fields are sign-extended on the wire */
+    size_t header_size = 5 + varint_size(r->txn_id) + (r->priority ? 1 + varint_size(r->priority) : 0);
+    size_t add_size = 2 + varint_size((uint64_t)r->ledger_id) + varint_size((uint64_t)r->entry_id)
+                      + 1 + varint_size((uint64_t)r->key_len) + (size_t)r->key_len
+                      + 1 + varint_size((uint64_t)r->body_len) + (size_t)r->body_len
+                      + (r->write_flags ? 1 + varint_size(flags64) : 0) + (r->recovery ? 3 : 0);
+    return 1 + varint_size(header_size) + header_size + 2 + varint_size(add_size) + add_size;
+}
+
+/* Writes the frame to ``frame`` (4 + add_request_payload bytes). */
+static void write_add_request(uint8_t *frame, const AddRequestFields *r) {
+    uint64_t flags64 = (uint64_t)(int64_t)r->write_flags;
+    size_t header_size = 5 + varint_size(r->txn_id) + (r->priority ? 1 + varint_size(r->priority) : 0);
+    size_t add_size = 2 + varint_size((uint64_t)r->ledger_id) + varint_size((uint64_t)r->entry_id)
+                      + 1 + varint_size((uint64_t)r->key_len) + (size_t)r->key_len
+                      + 1 + varint_size((uint64_t)r->body_len) + (size_t)r->body_len
+                      + (r->write_flags ? 1 + varint_size(flags64) : 0) + (r->recovery ? 3 : 0);
+    uint8_t *out = write_int32_be(frame, (uint32_t)add_request_payload(r));
+    *out++ = 0x0a; /* header */
+    out = write_varint(out, header_size);
+    *out++ = 0x08; /* version */
+    *out++ = VERSION_THREE;
+    *out++ = 0x10; /* operation */
+    *out++ = OP_ADD_ENTRY;
+    *out++ = 0x18; /* txnId */
+    out = write_varint(out, r->txn_id);
+    if (r->priority) {
+        *out++ = 0x20; /* priority */
+        out = write_varint(out, r->priority);
+    }
+    *out++ = 0xaa; /* addRequest, field 101 */
+    *out++ = 0x06;
+    out = write_varint(out, add_size);
+    *out++ = 0x08; /* ledgerId */
+    out = write_varint(out, (uint64_t)r->ledger_id);
+    *out++ = 0x10; /* entryId */
+    out = write_varint(out, (uint64_t)r->entry_id);
+    *out++ = 0x1a; /* masterKey */
+    out = write_varint(out, (uint64_t)r->key_len);
+    memcpy(out, r->key, (size_t)r->key_len);
+    out += r->key_len;
+    *out++ = 0x22; /* body */
+    out = write_varint(out, (uint64_t)r->body_len);
+    memcpy(out, r->body, (size_t)r->body_len);
+    out += r->body_len;
+    if (r->write_flags) {
+        *out++ = 0x28; /* writeFlags */
+        out = write_varint(out, flags64);
+    }
+    if (r->recovery) {
+        *out++ = 0xa0; /* flag, field 100: RECOVERY_ADD */
+        *out++ = 0x06;
+        *out++ = FLAG_RECOVERY_ADD;
+    }
+}
+
+/* The C interface's add request: its size first (``out`` NULL), then written. -1 for an add beyond a frame. */
+static Py_ssize_t encode_add_request(uint8_t *out, uint64_t txn_id, int64_t ledger_id, int64_t entry_id,
+                                     const uint8_t *key, Py_ssize_t key_len, const uint8_t *body, Py_ssize_t body_len) {
+    AddRequestFields r = {txn_id, 0, ledger_id, entry_id, key, key_len, body, body_len, 0, 0};
+    size_t payload = add_request_payload(&r);
+    if (payload > 0x7FFFFFFFu)
+        return -1;
+    if (out != NULL)
+        write_add_request(out, &r);
+    return (Py_ssize_t)(4 + payload);
+}
+
 static PyObject *encode_add(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 8) {
         PyErr_Format(PyExc_TypeError, "encode_add takes txn_id, priority, ledger_id, entry_id, master_key, body, "
                      "recovery, write_flags (%zd given)", nargs);
         return NULL;
     }
-    uint64_t txn_id = PyLong_AsUnsignedLongLong(args[0]);
-    if (txn_id == (uint64_t)-1 && PyErr_Occurred())
+    AddRequestFields r;
+    r.txn_id = PyLong_AsUnsignedLongLong(args[0]);
+    if (r.txn_id == (uint64_t)-1 && PyErr_Occurred())
         return NULL;
     unsigned long priority = PyLong_AsUnsignedLong(args[1]);
     if (priority == (unsigned long)-1 && PyErr_Occurred())
@@ -518,8 +616,8 @@ static PyObject *encode_add(PyObject *module, PyObject *const *args, Py_ssize_t 
     long long entry_id = PyLong_AsLongLong(args[3]);
     if (entry_id == -1 && PyErr_Occurred())
         return NULL;
-    int recovery = PyObject_IsTrue(args[6]);
-    if (recovery < 0)
+    r.recovery = PyObject_IsTrue(args[6]);
+    if (r.recovery < 0)
         return NULL;
     long write_flags = PyLong_AsLong(args[7]);
     if (write_flags == -1 && PyErr_Occurred())
@@ -528,6 +626,10 @@ static PyObject *encode_add(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_OverflowError, "priority or write_flags outside 32 bits");
         return NULL;
     }
+    r.priority = (uint32_t)priority;
+    r.ledger_id = ledger_id;
+    r.entry_id = entry_id;
+    r.write_flags = (int32_t)write_flags;
     Py_buffer key, body;
     if (PyObject_GetBuffer(args[4], &key, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -535,62 +637,18 @@ static PyObject *encode_add(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyBuffer_Release(&key);
         return NULL;
     }
-    uint64_t flags64 = (uint64_t)(int64_t)write_flags; /* int32 fields are sign-extended on the wire */
-    size_t header_size = 5 + varint_size(txn_id) + (priority ? 1 + varint_size(priority) : 0);
-    size_t add_size = 2 + varint_size((uint64_t)ledger_id) + varint_size((uint64_t)entry_id)
-                      + 1 + varint_size((uint64_t)key.len) + (size_t)key.len
-                      + 1 + varint_size((uint64_t)body.len) + (size_t)body.len
-                      + (write_flags ? 1 + varint_size(flags64) : 0) + (recovery ? 3 : 0);
-    size_t payload = 1 + varint_size(header_size) + header_size + 2 + varint_size(add_size) + add_size;
+    r.key = key.buf;
+    r.key_len = key.len;
+    r.body = body.buf;
+    r.body_len = body.len;
+    size_t payload = add_request_payload(&r);
     PyObject *frame = NULL;
     if (payload > 0x7FFFFFFFu) {
         PyErr_SetString(PyExc_OverflowError, "add request larger than a frame");
     } else {
         frame = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 + payload));
-    }
-    if (frame != NULL) {
-        uint8_t *out = (uint8_t *)PyBytes_AS_STRING(frame);
-        out[0] = (uint8_t)(payload >> 24);
-        out[1] = (uint8_t)(payload >> 16);
-        out[2] = (uint8_t)(payload >> 8);
-        out[3] = (uint8_t)payload;
-        out += 4;
-        *out++ = 0x0a; /* header */
-        out = write_varint(out, header_size);
-        *out++ = 0x08; /* version */
-        *out++ = VERSION_THREE;
-        *out++ = 0x10; /* operation */
-        *out++ = OP_ADD_ENTRY;
-        *out++ = 0x18; /* txnId */
-        out = write_varint(out, txn_id);
-        if (priority) {
-            *out++ = 0x20; /* priority */
-            out = write_varint(out, priority);
-        }
-        *out++ = 0xaa; /* addRequest, field 101 */
-        *out++ = 0x06;
-        out = write_varint(out, add_size);
-        *out++ = 0x08; /* ledgerId */
-        out = write_varint(out, (uint64_t)ledger_id);
-        *out++ = 0x10; /* entryId */
-        out = write_varint(out, (uint64_t)entry_id);
-        *out++ = 0x1a; /* masterKey */
-        out = write_varint(out, (uint64_t)key.len);
-        memcpy(out, key.buf, (size_t)key.len);
-        out += key.len;
-        *out++ = 0x22; /* body */
-        out = write_varint(out, (uint64_t)body.len);
-        memcpy(out, body.buf, (size_t)body.len);
-        out += body.len;
-        if (write_flags) {
-            *out++ = 0x28; /* writeFlags */
-            out = write_varint(out, flags64);
-        }
-        if (recovery) {
-            *out++ = 0xa0; /* flag, field 100: RECOVERY_ADD */
-            *out++ = 0x06;
-            *out++ = FLAG_RECOVERY_ADD;
-        }
+        if (frame != NULL)
+            write_add_request((uint8_t *)PyBytes_AS_STRING(frame), &r);
     }
     PyBuffer_Release(&key);
     PyBuffer_Release(&body);
@@ -833,6 +891,8 @@ static const BookieProtocolApi api = {
     .frames_append = frames_append,
     .frames_peek = frames_peek,
     .frames_consume = frames_consume,
+    .encode_add_request = encode_add_request,
+    .decode_add_answer = decode_add_answer,
 };
 
 static PyMethodDef methods[] = {

@@ -1,8 +1,10 @@
-/* The protocol's C interface for the bookie's other extension modules (the request hot path, bookie/_requests.c).
+/* The protocol's C interface for the bookie's other extension modules (the request hot paths of the bookie and
+ * of the client).
  *
  * bookie.protocol._native exports one ``BookieProtocolApi`` in the capsule named below; a module that uses it
  * calls ``bookie_protocol_import()`` once, in its init function. Only bytes cross this interface: frames in,
- * decoded add fields and encoded answers out. Nothing here knows about storage.
+ * decoded add fields and encoded adds and answers out. Nothing here knows about storage. The client's hot path
+ * (bookie/client/_native.c) uses it too.
  */
 #ifndef BOOKIE_PROTOCOL_NATIVE_API_H
 #define BOOKIE_PROTOCOL_NATIVE_API_H
@@ -47,6 +49,14 @@ typedef struct {
     int (*frames_append)(PyObject *reader, const uint8_t *data, Py_ssize_t len);
     int (*frames_peek)(PyObject *reader, const uint8_t **frame, Py_ssize_t *len);
     void (*frames_consume)(PyObject *reader);
+    /* The client's side. ``encode_add_request`` writes the whole v3 add request frame (no priority, no flags: a
+     * writer's add) to ``out`` and returns its length; with ``out`` NULL it only returns the length; -1 when it
+     * would not fit a frame. ``decode_add_answer`` is 1 when ``frame`` is a v3 answer to an add, with its txn id
+     * and the addResponse's status. */
+    Py_ssize_t (*encode_add_request)(uint8_t *out, uint64_t txn_id, int64_t ledger_id, int64_t entry_id,
+                                     const uint8_t *master_key, Py_ssize_t master_key_len, const uint8_t *body,
+                                     Py_ssize_t body_len);
+    int (*decode_add_answer)(const uint8_t *frame, Py_ssize_t len, uint64_t *txn_id, int32_t *add_status);
 } BookieProtocolApi;
 
 static inline const BookieProtocolApi *bookie_protocol_import(void) {
