@@ -279,6 +279,10 @@ static CacheEntry *cache_get(WriteCache *c, int64_t ledger, int64_t entry) {
     return slot == 0 ? NULL : &c->entries[slot - 1];
 }
 
+/* A checkpoint should swap this cache now: it is seven eighths full. Swapping before it is full lets the adds that
+ * come while the checkpoint starts (its task runs on the next loop iteration) still find room. */
+static int cache_wants_flush(WriteCache *c) { return c->size >= c->max_bytes - c->max_bytes / 8; }
+
 static int cache_has_room(WriteCache *c, long long nbytes) {
     /* An empty cache always takes one entry, so an entry larger than the cache is never refused forever. */
     return c->size + nbytes <= c->max_bytes || c->count == 0;
@@ -417,6 +421,10 @@ static PyObject *WriteCache_delete_ledger(WriteCache *self, PyObject *arg) {
 }
 
 static Py_ssize_t WriteCache_len(WriteCache *self) { return (Py_ssize_t)self->count; }
+
+static PyObject *WriteCache_get_wants_flush(WriteCache *self, void *closure) {
+    return PyBool_FromLong(cache_wants_flush(self));
+}
 
 /* ---------------------------------------------------------------------------------------- EntryBatch
  * Entries to append to an entry log, in order, each body held by a reference: a checkpoint's (the write cache's
@@ -622,6 +630,12 @@ static PyMemberDef WriteCache_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
+static PyGetSetDef WriteCache_getset[] = {
+    {"wants_flush", (getter)WriteCache_get_wants_flush, NULL,
+     "A checkpoint should swap the cache now (seven eighths full).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PySequenceMethods WriteCache_sequence = {.sq_length = (lenfunc)WriteCache_len};
 
 static PyTypeObject WriteCacheType = {
@@ -635,6 +649,7 @@ static PyTypeObject WriteCacheType = {
     .tp_dealloc = (destructor)WriteCache_dealloc,
     .tp_methods = WriteCache_methods,
     .tp_members = WriteCache_members,
+    .tp_getset = WriteCache_getset,
     .tp_as_sequence = &WriteCache_sequence,
 };
 
@@ -1675,7 +1690,7 @@ static int write_path_try_add(PyObject *self, const uint8_t *entry, Py_ssize_t l
         goto out;
     }
     taken = 1;
-    if (cache->size >= cache->max_bytes) { /* a write cache half is full: checkpoint it */
+    if (cache_wants_flush(cache)) {
         PyObject *result = PyObject_CallNoArgs(wp->trigger_checkpoint);
         if (result == NULL)
             PyErr_WriteUnraisable(wp->trigger_checkpoint);

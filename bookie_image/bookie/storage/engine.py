@@ -100,7 +100,9 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         self._read_pool = ThreadPoolExecutor(max(1, conf.num_read_worker_threads), thread_name_prefix="read")
         self._disk_reads: dict[int, asyncio.Event] = {}
         self._checkpoint_lock = asyncio.Lock()
-        self._checkpoint_done = asyncio.Event()
+        # Set when a checkpoint has swapped write caches (or ended): adds waiting for room in a full cache look
+        # again at once, not when the checkpoint's flush is over.
+        self._caches_swapped = asyncio.Event()
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
         self._closed = False
@@ -268,10 +270,10 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
                 self.stats["throttled_adds"] += 1
                 raise StorageThrottledError(
                     f"write cache of {d.ledger_dir} full for {self.conf.db_storage_max_throttle_time_ms} ms")
-            self._checkpoint_done.clear()
-            await wait_event(self._checkpoint_done, min(remaining, 0.05))
+            self._caches_swapped.clear()
+            await wait_event(self._caches_swapped, min(remaining, 0.05))
         d.write_cache.put(ledger_id, entry_id, body)
-        if d.write_cache.size >= d.write_cache.max_bytes:
+        if d.write_cache.wants_flush:
             self._trigger_checkpoint()
 
     def _advance_lac(self, state: LedgerState, lac: int) -> None:
@@ -385,6 +387,7 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
                 if len(d.write_cache):
                     d.flushing, d.write_cache = d.write_cache, WriteCache(d.write_cache.max_bytes)
                     swapped.append(d)
+            self._caches_swapped.set()
             for d in swapped:
                 await self._flush_swapped(d)
             # Fences, master keys and explicit LACs reach a directory's ledger index even when it had no
@@ -396,7 +399,7 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
             if replay_mark is None:
                 for journal, mark in zip(self.journals, marks, strict=True):
                     await self._in_thread(self._flush_pool, journal.delete_before, mark)
-            self._checkpoint_done.set()
+            self._caches_swapped.set()
 
     async def _flush_swapped(self, d: LedgerDirStorage) -> None:
         """Flush ``d.flushing`` to the entry log and index, then let it go. If the flush fails it stays, for
@@ -460,7 +463,7 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
                 self._apply_replayed(record)
                 self.stats["replayed_records"] += 1
                 d = self.dir_of(record.ledger_id)
-                if d.write_cache.size >= d.write_cache.max_bytes:
+                if d.write_cache.wants_flush:
                     await self.checkpoint(replay_mark=marks)
             if records:
                 log.info("journal %s: replayed %d records", journal.current_dir, len(records))
