@@ -108,8 +108,8 @@ async def drive(bookie_id: str, size: int, seconds: float, window: int) -> Resul
                   1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))])
 
 
-def start_ours(base: Path, zk: ZooKeeperServer, root: str) -> Any:
-    bookie = plan_bookies(1, base, zk.connect_string, root, first_host=201, journalSyncData=True,
+def start_ours(base: Path, zk: ZooKeeperServer, root: str, first_host: int = 201) -> Any:
+    bookie = plan_bookies(1, base, zk.connect_string, root, first_host=first_host, journalSyncData=True,
                           journalMaxGroupWaitMSec=1, flushInterval=10000)[0]
     bookie.start()
     return bookie

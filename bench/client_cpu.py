@@ -3,12 +3,13 @@
     python bench/client_cpu.py                    # 3 rounds of 8 s, 1 KiB appends, 500 outstanding, 1/1/1
     PYTHONPATH=/path/to/other/checkout/bookie_image python bench/client_cpu.py   # another version
     python bench/client_cpu.py --loop asyncio     # the same client on asyncio's own event loop
+    python bench/client_cpu.py --ensemble 3/2/2   # three bookies, each entry written to two
     python bench/client_cpu.py --quick            # tiny run for the test suite
 
-One local bookie (journal fsync on, 1 ms group wait) and, in this process, our client (`BookKeeper`,
-`LedgerHandle.append`) keeping ``--window`` appends outstanding on one ledger, on uvloop as our client's commands
-run it (``--loop asyncio``: on asyncio's default loop). Reported: the rate; this process's CPU time per
-acknowledged append (``time.process_time()``: the client, and nothing of the bookie, which is another
+Local bookies (as many as the ensemble, journal fsync on, 1 ms group wait) and, in this process, our client
+(`BookKeeper`, `LedgerHandle.append`) keeping ``--window`` appends outstanding on one ledger, on uvloop as our
+client's commands run it (``--loop asyncio``: on asyncio's default loop). Reported: the rate; this process's
+CPU time per acknowledged append (``time.process_time()``: the client, and nothing of the bookie, which is another
 process); how busy that kept the client (CPU seconds per second: well below 1 when the rate is bound by
 waiting for the bookie rather than by the client's CPU); and the appends' latency, p50 and p99. Nothing is
 written to docs: docs/benchmarks.md quotes its before/after numbers by hand.
@@ -75,7 +76,7 @@ async def rounds(zk_connect: str, root: str, args: argparse.Namespace) -> list[d
     results: list[dict[str, Any]] = []
     config = ClientConfig(zk_servers=zk_connect, ledgers_root=root, speculative_read_timeout_s=0)
     async with BookKeeper(config) as bk:
-        lh = await bk.create_ledger(1, 1, 1, digest_type=DigestType.CRC32, password=b"bench")
+        lh = await bk.create_ledger(*args.ensemble, digest_type=DigestType.CRC32, password=b"bench")
         payload = b"c" * args.size
         await one_round(lh, payload, args.window, min(args.seconds, 2.0))  # warm-up, not reported
         for r in range(args.rounds):
@@ -102,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--window", type=int, default=500)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+    parser.add_argument("--ensemble", type=lambda v: tuple(int(x) for x in v.split("/")), default=(1, 1, 1),
+                        help="E/W/A of the ledger (E bookies are started)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's SIGTERM still stops the bookie and ZK
@@ -110,12 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         zk = ZooKeeperServer(Path(tmp) / "zk").start()
         root = f"/client-cpu-{uuid.uuid4().hex[:8]}/ledgers"
-        bookie = add_bench.start_ours(Path(tmp) / "ours", zk, root)
+        bookies = [add_bench.start_ours(Path(tmp) / f"ours-{i}", zk, root, first_host=201 + i)
+                   for i in range(args.ensemble[0])]
         try:
             run = uvloop.run if args.loop == "uvloop" else asyncio.run
             results = run(rounds(zk.connect_string, root, args))
         finally:
-            bookie.stop()
+            for bookie in bookies:
+                bookie.stop()
             zk.stop()
     best = min(results, key=lambda x: x["client_us_per_append"])
     print(f"best: {best['client_us_per_append']:.1f} us/append")

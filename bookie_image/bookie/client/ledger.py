@@ -27,7 +27,7 @@ from typing import Protocol
 
 from bookie.client import errors as e
 from bookie.client.config import ClientConfig
-from bookie.client.connection import BookieClient
+from bookie.client.connection import BookieClient, BookieConnection
 from bookie.client.placement import PlacementPolicy
 from bookie.metadata.ledger_manager import LedgerManager
 from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
@@ -141,6 +141,9 @@ class LedgerHandle:
         self.client = bk.client
         self.config = bk.config
         self.ledger_id = ledger_id
+        self._loop = asyncio.get_running_loop()
+        # The connection of each ensemble position (None: look it up): appends send to them directly.
+        self._position_conns: list[BookieConnection | None] = []
         self.metadata = metadata
         self.metadata_version = version
         self.password = password
@@ -179,10 +182,26 @@ class LedgerHandle:
     # ------------------------------------------------------------ properties
 
     @property
+    def metadata(self) -> LedgerMetadata:
+        return self._metadata
+
+    @metadata.setter
+    def metadata(self, metadata: LedgerMetadata) -> None:
+        self._metadata = metadata
+        self._ensemble = metadata.ensembles[max(metadata.ensembles)]
+        self._position_conns = [None] * len(self._ensemble)
+
+    @property
     def ensemble(self) -> tuple[str, ...]:
         """The current (last) ensemble."""
-        ensembles = self.metadata.ensembles
-        return ensembles[max(ensembles)]
+        return self._ensemble
+
+    def _connection(self, index: int) -> BookieConnection:
+        """The connection to the bookie at ensemble position ``index`` (this ledger's channel to it)."""
+        conn = self._position_conns[index]
+        if conn is None or conn.closed:
+            conn = self._position_conns[index] = self.client.connection(self._ensemble[index], self.ledger_id)
+        return conn
 
     @property
     def closed(self) -> bool:
@@ -204,7 +223,7 @@ class LedgerHandle:
 
     def append(self, data: bytes) -> asyncio.Future[int]:
         """Send an entry now; the future gets its entry id once acknowledged (in entry order)."""
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[int] = self._loop.create_future()
         if self._error is not None:
             future.set_exception(self._error)
             return future
@@ -249,12 +268,16 @@ class LedgerHandle:
 
     def _send(self, op: _PendingAdd, positions: Sequence[int]) -> None:
         op.sent = True
-        ensemble, add, done = self.ensemble, self.client.add_entry_then, self._add_done
+        ensemble, done, timeout = self._ensemble, self._add_done, self.config.add_timeout_s
         for index in positions:
             bookie = ensemble[index]
             op.sent_to[index] = bookie
-            add(bookie, self.ledger_id, op.entry_id, self.master_key, op.body, (done, op, index, bookie),
-                recovery=self.recovering)
+            if self.recovering:
+                self.client.add_entry_then(bookie, self.ledger_id, op.entry_id, self.master_key, op.body,
+                                           (done, op, index, bookie), recovery=True)
+            else:
+                self._connection(index).send_add(self.ledger_id, op.entry_id, self.master_key, op.body,
+                                                 (done, op, index, bookie), timeout)
 
     def _add_done(self, op: _PendingAdd, index: int, bookie: str, outcome: int | BaseException) -> None:
         """One bookie's answer to an add: its status code (``BookieClient.add_entry_then``), or the error."""
