@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import json
 import signal
 import sys
@@ -35,6 +34,7 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import add_bench
+from appends import AppendWindow
 from bookie.client.bookkeeper import BookKeeper
 from bookie.client.config import ClientConfig
 from bookie.protocol.entry import DigestType
@@ -51,25 +51,13 @@ class Round:
 
 async def one_round(lh: Any, payload: bytes, window: int, seconds: float) -> Round:
     """Appends with ``window`` outstanding for ``seconds``."""
-    slots = asyncio.Semaphore(window)
-    latencies: list[float] = []
-
-    def done(fut: asyncio.Future[int], sent_at: float) -> None:
-        slots.release()
-        if not fut.cancelled() and fut.exception() is None:
-            latencies.append(time.perf_counter() - sent_at)
-
-    pending: set[asyncio.Future[int]] = set()
+    appends = AppendWindow(window)
     cpu0, started = time.process_time(), time.monotonic()
     while time.monotonic() - started < seconds:
-        await slots.acquire()
-        fut = lh.append(payload)
-        pending.add(fut)
-        fut.add_done_callback(pending.discard)
-        fut.add_done_callback(functools.partial(done, sent_at=time.perf_counter()))
-    if pending:
-        await asyncio.wait(pending)
-    return Round(len(latencies), time.monotonic() - started, time.process_time() - cpu0, sorted(latencies))
+        await appends.append(lh, payload)
+    await appends.drain()
+    return Round(len(appends.latencies), time.monotonic() - started, time.process_time() - cpu0,
+                 sorted(appends.latencies))
 
 
 async def rounds(zk_connect: str, root: str, args: argparse.Namespace) -> list[dict[str, Any]]:

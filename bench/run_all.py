@@ -114,6 +114,7 @@ def py_spy() -> str | None:
 
 # One probe for every benchmark: bench/ is on sys.path when a bench script runs.
 from add_bench import fdatasync_rate  # noqa: E402
+from appends import AppendWindow  # noqa: E402
 from docs_section import write_section  # noqa: E402
 
 
@@ -376,31 +377,17 @@ async def py_adds(cluster: Cluster, size: int, ens: tuple[int, int, int], second
     from bookie.protocol.entry import DigestType
 
     payload = b"x" * size
-    latencies: list[float] = []
     async with _client(cluster, tls=tls) as bk:
         lh = await bk.create_ledger(*ens, digest_type=DigestType.CRC32, password=PASSWORD.encode())
+        appends = AppendWindow(window)
         stop_at = time.monotonic() + seconds
-        sem = asyncio.Semaphore(window)
-        pending: set[asyncio.Future[int]] = set()
-
-        def done(started: float, fut: asyncio.Future[int]) -> None:
-            sem.release()
-            pending.discard(fut)
-            if not fut.cancelled() and fut.exception() is None:
-                latencies.append(time.perf_counter() - started)
-
         started_at = time.monotonic()
         while time.monotonic() < stop_at:
-            await sem.acquire()
-            sent_at = time.perf_counter()
-            fut = lh.append(payload)
-            pending.add(fut)
-            fut.add_done_callback(lambda f, t=sent_at: done(t, f))
-        if pending:
-            await asyncio.wait(pending)
+            await appends.append(lh, payload)
+        await appends.drain()
         elapsed = time.monotonic() - started_at
         await lh.close()
-    latencies.sort()
+    latencies = sorted(appends.latencies)
     return (len(latencies) / elapsed, 1000 * percentile(latencies, 50), 1000 * percentile(latencies, 99),
             len(latencies))
 

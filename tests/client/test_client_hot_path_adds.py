@@ -80,6 +80,7 @@ async def test_an_unanswered_add_times_out(silent_bookie: tuple[str, int]) -> No
     outcomes: list[tuple[int, int | BaseException]] = []
     loop = asyncio.get_running_loop()
     sent_at = loop.time()
+    conn.add_timeout_s = 0.3  # as the client configures a connection: every ledger add's timeout
     conn.send_add(9, 0, KEY, BODY, (*recorder(outcomes), 0), 0.3)
 
     async def failed() -> bool:

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 import socket
 import ssl
 import time
@@ -183,9 +184,10 @@ def _fail_request(future: asyncio.Future[m.Response] | _Callback, exc: BaseExcep
 class BookieConnection(asyncio.Protocol):
     """One TCP connection to one bookie, speaking v3 (``version=3``) or v2."""
 
-    def __init__(self, bookie_id: str, version: int, max_frame_size: int) -> None:
+    def __init__(self, bookie_id: str, version: int, max_frame_size: int, add_timeout_s: float = 60.0) -> None:
         self.bookie_id = bookie_id
         self.version = version
+        self.add_timeout_s = add_timeout_s  # every ledger add's (ClientConfig.add_timeout_s): for its error's text
         # TLS: the context and the host to verify, set before connecting; ``_starting_tls`` holds the requests
         # back from the START_TLS request until the handshake has ended.
         self.tls_context: ssl.SSLContext | None = None
@@ -195,9 +197,15 @@ class BookieConnection(asyncio.Protocol):
         self._tls_timer: asyncio.TimerHandle | None = None
         self._upgrading: asyncio.Task[None] | None = None
         self._loop = asyncio.get_running_loop()
-        # Frames in, requests out, and the hot path's adds (their txn ids come from it too).
+        # Frames in, requests out, and the hot path's adds (their txn ids come from it too). It tells this
+        # connection when output waits (a flush to schedule, or enough to write now) and when an add's deadline
+        # comes before the timer's.
         self.stream = ClientStream(max_frame_size)
-        self._add_timeout = 0.0
+        self.stream.write_early = WRITE_EARLY_BYTES
+        self.stream.takes_adds = version == 3
+        self.stream.on_output = self._output_waiting
+        self.stream.on_output_full = self._write_out
+        self.stream.on_deadline = self._arm_deadline_timer
         self._transport: asyncio.Transport | None = None
         self._by_txn: dict[int, _Pending] = {}
         self._by_key: dict[tuple[int, int, int], deque[_Pending]] = {}
@@ -205,7 +213,6 @@ class BookieConnection(asyncio.Protocol):
         # request: a timer's creation, heap push and cancellation cost about a tenth of an append's CPU.
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._deadline_timer_at = 0.0
-        self._flush_scheduled = False
         self.closed = False
         self.failure: BaseException | None = None
 
@@ -266,15 +273,7 @@ class BookieConnection(asyncio.Protocol):
             self.send_then(lambda w: m.AddRequest(w, ledger_id, entry_id, master_key, body), timeout,
                            functools.partial(_answer_with_status, callback))
             return
-        deadline = self._loop.time() + timeout
-        self._add_timeout = timeout  # a ledger's adds share it (ClientConfig.add_timeout_s): for the error's text
-        buffered = self.stream.send_add(ledger_id, entry_id, master_key, body, callback, deadline)
-        if self._deadline_timer is None or deadline < self._deadline_timer_at:
-            self._arm_deadline_timer(deadline)
-        if buffered >= WRITE_EARLY_BYTES:
-            self._write_out()
-        else:
-            self._schedule_flush()
+        self.stream.send_add(ledger_id, entry_id, master_key, body, callback, self._loop.time() + timeout)
 
     def send(self, make: Callable[[m.Wire], m.Request], timeout: float, *,
              high_priority: bool = False) -> asyncio.Future[m.Response]:
@@ -307,13 +306,9 @@ class BookieConnection(asyncio.Protocol):
             if queue is None:
                 queue = self._by_key[key] = deque()
             queue.append(_Pending(future, 0, key, timeout, deadline))
-        buffered = self.stream.write(encode_request(request))
         if self._deadline_timer is None or deadline < self._deadline_timer_at:
             self._arm_deadline_timer(deadline)
-        if buffered >= WRITE_EARLY_BYTES:
-            self._write_out()  # any scheduled flush still runs, and writes what follows
-        else:
-            self._schedule_flush()
+        self.stream.write(encode_request(request))  # which schedules a flush, or writes at once
 
     def _pending_requests(self) -> list[_Pending]:
         return [*self._by_txn.values(), *(p for q in self._by_key.values() for p in q)]
@@ -322,17 +317,19 @@ class BookieConnection(asyncio.Protocol):
         if self._deadline_timer is not None:
             self._deadline_timer.cancel()
         self._deadline_timer, self._deadline_timer_at = self._loop.call_at(at, self._expire_overdue), at
+        self.stream.armed_deadline = at
 
     def _expire_overdue(self) -> None:
         """Fail the requests past their deadline; the timer then waits for the earliest deadline left."""
         self._deadline_timer = None
+        self.stream.armed_deadline = math.inf
         now = self._loop.time()
         pendings = self._pending_requests()
         for pending in pendings:
             if pending.deadline <= now:
                 self._expire(pending)
         for callback in self.stream.expire(now):
-            self._loop.call_soon(_tell, callback, self._timeout_error(self._add_timeout))
+            self._loop.call_soon(_tell, callback, self._timeout_error(self.add_timeout_s))
         left = [p.deadline for p in pendings if p.deadline > now]
         hot = self.stream.earliest_deadline()
         if hot is not None:
@@ -341,12 +338,19 @@ class BookieConnection(asyncio.Protocol):
             self._arm_deadline_timer(min(left))
 
     def _schedule_flush(self) -> None:
-        if not self._flush_scheduled and self._transport is not None:
-            self._flush_scheduled = True
+        if not self.stream.flush_requested and self._transport is not None:
+            self.stream.flush_requested = True
             self._loop.call_soon(self._flush)
 
+    def _output_waiting(self) -> None:
+        """The stream has output and no flush scheduled (it marked one requested): schedule it, once connected."""
+        if self._transport is None:
+            self.stream.flush_requested = False  # connection_made schedules it
+            return
+        self._loop.call_soon(self._flush)
+
     def _flush(self) -> None:
-        self._flush_scheduled = False
+        self.stream.flush_requested = False
         self._write_out()
 
     def _write_out(self) -> None:
@@ -522,7 +526,7 @@ class BookieClient:
         return conn
 
     def _open(self, bookie_id: str, index: int) -> BookieConnection:
-        conn = BookieConnection(bookie_id, self.version, self.config.max_frame_size)
+        conn = BookieConnection(bookie_id, self.version, self.config.max_frame_size, self.config.add_timeout_s)
         self._conns[(bookie_id, index)] = conn
         if self._closed:
             conn.close()

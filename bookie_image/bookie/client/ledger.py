@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from bookie.client import errors as e
+from bookie.client._native import Appender, PendingAdd
 from bookie.client.config import ClientConfig
 from bookie.client.connection import BookieClient, BookieConnection
 from bookie.client.placement import PlacementPolicy
@@ -50,7 +51,8 @@ from bookie.protocol.entry import (
 log = logging.getLogger(__name__)
 
 _READ_CONCURRENCY = 256
-_EOK = int(StatusCode.EOK)
+# The digests the Appender computes in C (the others go through package_entry): _native.c's DIGEST_* values.
+_C_DIGESTS = {DigestType.CRC32: 1, DigestType.CRC32C: 2, DigestType.DUMMY: 3}
 _THROTTLE_RETRIES = 50
 
 
@@ -61,21 +63,6 @@ class LedgerEntry:
     payload: bytes
     length: int  # cumulative ledger length including this entry
     last_add_confirmed: int  # the writer's LAC when it sent this entry
-
-
-class _PendingAdd:
-    __slots__ = ("acked", "body", "completed", "entry_id", "future", "length", "retries", "sent", "sent_to")
-
-    def __init__(self, entry_id: int, body: bytes, length: int, future: asyncio.Future[int]) -> None:
-        self.entry_id = entry_id
-        self.body = body
-        self.length = length
-        self.future = future
-        self.acked: set[int] = set()
-        self.sent_to: dict[int, str] = {}
-        self.sent = False
-        self.completed = False
-        self.retries = 0
 
 
 def write_set(entry_id: int, ensemble_size: int, write_quorum: int) -> list[int]:
@@ -160,7 +147,7 @@ class LedgerHandle:
         self._closed = closed
         self._closing = False
         self._error: e.BKError | None = None
-        self._pending: deque[_PendingAdd] = deque()
+        self._pending: deque[PendingAdd] = deque()
         self._failed: dict[int, str] = {}  # ensemble position -> failed bookie awaiting replacement
         self._down: set[int] = set()  # positions left failed because no replacement existed
         # Every entry's write set, by entry id modulo the ensemble size: ensemble and write quorum sizes are
@@ -174,8 +161,14 @@ class LedgerHandle:
         self._bookie_lac: dict[str, int] = {}  # LAC each bookie last reported to a long poll (see long_poll_targets)
         self._space = asyncio.Event()
         self._space.set()
+        self._space_waiters = 0  # add() calls waiting for fewer adds in flight: only they need _space set
         self._explicit_lac_sent = -1
         self._lac_task: asyncio.Task[None] | None = None
+        # The appends' hot path (C): a plain append is packaged, queued and sent there, and every bookie's answer
+        # to an add goes through it (EOK counted there, the rest to _add_failed).
+        self._appender = Appender(self, self._loop, ledger_id, self.master_key, tuple(self._write_sets),
+                                  metadata.ack_quorum_size, self.config.max_outstanding_adds,
+                                  self.config.add_timeout_s, _C_DIGESTS.get(digest_type, 0), self._package)
         if writable and self.config.explicit_lac_interval_s > 0:
             self._lac_task = asyncio.get_running_loop().create_task(self._explicit_lac_loop())
 
@@ -223,6 +216,11 @@ class LedgerHandle:
 
     def append(self, data: bytes) -> asyncio.Future[int]:
         """Send an entry now; the future gets its entry id once acknowledged (in entry order)."""
+        return self._appender.append(data)
+
+    def _append_general(self, data: bytes) -> asyncio.Future[int]:
+        """``append`` when it is not a plain one (the Appender's way): a ledger that failed or does not take adds
+        answers at once; during an ensemble change, a recovery, or with a position down, through ``_push``."""
         future: asyncio.Future[int] = self._loop.create_future()
         if self._error is not None:
             future.set_exception(self._error)
@@ -237,7 +235,11 @@ class LedgerHandle:
         """Add one entry and wait for its acknowledgement; waits first if too many adds are in flight."""
         while len(self._pending) >= self.config.max_outstanding_adds and self._error is None:
             self._space.clear()
-            await self._space.wait()
+            self._space_waiters += 1
+            try:
+                await self._space.wait()
+            finally:
+                self._space_waiters -= 1
         return await self.append(data)
 
     # Alias matching BookKeeper's names.
@@ -254,7 +256,7 @@ class LedgerHandle:
             entry_id, body, length = verbatim
             self.length = length
         self.last_add_pushed = entry_id
-        op = _PendingAdd(entry_id, body, length, future)
+        op = PendingAdd(entry_id, body, length, future)
         self._pending.append(op)
         if not self._changing:
             self._send(op, self._write_positions(entry_id))
@@ -266,9 +268,14 @@ class LedgerHandle:
         positions = self._write_set_of(entry_id)
         return [i for i in positions if i not in self._down] if self._down else positions
 
-    def _send(self, op: _PendingAdd, positions: Sequence[int]) -> None:
+    def _package(self, entry_id: int, last_add_confirmed: int, length: int, payload: bytes) -> bytes:
+        """An entry with a digest the Appender does not compute itself (HMAC)."""
+        return package_entry(self.digest, self.ledger_id, entry_id, last_add_confirmed, length, payload)
+
+    def _send(self, op: PendingAdd, positions: Sequence[int]) -> None:
+        """Send ``op`` to these ensemble positions (re-sends, and appends the Appender leaves to Python)."""
         op.sent = True
-        ensemble, done, timeout = self._ensemble, self._add_done, self.config.add_timeout_s
+        ensemble, done, timeout = self._ensemble, self._appender.answered, self.config.add_timeout_s
         for index in positions:
             bookie = ensemble[index]
             op.sent_to[index] = bookie
@@ -279,17 +286,12 @@ class LedgerHandle:
                 self._connection(index).send_add(self.ledger_id, op.entry_id, self.master_key, op.body,
                                                  (done, op, index, bookie), timeout)
 
-    def _add_done(self, op: _PendingAdd, index: int, bookie: str, outcome: int | BaseException) -> None:
-        """One bookie's answer to an add: its status code (``BookieClient.add_entry_then``), or the error."""
+    def _add_failed(self, op: PendingAdd, index: int, bookie: str, outcome: int | BaseException) -> None:
+        """One bookie's answer to an add other than EOK (``Appender.answered`` counts those): its status code, or
+        the error that failed the request."""
         if op.future.done() or op.sent_to.get(index) != bookie:
             return  # stale answer (entry finished, or this position was re-assigned)
         if not isinstance(outcome, BaseException):
-            if outcome == _EOK:
-                op.acked.add(index)
-                if not op.completed and len(op.acked) >= self.metadata.ack_quorum_size:
-                    op.completed = True
-                    self._complete_adds()
-                return
             status = StatusCode(outcome)
             if status is StatusCode.ETOOMANYREQUESTS and op.retries < _THROTTLE_RETRIES:
                 op.retries += 1  # the bookie is shedding load: retry the same bookie after a pause
@@ -304,7 +306,7 @@ class LedgerHandle:
             return
         self._bookie_failed(index, bookie, op.entry_id, err)
 
-    def _retry(self, op: _PendingAdd, index: int, bookie: str) -> None:
+    def _retry(self, op: PendingAdd, index: int, bookie: str) -> None:
         if op.future.done() or op.sent_to.get(index) != bookie or self._error is not None:
             return
         if self._changing:
@@ -313,17 +315,9 @@ class LedgerHandle:
         self._send(op, [index])
 
     def _complete_adds(self) -> None:
-        if self._changing:
-            return  # no acknowledgements while the ensemble changes (they may count a failed bookie)
-        pending = self._pending
-        while pending and pending[0].completed:
-            op = pending.popleft()
-            self.last_add_confirmed = op.entry_id
-            self._length_at_lac = op.length
-            if not op.future.done():
-                op.future.set_result(op.entry_id)
-        if len(pending) < self.config.max_outstanding_adds:
-            self._space.set()
+        """Acknowledge, in entry order, the appends that reached their ack quorum (not while the ensemble
+        changes: an answer may count a failed bookie)."""
+        self._appender.complete_adds()
 
     def _fatal(self, err: BaseException) -> None:
         if self._error is None:

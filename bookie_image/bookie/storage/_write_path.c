@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../_crc32c.h"
 #include "_write_path_api.h"
 
 static long long now_ns(void) {
@@ -64,52 +65,9 @@ static void write_int32_be(uint8_t *out, uint32_t v) {
 }
 
 /* ============================================================================================== CRC32C
- * The journal's group checksum. The writer thread computes it without the GIL, so it cannot call the crc32c
- * package the Python side uses; CRC32C (Castagnoli) is a fixed polynomial, computed here by the CPU's crc32
- * instruction where there is one, by a table otherwise. tests/storage/test_journal_group_checksum.py compares it
- * with the crc32c package. */
+ * The journal's group checksum (../_crc32c.h): the writer thread computes it without the GIL. */
 
-static uint32_t crc_table[256];
-static int crc_hardware;
-
-static void crc32c_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        crc_table[i] = c;
-    }
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    crc_hardware = __builtin_cpu_supports("sse4.2");
-#endif
-}
-
-#if defined(__x86_64__)
-__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p, size_t n) {
-    uint64_t c = crc;
-    for (; n >= 8; p += 8, n -= 8) {
-        uint64_t word;
-        memcpy(&word, p, 8);
-        c = __builtin_ia32_crc32di(c, word);
-    }
-    uint32_t c32 = (uint32_t)c;
-    for (; n > 0; p++, n--)
-        c32 = __builtin_ia32_crc32qi(c32, *p);
-    return c32;
-}
-#endif
-
-static uint32_t crc32c(const uint8_t *p, size_t n) {
-    uint32_t crc = 0xFFFFFFFFu;
-#if defined(__x86_64__)
-    if (crc_hardware)
-        return ~crc32c_sse42(crc, p, n);
-#endif
-    for (; n > 0; p++, n--)
-        crc = crc_table[(crc ^ *p) & 0xFF] ^ (crc >> 8);
-    return ~crc;
-}
+static uint32_t crc32c(const uint8_t *p, size_t n) { return crc32c_update(0, p, n); }
 
 static PyObject *py_crc32c(PyObject *module, PyObject *data) {
     Py_buffer view;
