@@ -1,7 +1,7 @@
 """A ledger's v3 adds take the client's hot path (``BookieConnection.send_add``): encoded byte for byte as the
 codec would, answered through their callbacks with the status code the moment the answer is read, in any
-order and mixed with other requests (whose answers are decoded as before, in the order they came); an add the
-bookie does not answer fails with ``BookieTimeout`` after its timeout, and the adds of a connection that closes
+order and mixed with other requests (whose answers are decoded as before, in the order they came), or refused
+with a bare status (the header and EUA, no add answer); an add the bookie does not answer fails with ``BookieTimeout`` after its timeout, and the adds of a connection that closes
 fail with ``BookieUnavailable`` one loop iteration later. A v2 connection sends them through the codec and
 tells its callbacks the same way."""
 
@@ -72,6 +72,17 @@ async def test_an_error_status_reaches_the_callback(silent_bookie: tuple[str, in
     conn.send_add(9, 0, KEY, BODY, (*recorder(outcomes), 0), 30.0)
     conn.data_received(add_answer(1, 9, 0, StatusCode.EFENCED))
     assert outcomes == [(0, int(StatusCode.EFENCED))]
+    conn.close()
+
+
+async def test_a_refusal_with_a_bare_status_reaches_the_callback(silent_bookie: tuple[str, int]) -> None:
+    conn = await connect(silent_bookie)
+    outcomes: list[tuple[int, int | BaseException]] = []
+    conn.send_add(9, 0, KEY, BODY, (*recorder(outcomes), 0), 30.0)
+    # What a bookie answers an unauthenticated client: the request's header and EUA, no addResponse.
+    conn.data_received(codec.encode_refusal(m.AddRequest(m.Wire.v3(1), 9, 0, KEY, BODY), StatusCode.EUA))
+    assert outcomes == [(0, int(StatusCode.EUA))]
+    assert conn.in_flight == 0
     conn.close()
 
 

@@ -395,6 +395,20 @@ static PyObject *take_adds(ClientStream *s, double expired_before, int all) {
     return out;
 }
 
+/* take(txn) -> callback | None: the add of that txn taken out, for an answer the connection decoded itself (a
+ * refusal with the header and a status only, as a bookie sends an unauthenticated client). */
+static PyObject *ClientStream_take(ClientStream *s, PyObject *arg) {
+    uint64_t txn = PyLong_AsUnsignedLongLong(arg);
+    if (txn == (uint64_t)-1 && PyErr_Occurred())
+        return NULL;
+    HotAdd *add = txn == 0 ? NULL : find_add(s, txn);
+    if (add == NULL)
+        Py_RETURN_NONE;
+    PyObject *callback = add->callback;
+    remove_add(s, (size_t)(add - s->adds));
+    return callback;
+}
+
 /* expire(now) -> list of callbacks: the adds whose deadline has passed, taken out. */
 static PyObject *ClientStream_expire(ClientStream *s, PyObject *arg) {
     double now = PyFloat_AsDouble(arg);
@@ -440,6 +454,8 @@ static PyMethodDef ClientStream_methods[] = {
      "take_output() -> bytes | None\n\nWhat waits to be written."},
     {"feed", (PyCFunction)ClientStream_feed, METH_O,
      "feed(data) -> list[bytes]\n\nThe frames completed, but the answers to held adds (given to their callbacks)."},
+    {"take", (PyCFunction)ClientStream_take, METH_O,
+     "take(txn) -> callback | None\n\nThe add of that txn taken out (its answer was decoded by the connection)."},
     {"expire", (PyCFunction)ClientStream_expire, METH_O,
      "expire(now) -> list\n\nThe callbacks of the adds past their deadline, taken out."},
     {"fail_all", (PyCFunction)ClientStream_fail_all, METH_NOARGS,

@@ -409,6 +409,10 @@ class BookieConnection(asyncio.Protocol):
     def _dispatch(self, response: m.Response) -> None:
         if response.wire.version == 3:
             pending = self._by_txn.pop(response.wire.txn_id, None)
+            if pending is None and (callback := self.stream.take(response.wire.txn_id)) is not None:
+                # a hot-path add answered with a bare status (a refusal: the header and EUA, say)
+                _tell(callback, int(response.status))
+                return
         else:
             key = _v2_response_key(response)
             queue = self._by_key.get(key) if key is not None else None
