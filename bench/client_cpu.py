@@ -4,6 +4,8 @@
     PYTHONPATH=/path/to/other/checkout/bookie_image python bench/client_cpu.py   # another version
     python bench/client_cpu.py --loop asyncio     # the same client on asyncio's own event loop
     python bench/client_cpu.py --ensemble 3/2/2   # three bookies, each entry written to two
+    PYTHONPATH=<other>/bookie_image python bench/client_cpu.py --bookie-pythonpath <this>/bookie_image
+                                                  # another version's client against this version's bookies
     python bench/client_cpu.py --quick            # tiny run for the test suite
 
 Local bookies (as many as the ensemble, journal fsync on, 1 ms group wait) and, in this process, our client
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 import tempfile
@@ -93,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--ensemble", type=lambda v: tuple(int(x) for x in v.split("/")), default=(1, 1, 1),
                         help="E/W/A of the ledger (E bookies are started)")
+    parser.add_argument("--bookie-pythonpath", default=None,
+                        help="PYTHONPATH of the bookie processes (the client's is this process's own): one "
+                             "version's client against another's bookies")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's SIGTERM still stops the bookie and ZK
@@ -101,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         zk = ZooKeeperServer(Path(tmp) / "zk").start()
         root = f"/client-cpu-{uuid.uuid4().hex[:8]}/ledgers"
+        if args.bookie_pythonpath is not None:
+            os.environ["PYTHONPATH"] = args.bookie_pythonpath  # inherited by the bookie processes only
         bookies = [add_bench.start_ours(Path(tmp) / f"ours-{i}", zk, root, first_host=201 + i)
                    for i in range(args.ensemble[0])]
         try:
