@@ -36,7 +36,8 @@ Workloads (``--workloads``, comma-separated; all by default):
 
 Machine facts (cores, load average at each point, fdatasync rate, sequential write bandwidth) are measured in
 the same run, after the machine's free memory is touched once (``touch_free_memory``: on these virtual machines
-the first touch of a page is slow, and page cache first filled at a benchmark would be measured with it). Results go to bench/results.json and to docs/benchmarks.md between the suite's markers.
+the first touch of a page is slow, and page cache first filled at a benchmark would be measured with it).
+Results go to bench/results.json and to docs/benchmarks.md between the suite's markers.
 """
 
 from __future__ import annotations

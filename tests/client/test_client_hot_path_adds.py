@@ -1,9 +1,9 @@
 """A ledger's v3 adds take the client's hot path (``BookieConnection.send_add``): encoded byte for byte as the
 codec would, answered through their callbacks with the status code the moment the answer is read, in any
 order and mixed with other requests (whose answers are decoded as before, in the order they came), or refused
-with a bare status (the header and EUA, no add answer); an add the bookie does not answer fails with ``BookieTimeout`` after its timeout, and the adds of a connection that closes
-fail with ``BookieUnavailable`` one loop iteration later. A v2 connection sends them through the codec and
-tells its callbacks the same way."""
+with a bare status (the header and EUA, no add answer); an add the bookie does not answer fails with
+``BookieTimeout`` after its timeout, and the adds of a connection that closes fail with ``BookieUnavailable``
+one loop iteration later. A v2 connection sends them through the codec and tells its callbacks the same way."""
 
 from __future__ import annotations
 
