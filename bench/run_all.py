@@ -88,8 +88,9 @@ LEDGERS = 256
 
 # ----------------------------------------------------------------------------------------------- preparation
 
-def prepare(profile: bool) -> None:
-    """Bootstrap (jars, virtualenv) when this shell has not; py-spy only when profiling."""
+def prepare_interpreter() -> None:
+    """Bootstrap (jars, virtualenv) when this shell has not, and re-run under the project's interpreter, before
+    the bench modules (which import the bookie's packages) are imported."""
     if not os.environ.get("BOOKIE_FLEET_BK_LIB"):
         subprocess.run([str(REPO / "scripts" / "bootstrap")], check=True)
         env_sh = Path(os.environ.get("BOOKIE_FLEET_CACHE", Path.home() / ".cache" / "bookie-fleet")) / "env.sh"
@@ -104,7 +105,11 @@ def prepare(profile: bool) -> None:
     for sub in ("bookie_image", "fleet"):
         if str(REPO / sub) not in sys.path:
             sys.path.insert(0, str(REPO / sub))
-    if profile and py_spy() is None:
+
+
+def prepare_profiler() -> None:
+    """py-spy, installed only when a run profiles."""
+    if py_spy() is None:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "py-spy"], check=True)
 
 
@@ -114,6 +119,9 @@ def py_spy() -> str | None:
 
 
 # ----------------------------------------------------------------------------------------------- machine facts
+
+if __name__ == "__main__":
+    prepare_interpreter()
 
 # One probe for every benchmark: bench/ is on sys.path when a bench script runs.
 from add_bench import fdatasync_rate  # noqa: E402
@@ -724,7 +732,7 @@ Measurement = tuple[float, float, float, int]  # ops/s, p50 ms, p99 ms, operatio
 
 def _sync(coro: Coroutine[Any, Any, Measurement]) -> Measurement:
     """A point of our client, on uvloop: the event loop our client's commands run it on."""
-    import uvloop  # from the virtualenv, which ``prepare`` enters
+    import uvloop  # from the virtualenv, which ``prepare_interpreter`` enters
 
     return uvloop.run(coro)
 
@@ -1185,7 +1193,8 @@ def main(argv: list[str] | None = None) -> int:
     global IMPLS
     IMPLS = tuple(args.impls.split(","))
     signal.signal(signal.SIGTERM, _exit_once)  # stop the clusters on the way out
-    prepare(args.profile)
+    if args.profile:
+        prepare_profiler()
     ensembles = args.ensembles
     settings = Settings(rounds=args.rounds, seconds=args.seconds, throttle=args.throttle, sizes=args.sizes,
                         protocols=tuple(args.protocols.split(",")), ensembles=ensembles,
