@@ -205,7 +205,7 @@ JOURNAL_RETENTION = {"journalMaxBackups": 1}
 
 
 def start_clusters(workdir: Path, zk_connect: str, count: int, impls: tuple[str, ...],
-                   started: dict[str, Cluster]) -> dict[str, Cluster]:
+                   started: dict[str, Cluster], ours_config: dict[str, str] | None = None) -> dict[str, Cluster]:
     """Both clusters; ``started`` is filled as they come up, so that a failure still stops what runs."""
     from bookie_fleet.java_bookies import plan_java_bookies
     from bookie_fleet.java_bookies import start_all as start_java
@@ -220,10 +220,10 @@ def start_clusters(workdir: Path, zk_connect: str, count: int, impls: tuple[str,
     java.bookies = plan_java_bookies(count, workdir / "java", zk_connect, java.root, first_host=221,
                                      production=True, journalSyncData=True, log_level="warn", http=True,
                                      ledgerStorageClass=DB_LEDGER_STORAGE, **JOURNAL_RETENTION)
+    ours_keys: dict[str, Any] = {"journalSyncData": True, "journalMaxGroupWaitMSec": 1,
+                                 "autoRecoveryDaemonEnabled": False, **JOURNAL_RETENTION, **(ours_config or {})}
     ours.bookies = plan_bookies(count, workdir / "ours", zk_connect, ours.root, first_host=211,
-                                admin_token=secrets.token_urlsafe(32),
-                                journalSyncData=True, journalMaxGroupWaitMSec=1, autoRecoveryDaemonEnabled=False,
-                                **JOURNAL_RETENTION)
+                                admin_token=secrets.token_urlsafe(32), **ours_keys)
     started.update({c.impl: c for c in (java, ours) if c.impl in impls})
     if "java" in impls:
         start_java(java.bookies)
@@ -712,7 +712,7 @@ class Settings:
     protocols: tuple[str, ...] = ("v3", "v2")
     read_entries: int = 5000
     tail_rate: int = 1000
-    py_window: int = 200
+    py_window: int = 1000  # as many appends in flight as BenchThroughputLatency's -throttle keeps adds
     workloads: tuple[str, ...] = ("adds", "reads", "pyclient", "compaction")
     gc_mib: int = 256  # prepared store per implementation
     gc_garbage: float = 0.75  # share of its ledgers deleted before the forced compaction
@@ -721,6 +721,7 @@ class Settings:
     gc_baseline_s: float = 5.0  # the load's run without compaction
     gc_grace_s: float = 30.0  # how long after the forced cycle the prepared logs may take to disappear
     profile: bool = False
+    ours_config: dict[str, str] = field(default_factory=dict)  # our bookies' keys other than their defaults
 
 
 def order_for(index: int) -> tuple[str, ...]:
@@ -781,7 +782,8 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
     zk = ZooKeeperServer(workdir / "zk").start()
     clusters: dict[str, Cluster] = {}
     try:
-        clusters = start_clusters(workdir, zk.connect_string, 3, IMPLS, started=clusters)
+        clusters = start_clusters(workdir, zk.connect_string, 3, IMPLS, started=clusters,
+                                  ours_config=settings.ours_config)
         if "java" in clusters:
             facts["java_bookie_jvm"] = jvm_options(clusters["java"].pids[0])
         step = 0
@@ -960,7 +962,8 @@ def report(results: dict[str, Any], command: str) -> str:
              f"Clusters: 3 bookies per implementation on this machine (separate data directories, same disk), "
              f"journal fsync on, 1 ms group wait; Apache BookKeeper with DbLedgerStorage. {s['rounds']} rounds, "
              f"each point alternating which implementation goes first; medians over the rounds.  ",
-             *production_settings(), "", *jvm_as_run(facts), *warm_up_report(facts, s, pts), ""]
+             *production_settings(s.get("ours_config") or {}), "", *jvm_as_run(facts),
+             *warm_up_report(facts, s, pts), ""]
     if any(p["workload"] == "btl" for p in pts):
         lines += ["### Adds: BenchThroughputLatency (Java client)", "",
                   f"`BenchThroughputLatency -throttle {s['throttle']} -ledgers {LEDGERS} -time {s['seconds']}` "
@@ -1032,15 +1035,18 @@ def report(results: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
-def production_settings() -> list[str]:
+def production_settings(ours_config: dict[str, str]) -> list[str]:
     from bookie_fleet.java_bookies import PRODUCTION_JVM_OPTS
 
+    ours = ("`bookie serve` as the image runs it (uvloop, default cache sizes)" if not ours_config else
+            "`bookie serve` as the image runs it (uvloop), NOT at its defaults: "
+            + ", ".join(f"`{k}={v}`" for k, v in sorted(ours_config.items())))
     return ["Both implementations run at their production settings. Apache BookKeeper's bookies: the JVM that its "
             f"`bin/bookkeeper` gives a bookie on Java 17 (`{' '.join(PRODUCTION_JVM_OPTS)}`; G1, full tiered "
             "compilation; this machine's memory holds the 1 GB heap and 2 GB of direct memory of every bookie) "
             "and BookKeeper's defaults for everything the run does not set (DbLedgerStorage's caches at a quarter "
             "of direct memory each, its thread pools). The test suite's fast-start JVM (C1 only, serial GC, "
-            "256 MB) is not used here. Ours: `bookie serve` as the image runs it (uvloop, default cache sizes). "
+            f"256 MB) is not used here. Ours: {ours}. "
             f"The benchmark client JVM: BookKeeper's CLI settings (`{' '.join(CLIENT_JVM)}`)."]
 
 
@@ -1161,6 +1167,20 @@ def _parse_sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
+def _parse_config(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of ``--ours-config``, the key one our configuration model knows."""
+    from bookie.config import BookieConfig
+
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE")
+    try:
+        BookieConfig.from_mapping({key: value}, "--ours-config")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from exc
+    return key, value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny run for the test suite; docs untouched")
@@ -1179,6 +1199,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gc-log-mib", type=int, default=Settings.gc_log_mib, help="compaction: logSizeLimit, MiB")
     parser.add_argument("--profile", action="store_true", help="py-spy flame graph of our add path (1 KiB)")
     parser.add_argument("--no-docs", action="store_true", help="do not touch docs/benchmarks.md")
+    parser.add_argument("--py-window", type=int, default=Settings.py_window,
+                        help="our client's appends in flight (pyclient)")
+    parser.add_argument("--ours-config", type=_parse_config, action="append", default=[], metavar="KEY=VALUE",
+                        help="a configuration key of our bookies (BookKeeper's name), repeatable; they run at "
+                             "their defaults otherwise")
     parser.add_argument("--impls", default="java,ours", help="java,ours (ours alone: the optimisation loop)")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args(argv)
@@ -1200,7 +1225,8 @@ def main(argv: list[str] | None = None) -> int:
                         protocols=tuple(args.protocols.split(",")), ensembles=ensembles,
                         workloads=tuple(args.workloads.split(",")), profile=args.profile, gc_mib=args.gc_mib,
                         gc_garbage=args.gc_garbage, gc_log_mib=args.gc_log_mib,
-                        warmup_seconds=args.warmup_seconds, warmup_max=args.warmup_max)
+                        warmup_seconds=args.warmup_seconds, warmup_max=args.warmup_max,
+                        py_window=args.py_window, ours_config=dict(args.ours_config))
     if args.quick:
         # 10 s points and a 5 s warm-up pass: next to the rest of the test suite (load 5-10 on two cores), a
         # freshly started production JVM's first seconds (JIT, G1 sizing) completed no add in a 3 s point

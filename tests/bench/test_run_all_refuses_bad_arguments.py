@@ -21,6 +21,9 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "run_all.py"
     (["--workloads", "adds,compactoin"], "--workloads: unknown compactoin"),
     (["--impls", "java,rust"], "--impls: unknown rust"),
     (["--protocols", "v4"], "--protocols: unknown v4"),
+    (["--ours-config", "writeCache=64"], "writeCache: unknown configuration key"),
+    (["--ours-config", "dbStorage_writeCacheMaxSizeMb=big"], "dbStorage_writeCacheMaxSizeMb: Input should be a valid"),
+    (["--ours-config", "dbStorage_writeCacheMaxSizeMb"], "expected KEY=VALUE"),
 ])
 def test_bad_arguments_are_refused_naming_the_problem(args: list[str], message: str, tmp_path: Path) -> None:
     workdir = tmp_path / "work"
