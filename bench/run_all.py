@@ -4,6 +4,8 @@
     python bench/run_all.py                    # full run: rewrites the suite's sections of docs/benchmarks.md
     python bench/run_all.py --profile          # also a py-spy flame graph of our bookie (docs/profiles/)
     python bench/run_all.py --quick            # tiny run for the test suite (tests/bench/), docs untouched
+    python bench/run_all.py --impls ours --sizes 16384 --ours-config dbStorage_writeCacheMaxSizeMb=512 --no-docs
+                                               # one question, ours alone, at a setting other than its default
 
 It prepares what it needs (``scripts/bootstrap`` when ``$BOOKIE_FLEET_BK_LIB`` is not set: the Maven-assembled
 BookKeeper jars, which include its ``bookkeeper-benchmark`` tools; py-spy from PyPI only with ``--profile``),
