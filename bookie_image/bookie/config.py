@@ -130,6 +130,9 @@ class BookieConfig(BaseModel):
     journal_buffered_entries_threshold: int = Field(0, ge=0, description="Flush after N entries (0 off).")
     journal_flush_when_queue_empty: bool = Field(False, description="Flush as soon as the queue is empty.")
     journal_sync_data: bool = Field(True, description="fdatasync the journal before acknowledging adds.")
+    journal_remove_from_page_cache: bool = Field(
+        True, description="Drop the journal's synced pages from the page cache, 8 MiB at a time: the journal is "
+        "only read on replay, and its pages would push entry logs out of memory.")
     journal_max_size_mb: int = Field(2048, gt=0, description="Roll the journal file after this size.")
     journal_pre_alloc_size_mb: int = Field(16, gt=0, description="Journal preallocation chunk, MB.")
     journal_alignment_size: int = Field(512, gt=0, description="Journal write alignment, bytes.")

@@ -825,9 +825,11 @@ typedef struct {
     int alignment;
     long long fail_fsync_at;   /* the journal.fsync failpoint: that fdatasync reports EIO (0: none) */
     long long fsyncs_reached;
+    int remove_from_page_cache; /* journalRemoveFromPageCache */
     /* the file, the writer thread's */
     int fd;
     long long log_id, position, allocated;
+    long long dropped_to; /* the file's pages before this offset were dropped from the page cache */
     long long mark_log_id, mark_offset; /* under the lock: everything before is durable */
     /* failure: set once by the writer thread, read anywhere */
     atomic_int failed;
@@ -938,6 +940,21 @@ static int pwrite_all(int fd, const uint8_t *data, size_t len, long long offset)
     return 0;
 }
 
+enum { PAGE_CACHE_DROP_STEP = 8 * 1024 * 1024 };
+
+/* journalRemoveFromPageCache (on by default, as in Apache BookKeeper): the synced part of the file leaves the page
+ * cache in whole 8 MiB steps, fewer calls than one per group. The journal is read only on replay, and its pages
+ * would otherwise push the entry logs' pages (which reads do use) out of memory. Best effort: a failed drop
+ * changes nothing but memory use. Writer thread, after an fsync. */
+static void journal_drop_synced(JournalWriter *j) {
+    long long steps = (j->position - j->dropped_to) / PAGE_CACHE_DROP_STEP;
+    if (!j->remove_from_page_cache || steps == 0)
+        return;
+    long long upto = j->dropped_to + steps * PAGE_CACHE_DROP_STEP;
+    (void)posix_fadvise(j->fd, j->dropped_to, upto - j->dropped_to, POSIX_FADV_DONTNEED);
+    j->dropped_to = upto;
+}
+
 /* A new journal file ``<directory>/<log id in hex>.txn``: its header written and fsynced, the directory fsynced. */
 static int journal_open_file(JournalWriter *j, long long log_id, const char **what) {
     char path[PATH_MAX];
@@ -953,11 +970,15 @@ static int journal_open_file(JournalWriter *j, long long log_id, const char **wh
         errno = saved;
         return -1;
     }
-    if (j->fd >= 0)
+    if (j->fd >= 0) {
+        if (j->remove_from_page_cache) /* the rolled file was fsynced before the roll */
+            (void)posix_fadvise(j->fd, 0, 0, POSIX_FADV_DONTNEED);
         close(j->fd);
+    }
     j->fd = fd;
     j->log_id = log_id;
     j->position = j->allocated = (long long)j->header_len;
+    j->dropped_to = 0;
     pthread_mutex_lock(&j->lock);
     j->mark_log_id = log_id;
     j->mark_offset = j->position;
@@ -1046,6 +1067,7 @@ static Done *journal_write_group(JournalWriter *j, long long taken_at) {
         }
         atomic_fetch_add(&j->syncs, 1);
         d->synced = 1;
+        journal_drop_synced(j);
     }
     pthread_mutex_lock(&j->lock);
     j->mark_log_id = j->log_id;
@@ -1275,7 +1297,8 @@ static PyObject *JournalWriter_complete(JournalWriter *j, PyObject *unused) {
 static int JournalWriter_init(JournalWriter *self, PyObject *args, PyObject *kwds) {
     static char *keywords[] = {"directory", "header", "max_group_wait_s", "buffered_writes_threshold",
                                "buffered_entries_threshold", "flush_when_queue_empty", "sync_data",
-                               "max_size_bytes", "prealloc_bytes", "alignment", "fail_fsync_at", NULL};
+                               "max_size_bytes", "prealloc_bytes", "alignment", "fail_fsync_at",
+                               "remove_from_page_cache", NULL};
     const char *directory;
     Py_buffer header;
     double wait_s;
@@ -1283,10 +1306,12 @@ static int JournalWriter_init(JournalWriter *self, PyObject *args, PyObject *kwd
         PyErr_SetString(PyExc_RuntimeError, "JournalWriter is already initialized");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sy*dLLppLLiL:JournalWriter", keywords, &directory, &header,
+    self->remove_from_page_cache = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sy*dLLppLLiL|p:JournalWriter", keywords, &directory, &header,
                                      &wait_s, &self->buffered_writes_threshold, &self->buffered_entries_threshold,
                                      &self->flush_when_queue_empty, &self->sync_data, &self->max_size_bytes,
-                                     &self->prealloc_bytes, &self->alignment, &self->fail_fsync_at))
+                                     &self->prealloc_bytes, &self->alignment, &self->fail_fsync_at,
+                                     &self->remove_from_page_cache))
         return -1;
     if (self->prealloc_bytes <= 0 || self->alignment < 0) {
         PyBuffer_Release(&header);
@@ -1538,7 +1563,8 @@ static PyTypeObject JournalWriterType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "JournalWriter(directory, header, max_group_wait_s, buffered_writes_threshold, "
               "buffered_entries_threshold, flush_when_queue_empty, sync_data, max_size_bytes, prealloc_bytes, "
-              "alignment, fail_fsync_at): one journal's group commit on its own thread.",
+              "alignment, fail_fsync_at, remove_from_page_cache=True): one journal's group commit on its own "
+              "thread.",
     .tp_new = JournalWriter_new,
     .tp_init = (initproc)JournalWriter_init,
     .tp_dealloc = (destructor)JournalWriter_dealloc,

@@ -80,6 +80,7 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
             buffered_entries_threshold=conf.journal_buffered_entries_threshold,
             flush_when_queue_empty=conf.journal_flush_when_queue_empty,
             sync_data=conf.journal_sync_data,
+            remove_from_page_cache=conf.journal_remove_from_page_cache,
             max_size_bytes=conf.journal_max_size_mb * 1024 * 1024,
             prealloc_bytes=conf.journal_pre_alloc_size_mb * 1024 * 1024,
             alignment=conf.journal_alignment_size,

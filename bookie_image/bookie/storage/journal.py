@@ -56,6 +56,7 @@ class JournalSettings:
     buffered_entries_threshold: int = 0
     flush_when_queue_empty: bool = False
     sync_data: bool = True
+    remove_from_page_cache: bool = True  # journalRemoveFromPageCache
     max_size_bytes: int = 2048 * 1024 * 1024
     prealloc_bytes: int = 16 * 1024 * 1024
     alignment: int = 512
@@ -78,7 +79,7 @@ class Journal:
             str(self.current_dir), jf.encode_header(settings.format_version), settings.max_group_wait_s,
             settings.buffered_writes_threshold, settings.buffered_entries_threshold,
             settings.flush_when_queue_empty, settings.sync_data, settings.max_size_bytes, settings.prealloc_bytes,
-            settings.alignment, failpoints.countdown("journal.fsync"))
+            settings.alignment, failpoints.countdown("journal.fsync"), settings.remove_from_page_cache)
         self.writer.on_python_records = _complete_all
         self.stats = JournalStats(settings.statistics)
         self.writer.on_group = self.stats.group
