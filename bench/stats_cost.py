@@ -59,7 +59,8 @@ def round_of(bookie: LocalBookie, adds: int, size: int, window: int) -> dict[str
 
 
 def recorder_ns(number: int) -> dict[str, float]:
-    """ns per ``record_since`` call of a recorder and of a null one (the add path's one latency record)."""
+    """ns per ``record_since`` call of a recorder and of a null one (the general request path's latency
+    record; the hot path's adds are recorded in C)."""
     out = {}
     started = time.perf_counter()
     for name, stat in (("OpStat", OpStat()), ("NullOpStat", NullOpStat())):
@@ -124,11 +125,10 @@ alternate which bookie goes first.
 
 Median CPU per add: {s['on']:.1f} µs with statistics, {s['off']:.1f} µs without; median of the paired
 differences {s['diff']:+.1f} µs per add (from {s['diff_min']:+.1f} to {s['diff_max']:+.1f} µs over the rounds).
-The recorder itself, timed in one process (`timeit`, best of 5): `OpStat.record_since` {ns['OpStat']:.0f} ns
-per call, a null recorder's {ns['NullOpStat']:.0f} ns, on the same loaded machine; an add records one
-latency (the journal records once per group commit), so recording adds about
-{(ns['OpStat'] - ns['NullOpStat']) / 1000:.2f} µs to an add's CPU by this measure: within the scatter of the
-paired rounds, which is what the comparison of the two bookies can resolve at this load.
+A plain add's latency is recorded in C on the request hot path (`AddStats`: a bucket count and a sum, merged
+into the add's `OpStat` when `/metrics` is read); every other request is recorded by `OpStat.record_since`,
+timed here in one process (`timeit`, best of 5): {ns['OpStat']:.0f} ns per call, a null recorder's
+{ns['NullOpStat']:.0f} ns (the journal records once per group commit, not per add).
 {END}"""
 
 
