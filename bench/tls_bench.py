@@ -49,7 +49,7 @@ from run_all import (  # noqa: E402  (bench/ is on sys.path when a bench script 
     fdatasync_rate,
     load_average,
     measured,
-    prepare,
+    prepare_interpreter,
     py_adds,
     run_btl,
     stop_clusters,
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         write_section(DOCS, report(points, saved["facts"], settings["rounds"], settings["seconds"],
                                    settings["throttle"], saved["command"]), BEGIN, END)
         return 0
-    prepare(False)
+    prepare_interpreter()
     rounds, seconds, count, ensemble = args.rounds, args.seconds, 3, ENSEMBLE
     if args.quick:
         rounds, seconds, count, ensemble = 1, 3, 1, (1, 1, 1)
