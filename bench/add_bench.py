@@ -191,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.seconds, args.window = 1, 0.5, 10
+    if args.workdir is not None:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         results, fsyncs = run(args.rounds, args.seconds, args.window, Path(tmp))
     command = "python bench/add_bench.py" + (f" --rounds {args.rounds}" if args.rounds != 3 else "")

@@ -1,4 +1,5 @@
-"""The add benchmark's harness runs end to end on a tiny workload (numbers are not checked: no timings in tests)."""
+"""The add benchmark's harness runs end to end on a tiny workload, in a work directory it creates (numbers are not
+checked: no timings in tests)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "add_bench.py"
 
 
 def test_add_bench_quick_run_measures_both_implementations(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path)],
+    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path / "new")],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = json.loads(result.stdout.strip().splitlines()[-1])
