@@ -1771,19 +1771,26 @@ static void write_int64_be(uint8_t *out, uint64_t v) {
     write_int32_be(out + 4, (uint32_t)v);
 }
 
-/* append_records(buffer, locations, batch, index, position, log_id, limit, first_position, flush_at)
- *     -> (index, position, stop)
+/* append_records(buffer, used, locations, batch, index, position, log_id, limit, first_position, flush_at)
+ *     -> (index, position, stop, used)
  *
- * Appends the records of batch[index:] of the same ledger as batch[index] to ``buffer``, their locations to
- * ``locations``, starting at log offset ``position``. Stops at the end of that ledger's run (stop 0), once
- * ``buffer`` holds ``flush_at`` bytes (1), or before a record that would pass ``limit`` unless ``position`` is
- * still ``first_position`` (2). The copy runs with the GIL released. */
+ * Appends the records of batch[index:] of the same ledger as batch[index] to ``buffer`` after its first ``used``
+ * bytes, their locations to ``locations``, starting at log offset ``position``. Stops at the end of that ledger's
+ * run (stop 0), once ``buffer`` holds ``flush_at`` bytes (1), or before a record that would pass ``limit`` unless
+ * ``position`` is still ``first_position`` (2). ``buffer`` only grows: the caller reuses it from ``used`` 0 once
+ * written out, so that its pages stay mapped (a buffer freed and allocated again per megabyte costs a page fault
+ * per 4 KiB copied). The copy runs with the GIL released. */
 static PyObject *append_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9) {
-        PyErr_Format(PyExc_TypeError, "append_records takes 9 arguments (%zd given)", nargs);
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError, "append_records takes 10 arguments (%zd given)", nargs);
         return NULL;
     }
-    PyObject *buffer = args[0], *locations = args[1];
+    PyObject *buffer = args[0];
+    Py_ssize_t used = PyLong_AsSsize_t(args[1]);
+    if (used == -1 && PyErr_Occurred())
+        return NULL;
+    args++; /* from here args[1] is ``locations``: the arguments after ``used`` keep their indexes */
+    PyObject *locations = args[1];
     if (!PyByteArray_CheckExact(buffer) || !PyByteArray_CheckExact(locations)
         || !Py_IS_TYPE(args[2], &EntryBatchType)) {
         PyErr_SetString(PyExc_TypeError, "append_records: buffer and locations must be bytearrays, batch an EntryBatch");
@@ -1805,7 +1812,11 @@ static PyObject *append_records(PyObject *module, PyObject *const *args, Py_ssiz
     }
     /* What fits, decided first: the run's records, up to the buffer's and the log's limits. */
     Py_ssize_t start = index, end = index;
-    long long at = position, nbytes = 0, buffered = PyByteArray_GET_SIZE(buffer);
+    if (used < 0 || used > PyByteArray_GET_SIZE(buffer)) {
+        PyErr_SetString(PyExc_ValueError, "append_records: used is outside the buffer");
+        return NULL;
+    }
+    long long at = position, nbytes = 0, buffered = used;
     int stop = RUN_DONE;
     while (end < batch->count && batch->items[end].ledger == batch->items[start].ledger) {
         if (buffered + nbytes >= flush_at) {
@@ -1830,8 +1841,9 @@ static PyObject *append_records(PyObject *module, PyObject *const *args, Py_ssiz
         nbytes += record;
         end++;
     }
-    Py_ssize_t buffer_at = PyByteArray_GET_SIZE(buffer), locations_at = PyByteArray_GET_SIZE(locations);
-    if (PyByteArray_Resize(buffer, buffer_at + (Py_ssize_t)nbytes) < 0
+    Py_ssize_t buffer_at = used, locations_at = PyByteArray_GET_SIZE(locations);
+    if ((buffer_at + (Py_ssize_t)nbytes > PyByteArray_GET_SIZE(buffer)
+         && PyByteArray_Resize(buffer, buffer_at + (Py_ssize_t)nbytes) < 0)
         || PyByteArray_Resize(locations, locations_at + (end - start) * LOCATION_RECORD) < 0)
         return NULL;
     uint8_t *out = (uint8_t *)PyByteArray_AS_STRING(buffer) + buffer_at;
@@ -1851,7 +1863,7 @@ static PyObject *append_records(PyObject *module, PyObject *const *args, Py_ssiz
         offset += SIZE_PREFIX + len;
     }
     Py_END_ALLOW_THREADS
-    return Py_BuildValue("(nLi)", end, at, stop);
+    return Py_BuildValue("(nLin)", end, at, stop, buffer_at + (Py_ssize_t)nbytes);
 }
 
 /* put_locations(put, locations, start, count) -> next: ``put(key, value)`` for ``count`` packed locations from
@@ -1909,9 +1921,10 @@ static PyMethodDef module_methods[] = {
      "calls, whose bare release would win the GIL straight back."},
     {"crc32c", (PyCFunction)py_crc32c, METH_O, "crc32c(data) -> int\n\nThe CRC32C the journal's group trailers carry."},
     {"append_records", (PyCFunction)(void (*)(void))append_records, METH_FASTCALL,
-     "append_records(buffer, locations, batch, index, position, log_id, limit, first_position, flush_at)"
-     " -> (index, position, stop)\n\nEntry-log records of one ledger's run of batch[index:], up to flush_at buffered"
-     " bytes or the log's limit; stop 0: the run is done, 1: the buffer is full, 2: the log is full."},
+     "append_records(buffer, used, locations, batch, index, position, log_id, limit, first_position, flush_at)"
+     " -> (index, position, stop, used)\n\nEntry-log records of one ledger's run of batch[index:] after buffer[:used],"
+     " up to flush_at buffered bytes or the log's limit; stop 0: the run is done, 1: the buffer is full, 2: the log"
+     " is full. The buffer only grows: reuse it from used 0."},
     {"put_locations", (PyCFunction)(void (*)(void))put_locations, METH_FASTCALL,
      "put_locations(put, locations, start, count) -> next\n\nput(key, value) for packed locations."},
     {NULL, NULL, 0, NULL},

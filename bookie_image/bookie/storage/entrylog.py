@@ -46,7 +46,9 @@ class EntryLogger:
         self._fd = -1
         self.active_log_id = -1
         self._position = 0
+        # Records waiting to be written: _buffer[:_buffered]. Reused, never shrunk, so that its pages stay mapped.
         self._buffer = bytearray()
+        self._buffered = 0
         self._buffer_at = 0
         self._ledgers: dict[int, int] = {}
 
@@ -118,9 +120,9 @@ class EntryLogger:
             index = 0
             while index < len(batch):
                 ledger_id, start = batch[index][0], self._position
-                index, self._position, stop = append_records(
-                    self._buffer, locations, batch, index, start, self.active_log_id, self.log_size_limit,
-                    ef.HEADER_SIZE, WRITE_BUFFER_BYTES)
+                index, self._position, stop, self._buffered = append_records(
+                    self._buffer, self._buffered, locations, batch, index, start, self.active_log_id,
+                    self.log_size_limit, ef.HEADER_SIZE, WRITE_BUFFER_BYTES)
                 if self._position > start:
                     self._ledgers[ledger_id] = self._ledgers.get(ledger_id, 0) + self._position - start
                 if stop == _BUFFER_FULL:
@@ -131,10 +133,11 @@ class EntryLogger:
         return locations
 
     def _write_buffer(self) -> None:
-        if self._buffer:
-            os.pwrite(self._fd, self._buffer, self._buffer_at)
-            self._buffer_at += len(self._buffer)
-            self._buffer.clear()
+        if self._buffered:
+            with memoryview(self._buffer) as view:
+                os.pwrite(self._fd, view[:self._buffered], self._buffer_at)
+            self._buffer_at += self._buffered
+            self._buffered = 0
 
     def flush(self) -> None:
         """Write buffered entries and fsync the active log."""
