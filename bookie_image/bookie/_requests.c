@@ -6,7 +6,10 @@
  *                   (write cache and journal, bookie/storage/_write_path.c) and returns the next frame that needs
  *                   Python (any other request, or an add that must be refused, throttled, or first create its
  *                   ledger). Once the journal has made an add durable the stream writes its EOK answer, the
- *                   answers of a whole journal group in one transport write.
+ *                   answers of a whole journal group in one transport write. An add that finds its write cache
+ *                   full is held here, in arrival order with the adds behind it (other requests go on), until a
+ *                   checkpoint swaps the caches (``retry_held``), or refused as throttled once it has waited
+ *                   dbStorage_maxThrottleTimeMs, as BookKeeper's add thread waits on its full write cache.
  *   InFlightCounts  requests in progress and their bytes, with the processor's limits (bookie/processor.py's
  *                   InFlight adds the waiting); the hot path counts its adds in the same counts.
  *   AddStats        the hot path's add latencies and bytes, in the buckets of bookie/stats.py's OpStat, merged
@@ -320,6 +323,12 @@ typedef struct {
 } PendingAdd;
 
 typedef struct {
+    PyObject *frame;       /* the add's frame, as received */
+    long long since_ns;    /* when it arrived: its latency and its throttle deadline count from here */
+    long long size;        /* its entry's bytes, counted in the adds in progress while it waits */
+} HeldAdd;
+
+typedef struct {
     PyObject_HEAD
     PyObject *frames;        /* FrameReader */
     PyObject *write_path;    /* storage's WritePath */
@@ -327,7 +336,8 @@ typedef struct {
     PyObject *state;         /* the bookie's state: ``read_only`` */
     AddStats *stats;
     PyObject *write;         /* the transport's write, or None once the connection is closing */
-    PyObject *on_add_failed; /* (version, protocol_version, txn_id, ledger_id, entry_id): answer an add that failed */
+    PyObject *on_add_failed; /* (version, protocol_version, txn_id, ledger_id, entry_id, throttled): answer an add
+                              * that failed in the journal (EIO) or waited too long for room (ETOOMANYREQUESTS) */
     char takes_adds;         /* the connection is authenticated: adds may take the hot path */
     char holding_output;     /* a TLS upgrade is under way: answers wait for ``flush`` */
     char dirty;              /* answers wait in ``out`` */
@@ -336,6 +346,9 @@ typedef struct {
     Py_ssize_t pending_count;
     uint8_t *out;
     size_t out_len, out_cap;
+    HeldAdd *held;           /* ring of adds waiting for room in the write cache, oldest at held_head */
+    size_t held_head, held_len, held_cap;
+    long long max_throttle_ns; /* dbStorage_maxThrottleTimeMs */
 } RequestStream;
 
 static PyTypeObject RequestStreamType;
@@ -392,6 +405,41 @@ static int out_reserve(RequestStream *s, size_t more) {
     return 0;
 }
 
+/* Holds an add for room in the write cache: a copy of its frame, counted in the adds in progress as a taken add
+ * is (the in-progress limits pause the connection the same way). */
+static int held_push(RequestStream *s, const uint8_t *frame, Py_ssize_t len, long long size, long long since_ns) {
+    if (s->held_len == s->held_cap) {
+        size_t cap = s->held_cap ? s->held_cap * 2 : 16;
+        HeldAdd *grown = PyMem_Malloc(cap * sizeof(HeldAdd));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t i = 0; i < s->held_len; i++)
+            grown[i] = s->held[(s->held_head + i) % s->held_cap];
+        PyMem_Free(s->held);
+        s->held = grown;
+        s->held_cap = cap;
+        s->held_head = 0;
+    }
+    PyObject *copy = PyBytes_FromStringAndSize((const char *)frame, len);
+    if (copy == NULL)
+        return -1;
+    s->held[(s->held_head + s->held_len) % s->held_cap] = (HeldAdd){copy, since_ns, size};
+    s->held_len++;
+    s->adds->count++;
+    s->adds->bytes += size;
+    return 0;
+}
+
+/* The oldest held add, out of the ring: the caller owns its frame and its count in the adds in progress. */
+static HeldAdd held_pop(RequestStream *s) {
+    HeldAdd h = s->held[s->held_head];
+    s->held_head = (s->held_head + 1) % s->held_cap;
+    s->held_len--;
+    return h;
+}
+
 static int sink_durable(PyObject *self, uint64_t token, int failed) {
     RequestStream *s = (RequestStream *)self;
     PendingAdd add = s->pending[token]; /* a copy: the callbacks below may grow the table */
@@ -410,9 +458,9 @@ static int sink_durable(PyObject *self, uint64_t token, int failed) {
         }
     } else if (failed && s->write != Py_None) {
         PyObject *callback = Py_NewRef(s->on_add_failed);
-        PyObject *result = PyObject_CallFunction(callback, "iiKLL", (int)p->version, (int)p->protocol_version,
+        PyObject *result = PyObject_CallFunction(callback, "iiKLLi", (int)p->version, (int)p->protocol_version,
                                                  (unsigned long long)p->txn_id, (long long)p->ledger_id,
-                                                 (long long)p->entry_id);
+                                                 (long long)p->entry_id, 0);
         if (result == NULL)
             PyErr_WriteUnraisable(callback);
         Py_XDECREF(result);
@@ -461,7 +509,8 @@ static int bookie_read_only(RequestStream *s) {
     return read_only;
 }
 
-/* Offers the add to storage: 1 taken, 0 not (the frame goes to Python), -1 error. */
+/* Offers the add to storage: 1 taken, 2 not for want of room in the write cache (the frame is held), 0 not (the
+ * frame goes to Python), -1 error. */
 static int take_add(RequestStream *s, const AddFrame *a, long long started_ns) {
     uint32_t slot;
     if (pending_take(s, &slot) < 0)
@@ -501,8 +550,11 @@ static PyObject *RequestStream_next_frame(RequestStream *s, PyObject *unused) {
             if (!read_only) {
                 if (started == 0)
                     started = now_ns();
-                int taken = take_add(s, &add, started);
+                /* Behind a held add, an add waits too: a connection's adds reach storage in the order sent. */
+                int taken = s->held_len ? 2 : take_add(s, &add, started);
                 if (taken < 0)
+                    return NULL;
+                if (taken == 2 && held_push(s, frame, len, add.body_len, started) < 0)
                     return NULL;
                 if (taken) {
                     protocol->frames_consume(s->frames);
@@ -536,14 +588,118 @@ static PyObject *RequestStream_flush(RequestStream *s, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* A held add that waited dbStorage_maxThrottleTimeMs: answered ETOOMANYREQUESTS and counted as a failed add. */
+static int refuse_throttled(RequestStream *s, const AddFrame *a, HeldAdd *h, long long now) {
+    stats_record(s->stats, 0, (double)(now - h->since_ns) / 1e6, h->size);
+    int rc = inflight_leave(s->adds, h->size);
+    if (s->write != Py_None) {
+        PyObject *callback = Py_NewRef(s->on_add_failed);
+        PyObject *result = PyObject_CallFunction(callback, "iiKLLi", (int)a->version, (int)a->protocol_version,
+                                                 (unsigned long long)a->txn_id, (long long)a->ledger_id,
+                                                 (long long)a->entry_id, 1);
+        Py_DECREF(callback);
+        if (result == NULL)
+            rc = -1;
+        Py_XDECREF(result);
+    }
+    return rc;
+}
+
+/* retry_held() -> bytes | None: see the method's docstring. */
+static PyObject *RequestStream_retry_held(RequestStream *s, PyObject *unused) {
+    while (s->held_len) {
+        HeldAdd *h = &s->held[s->held_head];
+        AddFrame add;
+        int plain = protocol->decode_add((const uint8_t *)PyBytes_AS_STRING(h->frame), PyBytes_GET_SIZE(h->frame),
+                                         &add) && is_plain_add(&add);
+        int read_only = bookie_read_only(s);
+        if (read_only < 0)
+            return NULL;
+        int taken = 0;
+        if (plain && !read_only && s->takes_adds) {
+            s->adds->count--; /* its place in the adds in progress passes to the taken add */
+            s->adds->bytes -= h->size;
+            taken = take_add(s, &add, h->since_ns);
+            if (taken != 1) {
+                s->adds->count++;
+                s->adds->bytes += h->size;
+            }
+            if (taken < 0)
+                return NULL;
+        }
+        long long now = now_ns();
+        if (taken == 2 && now - h->since_ns < s->max_throttle_ns)
+            Py_RETURN_NONE; /* still no room: it and the adds behind it wait for the next swap */
+        HeldAdd gone = held_pop(s);
+        if (taken == 2) {
+            int rc = refuse_throttled(s, &add, &gone, now);
+            Py_DECREF(gone.frame);
+            if (rc < 0)
+                return NULL;
+            continue;
+        }
+        if (taken == 1) {
+            Py_DECREF(gone.frame);
+            continue;
+        }
+        /* The general path decides it now (a fenced ledger, a read-only bookie...) and counts it itself. */
+        if (inflight_leave(s->adds, gone.size) < 0) {
+            Py_DECREF(gone.frame);
+            return NULL;
+        }
+        return gone.frame;
+    }
+    Py_RETURN_NONE;
+}
+
+/* Drops the held adds (the connection is gone: nobody reads their answers) and their counts in progress. */
+static int release_held(RequestStream *s) {
+    int rc = 0;
+    while (s->held_len) {
+        HeldAdd gone = held_pop(s);
+        Py_DECREF(gone.frame);
+        if (s->adds != NULL && inflight_leave(s->adds, gone.size) < 0)
+            rc = -1;
+    }
+    return rc;
+}
+
+static PyObject *RequestStream_drop_held(RequestStream *s, PyObject *unused) {
+    if (release_held(s) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *RequestStream_get_held(RequestStream *s, void *closure) {
+    return PyLong_FromSize_t(s->held_len);
+}
+
+static PyObject *RequestStream_get_held_wait(RequestStream *s, void *closure) {
+    if (s->held_len == 0)
+        return PyFloat_FromDouble(0.0);
+    long long left = s->held[s->held_head].since_ns + s->max_throttle_ns - now_ns();
+    return PyFloat_FromDouble(left > 0 ? (double)left / 1e9 : 0.0);
+}
+
 static int RequestStream_init(RequestStream *s, PyObject *args, PyObject *kwds) {
-    static char *keywords[] = {"max_frame_size", "write_path", "adds", "state", "stats", "on_add_failed", NULL};
+    static char *keywords[] = {"max_frame_size", "write_path", "adds", "state", "stats", "on_add_failed",
+                               "max_throttle_ms", NULL};
     Py_ssize_t max_frame_size;
     PyObject *write_path, *adds, *state, *stats, *on_add_failed;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nO!O!OO!O:RequestStream", keywords, &max_frame_size,
+    long long max_throttle_ms = 10000; /* BookKeeper's dbStorage_maxThrottleTimeMs */
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nO!O!OO!O|L:RequestStream", keywords, &max_frame_size,
                                      storage->write_path_type, &write_path, &InFlightCountsType, &adds, &state,
-                                     &AddStatsType, &stats, &on_add_failed))
+                                     &AddStatsType, &stats, &on_add_failed, &max_throttle_ms))
         return -1;
+    if (max_throttle_ms < 0) {
+        PyErr_SetString(PyExc_ValueError, "max_throttle_ms must not be negative");
+        return -1;
+    }
+    if (s->held_len) {
+        PyErr_SetString(PyExc_RuntimeError, "RequestStream is already in use");
+        return -1;
+    }
+    s->max_throttle_ns = max_throttle_ms * 1000000LL;
     PyObject *frames = PyObject_CallFunction((PyObject *)protocol->frame_reader_type, "n", max_frame_size);
     if (frames == NULL)
         return -1;
@@ -570,6 +726,8 @@ static int RequestStream_traverse(RequestStream *s, visitproc visit, void *arg) 
 }
 
 static int RequestStream_clear(RequestStream *s) {
+    if (release_held(s) < 0)
+        PyErr_WriteUnraisable((PyObject *)s);
     Py_CLEAR(s->frames);
     Py_CLEAR(s->write_path);
     Py_CLEAR(s->adds);
@@ -585,6 +743,7 @@ static void RequestStream_dealloc(RequestStream *s) {
     RequestStream_clear(s);
     PyMem_Free(s->pending);
     PyMem_Free(s->out);
+    PyMem_Free(s->held);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -611,6 +770,13 @@ static PyMethodDef RequestStream_methods[] = {
     {"next_frame", (PyCFunction)RequestStream_next_frame, METH_NOARGS,
      "next_frame() -> bytes | None\n\nTake the adds storage can take; the next frame for Python, or None."},
     {"flush", (PyCFunction)RequestStream_flush, METH_NOARGS, "flush()\n\nWrite the answers held back."},
+    {"retry_held", (PyCFunction)RequestStream_retry_held, METH_NOARGS,
+     "retry_held() -> bytes | None\n\nOffer the adds held for room in the write cache to storage again, oldest "
+     "first: the ones it takes are answered once durable, one held max_throttle_ms is answered ETOOMANYREQUESTS "
+     "(on_add_failed), and one the general path must now decide is returned (call again after dispatching it). "
+     "None when none is left or the oldest still finds no room."},
+    {"drop_held", (PyCFunction)RequestStream_drop_held, METH_NOARGS,
+     "drop_held()\n\nForget the held adds (the connection is closed) and free their places in progress."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -618,6 +784,9 @@ static PyGetSetDef RequestStream_getset[] = {
     {"buffered", (getter)frames_attr, NULL, "Bytes of an incomplete frame held back.", (void *)"buffered"},
     {"has_frame", (getter)frames_attr, NULL, "A complete frame is waiting.", (void *)"has_frame"},
     {"pending", (getter)RequestStream_get_pending, NULL, "Adds taken and not yet durable.", NULL},
+    {"held", (getter)RequestStream_get_held, NULL, "Adds held for room in the write cache.", NULL},
+    {"held_wait", (getter)RequestStream_get_held_wait, NULL,
+     "Seconds the oldest held add may still wait for room (0.0 when none is held).", NULL},
     {"write", (getter)RequestStream_get_write, (setter)RequestStream_set_write,
      "The transport's write (None: answers are dropped, the connection is closing).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -634,7 +803,8 @@ static PyTypeObject RequestStreamType = {
     .tp_name = "bookie._requests.RequestStream",
     .tp_basicsize = sizeof(RequestStream),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "RequestStream(max_frame_size, write_path, adds, state, stats, on_add_failed): a connection's requests.",
+    .tp_doc = "RequestStream(max_frame_size, write_path, adds, state, stats, on_add_failed, max_throttle_ms=10000): "
+              "a connection's requests.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)RequestStream_init,
     .tp_dealloc = (destructor)RequestStream_dealloc,

@@ -2,7 +2,10 @@
 
 Received bytes go to the connection's ``RequestStream`` (``bookie._requests``, C), which splits them into
 frames and takes the adds that need nothing but storage straight to the storage engine, answering each once
-the journal has made it durable (the request hot path: no Python object per add). Every other frame comes
+the journal has made it durable (the request hot path: no Python object per add). An add that finds its write
+cache full is held there, with the connection's adds behind it, and offered again each time a checkpoint swaps
+the caches (``_wait_for_room``), or refused ETOOMANYREQUESTS after dbStorage_maxThrottleTimeMs, as BookKeeper's
+DbLedgerStorage throttles; requests other than adds go on meanwhile. Every other frame comes
 back here in order: it is decoded (v2 or v3, detected per frame), handed to the processor, and its encoded
 response written when it completes. Responses may leave out of order, as in BookKeeper (v3 matches by txnId,
 v2 by ledger/entry/op). A malformed or oversized frame closes that connection only.
@@ -60,12 +63,14 @@ class BookieConnection(asyncio.Protocol):
         self._refusal = ""  # why an unauthenticated connection is refused (logged once per connection)
         self.conf = processor.conf
         self.requests = RequestStream(max_frame_size, processor.engine.write_path, processor.adds, processor.state,
-                                      processor.hot_adds, self._hot_add_failed)
+                                      processor.hot_adds, self._hot_add_failed,
+                                      self.conf.db_storage_max_throttle_time_ms)
         self.requests.takes_adds = self.authenticated
         self.connections = connections
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.tasks: set[asyncio.Task[Any]] = set()
+        self._room_wait: asyncio.Task[None] | None = None  # held adds waiting for room in the write cache
         self._paused = False  # an in-progress limit is reached
         self._write_paused = False  # unsent responses over budget (pause_writing .. resume_writing)
         self._reading_paused = False
@@ -137,6 +142,7 @@ class BookieConnection(asyncio.Protocol):
         # Adds the hot path took still complete in storage; their answers have nowhere to go.
         self.requests.write = None
         self.requests.takes_adds = False
+        self.requests.drop_held()
         if self._watch_timer is not None:
             self._watch_timer.cancel()
             self._watch_timer = None
@@ -170,13 +176,38 @@ class BookieConnection(asyncio.Protocol):
             if frame is None:  # none left, or the hot path's adds reached the in-progress limit
                 self._pause_if_over(self.processor.adds)
                 break
-            try:
-                request = codec.decode_request(frame)
-            except codec.MalformedFrame as exc:
-                self._close_bad(f"malformed frame: {exc}")
+            if not self._dispatch_frame(frame):
                 return
-            self._dispatch(request)
+        if self.requests.held and self._room_wait is None and self.transport is not None:
+            self._room_wait = asyncio.ensure_future(self._wait_for_room())
+            self.tasks.add(self._room_wait)
+            self._room_wait.add_done_callback(self.tasks.discard)
         self._update_reading()
+
+    def _dispatch_frame(self, frame: bytes) -> bool:
+        """Decode and dispatch one frame; False when it was malformed (the connection is then closed)."""
+        try:
+            request = codec.decode_request(frame)
+        except codec.MalformedFrame as exc:
+            self._close_bad(f"malformed frame: {exc}")
+            return False
+        self._dispatch(request)
+        return True
+
+    async def _wait_for_room(self) -> None:
+        """Offer the held adds to storage again at each swap of the write caches, until none is left; one the
+        general path must now decide (its ledger fenced meanwhile, the bookie read-only) is dispatched."""
+        try:
+            while self.requests.held:
+                frame = self.requests.retry_held()
+                if frame is not None:
+                    if not self._dispatch_frame(frame):
+                        return
+                elif self.requests.held:
+                    await self.processor.engine.wait_for_room(self.requests.held_wait)
+        finally:
+            self._room_wait = None
+        self._run_backlog()  # the in-progress limit may have paused the frames behind
 
     def _blocked(self) -> bool:
         return self._paused or self._write_paused or self._upgrading or self.transport is None
@@ -253,10 +284,14 @@ class BookieConnection(asyncio.Protocol):
         self._pause_if_over(counter)
 
     def _hot_add_failed(self, version: int, protocol_version: int, txn_id: int, ledger_id: int,
-                        entry_id: int) -> None:
-        """An add the hot path took failed in the journal: answer it as the general path would (EIO)."""
+                        entry_id: int, throttled: bool) -> None:
+        """An add the hot path took failed in the journal (EIO), or it waited dbStorage_maxThrottleTimeMs for
+        room in the write cache (ETOOMANYREQUESTS): answer it as the general path would."""
+        status = StatusCode.ETOOMANYREQUESTS if throttled else StatusCode.EIO
+        if throttled:
+            self.processor.engine.count_throttled_add()
         request = m.AddRequest(m.Wire(version, txn_id, protocol_version), ledger_id, entry_id, b"", b"")
-        self._send(codec.encode_response(request, m.error_response(request, StatusCode.EIO)))
+        self._send(codec.encode_response(request, m.error_response(request, status)))
 
     def _pause_if_over(self, counter: InFlight | None) -> None:
         if counter is not None and counter.must_pause() and not self._paused and self.transport:

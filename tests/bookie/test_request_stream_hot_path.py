@@ -1,8 +1,9 @@
 """The request hot path (``bookie._requests.RequestStream``) takes an add straight to storage only when the
 general path would have stored it the same way: the ledger is known here with the same master key, not fenced,
-the bookie writable, the connection authenticated, the ids valid, limits not reached. Every other frame is
-handed back unchanged and in the order it arrived; the adds it takes are answered once durable, with the bytes
-the general path writes, the answers of one journal group in one write.
+the bookie writable, the connection authenticated, the ids valid, limits not reached. An add that finds its
+write cache full is held, with the adds behind it, until a checkpoint swaps the caches or the throttle time has
+passed. Every other frame is handed back unchanged and in the order it arrived; the adds it takes are answered
+once durable, with the bytes the general path writes, the answers of one journal group in one write.
 
 A real storage engine and request processor in this process (ZooKeeper registration is out of scope here:
 the bookie's state records its transitions instead)."""
@@ -162,15 +163,66 @@ async def test_adds_the_general_path_must_decide_are_handed_back(bookie: Bookie,
     assert stream.pending == 0 and bookie.engine.dir_of(LEDGER).write_cache.get(LEDGER, 1) is None
 
 
-async def test_a_full_write_cache_sends_the_add_to_the_general_path_which_throttles(tmp_path: Path,
-                                                                                   bookie: Bookie) -> None:
-    await _create_ledger(bookie)
+def _fill_cache(bookie: Bookie) -> None:
+    """The ledger's write cache left with no room for another add (filled directly: no checkpoint starts)."""
     cache = bookie.engine.dir_of(LEDGER).write_cache
-    filler = b"f" * (cache.max_bytes - cache.size)
-    cache.put(LEDGER + 1, 0, filler)
+    cache.put(LEDGER + 1, 0, b"f" * (cache.max_bytes - cache.size))
+
+
+async def test_an_add_finding_the_write_cache_full_is_held_until_the_caches_swap(bookie: Bookie) -> None:
+    await _create_ledger(bookie)
+    _fill_cache(bookie)
+    stream = bookie.stream()
+    read = client_codec.encode_request(m.ReadRequest(m.Wire.v3(500), LEDGER, 0))
+    stream.feed(_add(LEDGER, 1) + read + _add(LEDGER, 2))
+    (handed,) = _drain(stream)
+    assert isinstance(handed, m.ReadRequest), "a read behind the held add goes on"
+    assert stream.held == 2 and stream.pending == 0, "the add behind the held one waits behind it"
+    assert bookie.processor.adds.count == 2, "held adds count as adds in progress"
+    assert stream.retry_held() is None and stream.held == 2, "no room yet"
+    await bookie.engine.checkpoint()
+    assert stream.retry_held() is None and stream.held == 0 and stream.pending == 2
+    answers = await bookie.answers(2)
+    assert [(a.status, a.entry_id) for a in answers] == [(m.StatusCode.EOK, 1), (m.StatusCode.EOK, 2)]
+    assert bookie.processor.adds.count == 0
+    assert await bookie.engine.read_entry(LEDGER, 2) == entry(LEDGER, 2, b"p" * 100)
+
+
+async def test_a_held_add_is_refused_as_throttled_after_the_throttle_time(bookie: Bookie) -> None:
+    await _create_ledger(bookie)
+    _fill_cache(bookie)
+    stream = RequestStream(1 << 20, bookie.engine.write_path, bookie.processor.adds, bookie.state,
+                           bookie.processor.hot_adds, lambda *ids: bookie.failed.append(ids), 0)
+    stream.write = bookie.written.append
+    stream.takes_adds = True
+    stream.feed(_add(LEDGER, 1, txn=77))
+    assert _drain(stream) == [] and stream.held == 1
+    assert stream.retry_held() is None
+    assert bookie.failed == [(3, 3, 77, LEDGER, 1, 1)], "answered as throttled (version, txn, ids, throttled)"
+    assert stream.held == 0 and bookie.processor.adds.count == 0
+    assert bookie.engine.dir_of(LEDGER).write_cache.get(LEDGER, 1) is None
+
+
+async def test_a_held_add_the_general_path_must_now_decide_is_handed_back(bookie: Bookie) -> None:
+    await _create_ledger(bookie)
+    _fill_cache(bookie)
     stream = bookie.stream()
     stream.feed(_add(LEDGER, 1))
-    assert _added_ids(_drain(stream)) == [1]
+    assert _drain(stream) == [] and stream.held == 1
+    await bookie.engine.fence(LEDGER, MASTER_KEY)
+    frame = stream.retry_held()
+    assert frame is not None and _added_ids([codec.decode_request(frame)]) == [1]
+    assert stream.held == 0 and bookie.processor.adds.count == 0, "the general path counts it from here"
+
+
+async def test_a_closed_connections_held_adds_are_dropped(bookie: Bookie) -> None:
+    await _create_ledger(bookie)
+    _fill_cache(bookie)
+    stream = bookie.stream()
+    stream.feed(b"".join(_add(LEDGER, i) for i in range(1, 4)))
+    assert _drain(stream) == [] and stream.held == 3
+    stream.drop_held()
+    assert stream.held == 0 and bookie.processor.adds.count == 0
 
 
 async def test_other_requests_are_handed_back_in_the_order_they_came(bookie: Bookie) -> None:

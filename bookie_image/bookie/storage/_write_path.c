@@ -1655,11 +1655,15 @@ static int write_path_try_add(PyObject *self, const uint8_t *entry, Py_ssize_t l
         goto out;
     PyObject *dir = PyTuple_GET_ITEM(wp->dirs, index);
     cache = (WriteCache *)PyObject_GetAttr(dir, str_write_cache);
-    if (cache == NULL || !Py_IS_TYPE(cache, &WriteCacheType) || !cache_has_room(cache, len))
+    if (cache == NULL || !Py_IS_TYPE(cache, &WriteCacheType))
         goto out;
     int room = dir_has_disk_room(wp, dir, cache, len);
     if (room <= 0)
         goto out;
+    if (!cache_has_room(cache, len)) {
+        taken = 2; /* the caller holds it until the caches swap */
+        goto out;
+    }
     PyObject *body = PyBytes_FromStringAndSize((const char *)entry, len);
     if (body == NULL)
         goto out;
@@ -1685,7 +1689,7 @@ out:
     Py_XDECREF(state_obj);
     Py_XDECREF(cache);
     if (PyErr_Occurred())
-        return taken ? 1 : -1;
+        return taken == 1 ? 1 : -1;
     return taken;
 }
 

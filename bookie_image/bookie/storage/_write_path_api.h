@@ -28,9 +28,10 @@ typedef struct {
     /* Store one entry (its 32-byte header names ledger, entry and LAC) the way StorageEngine.add_entry does, when
      * nothing needs Python: the ledger is known here with this master key, not fenced, its master key already
      * journaled, and its directory's write cache and disk have room. Returns 1 when the entry is in the write
-     * cache and queued to the journal (``sink`` is told once it is durable, with ``token``), 0 when it was not
-     * taken and nothing was done (the caller goes through StorageEngine.add_entry, which also raises the
-     * errors), -1 with an exception set. */
+     * cache and queued to the journal (``sink`` is told once it is durable, with ``token``), 2 when the only thing
+     * missing is room in the write cache (nothing was done: the caller offers it again once a checkpoint has
+     * swapped the caches, StorageEngine.wait_for_room), 0 when it was not taken and nothing was done (the caller
+     * goes through StorageEngine.add_entry, which also raises the errors), -1 with an exception set. */
     int (*try_add)(PyObject *write_path, const uint8_t *entry, Py_ssize_t len, const uint8_t *master_key,
                    Py_ssize_t master_key_len, PyObject *sink, const AddSinkMethods *methods, uint64_t token);
 } BookieStorageApi;

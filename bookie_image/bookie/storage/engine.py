@@ -265,17 +265,27 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         self._check_room(d, len(body), recovery)
         deadline = time.monotonic() + self.conf.db_storage_max_throttle_time_ms / 1000
         while not d.write_cache.has_room(len(body)):
-            self._trigger_checkpoint()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self.stats["throttled_adds"] += 1
+                self.count_throttled_add()
                 raise StorageThrottledError(
                     f"write cache of {d.ledger_dir} full for {self.conf.db_storage_max_throttle_time_ms} ms")
-            self._caches_swapped.clear()
-            await wait_event(self._caches_swapped, min(remaining, 0.05))
+            await self.wait_for_room(remaining)
         d.write_cache.put(ledger_id, entry_id, body)
         if d.write_cache.wants_flush:
             self._trigger_checkpoint()
+
+    async def wait_for_room(self, seconds: float) -> None:
+        """Until a checkpoint swaps the write caches (an add that found its cache full may fit then), at most
+        ``seconds`` and 50 ms: a checkpoint is started if none is running, and the caller starts one again at each
+        wake-up, since the one running may have swapped already."""
+        self._trigger_checkpoint()
+        self._caches_swapped.clear()
+        await wait_event(self._caches_swapped, max(0.0, min(seconds, 0.05)))
+
+    def count_throttled_add(self) -> None:
+        """An add refused after waiting dbStorage_maxThrottleTimeMs for room in its write cache."""
+        self.stats["throttled_adds"] += 1
 
     def _advance_lac(self, state: LedgerState, lac: int) -> None:
         """An add of the general path is durable (the hot path's are advanced in C, the same way)."""
