@@ -173,8 +173,15 @@ class StateManager:
             self.status.reason = reason
             if not changed:
                 return
-            await self._registrar(read_only)
+            # Serve in the new mode before advertising it, as BookKeeper's state manager does: a client that finds
+            # the bookie writable in ZooKeeper is never refused as read-only, and once it is read-only there, no
+            # write is taken any more. A registration that fails leaves the mode as it was.
             self.status.read_only = read_only
+            try:
+                await self._registrar(read_only)
+            except BaseException:
+                self.status.read_only = not read_only
+                raise
             self.status.since = time.time()
         for callback in self.on_change:
             callback(self.status)
