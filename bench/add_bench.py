@@ -36,6 +36,7 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import write_section  # bench/ is on sys.path when a bench script runs
 
 SIZES = (100, 1024, 16 * 1024)
+TICKS = os.sysconf("SC_CLK_TCK")
 KEY = generate_master_key(b"bench")
 DIGEST = digest_manager(DigestType.CRC32C, b"bench")
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
@@ -49,6 +50,8 @@ class Result:
     adds_per_s: float
     p50_ms: float
     p99_ms: float
+    adds: int = 0
+    cpu_us_per_add: float = 0.0  # the bookie process's CPU (user + system) over the point, per add answered
 
 
 def fdatasync_rate(directory: Path, seconds: float) -> float:
@@ -105,7 +108,13 @@ async def drive(bookie_id: str, size: int, seconds: float, window: int) -> Resul
     writer.close()
     latencies.sort()
     return Result("", size, done / elapsed, 1000 * latencies[len(latencies) // 2],
-                  1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))])
+                  1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))], done)
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def start_ours(base: Path, zk: ZooKeeperServer, root: str, first_host: int = 201) -> Any:
@@ -145,11 +154,14 @@ def run(rounds: int, seconds: float, window: int, workdir: Path) -> tuple[list[R
                 try:
                     asyncio.run(drive(bookie.bookie_id, 1024, min(seconds, 2), window))  # warm-up (JIT, caches)
                     for size in SIZES:
+                        cpu_before = process_cpu_s(bookie.proc.pid)
                         res = asyncio.run(drive(bookie.bookie_id, size, seconds, window))
+                        res.cpu_us_per_add = (process_cpu_s(bookie.proc.pid) - cpu_before) / max(res.adds, 1) * 1e6
                         res.impl = impl
                         results.append(res)
                         print(f"round {r} {impl:>6} {size:>6} B: {res.adds_per_s:8.0f} adds/s "
-                              f"p50 {res.p50_ms:6.2f} ms p99 {res.p99_ms:6.2f} ms", flush=True)
+                              f"p50 {res.p50_ms:6.2f} ms p99 {res.p99_ms:6.2f} ms, bookie CPU "
+                              f"{res.cpu_us_per_add:6.1f} us/add", flush=True)
                 finally:
                     bookie.stop()
     finally:
@@ -167,13 +179,17 @@ def table(results: list[Result], fsyncs: float, rounds: int, seconds: float, win
              f"Load: one connection, {window} outstanding v3 adds on 8 ledgers, {seconds:g} s per point, "
              f"{rounds} alternating rounds, medians. One bookie per implementation, ensemble 1.", "",
              "| entry | ours adds/s | Java adds/s | ratio | ours p50 ms | Java p50 ms | ours p99 ms | Java p99 ms "
-             "| p99 ratio |", "|---|---|---|---|---|---|---|---|---|"]
+             "| p99 ratio | ours CPU us/add | Java CPU us/add | CPU ratio |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for size in SIZES:
         ours, java = med("python", size, "adds_per_s"), med("java", size, "adds_per_s")
         p99o, p99j = med("python", size, "p99_ms"), med("java", size, "p99_ms")
+        cpuo, cpuj = med("python", size, "cpu_us_per_add"), med("java", size, "cpu_us_per_add")
         lines.append(f"| {size} B | {ours:.0f} | {java:.0f} | {ours / java:.2f}x | {med('python', size, 'p50_ms'):.2f} "
-                     f"| {med('java', size, 'p50_ms'):.2f} | {p99o:.2f} | {p99j:.2f} | {p99o / p99j:.2f}x |")
-    lines += ["", "Ratio > 1 means ours is faster (throughput); p99 ratio < 1 means ours is lower (better).", END]
+                     f"| {med('java', size, 'p50_ms'):.2f} | {p99o:.2f} | {p99j:.2f} | {p99o / p99j:.2f}x "
+                     f"| {cpuo:.1f} | {cpuj:.1f} | {cpuo / cpuj:.2f}x |")
+    lines += ["", "Ratio > 1 means ours is faster (throughput); p99 and CPU ratios < 1 mean ours is lower (better). "
+              "CPU: the bookie process's user + system time over the point, per add answered.", END]
     return "\n".join(lines)
 
 
