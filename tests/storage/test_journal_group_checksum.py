@@ -5,9 +5,11 @@ bytes, and a journal it wrote replays group by group."""
 from __future__ import annotations
 
 import asyncio
+import random
 from pathlib import Path
 
 import crc32c
+import pytest
 from bookie.storage import journal_format as jf
 from bookie.storage._write_path import crc32c as journal_crc32c
 from bookie.storage.journal import Journal, JournalSettings, LogMark, replay_records
@@ -21,6 +23,14 @@ from tests.support.raw_client import entry
 @given(st.binary(max_size=5000))
 def test_the_writer_checksum_is_crc32c(data: bytes) -> None:
     assert journal_crc32c(data) == crc32c.crc32c(data)
+
+
+@pytest.mark.parametrize("size", [767, 768, 769, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 777, 2 * 3 * 8192 + 3 * 256,
+                                  1 << 20])
+@pytest.mark.parametrize("offset", [0, 3])
+def test_long_inputs_checksummed_in_three_streams_are_crc32c(size: int, offset: int) -> None:
+    data = memoryview(random.Random(size).randbytes(size + offset))[offset:]  # also from an unaligned start
+    assert journal_crc32c(data) == crc32c.crc32c(bytes(data))
 
 
 async def test_every_group_written_carries_a_checksum_that_replay_accepts(tmp_path: Path) -> None:
