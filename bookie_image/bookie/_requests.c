@@ -583,6 +583,24 @@ static PyObject *RequestStream_feed(RequestStream *s, PyObject *data) {
     Py_RETURN_NONE;
 }
 
+/* receive_buffer() -> memoryview: the frame reader's free space, for the connection's next read to fill. */
+static PyObject *RequestStream_receive_buffer(RequestStream *s, PyObject *unused) {
+    uint8_t *space;
+    Py_ssize_t len;
+    if (protocol->frames_receive_buffer(s->frames, &space, &len) < 0)
+        return NULL;
+    return PyMemoryView_FromMemory((char *)space, len, PyBUF_WRITE);
+}
+
+static PyObject *RequestStream_received(RequestStream *s, PyObject *arg) {
+    Py_ssize_t len = PyLong_AsSsize_t(arg);
+    if (len == -1 && PyErr_Occurred())
+        return NULL;
+    if (protocol->frames_received(s->frames, len) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *RequestStream_flush(RequestStream *s, PyObject *unused) {
     sink_flush((PyObject *)s);
     Py_RETURN_NONE;
@@ -767,6 +785,11 @@ static int RequestStream_set_write(RequestStream *s, PyObject *value, void *clos
 static PyMethodDef RequestStream_methods[] = {
     {"feed", (PyCFunction)RequestStream_feed, METH_O,
      "feed(data)\n\nBytes received on the connection (FrameTooLarge for a bad frame length)."},
+    {"receive_buffer", (PyCFunction)RequestStream_receive_buffer, METH_NOARGS,
+     "receive_buffer() -> memoryview\n\nWhere the connection's next read lands (asyncio's BufferedProtocol."
+     "get_buffer): valid until the next call on this stream, and only until then."},
+    {"received", (PyCFunction)RequestStream_received, METH_O,
+     "received(nbytes)\n\nThat many bytes were read into receive_buffer() (FrameTooLarge for a bad frame length)."},
     {"next_frame", (PyCFunction)RequestStream_next_frame, METH_NOARGS,
      "next_frame() -> bytes | None\n\nTake the adds storage can take; the next frame for Python, or None."},
     {"flush", (PyCFunction)RequestStream_flush, METH_NOARGS, "flush()\n\nWrite the answers held back."},

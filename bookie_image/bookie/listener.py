@@ -1,6 +1,7 @@
 """The bookie's TCP listener: one asyncio protocol per connection.
 
-Received bytes go to the connection's ``RequestStream`` (``bookie._requests``, C), which splits them into
+Reads land straight in the connection's ``RequestStream`` (``bookie._requests``, C; asyncio's buffered protocol,
+so received bytes are not copied on the way), which splits them into
 frames and takes the adds that need nothing but storage straight to the storage engine, answering each once
 the journal has made it durable (the request hot path: no Python object per add). An add that finds its write
 cache full is held there, with the connection's adds behind it, and offered again each time a checkpoint swaps
@@ -51,7 +52,7 @@ log = logging.getLogger(__name__)
 _LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset and drops unsent data
 
 
-class BookieConnection(asyncio.Protocol):
+class BookieConnection(asyncio.BufferedProtocol):
     def __init__(self, processor: RequestProcessor, max_frame_size: int,
                  connections: set[BookieConnection], security: BookieSecurity | None = None) -> None:
         self.processor = processor
@@ -155,9 +156,12 @@ class BookieConnection(asyncio.Protocol):
         self._held_slots = self._outgoing_slots = 0
         self._outgoing.clear()
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.requests.receive_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         try:
-            self.requests.feed(data)
+            self.requests.received(nbytes)
         except FrameTooLarge as exc:
             self._close_bad(f"frame too large: {exc}")
             return

@@ -1,4 +1,5 @@
-"""Any byte stream through the request hot path, in any chunking: every frame is either handed back to Python
+"""Any byte stream through the request hot path, in any chunking, copied in or read straight into the stream's
+buffer (as the bookie's connections receive): every frame is either handed back to Python
 unchanged and in order, or it was an add the general path's decoder reads as a plain add of the ledger (right
 master key, ids that agree) and storage now holds that entry; nothing crashes. Generated frames (adds, reads,
 random bytes) and damaged copies of valid adds, against a real storage engine in this process."""
@@ -85,10 +86,24 @@ def _takeable(frame: bytes) -> bool:
             and (r.wire.version == 2 or r.wire.protocol_version == 3))
 
 
+def _deliver(stream: RequestStream, chunk: bytes, read_into: bool) -> None:
+    """``chunk`` received: copied in (``feed``), or read into the stream's free space as a socket read is."""
+    if not read_into:
+        stream.feed(chunk)
+        return
+    while chunk:
+        space = stream.receive_buffer()
+        n = min(len(space), len(chunk))
+        space[:n] = chunk[:n]
+        stream.received(n)
+        chunk = chunk[n:]
+
+
+@pytest.mark.parametrize("read_into", [False, True], ids=["feed", "read into the buffer"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(0, 2**32), st.lists(st.integers(1, 700), min_size=1, max_size=20))
 async def test_every_frame_is_taken_as_a_plain_add_or_handed_back_in_order(
-        processor: RequestProcessor, seed: int, cuts: list[int]) -> None:
+        processor: RequestProcessor, read_into: bool, seed: int, cuts: list[int]) -> None:
     stream = RequestStream(1 << 20, processor.engine.write_path, processor.adds, processor.state,
                            processor.hot_adds, lambda *ids: None)
     stream.takes_adds = True
@@ -98,7 +113,7 @@ async def test_every_frame_is_taken_as_a_plain_add_or_handed_back_in_order(
     handed: list[bytes] = []
     pos = i = 0
     while pos < len(data):
-        stream.feed(data[pos:pos + cuts[i % len(cuts)]])
+        _deliver(stream, data[pos:pos + cuts[i % len(cuts)]], read_into)
         pos += cuts[i % len(cuts)]
         i += 1
         while (frame := stream.next_frame()) is not None:
@@ -116,6 +131,17 @@ async def test_every_frame_is_taken_as_a_plain_add_or_handed_back_in_order(
     assert expected_next is None, "frames handed back out of order, or not sent at all"
     assert len(handed) < len(frames), "the hot path took the plain adds"
     assert stream.buffered == 0 and not stream.has_frame
+
+
+async def test_a_read_into_the_buffer_is_checked_as_it_arrives(processor: RequestProcessor) -> None:
+    stream = RequestStream(1000, processor.engine.write_path, processor.adds, processor.state,
+                           processor.hot_adds, lambda *ids: None)
+    space = stream.receive_buffer()
+    with pytest.raises(ValueError, match="free"):
+        stream.received(len(space) + 1)
+    space[:4] = (1001).to_bytes(4, "big")
+    with pytest.raises(FrameTooLarge, match="exceeds the maximum of 1000"):
+        stream.received(4)
 
 
 def test_a_frame_length_over_the_maximum_is_refused_as_it_arrives() -> None:

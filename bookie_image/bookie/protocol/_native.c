@@ -704,9 +704,10 @@ static int decode_add_frame(const uint8_t *frame, Py_ssize_t len, AddFrame *out)
  * LengthFieldBasedFrameDecoder(maxFrameSize, 0, 4, 0, 4). A negative length, or one above the maximum, raises
  * FrameTooLarge as soon as its 4 bytes arrive: the connection must be closed.
  *
- * Received bytes are copied once into one buffer, whatever the size of the reads they arrive in; complete frames
- * are taken from its front (``feed`` copies each into a bytes object; the request hot path reads them in place),
- * and the buffer is compacted only when it must grow. */
+ * Received bytes land in one buffer, whatever the size of the reads they arrive in: the bookie's connections
+ * receive straight into its free space (``frames_receive_buffer`` then ``frames_received``: asyncio's buffered
+ * protocol, no copy), ``feed`` copies them in. Complete frames are taken from its front (``feed`` copies each into
+ * a bytes object; the request hot path reads them in place), and the buffer is compacted only when it must grow. */
 typedef struct {
     PyObject_HEAD
     uint8_t *buf;
@@ -751,8 +752,8 @@ static int frames_reserve(FrameReader *r, Py_ssize_t more) {
     return 0;
 }
 
-static int frames_append(PyObject *self, const uint8_t *data, Py_ssize_t len) {
-    FrameReader *r = (FrameReader *)self;
+/* Room for at least ``len`` more received bytes. */
+static int frames_make_room(FrameReader *r, Py_ssize_t len) {
     if (r->start == r->end && r->checked <= r->end) { /* nothing held: start over at the front */
         r->start = r->end = r->frame_at = r->checked = 0;
         if (r->cap > FRAME_BUFFER_KEEP) { /* a large frame passed: give its memory back */
@@ -761,9 +762,28 @@ static int frames_append(PyObject *self, const uint8_t *data, Py_ssize_t len) {
             r->cap = 0;
         }
     }
-    if (frames_reserve(r, len) < 0)
+    return frames_reserve(r, len);
+}
+
+/* The buffer's free space, at least FRAME_BUFFER_START bytes, for a read to fill; valid until the next call on
+ * this reader. */
+static int frames_receive_buffer(PyObject *self, uint8_t **space, Py_ssize_t *len) {
+    FrameReader *r = (FrameReader *)self;
+    if (frames_make_room(r, FRAME_BUFFER_START) < 0)
         return -1;
-    memcpy(r->buf + r->end, data, (size_t)len);
+    *space = r->buf + r->end;
+    *len = r->cap - r->end;
+    return 0;
+}
+
+/* ``len`` bytes were read into the space ``frames_receive_buffer`` gave: the frame lengths they complete are
+ * checked (-1 with FrameTooLarge raised for a bad one). */
+static int frames_received(PyObject *self, Py_ssize_t len) {
+    FrameReader *r = (FrameReader *)self;
+    if (len < 0 || len > r->cap - r->end) {
+        PyErr_Format(PyExc_ValueError, "%zd bytes received into a buffer with %zd free", len, r->cap - r->end);
+        return -1;
+    }
     r->end += len;
     while (r->checked + 4 <= r->end) {
         int32_t length = (int32_t)read_uint32_be(r->buf + r->checked);
@@ -779,6 +799,14 @@ static int frames_append(PyObject *self, const uint8_t *data, Py_ssize_t len) {
         r->checked += 4 + (Py_ssize_t)length;
     }
     return 0;
+}
+
+static int frames_append(PyObject *self, const uint8_t *data, Py_ssize_t len) {
+    FrameReader *r = (FrameReader *)self;
+    if (frames_make_room(r, len) < 0)
+        return -1;
+    memcpy(r->buf + r->end, data, (size_t)len);
+    return frames_received(self, len);
 }
 
 static int frames_peek(PyObject *self, const uint8_t **frame, Py_ssize_t *len) {
@@ -889,6 +917,8 @@ static const BookieProtocolApi api = {
     .encode_add_ok = write_add_ok,
     .frame_reader_type = &FrameReaderType,
     .frames_append = frames_append,
+    .frames_receive_buffer = frames_receive_buffer,
+    .frames_received = frames_received,
     .frames_peek = frames_peek,
     .frames_consume = frames_consume,
     .encode_add_request = encode_add_request,

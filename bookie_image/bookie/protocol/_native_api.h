@@ -44,9 +44,13 @@ typedef struct {
     /* The FrameReader type (bookie.protocol.framing.FrameReader) and its C-level use without copies:
      * ``frames_append`` takes received bytes (-1 with FrameTooLarge raised for a bad length); ``frames_peek``
      * is 1 with the next complete frame's payload when there is one (valid until the next append or consume);
-     * ``frames_consume`` drops that frame. */
+     * ``frames_consume`` drops that frame. ``frames_receive_buffer`` gives the reader's free space for a read to
+     * fill in place (valid until the next call on the reader), and ``frames_received`` says how much it filled
+     * (-1 with FrameTooLarge as for an append). */
     PyTypeObject *frame_reader_type;
     int (*frames_append)(PyObject *reader, const uint8_t *data, Py_ssize_t len);
+    int (*frames_receive_buffer)(PyObject *reader, uint8_t **space, Py_ssize_t *len);
+    int (*frames_received)(PyObject *reader, Py_ssize_t len);
     int (*frames_peek)(PyObject *reader, const uint8_t **frame, Py_ssize_t *len);
     void (*frames_consume)(PyObject *reader);
     /* The client's side. ``encode_add_request`` writes the whole v3 add request frame (no priority, no flags: a
