@@ -4,6 +4,7 @@
     python bench/add_cpu.py --protocol v2 --size 100
     PYTHONPATH=/path/to/other/checkout/bookie_image python bench/add_cpu.py   # the same, for another version
     python bench/add_cpu.py --quick               # tiny run for the test suite
+    python bench/add_cpu.py --impl java --size 16384   # the same load on one Apache BookKeeper bookie
 
 One bookie (journal fsync on, 1 ms group wait) and a load generator that only writes pre-encoded add frames
 and counts response frames, so that the client costs little. Reported: the bookie's CPU time per add (utime +
@@ -115,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", choices=("v3", "v2"), default="v3")
     parser.add_argument("--window", type=int, default=500)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--impl", choices=("ours", "java"), default="ours",
+                        help="the bookie driven: ours, or Apache BookKeeper's at bench/add_bench.py's production "
+                             "settings (its event-loop figure is then its main thread's, meaningless)")
     parser.add_argument("--flamegraph", default=None,
                         help="py-spy profile of the bookie during the second round (pip-installs py-spy): a flame "
                              "graph (SVG), or collapsed stacks when the name ends in .txt")
@@ -125,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         zk = ZooKeeperServer(Path(tmp) / "zk").start()
-        bookie = add_bench.start_ours(Path(tmp) / "ours", zk, "/ours/ledgers")
+        start = add_bench.start_java if args.impl == "java" else add_bench.start_ours
+        bookie = start(Path(tmp) / args.impl, zk, f"/{args.impl}/ledgers")
         try:
             assert bookie.proc is not None
             pid = bookie.proc.pid
