@@ -111,9 +111,10 @@ async def drive(bookie_id: str, size: int, seconds: float, window: int) -> Resul
                   1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))], done)
 
 
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (/proc/<pid>/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def process_cpu_s(pid: int, thread: int | None = None) -> float:
+    """User + system CPU seconds so far of a process, or of one of its threads (/proc/<pid>[/task/<tid>]/stat)."""
+    path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 

@@ -36,7 +36,6 @@ from bookie.protocol import messages as m
 from bookie.protocol.entry import package_entry
 from bookie_fleet.zookeeper import ZooKeeperServer
 
-TICKS = os.sysconf("SC_CLK_TCK")
 STALL_S = 60.0  # a bookie that stops answering fails the run instead of hanging it
 
 
@@ -89,10 +88,7 @@ async def drive(host: str, port: int, requests: list[bytes], window: int) -> flo
     return len(requests) / elapsed
 
 
-def cpu(pid: int, thread: int | None = None) -> float:
-    path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
-    fields = Path(path).read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+cpu = add_bench.process_cpu_s
 
 
 def start_py_spy(pid: int, output: str) -> subprocess.Popen[bytes]:
