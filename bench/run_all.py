@@ -37,8 +37,9 @@ Workloads (``--workloads``, comma-separated; all by default):
   p99 of the adds with and without compaction.
 
 Machine facts (cores, load average at each point, fdatasync rate, sequential write bandwidth) are measured in
-the same run, after the machine's free memory is touched once (``touch_free_memory``: on these virtual machines
-the first touch of a page is slow, and page cache first filled at a benchmark would be measured with it).
+the same run. Every measured point starts with the machine's memory full of page cache (``FullPageCache``: on
+these virtual machines a page taken from free memory costs a host-side fault at its first write, a page reclaimed
+from the page cache does not, and a bookie that has been running reclaims).
 Results go to bench/results.json and to docs/benchmarks.md between the suite's markers.
 """
 
@@ -47,7 +48,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import json
+import mmap
 import os
 import platform
 import re
@@ -152,20 +155,94 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
-def touch_free_memory(keep_free_gib: float = 3.0) -> tuple[float, float]:
-    """(GiB, seconds): one write to every page of this machine's available memory but ``keep_free_gib``, in a
-    process of its own that then exits. On this project's virtual machines the first touch of a page of guest
-    memory costs a host-side allocation (about 0.4 GB/s here, against several GB/s once touched): page cache
-    filled for the first time since boot, as the bookies' journals and entry logs fill it, is written several
-    times slower than later. A machine that has been running has touched its memory; so does the suite's, once,
-    before it measures, or whichever implementation goes first would pay for it."""
-    available = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                     if line.startswith("MemAvailable:")) * 1024
-    size = max(0, available - int(keep_free_gib * 2**30))
-    started = time.perf_counter()
-    script = "import sys; b = bytearray(int(sys.argv[1])); b[::4096] = bytes([1]) * len(range(0, len(b), 4096))"
-    subprocess.run([sys.executable, "-c", script, str(size)], check=True)
-    return size / 2**30, time.perf_counter() - started
+class FullPageCache:
+    """Keeps this machine's memory full of clean page cache before every measured point, as on a bookie's machine
+    that has been running: there the journal and entry log writes of a point take their pages from the reclaim of
+    old page cache, not from free memory.
+
+    Why it matters here: on this project's virtual machines free guest memory is handed back to the host (the
+    balloon device's free page reporting), and the first write to a page taken from it costs a host-side fault.
+    Measured with ``perf`` on one of our bookies during a 16 KiB point: the kernel's copy into the page cache took
+    56% of the bookie's CPU while the point consumed free memory, 14% once memory was full and pages were
+    reclaimed, 50 against 30 us of bookie CPU per add. Between points the suite deletes every ledger, freeing
+    gigabytes; without this, how much of a point runs in the costly state depends on how long ago its pages were
+    freed, not on the implementation. Both implementations' points start from the same full state.
+
+    The fill reads the chunks of a ballast file (the machine's available memory in size) that are not in the page
+    cache until free memory is down to ``keep_free``; a point's writes then evict ballast pages as they would
+    evict old entry logs."""
+
+    def __init__(self, directory: Path, keep_free: int = 2 * 2**30, chunk: int = 64 * 2**20) -> None:
+        self.path, self.keep_free, self.chunk = directory / "page-cache-ballast", keep_free, chunk
+        self.size = 0
+        self.free_at_points: list[float] = []  # GiB free when each measured point started
+
+    def create(self, size: int | None = None) -> tuple[float, float]:
+        """(GiB, seconds): the ballast written; by default as large as the memory available before the clusters
+        start, or what the disk can spare beside the bookies (a third of its free space)."""
+        if size is None:
+            size = min(_meminfo("MemAvailable"), shutil.disk_usage(self.path.parent).free // 3)
+        self.size = size // self.chunk * self.chunk
+        block = os.urandom(self.chunk)
+        started = time.perf_counter()
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            for _ in range(self.size // self.chunk):
+                os.write(fd, block)
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        return self.size / 2**30, time.perf_counter() - started
+
+    def fill(self) -> float:
+        """Read the ballast back until free memory is down to ``keep_free`` (or the whole file is cached);
+        returns the free memory left, GiB."""
+        if not self.size:
+            return _meminfo("MemFree") / 2**30
+        buffer = bytearray(self.chunk)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            for offset in range(0, self.size, self.chunk):
+                if _meminfo("MemFree") <= self.keep_free:
+                    break
+                if _cached_bytes(fd, offset, self.chunk) < self.chunk:
+                    os.preadv(fd, [buffer], offset)  # the disk read puts the chunk back in the page cache
+        finally:
+            os.close(fd)
+        self.free_at_points.append(_meminfo("MemFree") / 2**30)
+        return self.free_at_points[-1]
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _cached_bytes(fd: int, offset: int, length: int) -> int:
+    """How much of a file's range is in the page cache: the ``cachestat`` system call (Linux 6.5), which neither
+    the standard library nor a maintained package wraps; ``posix_fadvise(WILLNEED)`` is no substitute, Linux
+    reads at most one readahead window per call."""
+    class Range(ctypes.Structure):
+        _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+    class Stat(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_uint64) for name in ("cache", "dirty", "writeback", "evicted",
+                                                           "recently_evicted")]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    stat = Stat()
+    if libc.syscall(CACHESTAT, fd, ctypes.byref(Range(offset, length)), ctypes.byref(stat), 0) != 0:
+        raise OSError(ctypes.get_errno(), "cachestat")
+    return int(stat.cache) * mmap.PAGESIZE
+
+
+CACHESTAT = 451  # x86_64 and arm64 system call number
+
+
+def _meminfo(field: str) -> int:
+    """One field of /proc/meminfo, bytes."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(field)
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -705,6 +782,7 @@ async def compaction_point(st: GcStore, rate: float, baseline_s: float, grace_s:
 class Settings:
     rounds: int = 3
     seconds: int = 15  # per measured point: several times the length of a warm-up pass
+    full_page_cache: bool = True  # every point starts with memory full of page cache (FullPageCache)
     warmup_seconds: int = 10  # per warm-up pass and protocol
     warmup_max: int = 8  # passes at most
     warmup_tolerance: float = 0.05  # a pass within 5% of the previous one ends the warm-up
@@ -755,8 +833,9 @@ def report_exited_bookies(cluster: Cluster) -> None:
                   f"its log ends:\n{log_tail(b.log_path, 40)}", flush=True)
 
 
-def measured(cluster: Cluster, fn: Callable[[], tuple[float, float, float, int]]) -> tuple[float, float, float,
-                                                                                            int, float, float]:
+def measured(cluster: Cluster, page_cache: FullPageCache, fn: Callable[[], tuple[float, float, float, int]]
+             ) -> tuple[float, float, float, int, float, float]:
+    page_cache.fill()
     load = load_average()
     cpu_before = cpu_seconds(cluster.pids)
     try:
@@ -773,9 +852,10 @@ def measured(cluster: Cluster, fn: Callable[[], tuple[float, float, float, int]]
 def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[str, Any]:
     from bookie_fleet.zookeeper import ZooKeeperServer
 
-    touched = touch_free_memory() if settings.rounds > 1 else (0.0, 0.0)
+    page_cache = FullPageCache(workdir)
+    ballast = page_cache.create() if settings.full_page_cache else (0.0, 0.0)
     facts = {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-             "memory_touched_gib": touched[0], "memory_touch_s": touched[1],
+             "page_cache_ballast_gib": ballast[0], "page_cache_ballast_s": ballast[1],
              "load_before": load_average(), "fdatasync_per_s": fdatasync_rate(workdir, 3 if settings.rounds > 1
                                                                                else 0.5),
              "seq_write_mb_s": sequential_write_mb_s(workdir, 512 if settings.rounds > 1 else 16)}
@@ -805,7 +885,7 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
                         for size in settings.sizes:
                             for impl in order_for(step):
                                 c = clusters[impl]
-                                ops, p50, p99, n, cpu, load = measured(c, partial(
+                                ops, p50, p99, n, cpu, load = measured(c, page_cache, partial(
                                     run_btl, c, size, ens, proto == "v2", settings.seconds, settings.throttle,
                                     workdir))
                                 record(Point("btl", impl, r, {"size": size, "ens": "/".join(map(str, ens)),
@@ -816,7 +896,7 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
                 for ens in settings.ensembles:
                     for impl in order_for(step):
                         c = clusters[impl]
-                        ops, p50, p99, n, cpu, load = measured(c, partial(
+                        ops, p50, p99, n, cpu, load = measured(c, page_cache, partial(
                             _sync, py_adds(c, 1024, ens, settings.seconds, settings.py_window)))
                         record(Point("pyclient", impl, r, {"size": 1024, "ens": "/".join(map(str, ens)),
                                                            "proto": "v3"}, ops, p50, p99, cpu, load, n))
@@ -831,26 +911,29 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
                         print(f"read ledger not written on {impl}: {str(exc)[-1500:]}", flush=True)
                         report_exited_bookies(c)
                         ledger = -1
-                    ops, p50, p99, n, cpu, load = measured(c, partial(_brtl_point, c, ledger))
+                    ops, p50, p99, n, cpu, load = measured(c, page_cache, partial(_brtl_point, c, ledger))
                     record(Point("catchup-java", impl, r, {"size": 1024, "ens": "3/2/2"}, ops, p50, p99, cpu,
                                  load, n))
-                    ops, p50, p99, n, cpu, load = measured(c, partial(_sync, py_catchup(c, ledger)))
+                    ops, p50, p99, n, cpu, load = measured(c, page_cache, partial(_sync, py_catchup(c, ledger)))
                     record(Point("catchup-py", impl, r, {"size": 1024, "ens": "3/2/2"}, ops, p50, p99, cpu, load, n))
-                    ops, p50, p99, n, cpu, load = measured(c, partial(
+                    ops, p50, p99, n, cpu, load = measured(c, page_cache, partial(
                         _sync, py_tail(c, settings.tail_rate, settings.seconds, 1024)))
                     record(Point("tail-py", impl, r, {"size": 1024, "ens": "3/2/2", "rate": settings.tail_rate},
                                  ops, p50, p99, cpu, load, n))
                     reclaim(c)
                 step += 1
             if "compaction" in settings.workloads:
-                compaction_round(workdir / f"gc-{r}", zk.connect_string, r, order_for(step), settings, record)
+                compaction_round(workdir / f"gc-{r}", zk.connect_string, r, order_for(step), settings, page_cache,
+                                 record)
                 step += 1
         if settings.profile:
             facts["profile"] = profile_add_path(clusters["ours"], settings, workdir, log)
     finally:
         stop_clusters(clusters)
         zk.stop()
+        page_cache.remove()
     facts["load_after"] = load_average()
+    facts["free_gib_at_points"] = page_cache.free_at_points
     return {"facts": facts, "settings": asdict(settings), "points": [asdict(p) for p in points]}
 
 
@@ -880,7 +963,7 @@ def warm_up(cluster: Cluster, settings: Settings, workdir: Path, log: Callable[[
 
 
 def compaction_round(workdir: Path, zk_connect: str, r: int, order: tuple[str, ...], settings: Settings,
-                     record: Callable[[Point], None]) -> None:
+                     page_cache: FullPageCache, record: Callable[[Point], None]) -> None:
     """Fresh compaction bookies, the same prepared store on each, then one compaction point per implementation
     in ``order``. A failure is logged and recorded as failed points (count 0) rather than losing the run."""
     params = {"mib": settings.gc_mib, "garbage": settings.gc_garbage, "log_mib": settings.gc_log_mib}
@@ -890,6 +973,7 @@ def compaction_round(workdir: Path, zk_connect: str, r: int, order: tuple[str, .
         start_gc_stores(workdir, zk_connect, r, settings.gc_log_mib, stores)
         prepare_gc_stores(stores, settings.gc_mib, settings.gc_garbage)
         for impl in order:
+            page_cache.fill()
             res = asyncio.run(compaction_point(stores[impl], settings.gc_rate, settings.gc_baseline_s,
                                                settings.gc_grace_s))
             done.add(impl)
@@ -950,6 +1034,16 @@ def _num(v: float | None, fmt: str = ".0f") -> str:
     return "-" if v is None or v != v else format(v, fmt)
 
 
+def page_cache_fact(facts: dict[str, Any]) -> str:
+    free = sorted(facts.get("free_gib_at_points") or [])
+    if not facts.get("page_cache_ballast_gib") or not free:
+        return "Points started with whatever memory was free (no page cache fill)."
+    return (f"Every point started with memory full of page cache, as on a bookie's machine that has been running "
+            f"(`FullPageCache`: a {facts['page_cache_ballast_gib']:.1f} GiB ballast read back before each point; "
+            f"free memory at the start of a point {free[0]:.1f}-{free[-1]:.1f} GiB, median "
+            f"{statistics.median(free):.1f}).")
+
+
 def report(results: dict[str, Any], command: str) -> str:
     facts, s, pts = results["facts"], results["settings"], results["points"]
     lines = [BEGIN, "## Suite: our bookie vs Apache BookKeeper 4.17.3, BookKeeper's own benchmark tools", "",
@@ -958,9 +1052,7 @@ def report(results: dict[str, Any], command: str) -> str:
              f"run: disk fdatasync **{facts['fdatasync_per_s']:.0f}/s** (4 KiB writes), sequential write "
              f"**{facts['seq_write_mb_s']:.0f} MB/s** (1 MiB writes + fdatasync). Load average (1 min) "
              f"{facts['load_before']:.1f} before, {facts['load_after']:.1f} after; each row gives the median load "
-             f"during its points. Before measuring, the machine's free memory was touched once "
-             f"({facts.get('memory_touched_gib', 0):.1f} GiB in {facts.get('memory_touch_s', 0):.0f} s; "
-             f"`touch_free_memory`).  ",
+             f"during its points. {page_cache_fact(facts)}  ",
              f"Clusters: 3 bookies per implementation on this machine (separate data directories, same disk), "
              f"journal fsync on, 1 ms group wait; Apache BookKeeper with DbLedgerStorage. {s['rounds']} rounds, "
              f"each point alternating which implementation goes first; medians over the rounds.  ",
@@ -1206,6 +1298,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ours-config", type=_parse_config, action="append", default=[], metavar="KEY=VALUE",
                         help="a configuration key of our bookies (BookKeeper's name), repeatable; they run at "
                              "their defaults otherwise")
+    parser.add_argument("--free-memory", action="store_true",
+                        help="points start with whatever memory is free instead of a full page cache")
     parser.add_argument("--impls", default="java,ours", help="java,ours (ours alone: the optimisation loop)")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args(argv)
@@ -1228,11 +1322,13 @@ def main(argv: list[str] | None = None) -> int:
                         workloads=tuple(args.workloads.split(",")), profile=args.profile, gc_mib=args.gc_mib,
                         gc_garbage=args.gc_garbage, gc_log_mib=args.gc_log_mib,
                         warmup_seconds=args.warmup_seconds, warmup_max=args.warmup_max,
-                        py_window=args.py_window, ours_config=dict(args.ours_config))
+                        py_window=args.py_window, ours_config=dict(args.ours_config),
+                        full_page_cache=not args.free_memory)
     if args.quick:
         # 10 s points and a 5 s warm-up pass: next to the rest of the test suite (load 5-10 on two cores), a
         # freshly started production JVM's first seconds (JIT, G1 sizing) completed no add in a 3 s point
         settings.rounds, settings.seconds, settings.sizes = 1, 10, (1024,)
+        settings.full_page_cache = False  # a ballast of the machine's memory size is no test-suite fixture
         settings.warmup_seconds, settings.warmup_max = 5, 1
         settings.ensembles, settings.read_entries, settings.tail_rate = ((1, 1, 1),), 300, 200
         # 8 ledgers of 1 MiB in 2 MiB logs: every log still mixes a kept ledger with deleted ones, or is all dead

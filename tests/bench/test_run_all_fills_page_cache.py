@@ -1,0 +1,63 @@
+"""Before each measured point the suite reads back into the page cache what the previous points evicted of its
+ballast, so that every point starts with memory full of page cache; and it stops once free memory is down to
+its target, reading nothing more."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+MIB = 2**20
+
+
+@pytest.fixture(scope="module")
+def run_all() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import run_all
+
+        yield run_all
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def evict(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # clean pages (create() syncs): dropped at once
+    finally:
+        os.close(fd)
+
+
+def cached(run_all: ModuleType, path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return int(run_all._cached_bytes(fd, 0, path.stat().st_size))
+    finally:
+        os.close(fd)
+
+
+def test_evicted_ballast_is_read_back_until_memory_is_full(run_all: ModuleType, tmp_path: Path) -> None:
+    cache = run_all.FullPageCache(tmp_path, keep_free=0, chunk=4 * MIB)  # never full: every chunk read back
+    cache.create(32 * MIB)
+    evict(cache.path)
+    assert cached(run_all, cache.path) < 8 * MIB
+    cache.fill()
+    assert cached(run_all, cache.path) == 32 * MIB
+    assert len(cache.free_at_points) == 1
+
+
+def test_nothing_is_read_once_free_memory_is_down_to_the_target(run_all: ModuleType, tmp_path: Path) -> None:
+    cache = run_all.FullPageCache(tmp_path, keep_free=2**62, chunk=4 * MIB)  # already "full" at any free memory
+    cache.create(32 * MIB)
+    evict(cache.path)
+    cache.fill()
+    assert cached(run_all, cache.path) < 8 * MIB
+    cache.remove()
+    assert not cache.path.exists()
