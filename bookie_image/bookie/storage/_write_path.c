@@ -510,14 +510,15 @@ static PyTypeObject EntryBatchType = {
 };
 
 /* sorted_entries() -> EntryBatch: every entry, by ledger then entry id, as a checkpoint writes them (entry logs
- * keep a ledger's entries together). The GIL is yielded while the entries are taken (a ledger deleted meanwhile
- * makes the walk start over, without yields) and released for the sort. */
+ * keep a ledger's entries together). The GIL is yielded while the entries are taken (a ledger deleted or an entry
+ * put meanwhile makes the walk start over, without yields, so that the second walk always completes) and released
+ * for the sort. */
 static PyObject *WriteCache_sorted_entries(WriteCache *self, PyObject *unused) {
     EntryBatch *batch = batch_new((Py_ssize_t)self->count);
     if (batch == NULL)
         return NULL;
-    unsigned long long version = self->version;
     for (int yielding = 1;; yielding = 0) {
+        unsigned long long version = self->version; /* of this walk: a walk is checked against its own start */
         long long i = 0;
         for (; i < self->count; i++) {
             CacheEntry *e = &self->entries[i];
