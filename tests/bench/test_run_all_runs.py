@@ -13,9 +13,22 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "run_all.py"
 
 
+def run_quick(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The quick run, stopped with SIGTERM if it takes too long or the test is interrupted (the test run's own
+    timeout included): the harness then stops its clusters, which a SIGKILL would leave running."""
+    args = [sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path)]
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=540)  # under the test run's 600 s per test
+        except BaseException:
+            proc.terminate()
+            proc.communicate(timeout=120)
+            raise
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
 def test_run_all_quick_measures_every_workload_on_both_implementations(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path)],
-                            capture_output=True, text=True, timeout=900)
+    result = run_quick(tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     points = json.loads(result.stdout.strip().splitlines()[-1])
     seen = {(p["workload"], p["impl"], p["params"].get("proto")) for p in points}
