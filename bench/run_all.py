@@ -833,9 +833,12 @@ def report_exited_bookies(cluster: Cluster) -> None:
                   f"its log ends:\n{log_tail(b.log_path, 40)}", flush=True)
 
 
-def measured(cluster: Cluster, page_cache: FullPageCache, fn: Callable[[], tuple[float, float, float, int]]
-             ) -> tuple[float, float, float, int, float, float]:
-    page_cache.fill()
+def measured(cluster: Cluster, fn: Callable[[], tuple[float, float, float, int]],
+             page_cache: FullPageCache | None = None) -> tuple[float, float, float, int, float, float]:
+    """One point: ``fn`` run once, with the cluster's bookie CPU per 100k entries and the load average before it;
+    ``page_cache``: filled first (the suite's points; the single-question benches measure the state they set up)."""
+    if page_cache is not None:
+        page_cache.fill()
     load = load_average()
     cpu_before = cpu_seconds(cluster.pids)
     try:
@@ -885,9 +888,9 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
                         for size in settings.sizes:
                             for impl in order_for(step):
                                 c = clusters[impl]
-                                ops, p50, p99, n, cpu, load = measured(c, page_cache, partial(
+                                ops, p50, p99, n, cpu, load = measured(c, partial(
                                     run_btl, c, size, ens, proto == "v2", settings.seconds, settings.throttle,
-                                    workdir))
+                                    workdir), page_cache)
                                 record(Point("btl", impl, r, {"size": size, "ens": "/".join(map(str, ens)),
                                                               "proto": proto}, ops, p50, p99, cpu, load, n))
                                 reclaim(c)
@@ -896,8 +899,8 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
                 for ens in settings.ensembles:
                     for impl in order_for(step):
                         c = clusters[impl]
-                        ops, p50, p99, n, cpu, load = measured(c, page_cache, partial(
-                            _sync, py_adds(c, 1024, ens, settings.seconds, settings.py_window)))
+                        ops, p50, p99, n, cpu, load = measured(c, partial(
+                            _sync, py_adds(c, 1024, ens, settings.seconds, settings.py_window)), page_cache)
                         record(Point("pyclient", impl, r, {"size": 1024, "ens": "/".join(map(str, ens)),
                                                            "proto": "v3"}, ops, p50, p99, cpu, load, n))
                         reclaim(c)
@@ -911,13 +914,13 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
                         print(f"read ledger not written on {impl}: {str(exc)[-1500:]}", flush=True)
                         report_exited_bookies(c)
                         ledger = -1
-                    ops, p50, p99, n, cpu, load = measured(c, page_cache, partial(_brtl_point, c, ledger))
+                    ops, p50, p99, n, cpu, load = measured(c, partial(_brtl_point, c, ledger), page_cache)
                     record(Point("catchup-java", impl, r, {"size": 1024, "ens": "3/2/2"}, ops, p50, p99, cpu,
                                  load, n))
-                    ops, p50, p99, n, cpu, load = measured(c, page_cache, partial(_sync, py_catchup(c, ledger)))
+                    ops, p50, p99, n, cpu, load = measured(c, partial(_sync, py_catchup(c, ledger)), page_cache)
                     record(Point("catchup-py", impl, r, {"size": 1024, "ens": "3/2/2"}, ops, p50, p99, cpu, load, n))
-                    ops, p50, p99, n, cpu, load = measured(c, page_cache, partial(
-                        _sync, py_tail(c, settings.tail_rate, settings.seconds, 1024)))
+                    ops, p50, p99, n, cpu, load = measured(c, partial(
+                        _sync, py_tail(c, settings.tail_rate, settings.seconds, 1024)), page_cache)
                     record(Point("tail-py", impl, r, {"size": 1024, "ens": "3/2/2", "rate": settings.tail_rate},
                                  ops, p50, p99, cpu, load, n))
                     reclaim(c)
