@@ -280,7 +280,7 @@ async def _init_cluster(zk_connect: str, root: str) -> None:
         await store.init_cluster()
 
 
-JOURNAL_RETENTION = {"journalMaxBackups": 1}
+JOURNAL_RETENTION: dict[str, Any] = {"journalMaxBackups": 1}
 
 
 def start_clusters(workdir: Path, zk_connect: str, count: int, impls: tuple[str, ...],
@@ -857,7 +857,8 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
 
     page_cache = FullPageCache(workdir)
     ballast = page_cache.create() if settings.full_page_cache else (0.0, 0.0)
-    facts = {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+    facts: dict[str, Any] = {
+             "cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
              "page_cache_ballast_gib": ballast[0], "page_cache_ballast_s": ballast[1],
              "load_before": load_average(), "fdatasync_per_s": fdatasync_rate(workdir, 3 if settings.rounds > 1
                                                                                else 0.5),
