@@ -160,11 +160,11 @@ class FullPageCache:
     that has been running: there the journal and entry log writes of a point take their pages from the reclaim of
     old page cache, not from free memory.
 
-    Why it matters here: on this project's virtual machines free guest memory is handed back to the host (the
-    balloon device's free page reporting), and the first write to a page taken from it costs a host-side fault.
-    Measured with ``perf`` on one of our bookies during a 16 KiB point: the kernel's copy into the page cache took
-    56% of the bookie's CPU while the point consumed free memory, 14% once memory was full and pages were
-    reclaimed, 50 against 30 us of bookie CPU per add. Between points the suite deletes every ledger, freeing
+    Why it matters here: measured with ``perf`` on our bookies during a 16 KiB point, the kernel's copy into the
+    page cache took 56% of their CPU while the point consumed free memory, 14% once memory was full and pages were
+    reclaimed: about 50 against 30 us of bookie CPU per add. The likely cause is this VM's balloon device, whose
+    free page reporting hands free guest memory back to the host, so that the first write to such a page costs a
+    host-side fault. Between points the suite deletes every ledger, freeing
     gigabytes; without this, how much of a point runs in the costly state depends on how long ago its pages were
     freed, not on the implementation. Both implementations' points start from the same full state.
 
@@ -194,11 +194,11 @@ class FullPageCache:
             os.close(fd)
         return self.size / 2**30, time.perf_counter() - started
 
-    def fill(self) -> float:
-        """Read the ballast back until free memory is down to ``keep_free`` (or the whole file is cached);
-        returns the free memory left, GiB."""
+    def fill(self) -> None:
+        """Read the ballast back until free memory is down to ``keep_free`` (or the whole file is cached), and
+        note the free memory left."""
         if not self.size:
-            return _meminfo("MemFree") / 2**30
+            return
         buffer = bytearray(self.chunk)
         fd = os.open(self.path, os.O_RDONLY)
         try:
@@ -210,31 +210,31 @@ class FullPageCache:
         finally:
             os.close(fd)
         self.free_at_points.append(_meminfo("MemFree") / 2**30)
-        return self.free_at_points[-1]
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+class _CachestatRange(ctypes.Structure):
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Cachestat(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in ("cache", "dirty", "writeback", "evicted", "recently_evicted")]
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+CACHESTAT = 451  # the system call's number, the same on every architecture
 
 
 def _cached_bytes(fd: int, offset: int, length: int) -> int:
     """How much of a file's range is in the page cache: the ``cachestat`` system call (Linux 6.5), which neither
     the standard library nor a maintained package wraps; ``posix_fadvise(WILLNEED)`` is no substitute, Linux
     reads at most one readahead window per call."""
-    class Range(ctypes.Structure):
-        _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
-
-    class Stat(ctypes.Structure):
-        _fields_ = [(name, ctypes.c_uint64) for name in ("cache", "dirty", "writeback", "evicted",
-                                                           "recently_evicted")]
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    stat = Stat()
-    if libc.syscall(CACHESTAT, fd, ctypes.byref(Range(offset, length)), ctypes.byref(stat), 0) != 0:
+    stat = _Cachestat()
+    if _LIBC.syscall(CACHESTAT, fd, ctypes.byref(_CachestatRange(offset, length)), ctypes.byref(stat), 0) != 0:
         raise OSError(ctypes.get_errno(), "cachestat")
     return int(stat.cache) * mmap.PAGESIZE
-
-
-CACHESTAT = 451  # x86_64 and arm64 system call number
 
 
 def _meminfo(field: str) -> int:
