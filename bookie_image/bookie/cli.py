@@ -1,6 +1,7 @@
 """The ``bookie`` command: run a bookie, and inspect its files at 3 a.m.
 
     bookie serve --conf bookie.conf [--termination-log PATH]
+    bookie inspect serve --conf inspector.conf [--termination-log PATH]
     bookie journal dump FILE.txn [--limit N]
     bookie entrylog dump FILE.log [--limit N] [--map-only]
     bookie ledger locations --conf bookie.conf LEDGER_ID
@@ -13,7 +14,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,20 @@ def _print_json(value: Any) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run a bookie; a start-up failure is also the container's termination message (``bookie.termination``)."""
-    from bookie import termination
     from bookie.server import run_bookie
+
+    return _run_service("bookie", run_bookie, args)
+
+
+def cmd_inspect_serve(args: argparse.Namespace) -> int:
+    """Run the inspector beside another bookie (``bookie.inspector``), with the same start-up reporting."""
+    from bookie.inspector.process import run_inspector
+
+    return _run_service("inspector", run_inspector, args)
+
+
+def _run_service(what: str, run: Callable[[BookieConfig], int], args: argparse.Namespace) -> int:
+    from bookie import termination
 
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -38,10 +51,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         termination.write(termination.INVALID_CONFIG, str(exc), args.termination_log)
         raise
     try:
-        return run_bookie(conf)
+        return run(conf)
     except termination.StartFailure as exc:
         termination.write(exc.reason, str(exc), args.termination_log)
-        print(f"bookie: cannot start ({exc.reason}): {exc}", file=sys.stderr)
+        print(f"bookie: {what} cannot start ({exc.reason}): {exc}", file=sys.stderr)
         return 1
 
 
@@ -89,18 +102,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if not report.get("problems") else 1
 
 
+def _service_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--conf", required=True, help="bk_server.conf-style file")
+    parser.add_argument("--log-level", default="info")
+    parser.add_argument("--termination-log", default=None, metavar="PATH",
+                        help="file for the reason of a failed start (default: $BOOKIE_TERMINATION_LOG, else "
+                             "/dev/termination-log when it exists; '' for none)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bookie", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run a bookie")
-    serve.add_argument("--conf", required=True, help="bk_server.conf-style file")
-    serve.add_argument("--log-level", default="info")
-    serve.add_argument("--termination-log", default=None, metavar="PATH",
-                       help="file for the reason of a failed start (default: $BOOKIE_TERMINATION_LOG, else "
-                            "/dev/termination-log when it exists; '' for none)")
+    _service_arguments(serve)
     serve.set_defaults(func=cmd_serve)
+
+    inspect = sub.add_parser("inspect", help="the inspector beside another bookie (an Apache BookKeeper one)")
+    iserve = inspect.add_subparsers(dest="action", required=True).add_parser(
+        "serve", help="serve the explain endpoint, entry-log metrics and entry-log files of another bookie's "
+                      "ledger directories, read-only (ledgerDirectories, metadataServiceUri, httpServer* keys)")
+    _service_arguments(iserve)
+    iserve.set_defaults(func=cmd_inspect_serve)
 
     journal = sub.add_parser("journal", help="journal files").add_subparsers(dest="action", required=True)
     jdump = journal.add_parser("dump", help="print the records of a journal file")

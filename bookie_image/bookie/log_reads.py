@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from bookie.config import BookieConfig
 from bookie.http.backend import EntryLogFile, EntryLogNotFound, EntryLogUnreadable
 from bookie.storage import entrylog_format as ef
-from bookie.storage.log_files import HeldLog, LogFilesApi, NoSuchLogError
+from bookie.storage.log_files import HeldLog, LogFileSource, NoSuchLogError
 
 CHUNK_BYTES = 256 * 1024  # at most one disk read and one socket write; the memory a request holds
 MIN_CHUNK_BYTES = 4096
@@ -77,7 +77,7 @@ class _OpenLog:
 class EntryLogReads:
     """Entry-log reads of one bookie's admin API (see the module docstring)."""
 
-    def __init__(self, conf: BookieConfig, engine: LogFilesApi) -> None:
+    def __init__(self, conf: BookieConfig, engine: LogFileSource) -> None:
         self.engine = engine
         self.conf = conf
         self.rate = ByteRate(lambda: conf.http_entry_log_read_rate_by_bytes)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Sequence, Sized
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Protocol
@@ -334,19 +334,27 @@ def _ours(text: Text, s: Snapshot) -> None:
     for name, value in sorted(s.gc_counters.items()):
         if name not in GC_COUNTERS:
             text.counter(f"bookie_{name}", value)
-    for name, value in sorted(s.gc_gauges.items()):
-        if name not in GC_GAUGES:
-            text.gauge(f"bookie_{name}", value)
-    text.histogram("bookie_entry_log_age_seconds", s.entry_log_ages, AGE_BUCKETS)
-    for p in s.pinned:  # bounded: pinnedGarbageTopLedgers series
-        labels = [("ledger", str(p.ledger_id))] + ([("topic", p.topic)] if p.topic else [])
-        text.gauge("bookie_pinned_garbage_bytes", p.garbage_bytes, labels)
+    write_entry_log_families(text, s.gc_gauges, s.entry_log_ages, s.pinned)
     text.gauge("bookie_long_polls_parked", s.long_polls_parked)
     text.gauge("bookie_journal_damaged_groups", s.journal_damaged_groups)
     for limit, hits in sorted(s.limit_hits.items()):
         text.counter(f"bookie_limit_{limit}_hits_total", hits)
     for kind, refused in sorted(s.refusals.items()):
         text.counter("bookie_connection_refusals_total", refused, [("reason", kind.replace(" ", "_"))])
+
+
+def write_entry_log_families(text: Text, gauges: dict[str, float], ages: Sequence[float],
+                             pinned: Sequence[PinnedLedger]) -> None:
+    """Our entry-log families (``bookie.gc.explain.log_gauges`` but BookKeeper's own ``GC_GAUGES``, the age
+    histogram, the ledgers pinning the most garbage): a bookie's, or the inspector's beside a Java bookie, which
+    exports BookKeeper's GC gauges itself."""
+    for name, value in sorted(gauges.items()):
+        if name not in GC_GAUGES:
+            text.gauge(f"bookie_{name}", value)
+    text.histogram("bookie_entry_log_age_seconds", ages, AGE_BUCKETS)
+    for p in pinned:  # bounded: pinnedGarbageTopLedgers series
+        labels = [("ledger", str(p.ledger_id))] + ([("topic", p.topic)] if p.topic else [])
+        text.gauge("bookie_pinned_garbage_bytes", p.garbage_bytes, labels)
 
 
 _PROCESS = CollectorRegistry(auto_describe=False)
@@ -359,6 +367,11 @@ def render(snapshot: Snapshot) -> tuple[bytes, str]:
     """The ``/metrics`` body: BookKeeper's families and ours, then the process's (CPU, memory, Python GC)."""
     text = Text()
     write_bookie(text, snapshot)
+    return with_process(text)
+
+
+def with_process(text: Text) -> tuple[bytes, str]:
+    """``text`` followed by the process's families (CPU, memory, Python GC), and the content type."""
     return text.render().encode() + generate_latest(_PROCESS), CONTENT_TYPE
 
 
@@ -453,16 +466,20 @@ async def rollover_forever(server: MetricsSource) -> None:
             stat.rotate()
 
 
-async def serve_dedicated_port(server: MetricsSource) -> web.AppRunner:
-    """``/metrics`` alone on ``prometheusStatsHttpAddress:prometheusStatsHttpPort``."""
+async def serve_dedicated_port(conf: BookieConfig, metrics_text: Callable[[], tuple[bytes, str]]) -> web.AppRunner:
+    """``/metrics`` alone on ``prometheusStatsHttpAddress:prometheusStatsHttpPort`` (a bookie's, or an
+    inspector's): monitoring reaches it without reaching the admin API."""
     async def metrics(_: web.Request) -> web.Response:
-        body, content_type = server.metrics_text()
+        body, content_type = metrics_text()
         return web.Response(body=body, headers={"Content-Type": content_type})
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, server.conf.prometheus_stats_http_address,
-                      server.conf.prometheus_stats_http_port).start()
+    try:
+        await web.TCPSite(runner, conf.prometheus_stats_http_address, conf.prometheus_stats_http_port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
     return runner

@@ -116,7 +116,7 @@ class BookieServer:
         if self.conf.http_server_enabled:
             await self._start_http()
         if self.conf.prometheus_stats_http_enable:
-            self._metrics_http = await metrics.serve_dedicated_port(self)
+            self._metrics_http = await metrics.serve_dedicated_port(self.conf, self.metrics_text)
         if self.gc is not None and hasattr(self.gc, "start"):
             await self.gc.start()
         await self.state.start()

@@ -22,7 +22,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -401,15 +400,11 @@ class GarbageCollector:
         return dict(self.counters), ex.gauges(self.dirs, target, len(self.engine.ledger_ids()))
 
     def pinned_ledgers(self, top: int) -> list[ex.PinnedLedger]:
-        """The ``top`` ledgers pinning the most garbage, for a scrape (event loop, no waiting). Their topics are
-        looked up in the background; a ledger is listed once its lookup has ended, so that its series does not
-        change labels from one scrape to the next (unless the lookup failed: then without a topic)."""
+        """The ``top`` ledgers pinning the most garbage, for a scrape (event loop, no waiting), with their topics
+        as far as they are known (``TopicNames.labelled``)."""
         if top <= 0 or not self.dirs:
             return []
-        pins = ex.pinned_garbage(self.dirs, top)
-        self.topics.resolve_soon(p.ledger_id for p in pins)
-        return [replace(p, topic=self.topics.known.get(p.ledger_id)) for p in pins
-                if p.ledger_id in self.topics.known or p.ledger_id in self.topics.failed]
+        return self.topics.labelled(ex.pinned_garbage(self.dirs, top))
 
     async def explain(self, limit: int) -> dict[str, Any]:
         """Every entry log on disk now: logs no cycle has read yet are read first (up to EXPLAIN_WAIT_S; the

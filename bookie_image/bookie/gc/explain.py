@@ -16,7 +16,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bookie.gc import policy as pol
@@ -42,6 +42,12 @@ def gauges(dirs: list[DirState], target_log_size: int, ledger_count: int) -> dic
     for d in dirs:
         logs += d.cache.snapshot()
         pending += len(d.refs.retired())
+    return log_gauges(logs, pending, target_log_size, ledger_count)
+
+
+def log_gauges(logs: list[LogMeta], pending: int, target_log_size: int, ledger_count: int) -> dict[str, float]:
+    """The entry-log gauges of a set of logs as GC (or the inspector) last read them; ``pending``: logs waiting
+    for their readers before deletion."""
     live = [m for m in logs if not m.pending_delete]
     usages = [pol.LogUsage(m.log_id, m.total_bytes, m.remaining_bytes) for m in live if not m.quarantined]
     out = {
@@ -70,24 +76,28 @@ class PinnedLedger:
 
 
 def pinned_garbage(dirs: list[DirState], top: int) -> list[PinnedLedger]:
-    """The ``top`` ledgers keeping the most garbage, most first (as of GC's last look at each log).
+    """The ``top`` ledgers keeping the most garbage, most first (as of GC's last look at each log)."""
+    return rank_pinned((m for d in dirs for m in d.cache.snapshot()), top)
+
+
+def rank_pinned(logs: Iterable[LogMeta], top: int) -> list[PinnedLedger]:
+    """The ``top`` ledgers keeping the most garbage in ``logs``, most first.
 
     A flushed log with dead bytes goes only when compaction rewrites it or its last live ledger is deleted, so
     each of its live ledgers is charged all of its dead bytes (the storage audit's pinning table counts the
     same way): a ledger with a few entries in many old logs comes out on top. Quarantined logs and logs
     waiting for deletion are not counted: no ledger keeps those."""
     garbage: dict[int, int] = {}
-    logs: dict[int, int] = {}
-    for d in dirs:
-        for m in d.cache.snapshot():
-            dead = m.total_bytes - m.remaining_bytes
-            if dead <= 0 or m.quarantined or m.pending_delete:
-                continue
-            for ledger_id in m.ledgers:
-                garbage[ledger_id] = garbage.get(ledger_id, 0) + dead
-                logs[ledger_id] = logs.get(ledger_id, 0) + 1
+    logs_of: dict[int, int] = {}
+    for m in logs:
+        dead = m.total_bytes - m.remaining_bytes
+        if dead <= 0 or m.quarantined or m.pending_delete:
+            continue
+        for ledger_id in m.ledgers:
+            garbage[ledger_id] = garbage.get(ledger_id, 0) + dead
+            logs_of[ledger_id] = logs_of.get(ledger_id, 0) + 1
     ranked = heapq.nsmallest(top, garbage.items(), key=lambda kv: (-kv[1], kv[0]))
-    return [PinnedLedger(ledger_id, dead, logs[ledger_id]) for ledger_id, dead in ranked]
+    return [PinnedLedger(ledger_id, dead, logs_of[ledger_id]) for ledger_id, dead in ranked]
 
 
 class TopicNames:
@@ -134,6 +144,14 @@ class TopicNames:
             self._task = asyncio.get_running_loop().create_task(self.resolve(missing), name="topic-names")
             self._task.add_done_callback(_log_failure)
 
+    def labelled(self, pins: list[PinnedLedger]) -> list[PinnedLedger]:
+        """``pins`` with their topics, for a scrape (no waiting): topics not known yet are looked up in the
+        background, and a ledger is listed once its lookup has ended, so that its series does not change labels
+        from one scrape to the next (unless the lookup failed: then without a topic)."""
+        self.resolve_soon(p.ledger_id for p in pins)
+        return [replace(p, topic=self.known.get(p.ledger_id)) for p in pins
+                if p.ledger_id in self.known or p.ledger_id in self.failed]
+
     def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
@@ -174,13 +192,21 @@ def entry_logs(req: ExplainInput, dirs: list[DirListing], limit: int) -> dict[st
     for dl in dirs:
         known = {m.log_id: m for m in dl.state.cache.snapshot()}
         found = (_entry(req, dl, known.get(log_id), log_id, now) for log_id in dl.listing.log_ids)
-        logs = [e for e in found if e is not None]
-        logs.sort(key=lambda e: -e["ageSeconds"])
-        active = dl.listing.active
-        out.append({"ledgerDir": str(dl.state.ledger_dir), "activeLogId": f"{active:x}" if active >= 0 else None,
-                    "entryLogCount": len(logs), "entryLogs": logs[:limit] if limit > 0 else logs})
-    return {"bookieId": req.bookie_id, "minorCompactionThreshold": req.settings.minor_threshold,
-            "majorCompactionThreshold": req.settings.major_threshold, "ledgerDirs": out}
+        out.append(dir_answer(str(dl.state.ledger_dir), dl.listing.active,
+                              [e for e in found if e is not None], limit))
+    return answer(req.bookie_id, req.settings, out)
+
+
+def dir_answer(ledger_dir: str, active: int, logs: list[dict[str, Any]], limit: int) -> dict[str, Any]:
+    """One ledger directory of the answer: its logs oldest first, at most ``limit`` of them (0: all)."""
+    logs.sort(key=lambda e: -e["ageSeconds"])
+    return {"ledgerDir": ledger_dir, "activeLogId": f"{active:x}" if active >= 0 else None,
+            "entryLogCount": len(logs), "entryLogs": logs[:limit] if limit > 0 else logs}
+
+
+def answer(bookie_id: str, settings: pol.CompactionSettings, dirs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"bookieId": bookie_id, "minorCompactionThreshold": settings.minor_threshold,
+            "majorCompactionThreshold": settings.major_threshold, "ledgerDirs": dirs}
 
 
 def _entry(req: ExplainInput, dl: DirListing, meta: LogMeta | None, log_id: int,
@@ -195,7 +221,7 @@ def _entry(req: ExplainInput, dl: DirListing, meta: LogMeta | None, log_id: int,
             "ageSeconds": round(now - st.st_mtime, 1), "readers": d.refs.holders(log_id)}
     if log_id == dl.listing.active:
         live = {lid: size for lid, size in dl.active_ledgers.items() if dl.alive(lid)}
-        return {**base, **_figures(live, sum(dl.active_ledgers.values()), "checkpoints so far"),
+        return {**base, **log_figures(live, sum(dl.active_ledgers.values()), "checkpoints so far"),
                 "active": True, "figures": {"state": "fresh", "extractedAt": _ms(now)},
                 "verdict": "active: checkpoints append to it; GC considers it once it is full and rolls"}
     if meta is None:
@@ -209,11 +235,11 @@ def _entry(req: ExplainInput, dl: DirListing, meta: LogMeta | None, log_id: int,
         ledgers = {lid: size for lid, size in list(meta.ledgers.items()) if dl.alive(lid)}
         figures = {"state": "fresh", "extractedAt": _ms(meta.read_at)}
     usage = sum(ledgers.values()) / meta.total_bytes if meta.total_bytes else 0.0
-    return {**base, **_figures(ledgers, meta.total_bytes, "scan" if meta.from_scan else "ledgers map"),
+    return {**base, **log_figures(ledgers, meta.total_bytes, "scan" if meta.from_scan else "ledgers map"),
             "active": False, "figures": figures, "verdict": _verdict(d, meta, ledgers, usage, req.settings)}
 
 
-def _figures(ledgers: dict[int, int], total: int, source: str) -> dict[str, Any]:
+def log_figures(ledgers: dict[int, int], total: int, source: str) -> dict[str, Any]:
     remaining = sum(ledgers.values())
     pinning = sorted(ledgers.items(), key=lambda kv: -kv[1])[:PINNING_LEDGERS_SHOWN]
     return {"totalBytes": total, "remainingBytes": remaining,
@@ -233,13 +259,18 @@ def _verdict(d: DirState, m: LogMeta, ledgers: dict[int, int], usage: float, s: 
     if m.log_id in retired:
         return (f"deleted as soon as its readers release it (retired {retired[m.log_id]:.0f} s ago; "
                 f"forced after {d.refs.forced_destroy_s:.0f} s)")
-    if not ledgers:
+    return threshold_verdict(len(ledgers), usage, s)
+
+
+def threshold_verdict(live_ledgers: int, usage: float, s: pol.CompactionSettings) -> str:
+    """What GC does with a flushed log that no reader holds: BookKeeper's rules, by its usage."""
+    if not live_ledgers:
         return "no live ledger: deleted at the next GC cycle"
     if s.minor_enabled and usage < s.minor_threshold:
         return f"usage {usage:.2f} < minorCompactionThreshold {s.minor_threshold}: compacted at the next minor"
     if s.major_enabled and usage < s.major_threshold:
         return f"usage {usage:.2f} < majorCompactionThreshold {s.major_threshold}: compacted at the next major"
-    return (f"kept: {len(ledgers)} live ledgers hold {usage:.0%} of it, above every compaction threshold "
+    return (f"kept: {live_ledgers} live ledgers hold {usage:.0%} of it, above every compaction threshold "
             f"(deleted when those ledgers are deleted)")
 
 

@@ -18,10 +18,11 @@ from bookie.http import (
     routes_entrylog_files,
     routes_entrylogs,
     routes_gc,
+    routes_inspector,
     routes_ledger,
 )
 from bookie.http.auth import AdminAuth, auth_middleware
-from bookie.http.backend import AdminBackend, AutorecoveryAdmin
+from bookie.http.backend import AdminBackend, AutorecoveryAdmin, InspectorBackend
 from bookie.http.common import BadRequest, Handler, plain
 
 log = logging.getLogger(__name__)
@@ -63,3 +64,13 @@ def build_app(backend: AdminBackend, auth: AdminAuth) -> web.Application:
 def build_autorecovery_app(autorecovery: AutorecoveryAdmin, auth: AdminAuth) -> web.Application:
     """``/api/v1/autorecovery/*`` alone (``bookie autorecovery --http-port``), with the same credential check."""
     return _app(auth, routes_autorecovery.routes(autorecovery))
+
+
+def build_inspector_app(backend: InspectorBackend, auth: AdminAuth) -> web.Application:
+    """The inspector's API (``bookie inspect serve``): the explain endpoint and the entry-log files as a bookie
+    serves them, with the same credential check, plus its heartbeat, readiness and metrics."""
+    table: dict[str, Handler] = {}
+    table.update(routes_inspector.routes(backend))
+    table.update(routes_entrylogs.routes(backend))
+    table.update(routes_entrylog_files.routes(backend))
+    return _app(auth, table)

@@ -83,6 +83,35 @@ class EntryLogFilesAdmin(Protocol):
     async def ledgers_map(self, dir_index: int, log_id: int) -> dict[int, int]: ...
 
 
+class ExplainUnavailable(Exception):
+    """The explanation cannot be given now (answered with 503): the message names what is missing (a ledger
+    volume, the metadata service). Never answered as "nothing is pinned"."""
+
+
+class Explains(Protocol):
+    """What ``GET /api/v1/bookie/entry_logs`` asks: our GC, or the inspector beside another bookie."""
+
+    async def explain(self, limit: int) -> dict[str, Any]: ...
+
+
+class EntryLogsBackend(Protocol):
+    """What the explain and entry-log-file routes need: a bookie's admin backend, or an inspector's."""
+
+    @property
+    def bookie_id(self) -> str: ...
+    @property
+    def gc(self) -> Explains | None: ...  # None: answered with 501
+    @property
+    def entry_log_files(self) -> EntryLogFilesAdmin | None: ...  # None: answered with 501
+
+
+class InspectorBackend(EntryLogsBackend, Protocol):
+    """The inspector beside another bookie (``bookie inspect serve``): explain, entry-log files, metrics."""
+
+    def readiness(self) -> str | None: ...  # None when ready, else what is missing
+    def metrics_text(self) -> tuple[bytes, str]: ...
+
+
 class AdminBackend(Protocol):
     """Every other admin path: state, configuration, disks, cluster views, ledgers."""
 

@@ -20,7 +20,7 @@ import re
 
 from aiohttp import web
 
-from bookie.http.backend import AdminBackend, EntryLogFilesAdmin, EntryLogNotFound, EntryLogUnreadable
+from bookie.http.backend import EntryLogFilesAdmin, EntryLogNotFound, EntryLogsBackend, EntryLogUnreadable
 from bookie.http.common import BadRequest, Handler, methods, plain, pretty
 
 PREFIX = "/api/v1/bookie/entry_log_files"
@@ -69,7 +69,7 @@ def _log_path(request: web.Request) -> tuple[int, int, str]:
     return int(raw_dir), int(match.group(1), 16), name
 
 
-def routes(b: AdminBackend) -> dict[str, Handler]:
+def routes(b: EntryLogsBackend) -> dict[str, Handler]:
     def files() -> EntryLogFilesAdmin:
         if b.entry_log_files is None:
             raise web.HTTPNotImplemented(text="Entry-log reads are not available on this bookie\n")

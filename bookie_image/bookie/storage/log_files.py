@@ -19,6 +19,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from bookie.storage import entrylog_format as ef
 from bookie.storage.errors import StorageError
@@ -52,15 +53,19 @@ class LogFileInfo:
 
 class HeldLog:
     """An entry log opened for reading under a shared ``flock``: GC does not delete it until ``close``
-    (or until its forced-destroy interval is over). ``size`` is the size when it was opened."""
+    (or until its forced-destroy interval is over). ``size`` is the size when it was opened.
 
-    def __init__(self, path: Path, dir_index: int, log_id: int) -> None:
+    ``lock=False`` for a log another bookie owns (the inspector's): no lock, the descriptor alone keeps the
+    bytes of a log deleted meanwhile until ``close``."""
+
+    def __init__(self, path: Path, dir_index: int, log_id: int, lock: bool = True) -> None:
         try:
             self._fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
             raise NoSuchLogError(dir_index, log_id) from None
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_SH)
+            if lock:
+                fcntl.flock(self._fd, fcntl.LOCK_SH)
             st = os.fstat(self._fd)
         except BaseException:
             os.close(self._fd)
@@ -89,6 +94,14 @@ class HeldLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class LogFileSource(Protocol):
+    """Entry-log files for readers outside a storage engine: ``StorageEngine`` (through ``LogFilesApi``), or the
+    inspector's read-only view of another bookie's directories."""
+
+    def log_files(self) -> list[LogFileInfo]: ...
+    def open_log_file(self, dir_index: int, log_id: int) -> HeldLog: ...
 
 
 class LogFilesApi:

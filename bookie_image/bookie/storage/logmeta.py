@@ -83,14 +83,15 @@ class LogMeta:
 
 
 def iter_log_records(fd: int, file_size: int, throttle: Throttle | None = None,
-                     chunk: int = SCAN_CHUNK) -> Iterator[tuple[int, ef.Record]]:
-    """(absolute offset, record) of every entry of an open log, reading ``chunk``-sized windows.
+                     chunk: int = SCAN_CHUNK, start: int = ef.HEADER_SIZE) -> Iterator[tuple[int, ef.Record]]:
+    """(absolute offset, record) of every entry of an open log from ``start`` (the first record, or the end of
+    a record an earlier scan stopped after), reading ``chunk``-sized windows.
 
     Records are parsed by ``entrylog_format.iter_records``; this only slides the window. A record running
     past the end of the file is a torn tail (a crash while appending; never indexed) and ends the scan;
     any other inconsistency raises ``ef.CorruptRecord`` with the absolute offset.
     """
-    pos = ef.HEADER_SIZE
+    pos = start
     want = chunk
     while pos + ef.RECORD_SIZE_PREFIX <= file_size:
         buf = os.pread(fd, min(want, file_size - pos), pos)

@@ -1,0 +1,1 @@
+"""The inspector: another bookie's disk explained from beside it, read-only (``bookie inspect serve``)."""
