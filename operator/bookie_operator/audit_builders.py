@@ -24,7 +24,7 @@ from bookie_operator.builders import (
     headless_service_name,
     pod_name,
 )
-from bookie_operator.models import HTTP_PORT, AuditSpec, BookieClusterSpec
+from bookie_operator.models import HTTP_PORT, INSPECTOR_PORT, AuditSpec, BookieClusterSpec
 
 Obj = dict[str, Any]
 
@@ -186,14 +186,17 @@ def desired_objects(owner: Owner, spec: BookieClusterSpec, cluster_role_name: st
 
 def bookie_inputs(owner: Owner, spec: BookieClusterSpec, ordinals: list[int]) -> list[str]:
     """The audit's inputs, one per bookie, by its stable DNS name (the headless Service): our bookies' entry logs
-    through their admin API; Apache BookKeeper's, which serve none, their REST API only."""
+    through their admin API; Apache BookKeeper's through the inspector beside each (spec.inspector), else, with
+    the inspector off, their REST API only (no entry logs: no garbage per log, pinning or replication check)."""
     out = []
     domain = spec.cluster_domain
     scheme = "https" if spec.tls is not None and spec.tls.admin is not None else "http"
     for ordinal in ordinals:
         host = f"{pod_name(owner.name, ordinal)}.{headless_service_name(owner.name)}.{owner.namespace}.svc.{domain}"
         bid = bookie_id(owner.name, owner.namespace, ordinal, domain)
-        if spec.implementation == "apache-bookkeeper":
+        if spec.runs_inspector:
+            out += ["--logs", f"{bid}=bookie+http://{host}:{INSPECTOR_PORT}"]
+        elif spec.implementation == "apache-bookkeeper":
             out += ["--rest-bookie", f"{bid}=http://{host}:{HTTP_PORT}"]
         else:
             out += ["--logs", f"{bid}=bookie+{scheme}://{host}:{HTTP_PORT}"]

@@ -15,7 +15,7 @@ from typing import Any
 from bookie.config import BookieConfig
 
 from bookie_operator import models
-from bookie_operator.models import BOOKIE_PORT, HTTP_PORT, BookieClusterSpec
+from bookie_operator.models import BOOKIE_PORT, HTTP_PORT, INSPECTOR_METRICS_PORT, INSPECTOR_PORT, BookieClusterSpec
 
 Obj = dict[str, Any]
 
@@ -66,6 +66,18 @@ PYTHON_START = (
     "\"$BOOKIE_ID\" \"$POD_IP\" \"$POD_IP\" \"$POD_IP\" >> \"$conf\"\n"
     "exec bookie serve --conf \"$conf\"\n"
 )
+
+
+# The inspector beside an Apache BookKeeper bookie: its configuration plus the bookie's identity, then
+# `bookie inspect serve` (it reads the bookie's ledger volumes, mounted read-only at the bookie's own paths).
+INSPECTOR_START = (
+    "set -e\n"
+    f"conf={RUN_DIR}/inspector.conf\n"
+    f"cp {CONF_DIR}/inspector.conf \"$conf\"\n"
+    "printf 'bookieId=%s\\nhttpServerHost=%s\\n' \"$BOOKIE_ID\" \"$POD_IP\" >> \"$conf\"\n"
+    "exec bookie inspect serve --conf \"$conf\"\n"
+)
+INSPECTOR_DEFAULT_REQUESTS = {"cpu": "50m", "memory": "128Mi"}
 
 
 @dataclass(frozen=True)
@@ -187,6 +199,34 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
     return values
 
 
+def inspector_config(spec: BookieClusterSpec) -> dict[str, Any]:
+    """The inspector's configuration (``bookie inspect serve``; its identity is added at start-up): the bookie's
+    ledger directories and metadata service, its compaction thresholds (for the verdicts), the cluster's admin
+    token, ZooKeeper's TLS identity when the bookies have one, and its own ports and read rate."""
+    bookie = bookie_config(spec)
+    values: dict[str, Any] = {
+        "metadataServiceUri": spec.metadata_service.uri,
+        "ledgerDirectories": bookie["ledgerDirectories"],
+        "httpServerPort": INSPECTOR_PORT,
+        "httpServerAuthTokenFile": f"{ADMIN_TOKEN_DIR}/{ADMIN_TOKEN_KEY}",
+        "prometheusStatsHttpEnable": True,
+        "prometheusStatsHttpPort": INSPECTOR_METRICS_PORT,
+        "compactionReadRateByBytes": spec.inspector.read_rate_bytes,
+        "httpEntryLogReadRateByBytes": spec.inspector.read_rate_bytes,
+        **spec.gc.bookie_config(),
+    }
+    for key in ("logSizeLimit", "minorCompactionThreshold", "majorCompactionThreshold", "minorCompactionInterval",
+                "majorCompactionInterval", "zkTimeout"):
+        if key in spec.config:
+            values[key] = spec.config[key]
+    if spec.tls is not None and spec.tls.zookeeper is not None:
+        d = tls_dir("zookeeper")
+        values.update({"zkTlsEnable": True, "zkTlsCertificatePath": f"{d}/tls.crt", "zkTlsKeyPath": f"{d}/tls.key",
+                       "zkTlsTrustStorePath": f"{d}/ca.crt"})
+    BookieConfig.model_validate(values)  # the one model: a value the inspector would refuse never ships
+    return values
+
+
 def tls_config(spec: BookieClusterSpec) -> dict[str, Any]:
     """The configuration keys of spec.tls, pointing at the mounted Secrets: BookKeeper's tls* keys on both
     implementations (PEM files; the bookies re-read them every refreshSeconds); our admin API's and ZooKeeper's
@@ -252,8 +292,11 @@ def _meta(name: str, owner: Owner) -> Obj:
 
 
 def configmap(owner: Owner, spec: BookieClusterSpec) -> Obj:
+    data = {"bk_server.conf": render_properties(bookie_config(spec))}
+    if spec.runs_inspector:
+        data["inspector.conf"] = render_properties(inspector_config(spec))
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(configmap_name(owner.name), owner),
-            "data": {"bk_server.conf": render_properties(bookie_config(spec))}}
+            "data": data}
 
 
 def admin_token_secret(owner: Owner, token: str) -> Obj:
@@ -269,10 +312,14 @@ def _ports() -> list[Obj]:
             {"name": "http", "port": HTTP_PORT, "targetPort": HTTP_PORT, "protocol": "TCP"}]
 
 
-def headless_service(owner: Owner) -> Obj:
+def headless_service(owner: Owner, spec: BookieClusterSpec) -> Obj:
+    """Each bookie's stable DNS name; with the inspector, its port too (the audit reads each pod's)."""
+    ports = _ports()
+    if spec.runs_inspector:
+        ports.append({"name": "inspector", "port": INSPECTOR_PORT, "targetPort": INSPECTOR_PORT, "protocol": "TCP"})
     return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(headless_service_name(owner.name), owner),
             "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
-                     "selector": selector_labels(owner.name), "ports": _ports()}}
+                     "selector": selector_labels(owner.name), "ports": ports}}
 
 
 def client_service(owner: Owner) -> Obj:
@@ -370,9 +417,12 @@ def network_policy(owner: Owner, spec: BookieClusterSpec, operator_peers: list[O
     if spec.audit.schedule is not None:  # the storage audit's Spark pods read entry logs on the admin port
         admins = [*admins, {"podSelector": {"matchLabels": audit_spark_selector(owner.name)}}]
     if admins:
-        ingress.append({"ports": _tcp(HTTP_PORT), "from": admins})
+        # The inspector's API is an admin API too (the audit reads entry logs there).
+        ingress.append({"ports": _tcp(HTTP_PORT, *([INSPECTOR_PORT] if spec.runs_inspector else [])),
+                        "from": admins})
     if np.monitoring:
-        ingress.append({"ports": _tcp(metrics), "from": [p.manifest() for p in np.monitoring]})
+        scraped = [metrics, *([INSPECTOR_METRICS_PORT] if spec.runs_inspector else [])]
+        ingress.append({"ports": _tcp(*scraped), "from": [p.manifest() for p in np.monitoring]})
     zookeeper: Obj = {"ports": _tcp(*zookeeper_ports(spec))}
     if np.zookeeper:
         zookeeper["to"] = [p.manifest() for p in np.zookeeper]
@@ -502,11 +552,7 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
                    {"name": "run", "mountPath": RUN_DIR},
                    {"name": "admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True}]
-        volumes += [{"name": "run", "emptyDir": {}},
-                    # Read-only for everyone in the pod (the bookie's user is the image's, not root).
-                    {"name": "admin-token", "secret": {"secretName": admin_token_secret_name(name, spec),
-                                                       "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
-                                                       "defaultMode": 0o444}}]
+        volumes += [{"name": "run", "emptyDir": {}}, _admin_token_volume(name, spec)]
         digest = spec.metadata_service.digest_secret
         if digest is not None:  # read once at the bookie's start (zkDigestAuthFile)
             mounts.append({"name": "zk-digest", "mountPath": ZK_DIGEST_DIR, "readOnly": True})
@@ -519,8 +565,13 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
     mounts += [m.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"mountPath": m.mount_path}
                for m in spec.extra_volume_mounts]
     container["volumeMounts"] = mounts
+    containers = [container]
+    if spec.runs_inspector:
+        inspector, inspector_volumes = inspector_container(owner, spec)
+        containers.append(inspector)
+        volumes += [v for v in inspector_volumes if v["name"] not in {x["name"] for x in volumes}]
     pod_spec: Obj = {
-        "containers": [container, *(c.model_dump(by_alias=True) for c in spec.sidecars)],
+        "containers": [*containers, *(c.model_dump(by_alias=True) for c in spec.sidecars)],
         "volumes": volumes + [v.model_dump(by_alias=True) for v in spec.extra_volumes],
         "terminationGracePeriodSeconds": 60,
         "securityContext": pod_security_context(spec),
@@ -568,10 +619,54 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
     }
 
 
+def inspector_container(owner: Owner, spec: BookieClusterSpec) -> tuple[Obj, list[Obj]]:
+    """The inspector beside an Apache BookKeeper bookie, and the volumes it needs: the bookie's ledger volumes
+    read-only (at the bookie's own paths, so the answers name the files the bookie names), no journal, its
+    configuration, the cluster's admin token and ZooKeeper's TLS identity; the restricted security context with a
+    read-only root file system."""
+    mounts: list[Obj] = [{"name": f"ledgers-{i}", "mountPath": f"{DATA_ROOT}/ledgers-{i}", "readOnly": True}
+                         for i in range(spec.storage.ledgers.count)]
+    mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
+               {"name": "inspector-run", "mountPath": RUN_DIR},
+               {"name": "tmp", "mountPath": TMP_DIR},
+               {"name": "admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True}]
+    volumes: list[Obj] = [{"name": "inspector-run", "emptyDir": {}}, _admin_token_volume(owner.name, spec)]
+    if spec.tls is not None and spec.tls.zookeeper is not None:
+        mounts.append({"name": "tls-zookeeper", "mountPath": tls_dir("zookeeper"), "readOnly": True})
+    env = [e for e in _env(owner, spec) if e["name"] in ("POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID")]
+    requests = {**INSPECTOR_DEFAULT_REQUESTS, **spec.inspector.resources.get("requests", {})}
+    container: Obj = {
+        "name": "inspector",
+        "image": spec.inspector.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": ["sh", "-c", INSPECTOR_START],
+        "env": env,
+        "ports": [{"name": "inspector", "containerPort": INSPECTOR_PORT},
+                  {"name": "metrics", "containerPort": INSPECTOR_METRICS_PORT}],
+        "securityContext": container_security_context(),
+        "readinessProbe": {"httpGet": {"path": "/api/v1/bookie/is_ready", "port": "inspector"},
+                           "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3},
+        "livenessProbe": {"httpGet": {"path": "/heartbeat", "port": "inspector"}, "initialDelaySeconds": 30,
+                          "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 6},
+        "resources": {**spec.inspector.resources, "requests": requests},
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "volumeMounts": mounts,
+    }
+    return container, volumes
+
+
+def _admin_token_volume(cluster: str, spec: BookieClusterSpec) -> Obj:
+    """The admin token Secret as a volume, read-only for everyone in the pod (the processes run as the image's
+    user, not root)."""
+    return {"name": "admin-token", "secret": {"secretName": admin_token_secret_name(cluster, spec),
+                                              "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
+                                              "defaultMode": 0o444}}
+
+
 def desired_objects(owner: Owner, spec: BookieClusterSpec, replicas: int,
                     operator_peers: list[Obj] | None = None) -> list[Obj]:
     """Everything the cluster needs, in apply order (the NetworkPolicy before the pods it admits traffic to)."""
-    objs = [configmap(owner, spec), headless_service(owner), client_service(owner)]
+    objs = [configmap(owner, spec), headless_service(owner, spec), client_service(owner)]
     for optional in (pod_disruption_budget(owner, spec), network_policy(owner, spec, operator_peers or [])):
         if optional is not None:
             objs.append(optional)

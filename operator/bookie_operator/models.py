@@ -32,6 +32,9 @@ SHORT_NAMES = ["bkc"]
 
 BOOKIE_PORT = 3181
 HTTP_PORT = 8080
+# The inspector beside each Apache BookKeeper bookie: its API (explain, entry-log files) and its /metrics.
+INSPECTOR_PORT = 8081
+INSPECTOR_METRICS_PORT = 8001
 
 QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"
 ZK_PATTERN = r"^[A-Za-z0-9.\-]+:[0-9]{1,5}(,[A-Za-z0-9.\-]+:[0-9]{1,5})*$"
@@ -368,6 +371,25 @@ class AuditSpec(Model):
         return _valid_schedule(value, "spec.audit.schedule")
 
 
+class InspectorSpec(Model):
+    """The inspector beside each Apache BookKeeper bookie (implementation apache-bookkeeper; bookie-fleet's bookies
+    answer all of this themselves): ``bookie inspect serve`` from the bookie-fleet image, in the bookie's pod, its
+    ledger volumes mounted read-only. It serves the explain endpoint (which live ledgers, and which Pulsar topics,
+    keep each entry log on disk), bookie_pinned_garbage_bytes and the entry-log gauges on /metrics, and the entry-log
+    files the storage audit (spec.audit) reads; it never writes the volumes nor talks to the bookie."""
+
+    enabled: bool = Field(default=True, description="Run the inspector beside each Apache BookKeeper bookie.")
+    image: str = Field(default="bookie-fleet/bookie:0.1.0", min_length=1, max_length=512,
+                       description="The inspector's image: bookie-fleet's bookie image.")
+    read_rate_bytes: int = Field(
+        default=20_000_000, ge=0, description="Bytes per second the inspector may read from the bookie's volumes, "
+        "for its own scans and for the audit's reads each (compactionReadRateByBytes and "
+        "httpEntryLogReadRateByBytes; 0: unlimited): the bookie's I/O comes first.")
+    resources: dict[str, Any] = _preserve(
+        "The inspector container's resources (core/v1 ResourceRequirements). Default requests: cpu 50m, memory "
+        "128Mi; each request given here replaces the default one, limits are passed as given.")
+
+
 class AutorecoverySpec(Model):
     enabled: bool = Field(default=True, description="Run BookKeeper's autorecovery in the bookies.")
     lost_bookie_recovery_delay_seconds: int = Field(default=60, ge=0,
@@ -667,6 +689,9 @@ class BookieClusterSpec(Model):
     disk_policy: DiskPolicySpec = Field(default_factory=DiskPolicySpec, description="Read-only control.")
     compaction: CompactionSpec = Field(default_factory=CompactionSpec, description="Scheduled forced compactions.")
     audit: AuditSpec = Field(default_factory=AuditSpec, description="The scheduled storage audit (Spark).")
+    inspector: InspectorSpec = Field(default_factory=InspectorSpec, description="The inspector beside each Apache "
+                                     "BookKeeper bookie (explain endpoint, pinned-garbage metrics, the audit's "
+                                     "entry-log reads).")
     autorecovery: AutorecoverySpec = Field(default_factory=AutorecoverySpec, description="Autorecovery.")
     admin_api: AdminApiSpec = Field(default_factory=AdminApiSpec, description="The bookies' admin REST API "
                                     "credential.")
@@ -741,6 +766,11 @@ class BookieClusterSpec(Model):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    @property
+    def runs_inspector(self) -> bool:
+        """Whether each bookie pod has the inspector beside the bookie (Apache BookKeeper's bookies only)."""
+        return self.implementation == "apache-bookkeeper" and self.inspector.enabled
 
     def _implied_zk_keys(self) -> dict[str, Any]:
         """The ZooKeeper identity keys the operator sets from spec.metadataService and spec.tls, so that

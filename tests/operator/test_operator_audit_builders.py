@@ -83,9 +83,19 @@ def test_a_run_is_spark_submit_in_cluster_mode_over_every_bookie() -> None:
     assert app[app.index("--run-id") + 1] == run
 
 
-def test_apache_bookkeeper_bookies_are_audited_by_rest() -> None:
+def test_apache_bookkeeper_bookies_are_audited_through_their_inspectors() -> None:
     spec = parse_spec({**BASE, "implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3",
                        "audit": {"schedule": "0 3 * * *"}})
+    args = ab.audit_job(OWNER, spec, "r", [0, 1])["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--rest-bookie" not in args
+    assert [args[i + 1] for i, a in enumerate(args) if a == "--logs"] == [
+        f"bk-{i}.bk-headless.ns1.svc.cluster.local:3181=bookie+http://bk-{i}.bk-headless.ns1.svc.cluster.local:8081"
+        for i in range(2)]
+
+
+def test_apache_bookkeeper_bookies_without_inspectors_are_audited_by_rest() -> None:
+    spec = parse_spec({**BASE, "implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3",
+                       "audit": {"schedule": "0 3 * * *"}, "inspector": {"enabled": False}})
     args = ab.audit_job(OWNER, spec, "r", [0, 1])["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--logs" not in args
     assert [args[i + 1] for i, a in enumerate(args) if a == "--rest-bookie"] == [

@@ -101,7 +101,7 @@ def test_apache_bookkeeper_gets_its_config_file_and_per_pod_identity_through_bk_
 
 
 def test_services_and_pdb() -> None:
-    headless = builders.headless_service(OWNER)
+    headless = builders.headless_service(OWNER, spec())
     assert headless["spec"]["clusterIP"] == "None" and headless["spec"]["publishNotReadyAddresses"] is True
     assert {p["port"] for p in builders.client_service(OWNER)["spec"]["ports"]} == {3181, 8080}
     pdb = builders.pod_disruption_budget(OWNER, spec(pdb={"maxUnavailable": 2}))
@@ -167,7 +167,8 @@ def test_escape_hatches_reach_the_pod() -> None:
              extraVolumeMounts=[{"name": "certs", "mountPath": "/certs", "readOnly": True}],
              sidecars=[{"name": "exporter", "image": "exporter:1", "ports": [{"containerPort": 9100}]}])
     pod = builders.statefulset(OWNER, s, 3)["spec"]["template"]["spec"]
-    bookie, sidecar = pod["containers"]
+    bookie, inspector, sidecar = pod["containers"]
+    assert inspector["name"] == "inspector" and "BOOKIE_EXTRA_OPTS" not in {e["name"] for e in inspector["env"]}
     assert sidecar == {"name": "exporter", "image": "exporter:1", "ports": [{"containerPort": 9100}]}
     env = {e["name"]: e for e in bookie["env"]}
     assert env["BOOKIE_EXTRA_OPTS"]["value"] == "-Xmx2g -XX:+UseG1GC"

@@ -60,10 +60,13 @@ def test_the_metrics_port_is_the_one_the_bookie_serves_it_on() -> None:
     conf = builders.bookie_config(spec())
     assert (conf["prometheusStatsHttpEnable"], conf["prometheusStatsHttpPort"]) == (True, 8000)
     # Apache BookKeeper's bookie serves /metrics only on its admin port while that runs: monitoring goes there.
+    # The inspector beside it serves its API (8081) to the operator and the audit, its /metrics (8001) apart.
     java = by_port(policy(**JAVA)["spec"]["ingress"])
-    assert set(java) == {("TCP", 3181), ("TCP", 8080)}
-    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}} \
-        in java[("TCP", 8080)]
+    assert set(java) == {("TCP", 3181), ("TCP", 8080), ("TCP", 8081), ("TCP", 8001)}
+    monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    assert monitoring in java[("TCP", 8080)] and monitoring in java[("TCP", 8001)]
+    assert java[("TCP", 8081)] == [p for p in java[("TCP", 8080)] if p != monitoring], "the admins alone"
+    assert java[("TCP", 8081)], "the operator is admitted"
     moved = by_port(policy(config={"prometheusStatsHttpPort": 9100})["spec"]["ingress"])
     assert ("TCP", 9100) in moved and ("TCP", 8000) not in moved
     off = by_port(policy(config={"prometheusStatsHttpEnable": False})["spec"]["ingress"])

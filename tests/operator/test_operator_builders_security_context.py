@@ -34,23 +34,25 @@ def test_pod_and_container_meet_the_restricted_profile(fields: dict[str, Any]) -
     assert sc["runAsNonRoot"] is True and sc["runAsUser"] == builders.BOOKIE_UID != 0
     assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
     assert sc["fsGroup"] == builders.BOOKIE_UID
-    (bookie,) = pod["containers"]
-    csc = bookie["securityContext"]
-    assert csc["allowPrivilegeEscalation"] is False
-    assert csc["capabilities"] == {"drop": ["ALL"]}
-    assert csc["readOnlyRootFilesystem"] is True
-    assert not {"privileged", "procMount", "seLinuxOptions", "windowsOptions"} & set(csc)
+    # Apache BookKeeper's bookies have the inspector beside them: it meets the profile too.
+    assert [c["name"] for c in pod["containers"]] == (["bookie", "inspector"] if fields else ["bookie"])
+    for container in pod["containers"]:
+        csc = container["securityContext"]
+        assert csc["allowPrivilegeEscalation"] is False
+        assert csc["capabilities"] == {"drop": ["ALL"]}
+        assert csc["readOnlyRootFilesystem"] is True
+        assert not {"privileged", "procMount", "seLinuxOptions", "windowsOptions"} & set(csc)
+        for port in container["ports"]:
+            assert "hostPort" not in port
     assert not {"hostNetwork", "hostPID", "hostIPC"} & set(pod)
     for volume in pod["volumes"]:
         assert set(volume) - {"name"} <= RESTRICTED_VOLUMES, volume
-    for port in bookie["ports"]:
-        assert "hostPort" not in port
 
 
 @pytest.mark.parametrize("fields", [{}, JAVA], ids=["bookie-fleet", "apache-bookkeeper"])
 def test_the_bookie_writes_only_to_volumes(fields: dict[str, Any]) -> None:
     pod = pod_spec(**fields)
-    (bookie,) = pod["containers"]
+    bookie = pod["containers"][0]
     mounts = {m["mountPath"]: m for m in bookie["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
     # /tmp: the Java entrypoint writes its configuration there, the JVM its perf data, Python its temp files.
@@ -97,3 +99,17 @@ def test_the_uid_and_gid_can_be_chosen_and_stay_non_root(fields: dict[str, Any])
 def test_root_is_refused(field: str) -> None:
     with pytest.raises(ValueError, match=f"podSecurity.{field}"):
         spec(podSecurity={field: 0})
+
+
+def test_the_inspector_reads_the_bookies_ledger_volumes_and_writes_none() -> None:
+    pod = pod_spec(**JAVA, storage={"ledgers": {"count": 2}})
+    bookie, inspector = pod["containers"]
+    mounts = {m["mountPath"]: m for m in inspector["volumeMounts"]}
+    ledger_mounts = {m["mountPath"]: m["name"] for m in bookie["volumeMounts"] if m["name"].startswith("ledgers-")}
+    assert len(ledger_mounts) == 2
+    for path, name in ledger_mounts.items():   # at the bookie's own paths, read-only
+        assert mounts[path] == {"name": name, "mountPath": path, "readOnly": True}
+    assert not any(m["name"].startswith("journal-") for m in mounts.values()), "the journal is the bookie's alone"
+    writable = {path for path, m in mounts.items() if not m.get("readOnly")}
+    assert writable == {"/tmp", builders.RUN_DIR}
+    assert "inspector" not in {c["name"] for c in pod_spec(**JAVA, inspector={"enabled": False})["containers"]}
