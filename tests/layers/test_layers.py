@@ -60,6 +60,16 @@ def test_operator_importing_the_server_breaks_its_contract(tmp_path: Path) -> No
     assert "The operator does not import the bookie server BROKEN" in result.stdout
 
 
+def test_inspector_importing_the_storage_engine_breaks_its_contract(tmp_path: Path) -> None:
+    _copy_product(tmp_path)
+    (tmp_path / "bookie" / "inspector" / "index_shortcut.py").write_text(
+        "from bookie.storage.engine import StorageEngine\n")
+    result = _lint(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "The inspector imports no storage engine" in result.stdout and "BROKEN" in result.stdout
+    assert "bookie.inspector.index_shortcut -> bookie.storage.engine" in result.stdout
+
+
 def test_no_import_cycles_in_the_product() -> None:
     result = _run([str(REPO / "scripts" / "import_cycles.py")], REPO)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -107,6 +107,7 @@ class Inspector:
     async def run(self) -> None:
         """Connect to ZooKeeper (again and again while it cannot be reached), then inspect every ``gcWaitTime``."""
         while not self._connected:
+            self.problem = f"ZooKeeper at {self.store.zk_servers} is not connected yet"
             try:
                 await self.store.connect()
                 self._connected = True
@@ -125,8 +126,7 @@ class Inspector:
     async def close(self) -> None:
         self.topics.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._connected:
-            await self.store.close()
+        await self.store.close()  # also ends a connection attempt still waiting for ZooKeeper
 
     # ------------------------------------------------------------------ answers
     async def explain(self, limit: int) -> dict[str, Any]:
