@@ -32,6 +32,9 @@ SHORT_NAMES = ["bkc"]
 
 BOOKIE_PORT = 3181
 HTTP_PORT = 8080
+# bookie-fleet's bookie image (the bookie, and the inspector beside Apache BookKeeper's bookies); its tag is the
+# project's version (scripts/bootstrap.d/images.sh checks it).
+BOOKIE_IMAGE = "bookie-fleet/bookie:0.1.0"
 # The inspector beside each Apache BookKeeper bookie: its API (explain, entry-log files) and its /metrics.
 INSPECTOR_PORT = 8081
 INSPECTOR_METRICS_PORT = 8001
@@ -379,7 +382,7 @@ class InspectorSpec(Model):
     files the storage audit (spec.audit) reads; it never writes the volumes nor talks to the bookie."""
 
     enabled: bool = Field(default=True, description="Run the inspector beside each Apache BookKeeper bookie.")
-    image: str = Field(default="bookie-fleet/bookie:0.1.0", min_length=1, max_length=512,
+    image: str = Field(default=BOOKIE_IMAGE, min_length=1, max_length=512,
                        description="The inspector's image: bookie-fleet's bookie image.")
     read_rate_bytes: int = Field(
         default=20_000_000, ge=0, description="Bytes per second the inspector may read from the bookie's volumes, "
@@ -670,7 +673,7 @@ class BookieClusterSpec(Model):
     replicas: int = Field(default=3, ge=1, le=100, description="Number of bookies.")
     ensemble_size: int = Field(default=3, ge=1, le=100, description="Ensemble size the clients use: the operator never "
                                "leaves fewer writable bookies than this, and never scales below it.")
-    image: str = Field(default="bookie-fleet/bookie:0.1.0", description="Bookie container image.", min_length=1,
+    image: str = Field(default=BOOKIE_IMAGE, description="Bookie container image.", min_length=1,
                        max_length=512)
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(default="IfNotPresent",
                                                                          description="Image pull policy.")

@@ -35,7 +35,7 @@ fi
 
 # --- What the images are: names, tags, Dockerfiles.
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/pyproject.toml" | head -n1)"
-crd_tag="$(sed -n 's/.*default="bookie-fleet\/bookie:\([^"]*\)".*/\1/p' "$repo/operator/bookie_operator/models.py")"
+crd_tag="$(sed -n 's/^BOOKIE_IMAGE = "bookie-fleet\/bookie:\([^"]*\)".*/\1/p' "$repo/operator/bookie_operator/models.py")"
 [ "$version" = "$crd_tag" ] || fail "pyproject.toml's version $version differs from the CRD's default bookie image tag $crd_tag (operator/bookie_operator/models.py)"
 bk_version="$(sed -n 's:.*<bookkeeper.version>\(.*\)</bookkeeper.version>.*:\1:p' "$repo/hack/maven/pom.xml")"
 images=(
