@@ -1317,7 +1317,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.workdir).mkdir(parents=True, exist_ok=True)
     global IMPLS
     IMPLS = tuple(args.impls.split(","))
-    signal.signal(signal.SIGTERM, _exit_once)  # stop the clusters on the way out
+    signal.signal(signal.SIGTERM, exit_once)  # stop the clusters on the way out
     if args.profile:
         prepare_profiler()
     ensembles = args.ensembles
@@ -1350,7 +1350,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _exit_once(*_: object) -> None:
+def exit_once(*_: object) -> None:
     """SIGTERM: leave through the ``finally`` blocks that stop the clusters. Further SIGTERMs (``timeout`` and
     ``pkill`` both signal, and ``timeout`` forwards its own) are ignored, or they would abort that cleanup half
     way and leave bookies running."""

@@ -1,0 +1,32 @@
+"""The inspector benchmark (bench/inspector_bench.py) runs on a tiny load: both modes measure the Java bookies'
+adds, and in the inspectors' mode the inspectors answered explain requests and the readers fetched entry-log bytes
+through them; numbers are not checked (no timings in tests), only that each point did its work."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "inspector_bench.py"
+
+
+def test_inspector_bench_quick_run_measures_both_modes() -> None:
+    proc = subprocess.Popen([sys.executable, str(BENCH), "--quick"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        out, err = proc.communicate(timeout=900)
+    except BaseException:   # a timeout or an interrupted test: SIGTERM, so the bench stops its bookies
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=120)
+        raise
+    assert proc.returncode == 0, out[-3000:] + err[-3000:]
+    points = json.loads(out.strip().splitlines()[-1])
+    assert [p["mode"] for p in points] == ["no inspector",
+                                           "inspectors: explain every 2 s and an audit reading through them"]
+    assert all(p["adds"] > 0 for p in points)
+    base, inspected = points
+    assert base["explains"] == 0 and base["read_through_mb_s"] == 0
+    assert inspected["explains"] > 0 and inspected["read_through_mb_s"] > 0
