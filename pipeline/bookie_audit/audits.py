@@ -5,7 +5,8 @@ Vocabulary. A (bookie, log, ledger) row of the ledgers maps is classified as:
   ``not_in_ensemble``      the ledger is in the snapshot but not on this bookie (over-replicated: garbage that
                            BookKeeper's GC removes only with ``gcOverreplicatedLedgerWaitTime``)
   ``deleted``              the ledger is not in the snapshot: garbage, GC reclaims it
-  ``newer_than_snapshot``  not in the snapshot, but its id is above the snapshot's highest id or its log was
+  ``newer_than_snapshot``  not in the snapshot, but its id is above every id issued when the snapshot started
+                           (the id generator's high-water mark, else the snapshot's highest id) or its log was
                            written after the snapshot started: cannot tell, counted as live
 Garbage bytes of a log are its ``deleted`` bytes: what BookKeeper's GC subtracts from the log's usage
 (``remainingSize / totalSize``, sizes from the ledgers map = entry size + 4 per entry).
@@ -69,7 +70,7 @@ def classify(ledger_map: DataFrame, snap: Snapshot) -> DataFrame:
     return rows.withColumn("class", F.when(F.col("ledger_id").isNull(), F.lit(None))
                            .when(F.col("in_metadata") & F.col("in_ensemble"), LIVE)
                            .when(F.col("in_metadata"), NOT_IN_ENSEMBLE)
-                           .when((F.col("ledger_id") > snap.manifest.max_ledger_id)
+                           .when((F.col("ledger_id") > snap.manifest.newest_known_id)
                                  | (F.col("mtime_ms") >= started), NEWER)
                            .otherwise(DELETED))
 

@@ -9,8 +9,9 @@ Layout of a snapshot directory:
 Consistency. ZooKeeper has no multi-node snapshot read: the exporter lists the ledger ids (the same ranges
 BookKeeper's GC iterates), then reads each ledger's metadata. A ledger deleted between the two steps is
 left out and named in the manifest (``vanished``); a ledger created after the listing is not in the
-snapshot at all. The audit tolerates both: a ledger missing from the snapshot whose id is above the
-snapshot's highest id, or found in a log written after the snapshot started, is reported as
+snapshot at all. The audit tolerates both: a ledger missing from the snapshot whose id is above every id the
+ledger id generator had issued when the snapshot started (``issued_high_water``; the snapshot's highest id when
+the generator was never used), or found in a log written after the snapshot started, is reported as
 "newer than snapshot" rather than as an orphan; and a snapshot older than the newest entry log is said
 ("stale snapshot") in the summary and the report, with the lag.
 """
@@ -63,6 +64,15 @@ class Manifest:
     # ledger id -> the replicas the auditor found missing (BookKeeper's under-replication marks)
     underreplicated: dict[str, list[str]] = field(default_factory=dict)
     format: int = SNAPSHOT_FORMAT
+    # The highest ledger id issued when the snapshot started (the id generator's, -1: unknown): a ledger on disk
+    # at or below it and absent from the snapshot was deleted, even above max_ledger_id (a topic's ledgers, the
+    # newest of all, deleted with it).
+    issued_high_water: int = -1
+
+    @property
+    def newest_known_id(self) -> int:
+        """Ledgers above this id may have been created after the snapshot: not counted as garbage."""
+        return max(self.max_ledger_id, self.issued_high_water)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -116,6 +126,7 @@ def metadata_tables(ledgers: dict[int, tuple[LedgerMetadata, int]]) -> tuple[pa.
 async def export_snapshot(store: MetadataStore, out_dir: str) -> Manifest:
     """Export every ledger's metadata under the store's root to ``out_dir`` (see the module docstring)."""
     started = int(time.time() * 1000)
+    issued = await store.issued_high_water()   # before the listing: every ledger listed has an id at or below it
     ids = await store.all_ledger_ids()
     found: dict[int, tuple[LedgerMetadata, int]] = {}
     vanished: list[int] = []
@@ -141,7 +152,8 @@ async def export_snapshot(store: MetadataStore, out_dir: str) -> Manifest:
     finished = int(time.time() * 1000)
     ledgers, fragments = metadata_tables(found)
     manifest = Manifest(store.zk_servers, store.layout.root, started, finished, len(found),
-                        max(found, default=-1), sorted(vanished), sorted(writable), sorted(readonly), marks)
+                        max(found, default=-1), sorted(vanished), sorted(writable), sorted(readonly), marks,
+                        issued_high_water=issued)
     await asyncio.get_running_loop().run_in_executor(None, write_snapshot, out_dir, ledgers, fragments, manifest)
     return manifest
 

@@ -43,3 +43,18 @@ class LedgerIdGenerator(ZkSession):
             if 0 <= low < lay.INT_MAX:
                 return (high << 32) | low
             await self._ensure(f"{base}/{lay.HOB_PREFIX}{high + 1:010d}")
+
+    async def issued_high_water(self) -> int:
+        """The highest ledger id the generator may have issued so far, or -1 when it has issued none (or ids were
+        chosen without it). ZooKeeper numbers a sequential child by its parent's ``cversion``, which counts every
+        child created or deleted, so no id issued yet exceeds the parent's ``cversion`` minus one: the short ids'
+        ``<root>/idgen``, or the highest ``HOB-`` node's under ``<root>/idgen-long``."""
+        if await self._call("exists", self.layout.idgen_long) is not None:
+            hobs = [lay.parse_java_long(c[len(lay.HOB_PREFIX):]) for c in await self._children(self.layout.idgen_long)
+                    if c.startswith(lay.HOB_PREFIX) and c[len(lay.HOB_PREFIX):].isdigit()]
+            if hobs:
+                stat = await self._call("exists", f"{self.layout.idgen_long}/{lay.HOB_PREFIX}{max(hobs):010d}")
+                if stat is not None:
+                    return (max(hobs) << 32) | max(0, stat.cversion - 1)
+        stat = await self._call("exists", self.layout.idgen)
+        return stat.cversion - 1 if stat is not None and stat.cversion > 0 else -1
