@@ -905,13 +905,27 @@ def describe(exc: ValidationError, prefix: str) -> str:
 
 
 # -------------------------------------------------------------------------------------------- status
+# metav1.Condition's validation (KEP-1623), so the API server accepts what the operator writes and generic
+# tools (kstatus, Argo CD, kubectl wait) read it as they read any Kubernetes condition.
+CONDITION_TYPE_PATTERN = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                          r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$")
+CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+CONDITION_MESSAGE_MAX = 32768
+
+
 class Condition(Model):
-    type: str = Field(description="Ready, Progressing, Degraded, DiskPressure, Decommissioning, InvalidSpec, ...")
+    """One condition, as metav1.Condition: every field but observedGeneration is required."""
+
+    type: str = Field(description="Ready, Progressing, Degraded, DiskPressure, Decommissioning, InvalidSpec, ...",
+                      pattern=CONDITION_TYPE_PATTERN, max_length=316)
     status: Literal["True", "False", "Unknown"]
-    reason: str = Field(description="CamelCase reason.")
-    message: str = ""
-    last_transition_time: str | None = None
-    observed_generation: int | None = None
+    reason: str = Field(description="CamelCase reason.", pattern=CONDITION_REASON_PATTERN, min_length=1,
+                        max_length=1024)
+    message: str = Field(description="Human-readable details (may be empty).", max_length=CONDITION_MESSAGE_MAX)
+    last_transition_time: str = Field(description="When the status last changed (RFC 3339).",
+                                      json_schema_extra={"format": "date-time"})
+    observed_generation: int | None = Field(default=None, ge=0, description="The spec generation the condition "
+                                            "was set from.")
 
 
 class StartFailureStatus(Model):
@@ -1061,7 +1075,9 @@ class BookieClusterStatus(Model):
     label_selector: str | None = None
     config_checksum: str | None = None
     instance_id: str | None = Field(default=None, description="BookKeeper instance id of the metadata service.")
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = Field(
+        default_factory=list, description="Conditions keyed by type (one of each type).",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]})
     bookies: list[BookieStatus] = Field(default_factory=list)
     compaction: CompactionStatus = Field(default_factory=CompactionStatus)
     audit: AuditStatus = Field(default_factory=AuditStatus)
@@ -1077,6 +1093,10 @@ class BookieClusterStatus(Model):
 def parse_status(status: dict[str, Any] | None) -> BookieClusterStatus:
     """Status as last written by the operator; unknown or damaged parts are dropped, never fatal."""
     data = {k: v for k, v in (status or {}).items() if k in _STATUS_KEYS}
+    if isinstance(data.get("conditions"), list):
+        # One condition that no longer validates (written before metav1.Condition's rules applied) is dropped
+        # alone, so the others keep their lastTransitionTime.
+        data["conditions"] = [c for c in data["conditions"] if _valid_condition(c)]
     try:
         return BookieClusterStatus.model_validate(data)
     except ValidationError:
@@ -1088,6 +1108,14 @@ def parse_status(status: dict[str, Any] | None) -> BookieClusterStatus:
             except ValidationError:
                 continue
         return BookieClusterStatus.model_validate(keep)
+
+
+def _valid_condition(data: Any) -> bool:
+    try:
+        Condition.model_validate(data)
+    except ValidationError:
+        return False
+    return True
 
 
 _STATUS_KEYS = {f.alias or name for name, f in BookieClusterStatus.model_fields.items()}
