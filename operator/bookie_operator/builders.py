@@ -205,6 +205,11 @@ def tls_config(spec: BookieClusterSpec) -> dict[str, Any]:
         if tls.authorized_roles:
             values.update({"bookieAuthProviderFactoryClass": BOOKIE_AUTHZ_FACTORY,
                            "authorizedRoles": ",".join(tls.authorized_roles)})
+        elif tls.client_authentication and spec.implementation == "bookie-fleet":
+            # BookKeeper's tlsClientAuthentication verifies the certificates of TLS sessions but leaves plaintext
+            # open; clientAuthentication promises no access without a certificate. (Java bookies have no such
+            # key: the model makes them use authorizedRoles, which refuses plaintext too.)
+            values["onlySecureClientsAllowed"] = True
     if tls.admin is not None:
         d = tls_dir("admin")
         values.update({"httpServerTlsEnable": True, "httpServerTlsCertificatePath": f"{d}/tls.crt",
