@@ -916,6 +916,8 @@ class BookieStatus(Model):
     ready: bool = False
     state: Literal["Writable", "ReadOnly", "Unknown"] = "Unknown"
     read_only_reason: str | None = Field(default=None, description="Why it is read-only (operator or bookie).")
+    unknown_reason: str | None = Field(default=None, description="Why the state is Unknown: the bookie's admin API "
+                                       "did not answer, or answered too much or something malformed.")
     disk_used_fraction: float | None = None
     disk_total_bytes: int | None = None
     last_compaction_time: str | None = None
