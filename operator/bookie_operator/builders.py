@@ -556,6 +556,8 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         "terminationGracePeriodSeconds": 60,
         "securityContext": pod_security_context(spec),
         "enableServiceLinks": False,
+        # Neither bookie talks to the Kubernetes API: a token in the pod would only serve whoever takes it over.
+        "automountServiceAccountToken": False,
     }
     affinity = default_affinity(name) if spec.affinity is None else spec.affinity
     spread = default_topology_spread(name) if spec.topology_spread_constraints is None \

@@ -97,3 +97,10 @@ def test_the_uid_and_gid_can_be_chosen_and_stay_non_root(fields: dict[str, Any])
 def test_root_is_refused(field: str) -> None:
     with pytest.raises(ValueError, match=f"podSecurity.{field}"):
         spec(podSecurity={field: 0})
+
+
+@pytest.mark.parametrize("fields", [{}, JAVA, {"serviceAccountName": "bookies"}],
+                         ids=["bookie-fleet", "apache-bookkeeper", "named-service-account"])
+def test_bookie_pods_get_no_service_account_token(fields: dict[str, Any]) -> None:
+    """The bookies never call the Kubernetes API: no token is mounted, whichever ServiceAccount the pods run as."""
+    assert pod_spec(**fields)["automountServiceAccountToken"] is False
