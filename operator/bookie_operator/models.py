@@ -509,6 +509,13 @@ class SecretRef(Model):
                              pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
 
 
+# BookKeeper 4.17 serves plaintext next to TLS unless an auth plugin refuses it: for Java bookies only
+# BookieAuthZFactory keeps clientAuthentication's promise (our onlySecureClientsAllowed is unknown to them).
+JAVA_CLIENT_AUTH_NEEDS_ROLES = (
+    "spec.tls.clientAuthentication on implementation apache-bookkeeper needs spec.tls.authorizedRoles: "
+    "Apache BookKeeper's bookies otherwise still serve clients that skip START_TLS")
+
+
 class TlsSpec(Model):
     """Certificates for the bookies, from Secrets in cert-manager's layout, mounted into the pods and re-read
     when they change (BookKeeper's tlsCertFilesRefreshDurationSeconds): a renewed certificate needs no restart.
@@ -668,6 +675,9 @@ class BookieClusterSpec(Model):
          "spec.jvmOptions: only for implementation apache-bookkeeper"),
         ("!has(self.tls) || !has(self.tls.admin) || self.implementation != 'apache-bookkeeper'",
          "spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only"),
+        ("!has(self.tls) || !has(self.tls.clientAuthentication) || !self.tls.clientAuthentication || "
+         "self.implementation != 'apache-bookkeeper' || "
+         "(has(self.tls.authorizedRoles) && size(self.tls.authorizedRoles) > 0)", JAVA_CLIENT_AUTH_NEEDS_ROLES),
     ))
 
     replicas: int = Field(default=3, ge=1, le=100, description="Number of bookies.")
@@ -752,6 +762,9 @@ class BookieClusterSpec(Model):
         if self.tls is not None and self.tls.admin is not None and self.implementation == "apache-bookkeeper":
             raise ValueError("spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only, not "
                              "PEM Secrets; its admin API stays on HTTP (limit it with spec.networkPolicy)")
+        if (self.tls is not None and self.tls.client_authentication and not self.tls.authorized_roles
+                and self.implementation == "apache-bookkeeper"):
+            raise ValueError(JAVA_CLIENT_AUTH_NEEDS_ROLES)
         if self.metadata_service.digest_secret is not None and self.implementation == "apache-bookkeeper":
             raise ValueError("spec.metadataService.digestSecret: Apache BookKeeper's bookies authenticate to "
                              "ZooKeeper by SASL or a TLS client certificate, not a digest; share the x509 identity "
@@ -786,11 +799,15 @@ class BookieClusterSpec(Model):
         return implied
 
     def _tls_key_problems(self) -> list[str]:
-        """spec.config may not set what spec.tls sets (two sources of one file path)."""
+        """spec.config may not set what spec.tls sets (two sources of one file path or rule)."""
         if self.tls is None:
             return []
-        return [f"spec.config.{key}: set by spec.tls.{purpose}" for purpose in self.tls.secrets()
-                for key in TLS_CONFIG_KEYS[purpose] if key in self.config]
+        problems = [f"spec.config.{key}: set by spec.tls.{purpose}" for purpose in self.tls.secrets()
+                    for key in TLS_CONFIG_KEYS[purpose] if key in self.config]
+        if self.tls.client_authentication and "onlySecureClientsAllowed" in self.config:
+            problems.append("spec.config.onlySecureClientsAllowed: set by spec.tls.clientAuthentication (no "
+                            "plaintext client is served)")
+        return problems
 
     def _escape_hatch_problems(self) -> list[str]:
         """What the escape hatches may not do: replace what the operator itself puts into the pod."""
@@ -946,6 +963,8 @@ class BookieStatus(Model):
     ready: bool = False
     state: Literal["Writable", "ReadOnly", "Unknown"] = "Unknown"
     read_only_reason: str | None = Field(default=None, description="Why it is read-only (operator or bookie).")
+    unknown_reason: str | None = Field(default=None, description="Why the state is Unknown: the bookie's admin API "
+                                       "did not answer, or answered too much or something malformed.")
     disk_used_fraction: float | None = None
     disk_total_bytes: int | None = None
     last_compaction_time: str | None = None
