@@ -22,7 +22,7 @@ import json
 import random
 import shutil
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,12 +144,23 @@ def _get(url: str) -> bytes:
         return bytes(r.read())
 
 
+@pytest.fixture
+def audit_cluster_role(kube: KubeTarget) -> Iterator[str]:
+    """The ClusterRole the operator binds for audit runs (under the operator's default name), removed afterwards:
+    cluster-scoped, it outlives the test's namespace, and the chart installed as the README's release
+    `bookie-operator` creates one of that name, which Helm would refuse to take over."""
+    kube.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(audit_builders.cluster_role(ROLE)))
+    try:
+        yield ROLE
+    finally:
+        kube.kubectl("delete", "clusterrole", ROLE, "--ignore-not-found")
+
+
 @pytest.mark.timeout(1800)  # Spark on Kubernetes and Spark in this process, on a shared 2-core machine
 async def test_operator_runs_the_audit_on_spark_on_kubernetes(
-        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
+        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer, audit_cluster_role: str,
         operator_factory: Callable[[str], OperatorProcess], tmp_path: Path) -> None:
     ns, root = kube_namespace, f"/{kube_namespace}/ledgers"
-    kube.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(audit_builders.cluster_role(ROLE)))
     operator_factory(ns)
     audit = {"mode": "full", "executors": 1, "executorMemory": "512m", "driverMemory": "512m", "minAgeDays": 0,
              "compaction": {"enabled": True, "reclaimableGiB": 0.00001}}
