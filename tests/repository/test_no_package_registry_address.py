@@ -55,7 +55,7 @@ def tracked_text_files() -> list[Path]:
     "pip install -i " + "https://pypi" + ".org/simple bookie",
     "GOPROXY=" + "https://proxy" + ".golang.org,direct",
     "registry=" + "https://registry" + ".npmjs.org/",
-    "[source] " + "https://index" + ".crates.io/",
+    "[source] " + "https://index" + ".crates" + ".io/",
     "deb " + "http://deb" + ".debian.org/debian bookworm main",
     "<url>" + "https://nexus.example.com/repository" + "/maven2</url>",
     "index-url = " + "https://artifacts.example.com/pypi" + "/simple",
