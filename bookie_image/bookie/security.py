@@ -84,6 +84,10 @@ class BookieSecurity:
         if conf.tls_enabled:
             if conf.tls_trust_store_password_path:
                 log.info("tlsTrustStorePasswordPath is not used: a PEM trust store has no password")
+            if (conf.tls_client_authentication and not conf.only_secure_clients_allowed
+                    and not conf.bookie_auth_provider_factory_class):
+                log.warning("tlsClientAuthentication=true verifies TLS clients only: plaintext clients are still "
+                            "served, as in BookKeeper (set onlySecureClientsAllowed=true to refuse them)")
         elif conf.tls_certificate_path or conf.tls_key_store:
             log.warning("tlsCertificatePath/tlsKeyStore are set but tlsProviderFactoryClass is not: TLS is off "
                         "(set tlsProviderFactoryClass=%s to turn it on)", tls.TLS_CONTEXT_FACTORY)

@@ -3,6 +3,7 @@
     bookie-fleet playground [--short] [--keep-running]     the operator's story on a local Kubernetes
     bookie-fleet playground --bookies-only [--bookies 3]   ZooKeeper + bookies on this machine, no Kubernetes
     bookie-fleet cluster up|down|status
+    bookie-fleet cache [prune]                             the cache's parts and sizes; remove what is unused
 """
 
 from __future__ import annotations
@@ -30,20 +31,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     play.add_argument("--entries", type=int, default=100, help="with --bookies-only")
     play.add_argument("--workdir", default=None, help="default: a fresh directory under the cache")
     play.add_argument("--keep-running", action="store_true", help="leave the fleet running until Ctrl-C")
+    play.add_argument("--keep", action="store_true",
+                      help="keep all of this run's files, and earlier runs' (default: earlier runs are removed, "
+                           "this one is trimmed to its report and logs at the end)")
     sub.add_parser("cluster", help="local Kubernetes control plane: up|down|status")
+    cache = sub.add_parser("cache", help="the size of each part of the cache ($BOOKIE_FLEET_CACHE); "
+                                         "`prune` removes what is no longer used")
+    cache.add_argument("action", nargs="?", choices=["prune"])
     args = parser.parse_args(argv)
-    if args.command == "playground" and args.bookies_only:
-        from bookie_fleet.playground import run_playground
+    if args.command == "cache":
+        from bookie_fleet import cache as cache_dir
 
-        return run_playground(args)
-    if args.command == "playground":
-        from pathlib import Path
+        run = cache_dir.prune if args.action == "prune" else cache_dir.show
+        return run(cache_dir.cache_root(), lambda line: print(line, flush=True))
+    return playground(args)
 
-        from bookie_fleet.playground import default_workdir
+
+def playground(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from bookie_fleet.cache import playground_run
+    from bookie_fleet.playground import default_workdir, say
+
+    workdir = Path(args.workdir) if args.workdir else default_workdir()
+    args.workdir = str(workdir)
+    with playground_run(workdir, args.keep, say):
+        if args.bookies_only:
+            from bookie_fleet.playground import run_playground
+
+            return run_playground(args)
         from bookie_fleet.story import run_story
 
-        return run_story(Path(args.workdir) if args.workdir else default_workdir(), args.short, args.keep_running)
-    return 2
+        return run_story(workdir, args.short, args.keep_running)
 
 
 if __name__ == "__main__":

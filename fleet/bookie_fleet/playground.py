@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import secrets
 import signal
 import sys
@@ -20,6 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bookie_fleet.cache import playground_root
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies, start_all, stop_all
 from bookie_fleet.zookeeper import ZooKeeperServer
 
@@ -27,8 +27,7 @@ LEDGERS_ROOT = "/ledgers"
 
 
 def default_workdir() -> Path:
-    cache = Path(os.environ.get("BOOKIE_FLEET_CACHE", Path.home() / ".cache" / "bookie-fleet"))
-    return cache / "playground" / time.strftime("%Y%m%d-%H%M%S")
+    return playground_root() / time.strftime("%Y%m%d-%H%M%S")
 
 
 def say(text: str) -> None:

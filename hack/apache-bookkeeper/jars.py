@@ -1,11 +1,16 @@
-"""The Apache BookKeeper classpath of the Java bookie image, pinned: Maven Central coordinates and sha256.
+"""The Apache BookKeeper classpath of the Java bookie image, pinned: Maven coordinates and sha256.
 
-    python3 hack/apache-bookkeeper/jars.py lock      # rewrite jars.lock from hack/maven/pom.xml (needs mvn)
-    python3 jars.py fetch jars.lock /opt/bookkeeper/lib [--cache DIR]   # inside the image build
+    python3 hack/apache-bookkeeper/jars.py lock                # rewrite jars.lock from hack/maven/pom.xml
+    python3 hack/apache-bookkeeper/jars.py stage DIR [--settings FILE]   # the locked jars, through Maven
+    python3 jars.py install jars.lock STAGED /opt/bookkeeper/lib         # inside the image build
 
-``fetch`` needs only the Python standard library (it runs in the image build, on the base image's
-interpreter) and refuses a jar whose sha256 differs from the lock's. The file names are Maven's
-(``dependency:copy-dependencies``), so the image's lib/ holds the same files as the bootstrap's classpath.
+The jars are resolved by the user's own Maven (``stage``), never downloaded from an address written here: a
+machine behind a company mirror or proxy repository (``~/.m2/settings.xml``: mirrors, proxies, credentials)
+builds the image as one that reaches the public repository directly. The image build receives them as a
+build context (``bookkeeper-jars``, see the Dockerfile). ``install`` needs only the Python standard library
+(it runs in the image build, on the base image's interpreter) and refuses a set of jars that is not exactly
+the lock's, byte for byte. The file names are Maven's (``dependency:copy-dependencies``), so the image's lib/
+holds the same files as the bootstrap's classpath.
 """
 
 from __future__ import annotations
@@ -13,16 +18,20 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from xml.sax.saxutils import escape
 
-CENTRAL = "https://repo1.maven.org/maven2"
 HERE = Path(__file__).resolve().parent
+# Called by its full coordinates, not as ``dependency:``: resolving a plugin prefix reads the repository's
+# group metadata, which a plain file or proxy repository may not serve. 2.8 is the version Maven 3.8's super
+# POM binds, so the bootstrap's ``mvn dependency:copy-dependencies`` already has it in the local repository.
+COPY_DEPENDENCIES = "org.apache.maven.plugins:maven-dependency-plugin:2.8:copy-dependencies"
 
 
 @dataclass(frozen=True)
@@ -37,10 +46,6 @@ class Jar:
     def file_name(self) -> str:
         suffix = f"-{self.classifier}" if self.classifier else ""
         return f"{self.artifact}-{self.version}{suffix}.jar"
-
-    @property
-    def url(self) -> str:
-        return f"{CENTRAL}/{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.file_name}"
 
     def line(self) -> str:
         return f"{self.group}:{self.artifact}:{self.version}:{self.classifier} {self.sha256}"
@@ -70,29 +75,64 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch(lock: Path, target: Path, cache: Path | None) -> None:
+def install(lock: Path, staged: Path, target: Path) -> None:
+    """Copy the locked jars from ``staged`` into ``target`` after checking that ``staged`` holds exactly them
+    (the same file names, the lock's sha256); files other than ``*.jar`` are ignored."""
+    jars = parse_lock(lock.read_text())
+    present = {p.name for p in staged.glob("*.jar")}
+    missing = sorted(j.file_name for j in jars if j.file_name not in present)
+    extra = sorted(present - {j.file_name for j in jars})
+    if missing or extra:
+        problems = ([f"missing {', '.join(missing)}"] if missing else []) + \
+            ([f"not in the lock {', '.join(extra)}"] if extra else [])
+        raise SystemExit(f"{staged} is not the classpath of {lock}: {'; '.join(problems)}")
+    differ = [f"{j.file_name} (sha256 {got}, the lock says {j.sha256})"
+              for j in jars if (got := sha256_of(staged / j.file_name)) != j.sha256]
+    if differ:
+        raise SystemExit(f"jars in {staged} differ from {lock}: {'; '.join(differ)}")
     target.mkdir(parents=True, exist_ok=True)
-    for jar in parse_lock(lock.read_text()):
-        cached = cache / jar.sha256 if cache else None
-        if cached is not None and cached.is_file() and sha256_of(cached) == jar.sha256:
-            shutil.copyfile(cached, target / jar.file_name)
-            continue
-        with tempfile.NamedTemporaryFile(dir=target, delete=False) as out:
-            try:
-                with urllib.request.urlopen(jar.url, timeout=120) as response:
-                    shutil.copyfileobj(response, out)
-            except OSError as exc:
-                os.unlink(out.name)
-                raise SystemExit(f"downloading {jar.url} failed: {exc}") from exc
-        got = sha256_of(Path(out.name))
-        if got != jar.sha256:
-            os.unlink(out.name)
-            raise SystemExit(f"{jar.url}: sha256 {got} differs from jars.lock's {jar.sha256}")
-        os.replace(out.name, target / jar.file_name)
+    for jar in jars:
+        shutil.copyfile(staged / jar.file_name, target / jar.file_name)
         os.chmod(target / jar.file_name, 0o644)
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(target / jar.file_name, cached)
+
+
+def locked_pom(jars: list[Jar]) -> str:
+    """A pom whose dependencies are exactly the locked jars, none transitive: Maven resolves these and nothing
+    else, whatever the poms of these artifacts say today."""
+    def dependency(j: Jar) -> str:
+        classifier = f"<classifier>{escape(j.classifier)}</classifier>" if j.classifier else ""
+        return (f"<dependency><groupId>{escape(j.group)}</groupId><artifactId>{escape(j.artifact)}</artifactId>"
+                f"<version>{escape(j.version)}</version>{classifier}"
+                "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions>"
+                "</dependency>")
+    return ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+            "<groupId>local.bookiefleet</groupId><artifactId>apache-bookkeeper-image-jars</artifactId>"
+            "<version>1</version><packaging>pom</packaging><dependencies>"
+            + "".join(dependency(j) for j in jars) + "</dependencies></project>\n")
+
+
+def stage(lock: Path, target: Path, settings: Path | None) -> None:
+    """Resolve the locked jars with Maven (the user's settings: mirrors, proxies, credentials) and install
+    them, checked against the lock, into ``target``."""
+    jars = parse_lock(lock.read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        (project / "pom.xml").write_text(locked_pom(jars))
+        command = ["mvn", "-q", "-B", "-Dstyle.color=never", *(["-s", str(settings.resolve())] if settings else []),
+                   COPY_DEPENDENCIES,
+                   "-DincludeScope=runtime", f"-DoutputDirectory={project / 'lib'}"]
+        try:
+            result = subprocess.run(command, cwd=project, capture_output=True, text=True)
+        except FileNotFoundError:
+            raise SystemExit("mvn not found: the Java bookie image's jars are resolved with Maven "
+                             "(Debian: apt-get install maven)") from None
+        if result.returncode != 0:
+            # Maven's own message, without its colours and the advice that follows a blank [ERROR] line.
+            output = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+            message = output.split("[ERROR] \n", 1)[0].strip()
+            raise SystemExit(f"Maven could not resolve the jars of {lock} (its settings: "
+                             f"{settings or '~/.m2/settings.xml'}):\n{message[-3000:]}")
+        install(lock, project / "lib", target)
 
 
 def lock(pom_dir: Path, out: Path) -> None:
@@ -111,7 +151,7 @@ def lock(pom_dir: Path, out: Path) -> None:
             classifier = fields[3] if len(fields) == 7 else ""
             version, path = fields[-3], Path(fields[-1])
             jars.append(Jar(group, artifact, version, classifier, sha256_of(path)))
-    header = ("# The Java bookie image's classpath (hack/maven/pom.xml's runtime scope), from Maven Central.\n"
+    header = ("# The Java bookie image's classpath (hack/maven/pom.xml's runtime scope), resolved by Maven.\n"
               "# Regenerate after changing the pom: python3 hack/apache-bookkeeper/jars.py lock\n")
     out.write_text(header + "".join(j.line() + "\n" for j in sorted(jars, key=lambda j: j.line())))
 
@@ -120,15 +160,22 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
     sub.add_parser("lock", help="rewrite jars.lock from hack/maven/pom.xml")
-    get = sub.add_parser("fetch", help="download the locked jars into a directory")
-    get.add_argument("lock", type=Path)
-    get.add_argument("target", type=Path)
-    get.add_argument("--cache", type=Path, help="a directory of jars by sha256, reused between builds")
+    staging = sub.add_parser("stage", help="resolve the locked jars with Maven into a directory")
+    staging.add_argument("target", type=Path)
+    staging.add_argument("--lock", type=Path, default=HERE / "jars.lock")
+    staging.add_argument("--settings", type=Path, default=None,
+                         help="Maven's settings file (default: Maven's own, ~/.m2/settings.xml)")
+    put = sub.add_parser("install", help="copy the locked jars, checked, from a directory into another")
+    put.add_argument("lock", type=Path)
+    put.add_argument("staged", type=Path)
+    put.add_argument("target", type=Path)
     args = parser.parse_args(argv)
     if args.what == "lock":
         lock(HERE.parent / "maven", HERE / "jars.lock")
+    elif args.what == "stage":
+        stage(args.lock, args.target, args.settings)
     else:
-        fetch(args.lock, args.target, args.cache)
+        install(args.lock, args.staged, args.target)
     return 0
 
 

@@ -19,8 +19,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     up = sub.add_parser("up", help="start etcd, kube-apiserver, kube-controller-manager and the pod runner")
     up.add_argument("--timeout", type=float, default=180.0)
     up.add_argument("--node-name", default="localkube")
-    up.add_argument("--service-account", default="bookie-fleet/bookie-operator", metavar="NAMESPACE/NAME",
-                    help="also write a kubeconfig for this ServiceAccount (empty: none)")
+    # No ServiceAccount unless asked: `up` makes a cluster and puts nothing in the namespaces a user installs
+    # into next. An account created by default under the chart's name (bookie-fleet/bookie-operator) made the
+    # README's `helm install bookie-operator helm/bookie-operator -n bookie-fleet` fail ("exists and cannot be
+    # imported into the current release"); running the operator outside the cluster is the rarer case, and
+    # its user names the account it wants.
+    up.add_argument("--service-account", default="", metavar="NAMESPACE/NAME",
+                    help="also create this ServiceAccount (and its namespace) and write a kubeconfig for it, "
+                         "e.g. to run the operator outside the cluster (default: none)")
     up.add_argument("--service-account-role", default="", metavar="CLUSTERROLE",
                     help="bind the ServiceAccount to this ClusterRole (default: no binding; RBAC is the chart's)")
     down = sub.add_parser("down", help="stop everything the cluster started (pods included)")

@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+import javaproperties
 from bookie.config import BookieConfig
 
 from bookie_operator import models
@@ -245,6 +246,11 @@ def tls_config(spec: BookieClusterSpec) -> dict[str, Any]:
         if tls.authorized_roles:
             values.update({"bookieAuthProviderFactoryClass": BOOKIE_AUTHZ_FACTORY,
                            "authorizedRoles": ",".join(tls.authorized_roles)})
+        elif tls.client_authentication and spec.implementation == "bookie-fleet":
+            # BookKeeper's tlsClientAuthentication verifies the certificates of TLS sessions but leaves plaintext
+            # open; clientAuthentication promises no access without a certificate. (Java bookies have no such
+            # key: the model makes them use authorizedRoles, which refuses plaintext too.)
+            values["onlySecureClientsAllowed"] = True
     if tls.admin is not None:
         d = tls_dir("admin")
         values.update({"httpServerTlsEnable": True, "httpServerTlsCertificatePath": f"{d}/tls.crt",
@@ -271,12 +277,37 @@ def zookeeper_jvm_options(spec: BookieClusterSpec) -> list[str]:
             f"-Dzookeeper.ssl.trustStore.location={d}/ca.crt", "-Dzookeeper.ssl.trustStore.type=PEM"]
 
 
+# What a value needs escaped in a properties file. Keys take javaproperties.escape (java.util.Properties.store's
+# rules); values do not take its join_key_value, which also escapes '=', ':', '#', '!' (literal in a value) and
+# leading blanks: the first would change the rendered file, and so the checksum that rolls the bookies, of every
+# cluster with a ZooKeeper URI; the second is read back as a backslash and a blank by Apache BookKeeper's reader
+# (Commons Configuration), while both it and ours trim values anyway.
+_VALUE_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}
+
+
+def _escape_value(text: str) -> str:
+    """``text`` as one properties value: line breaks, tabs and backslashes escaped, anything outside printable
+    ASCII as ``\\uXXXX`` (UTF-16 units, as Java reads the file as ISO-8859-1)."""
+    out = []
+    for ch in text:
+        if ch in _VALUE_ESCAPES:
+            out.append(_VALUE_ESCAPES[ch])
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            units = ch.encode("utf-16-be")
+            out.extend(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04x}" for i in range(0, len(units), 2))
+    return "".join(out)
+
+
 def render_properties(values: dict[str, Any]) -> str:
+    """A bk_server.conf of ``values``, each key and value escaped so that both our bookie's reader and Apache
+    BookKeeper's read back exactly these keys: a value cannot add a line (and with it a key) to the file."""
     lines = []
     for key in sorted(values):
         value = values[key]
         text = str(value).lower() if isinstance(value, bool) else str(value)
-        lines.append(f"{key}={text}")
+        lines.append(f"{javaproperties.escape(key)}={_escape_value(text)}")
     return "# Written by the bookie operator from the BookieCluster spec.\n" + "\n".join(lines) + "\n"
 
 
@@ -576,6 +607,8 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         "terminationGracePeriodSeconds": 60,
         "securityContext": pod_security_context(spec),
         "enableServiceLinks": False,
+        # Neither bookie talks to the Kubernetes API: a token in the pod would only serve whoever takes it over.
+        "automountServiceAccountToken": False,
     }
     affinity = default_affinity(name) if spec.affinity is None else spec.affinity
     spread = default_topology_spread(name) if spec.topology_spread_constraints is None \

@@ -509,6 +509,13 @@ class SecretRef(Model):
                              pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
 
 
+# BookKeeper 4.17 serves plaintext next to TLS unless an auth plugin refuses it: for Java bookies only
+# BookieAuthZFactory keeps clientAuthentication's promise (our onlySecureClientsAllowed is unknown to them).
+JAVA_CLIENT_AUTH_NEEDS_ROLES = (
+    "spec.tls.clientAuthentication on implementation apache-bookkeeper needs spec.tls.authorizedRoles: "
+    "Apache BookKeeper's bookies otherwise still serve clients that skip START_TLS")
+
+
 class TlsSpec(Model):
     """Certificates for the bookies, from Secrets in cert-manager's layout, mounted into the pods and re-read
     when they change (BookKeeper's tlsCertFilesRefreshDurationSeconds): a renewed certificate needs no restart.
@@ -668,6 +675,9 @@ class BookieClusterSpec(Model):
          "spec.jvmOptions: only for implementation apache-bookkeeper"),
         ("!has(self.tls) || !has(self.tls.admin) || self.implementation != 'apache-bookkeeper'",
          "spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only"),
+        ("!has(self.tls) || !has(self.tls.clientAuthentication) || !self.tls.clientAuthentication || "
+         "self.implementation != 'apache-bookkeeper' || "
+         "(has(self.tls.authorizedRoles) && size(self.tls.authorizedRoles) > 0)", JAVA_CLIENT_AUTH_NEEDS_ROLES),
     ))
 
     replicas: int = Field(default=3, ge=1, le=100, description="Number of bookies.")
@@ -752,6 +762,9 @@ class BookieClusterSpec(Model):
         if self.tls is not None and self.tls.admin is not None and self.implementation == "apache-bookkeeper":
             raise ValueError("spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only, not "
                              "PEM Secrets; its admin API stays on HTTP (limit it with spec.networkPolicy)")
+        if (self.tls is not None and self.tls.client_authentication and not self.tls.authorized_roles
+                and self.implementation == "apache-bookkeeper"):
+            raise ValueError(JAVA_CLIENT_AUTH_NEEDS_ROLES)
         if self.metadata_service.digest_secret is not None and self.implementation == "apache-bookkeeper":
             raise ValueError("spec.metadataService.digestSecret: Apache BookKeeper's bookies authenticate to "
                              "ZooKeeper by SASL or a TLS client certificate, not a digest; share the x509 identity "
@@ -786,11 +799,15 @@ class BookieClusterSpec(Model):
         return implied
 
     def _tls_key_problems(self) -> list[str]:
-        """spec.config may not set what spec.tls sets (two sources of one file path)."""
+        """spec.config may not set what spec.tls sets (two sources of one file path or rule)."""
         if self.tls is None:
             return []
-        return [f"spec.config.{key}: set by spec.tls.{purpose}" for purpose in self.tls.secrets()
-                for key in TLS_CONFIG_KEYS[purpose] if key in self.config]
+        problems = [f"spec.config.{key}: set by spec.tls.{purpose}" for purpose in self.tls.secrets()
+                    for key in TLS_CONFIG_KEYS[purpose] if key in self.config]
+        if self.tls.client_authentication and "onlySecureClientsAllowed" in self.config:
+            problems.append("spec.config.onlySecureClientsAllowed: set by spec.tls.clientAuthentication (no "
+                            "plaintext client is served)")
+        return problems
 
     def _escape_hatch_problems(self) -> list[str]:
         """What the escape hatches may not do: replace what the operator itself puts into the pod."""
@@ -905,13 +922,27 @@ def describe(exc: ValidationError, prefix: str) -> str:
 
 
 # -------------------------------------------------------------------------------------------- status
+# metav1.Condition's validation (KEP-1623), so the API server accepts what the operator writes and generic
+# tools (kstatus, Argo CD, kubectl wait) read it as they read any Kubernetes condition.
+CONDITION_TYPE_PATTERN = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                          r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$")
+CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+CONDITION_MESSAGE_MAX = 32768
+
+
 class Condition(Model):
-    type: str = Field(description="Ready, Progressing, Degraded, DiskPressure, Decommissioning, InvalidSpec, ...")
+    """One condition, as metav1.Condition: every field but observedGeneration is required."""
+
+    type: str = Field(description="Ready, Progressing, Degraded, DiskPressure, Decommissioning, InvalidSpec, ...",
+                      pattern=CONDITION_TYPE_PATTERN, max_length=316)
     status: Literal["True", "False", "Unknown"]
-    reason: str = Field(description="CamelCase reason.")
-    message: str = ""
-    last_transition_time: str | None = None
-    observed_generation: int | None = None
+    reason: str = Field(description="CamelCase reason.", pattern=CONDITION_REASON_PATTERN, min_length=1,
+                        max_length=1024)
+    message: str = Field(description="Human-readable details (may be empty).", max_length=CONDITION_MESSAGE_MAX)
+    last_transition_time: str = Field(description="When the status last changed (RFC 3339).",
+                                      json_schema_extra={"format": "date-time"})
+    observed_generation: int | None = Field(default=None, ge=0, description="The spec generation the condition "
+                                            "was set from.")
 
 
 class StartFailureStatus(Model):
@@ -932,6 +963,8 @@ class BookieStatus(Model):
     ready: bool = False
     state: Literal["Writable", "ReadOnly", "Unknown"] = "Unknown"
     read_only_reason: str | None = Field(default=None, description="Why it is read-only (operator or bookie).")
+    unknown_reason: str | None = Field(default=None, description="Why the state is Unknown: the bookie's admin API "
+                                       "did not answer, or answered too much or something malformed.")
     disk_used_fraction: float | None = None
     disk_total_bytes: int | None = None
     last_compaction_time: str | None = None
@@ -1061,7 +1094,9 @@ class BookieClusterStatus(Model):
     label_selector: str | None = None
     config_checksum: str | None = None
     instance_id: str | None = Field(default=None, description="BookKeeper instance id of the metadata service.")
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = Field(
+        default_factory=list, description="Conditions keyed by type (one of each type).",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]})
     bookies: list[BookieStatus] = Field(default_factory=list)
     compaction: CompactionStatus = Field(default_factory=CompactionStatus)
     audit: AuditStatus = Field(default_factory=AuditStatus)
@@ -1077,6 +1112,10 @@ class BookieClusterStatus(Model):
 def parse_status(status: dict[str, Any] | None) -> BookieClusterStatus:
     """Status as last written by the operator; unknown or damaged parts are dropped, never fatal."""
     data = {k: v for k, v in (status or {}).items() if k in _STATUS_KEYS}
+    if isinstance(data.get("conditions"), list):
+        # One condition that no longer validates (written before metav1.Condition's rules applied) is dropped
+        # alone, so the others keep their lastTransitionTime.
+        data["conditions"] = [c for c in data["conditions"] if _valid_condition(c)]
     try:
         return BookieClusterStatus.model_validate(data)
     except ValidationError:
@@ -1088,6 +1127,14 @@ def parse_status(status: dict[str, Any] | None) -> BookieClusterStatus:
             except ValidationError:
                 continue
         return BookieClusterStatus.model_validate(keep)
+
+
+def _valid_condition(data: Any) -> bool:
+    try:
+        Condition.model_validate(data)
+    except ValidationError:
+        return False
+    return True
 
 
 _STATUS_KEYS = {f.alias or name for name, f in BookieClusterStatus.model_fields.items()}

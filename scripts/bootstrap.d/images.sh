@@ -112,6 +112,16 @@ if [ ! -f "$dir/.complete" ]; then
   log "building ${#images[@]} images into $layout"
   rm -rf "$dir"; mkdir -p "$dir"
   t_all="$(date +%s)"
+  # The Java bookie's jars, resolved by this machine's Maven (its settings: mirrors, proxies, credentials), are
+  # the Dockerfile's build context `bookkeeper-jars`; this buildah has no --build-context, so they become a
+  # local image of that name, which `COPY --from=bookkeeper-jars` reads (removed after the build).
+  jars_image="localhost/bookkeeper-jars:latest"
+  python3 "$repo/hack/apache-bookkeeper/jars.py" stage "$dir/bookkeeper-jars" >&2 \
+    || fail "the Java bookie's jars were not resolved (Maven, above)"
+  ctr="$(buildah "${S[@]}" from scratch)"
+  buildah "${S[@]}" copy -q "$ctr" "$dir/bookkeeper-jars" / >/dev/null
+  buildah "${S[@]}" commit -q --rm "$ctr" "$jars_image" >/dev/null
+  rm -rf "$dir/bookkeeper-jars"
   for entry in "${images[@]}"; do
     name="${entry%% *}"; dockerfile="${entry#* }"
     t0="$(date +%s)"
@@ -121,6 +131,7 @@ if [ ! -f "$dir/.complete" ]; then
     took=$(( $(date +%s) - t0 ))
     log "built $name in ${took}s"; echo "$name ${took}s" >> "$dir/build-times"
   done
+  buildah "${S[@]}" rmi "$jars_image" >/dev/null
   echo "total $(( $(date +%s) - t_all ))s ($(nproc) cores)" >> "$dir/build-times"
   # Layers are content-addressed: a blob another layout of this cache already holds (the base, the JRE, the
   # PySpark venv, unchanged from build to build) becomes a hard link to it, so each new layout costs only

@@ -24,8 +24,3 @@ def test_jars_lock_is_the_maven_classpath() -> None:
     differ = sorted(name for name in locked if locked[name] != assembled[name])
     assert differ == [], f"jars whose sha256 differs from jars.lock: {differ}"
 
-
-def test_jar_urls_are_maven_central_paths() -> None:
-    jar = jars.Jar("io.netty", "netty-transport-native-epoll", "4.1.111.Final", "linux-x86_64", "0" * 64)
-    assert jar.url == ("https://repo1.maven.org/maven2/io/netty/netty-transport-native-epoll/4.1.111.Final/"
-                       "netty-transport-native-epoll-4.1.111.Final-linux-x86_64.jar")

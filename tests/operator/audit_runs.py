@@ -20,13 +20,6 @@ from tests.operator.conftest import get_cluster, patch_spec
 from tests.pipeline.tables import audit_tables
 from tests.support.kube import KubeTarget, wait_for
 
-ROLE = "bookie-operator-audit"  # the audit's ClusterRole, as the chart installs it
-
-
-def install_audit_role(kube: KubeTarget) -> None:
-    kube.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(audit_builders.cluster_role(ROLE)))
-
-
 def pod_ip(kube: KubeTarget, ns: str, pod: str) -> str:
     obj = kube.get(f"/api/v1/namespaces/{ns}/pods/{pod}")
     assert obj is not None and obj["status"].get("podIP")

@@ -7,6 +7,7 @@ group); ``start()``, ``kill()`` (SIGKILL, for restart tests) and the log text.
 ``small_ledger_volumes``: statically provisioned PersistentVolumes on size-limited tmpfs mounts, pre-bound to
 the ledger claims of a BookieCluster, so "filling one bookie's disk" fills exactly that bookie's filesystem.
 ``zookeeper`` (session): the ZooKeeper of tests/support/kube.py's ``pod_zookeeper``, reachable from pods.
+``audit_cluster_role``: the ClusterRole the operator binds for audit runs, removed after the test.
 Bookie ids are ``<pod>.<service>.<namespace>.svc.cluster.local:3181``: pods resolve them through cluster DNS;
 clients on this machine (the tests, the operator run as a process) reach the bookies through the endpoints
 each bookie publishes in its ZooKeeper registration (pod IPs), our bookies and Apache BookKeeper's alike.
@@ -30,7 +31,7 @@ from typing import Any
 
 import pytest
 from bookie_fleet.zookeeper import ZooKeeperServer
-from bookie_operator import crd
+from bookie_operator import audit_builders, crd
 
 from tests.support.kube import KubeTarget, wait_for
 
@@ -41,6 +42,21 @@ INTERVAL = 2.0
 # Java bookie) instead of ours; tests parametrized over IMPLEMENTATIONS run the same scenario on both.
 JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
 IMPLEMENTATIONS = {"bookie-fleet": {}, "apache-bookkeeper": JAVA}
+
+
+AUDIT_ROLE = "bookie-operator-audit"  # the operator's default name for it, as the chart installs it
+
+
+@pytest.fixture
+def audit_cluster_role(kube: KubeTarget) -> Iterator[str]:
+    """The ClusterRole the operator binds for audit runs (under the operator's default name), removed afterwards:
+    cluster-scoped, it outlives the test's namespace, and the chart installed as the README's release
+    `bookie-operator` creates one of that name, which Helm would refuse to take over."""
+    kube.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(audit_builders.cluster_role(AUDIT_ROLE)))
+    try:
+        yield AUDIT_ROLE
+    finally:
+        kube.kubectl("delete", "clusterrole", AUDIT_ROLE, "--ignore-not-found")
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """In-memory stand-ins for what the reconcile talks to, for unit tests of the whole reconcile (no cluster).
 
 ``FakeKube`` keeps objects in a dict and applies status writes as the API server does (an RFC 7386 merge
-patch), so a status field the reconcile forgets to remove stays, exactly as on a real cluster. ``StatefulSets``
+patch, refused when the result does not validate against the CRD's status schema), so a status field the
+reconcile forgets to remove stays, exactly as on a real cluster. ``StatefulSets``
 plays the StatefulSet controller (pods from replicas, ready at once, revision labels). ``FakeBookie`` is one
 bookie's admin API; its compaction finishes on the GC poll after it was triggered. ``FakeMetadata`` is the
 cluster's ZooKeeper metadata. ``Clock`` is the time the reconcile reads.
@@ -18,10 +19,12 @@ from typing import Any
 
 from bookie_operator import builders, models
 from bookie_operator.decisions import GcInfo
+from bookie_operator.kube import KubeError
 from bookie_operator.reconcile import Operator, Outcome, reconcile
 from bookie_operator.reconcile.ports import AdminTls
 from bookie_operator.zk import ZkTlsIdentity
 
+from tests.operator.crd_schema import status_errors
 from tests.operator.merge_patch import apply_merge_patch
 
 Obj = dict[str, Any]
@@ -98,8 +101,12 @@ class FakeKube:
             self.crash_before_status_write = False
             raise OperatorCrashed("the operator died before writing status")
         obj = self.objects[(models.KIND, namespace, name)]
+        patched = apply_merge_patch(obj.get("status") or {}, status)
+        refused = status_errors(patched)
+        if refused:   # the API server validates the whole status against the CRD and refuses the patch
+            raise KubeError(f"BookieCluster {name} is invalid: {'; '.join(refused)}", 422)
         self.status_patches.append(status)
-        obj["status"] = apply_merge_patch(obj.get("status") or {}, status)
+        obj["status"] = patched
 
     async def event(self, owner: Obj, type_: str, reason: str, message: str) -> None:
         self.events.append((type_, reason, message))

@@ -113,3 +113,10 @@ def test_the_inspector_reads_the_bookies_ledger_volumes_and_writes_none() -> Non
     writable = {path for path, m in mounts.items() if not m.get("readOnly")}
     assert writable == {"/tmp", builders.RUN_DIR}
     assert "inspector" not in {c["name"] for c in pod_spec(**JAVA, inspector={"enabled": False})["containers"]}
+
+
+@pytest.mark.parametrize("fields", [{}, JAVA, {"serviceAccountName": "bookies"}],
+                         ids=["bookie-fleet", "apache-bookkeeper", "named-service-account"])
+def test_bookie_pods_get_no_service_account_token(fields: dict[str, Any]) -> None:
+    """The bookies never call the Kubernetes API: no token is mounted, whichever ServiceAccount the pods run as."""
+    assert pod_spec(**fields)["automountServiceAccountToken"] is False

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from bookie_operator import builders
 from bookie_operator.builders import Owner
 
@@ -88,3 +89,22 @@ def test_a_changed_secret_name_rolls_the_bookies_and_a_renewal_does_not() -> Non
     b = builders.statefulset(OWNER, spec(tls={"admin": {"secretName": "b"}}), 3)["spec"]["template"]
     assert a != b
     assert a == builders.statefulset(OWNER, spec(tls={"admin": {"secretName": "a"}}), 3)["spec"]["template"]
+
+
+def test_client_authentication_refuses_plaintext_clients_too() -> None:
+    """BookKeeper's tlsClientAuthentication alone still serves plaintext: on our bookies the operator adds
+    onlySecureClientsAllowed; Java bookies, which have no such key, must name authorizedRoles (BookieAuthZFactory
+    refuses plaintext), and spec.config cannot turn it off."""
+    tls: dict[str, Any] = {"bookie": ALL["bookie"], "clientAuthentication": True}
+    conf = builders.bookie_config(spec(tls=tls))
+    assert conf["onlySecureClientsAllowed"] is True and conf["tlsClientAuthentication"] is True
+    assert "onlySecureClientsAllowed" not in builders.bookie_config(spec(tls={"bookie": ALL["bookie"]}))
+    with pytest.raises(ValueError, match="clientAuthentication on implementation apache-bookkeeper needs "
+                                         r"spec\.tls\.authorizedRoles"):
+        spec(**JAVA, tls=tls)
+    java = builders.bookie_config(spec(**JAVA, tls={**tls, "authorizedRoles": ["broker"]}))
+    assert java["bookieAuthProviderFactoryClass"] == "org.apache.bookkeeper.tls.BookieAuthZFactory"
+    assert "onlySecureClientsAllowed" not in java
+    with pytest.raises(ValueError, match=r"spec\.config\.onlySecureClientsAllowed: set by spec\.tls\."
+                                         "clientAuthentication"):
+        spec(tls=tls, config={"onlySecureClientsAllowed": False})

@@ -38,7 +38,6 @@ from tests.operator.audit_runs import (
     copy_logs,
     entries_on_disk,
     fetch_run,
-    install_audit_role,
     ledger_dir,
     pod_ip,
     run_scheduled_audit,
@@ -108,10 +107,9 @@ async def _write_known_data(kube: KubeTarget, ns: str, zk: str, root: str) -> di
 
 @pytest.mark.timeout(1800)  # Spark on Kubernetes and Spark in this process, on a shared 2-core machine
 async def test_operator_runs_the_audit_on_spark_on_kubernetes(
-        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
+        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer, audit_cluster_role: str,
         operator_factory: Callable[[str], OperatorProcess], tmp_path: Path) -> None:
     ns, root = kube_namespace, f"/{kube_namespace}/ledgers"
-    install_audit_role(kube)
     operator_factory(ns)
     audit = {"mode": "full", "executors": 1, "executorMemory": "512m", "driverMemory": "512m", "minAgeDays": 0,
              "compaction": {"enabled": True, "reclaimableGiB": 0.00001}}

@@ -38,6 +38,9 @@ ZK = "127.0.0.1:2181"
     ({"storage": {"journal": {"size": "lots"}}}, "spec.storage.journal.size"),
     ({"jvmOptions": ["-Xmx1g"]}, "spec.jvmOptions: only for implementation apache-bookkeeper"),
     ({**JAVA, "jvmOptions": ["Xmx1g"]}, "spec.jvmOptions[0]"),
+    # Java bookies would still serve plaintext clients: only BookieAuthZFactory refuses them.
+    ({**JAVA, "tls": {"bookie": {"secretName": "bk-tls"}, "clientAuthentication": True}},
+     "spec.tls.clientAuthentication on implementation apache-bookkeeper needs spec.tls.authorizedRoles"),
 ])
 def test_the_api_server_refuses_invalid_specs_naming_the_field(
         kube: KubeTarget, kube_namespace: str, bookie_crd: str, spec: dict[str, Any], message: str) -> None:

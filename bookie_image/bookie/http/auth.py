@@ -3,7 +3,8 @@
 Apache BookKeeper's admin server has no authentication at all; here nothing that changes state or discloses
 ledger data is reachable without a credential (docs/security.md, "The admin API"):
 
-- open: ``GET``/``HEAD`` of health, metrics, state, configuration and GC status (probes and monitoring);
+- open: ``GET``/``HEAD`` of health, metrics, state, configuration and GC status (probes and monitoring), but
+  not ``/api/v1/bookie/sanity``, which writes an entry;
 - credential required: every other method (ledger delete, read-only, GC triggers, configuration changes,
   autorecovery, decommission, and any path added later), plus ``GET /api/v1/ledger/*`` (ledger contents,
   and raw metadata that holds the ledgers' passwords) and ``GET|HEAD /api/v1/bookie/entry_log_files*`` (the
@@ -44,6 +45,9 @@ OPEN_METHODS = frozenset({"GET", "HEAD"})
 # Read-only, but they disclose what applications wrote: entry payloads and serialized ledger metadata, and the
 # entry logs themselves (read by the storage audit).
 DATA_PATH_PREFIXES = ("/api/v1/ledger/", "/api/v1/bookie/entry_log_files")
+# GETs that write: BookKeeper's sanity check adds an entry to the journal and the index (then deletes it), so
+# an open one lets anyone make the bookie write, and sync its journal, as often as they like.
+WRITING_GET_PATHS = frozenset({"/api/v1/bookie/sanity"})
 MIN_TOKEN_LENGTH = 16  # shorter tokens are guessable; the operator generates 43 characters
 REALM = 'Bearer realm="bookie-admin"'
 
@@ -53,8 +57,9 @@ _SHORT_NAMES = {"commonName": "CN", "organizationalUnitName": "OU", "organizatio
 
 
 def needs_credential(method: str, path: str) -> bool:
-    """Whether a call changes state or discloses ledger data (all but the open reads)."""
-    return method not in OPEN_METHODS or path.startswith(DATA_PATH_PREFIXES)
+    """Whether a call changes state or discloses ledger data (all but the open reads). ``path`` is the decoded
+    path the router matches, so an escaped or otherwise spelled path gets the same answer."""
+    return method not in OPEN_METHODS or path.startswith(DATA_PATH_PREFIXES) or path.rstrip("/") in WRITING_GET_PATHS
 
 
 class TokenFileError(Exception):

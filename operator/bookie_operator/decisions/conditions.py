@@ -6,27 +6,28 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from bookie_operator.decisions.observed import iso
-from bookie_operator.models import Condition, DecommissionStatus
+from bookie_operator.models import CONDITION_MESSAGE_MAX, Condition, DecommissionStatus
 
 
 def set_condition(conditions: list[Condition], type_: str, status: bool | None, reason: str, message: str,
                   now: dt.datetime, generation: int | None) -> list[Condition]:
-    """Upsert a condition; lastTransitionTime changes only when the status does."""
+    """Upsert a condition; lastTransitionTime changes only when the status does.
+
+    Every field metav1.Condition requires is written (the CRD requires them too, so a condition without one
+    would make the API server refuse the whole status patch); a message is cut to the length it allows."""
     value = {True: "True", False: "False", None: "Unknown"}[status]
-    out = []
-    found = False
-    for c in conditions:
-        if c.type == type_:
-            found = True
-            when = c.last_transition_time if c.status == value else iso(now)
-            out.append(Condition(type=type_, status=value, reason=reason, message=message,  # type: ignore[arg-type]
-                                 last_transition_time=when, observed_generation=generation))
-        else:
-            out.append(c)
-    if not found:
-        out.append(Condition(type=type_, status=value, reason=reason, message=message,  # type: ignore[arg-type]
-                             last_transition_time=iso(now), observed_generation=generation))
-    return out
+    if len(message) > CONDITION_MESSAGE_MAX:
+        message = message[:CONDITION_MESSAGE_MAX - len(_CUT)] + _CUT
+    previous = condition(conditions, type_)
+    when = previous.last_transition_time if previous is not None and previous.status == value else iso(now)
+    new = Condition(type=type_, status=value, reason=reason, message=message,  # type: ignore[arg-type]
+                    last_transition_time=when, observed_generation=generation)
+    if previous is None:
+        return [*conditions, new]
+    return [new if c.type == type_ else c for c in conditions]
+
+
+_CUT = " [...]"
 
 
 def condition(conditions: list[Condition], type_: str) -> Condition | None:

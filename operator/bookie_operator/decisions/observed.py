@@ -47,6 +47,7 @@ class ObservedBookie:
     revision: str | None = None         # controller-revision-hash of the pod
     terminating: bool = False
     read_only_reason: str | None = None  # the bookie's own ``readOnlyReason`` (bookie-fleet bookies only)
+    unknown_reason: str | None = None    # why its admin API gave no usable answer (unreachable, malformed)
 
     @property
     def held_read_only(self) -> str | None:

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from bookie_operator import builders, decisions, metrics, models
-from bookie_operator.bookie_client import BookieApiError
+from bookie_operator.bookie_client import MAX_REASON_CHARS, BookieApiError
 from bookie_operator.decisions import ObservedBookie, start_failures
 from bookie_operator.models import InvalidSpec
 from bookie_operator.reconcile.context import Tick
@@ -99,6 +99,7 @@ async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBoo
             metrics.BOOKIE_REQUESTS.labels("ok").inc()
         except BookieApiError as exc:
             metrics.BOOKIE_REQUESTS.labels("error").inc()
+            info["unknown_reason"] = str(exc)[:MAX_REASON_CHARS]
             log.debug("bookie %s unreachable: %s", base["pod"], exc)
         if info.get("reachable"):
             try:

@@ -60,9 +60,10 @@ def _bookie_status(t: Tick, b: ObservedBookie) -> BookieStatus:
     return BookieStatus(
         pod=b.pod, ordinal=b.ordinal, bookie_id=b.bookie_id, ready=b.ready, state=state,  # type: ignore[arg-type]
         read_only_reason=reason,
+        unknown_reason=b.unknown_reason if state == "Unknown" and b.exists else None,
         disk_used_fraction=round(used, 3) if used is not None else None,
         disk_total_bytes=b.total_bytes,
-        last_compaction_time=iso(dt.datetime.fromtimestamp(last_ms / 1000, dt.UTC)) if last_ms > 0 else None,
+        last_compaction_time=_time_of(last_ms),
         next_compaction_time=t.status.compaction.next_schedule_time,
         major_compactions=b.gc.major_count if b.gc else None,
         minor_compactions=b.gc.minor_count if b.gc else None,
@@ -70,3 +71,14 @@ def _bookie_status(t: Tick, b: ObservedBookie) -> BookieStatus:
         start_failure=start_failures.status_of(t.start_failures[b.ordinal], previous, iso(t.now))
         if b.ordinal in t.start_failures else None,
         rack=t.racks.get(b.ordinal))
+
+
+def _time_of(ms: int) -> str | None:
+    """A compaction time from a bookie; None when there was none, or it is not a representable time (the admin
+    client checks the range: this keeps the status step safe whatever reaches it)."""
+    if ms <= 0:
+        return None
+    try:
+        return iso(dt.datetime.fromtimestamp(ms / 1000, dt.UTC))
+    except (OverflowError, ValueError, OSError):
+        return None
