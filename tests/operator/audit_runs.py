@@ -20,6 +20,7 @@ from tests.operator.conftest import get_cluster, patch_spec
 from tests.pipeline.tables import audit_tables
 from tests.support.kube import KubeTarget, wait_for
 
+
 def pod_ip(kube: KubeTarget, ns: str, pod: str) -> str:
     obj = kube.get(f"/api/v1/namespaces/{ns}/pods/{pod}")
     assert obj is not None and obj["status"].get("podIP")
