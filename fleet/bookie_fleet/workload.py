@@ -39,13 +39,14 @@ class PulsarWorkload:
     workdir: Path
     zk_connect: str
     ledgers_root: str
+    chroot: str = "/pulsar-playground"   # Pulsar's own metadata, beside BookKeeper's in the same ZooKeeper
     broker: PulsarBroker | None = None
     producers: dict[str, Producer] = field(default_factory=dict)
 
     def start(self) -> PulsarBroker:
         """Pulsar's cluster metadata on the bookies' BookKeeper metadata, the broker, the namespace and the
         topics with their subscriptions."""
-        broker = PulsarBroker(self.workdir, self.zk_connect, self.ledgers_root, chroot="/pulsar-playground",
+        broker = PulsarBroker(self.workdir, self.zk_connect, self.ledgers_root, chroot=self.chroot,
                               log_level="warn", settings=BROKER_SETTINGS)
         self.broker = broker
         broker.setup_metadata()
@@ -101,6 +102,15 @@ class PulsarWorkload:
                 raise TimeoutError(f"Pulsar kept the expired topics' ledgers {now} for {timeout:.0f} s")
             time.sleep(1)
         return sorted(set().union(*before.values()) - set().union(*now.values()))
+
+    def delete_expired_topics(self) -> list[int]:
+        """Deletes the expiring topics (what Pulsar does to inactive topics, brokerDeleteInactiveTopicsEnabled)
+        with their ledgers; returns the ids of the ledgers they still had."""
+        broker = self._broker()
+        left = [lid for topic in EXPIRING for lid in self.ledgers(topic)]
+        for topic in EXPIRING:
+            broker.admin("DELETE", f"persistent/{NAMESPACE}/{topic}?force=true")
+        return left
 
     def close(self) -> None:
         for producer in self.producers.values():

@@ -1,0 +1,201 @@
+"""On the local Kubernetes, a BookieCluster of Apache BookKeeper's bookies gets the answers our bookies give, through
+the inspector the operator runs beside each: a real Pulsar broker writes three topics, two expire and are deleted,
+and the disks stay full;
+
+* each inspector's explain endpoint lists every entry log on its bookie's disk, with the figures the audit of a
+  copy of that disk finds, and names the remaining topic as the one whose ledgers pin them, as
+  ``bookie_pinned_garbage_bytes`` does;
+* the operator's scheduled audit (spec.audit, Spark on Kubernetes) reads the logs through the inspectors and
+  writes the full report: the same tables, row for row, as the audit of the copy, its pinning naming the topic;
+* the inspector's ledger volume is read-only in its container (a write there fails), while the bookie's is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from bookie.metadata.store import MetadataStore
+from bookie_audit.snapshot import export_snapshot
+from bookie_fleet.workload import EXPIRING, KEPT, PulsarWorkload, topic_name
+from bookie_fleet.zookeeper import ZooKeeperServer
+from bookie_operator import builders
+from bookie_operator.models import INSPECTOR_METRICS_PORT, INSPECTOR_PORT
+
+from tests.operator.audit_runs import (
+    assert_same_tables,
+    audit_copies,
+    copy_logs,
+    fetch_run,
+    ledger_dir,
+    pod_ip,
+    run_scheduled_audit,
+)
+from tests.operator.conftest import JAVA, OperatorProcess, bookie_cluster, get_cluster, wait_ready
+from tests.support.kube import KubeTarget, wait_for
+from tests.support.ociimage import runc_pid
+
+NAME = "jf"
+ORDERS = topic_name(next(iter(KEPT)))
+AUDIT = {"mode": "full", "executors": 1, "executorMemory": "512m", "driverMemory": "512m", "minAgeDays": 0}
+
+
+def _token(kube: KubeTarget, ns: str) -> str:
+    secret = kube.get(f"/api/v1/namespaces/{ns}/secrets/{builders.admin_token_secret_name(NAME)}")
+    assert secret is not None
+    return base64.b64decode(secret["data"][builders.ADMIN_TOKEN_KEY]).decode().strip()
+
+
+def _get(url: str, token: str | None = None) -> str:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    with urllib.request.urlopen(request, timeout=60) as r:
+        return str(r.read().decode())
+
+
+def _settled(dirs: dict[int, Path]) -> bool:
+    """Nothing changed in the entry logs for two seconds: the bookies flushed what they had."""
+    def state() -> list[tuple[str, int, int]]:
+        return sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for d in dirs.values()
+                      for p in (d / "current").glob("*.log"))
+    before = state()
+    time.sleep(2)
+    return before == state()
+
+
+@pytest.mark.timeout(1800)  # a Pulsar broker, three JVM bookies, Spark on Kubernetes and Spark here, on 2 cores
+async def test_java_fleet_explained_and_audited_through_inspectors(
+        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer, audit_cluster_role: str,
+        operator_factory: Callable[[str], OperatorProcess], tmp_path: Path) -> None:
+    ns, root = kube_namespace, f"/{kube_namespace}/ledgers"
+    operator_factory(ns)
+    kube.apply(bookie_cluster(NAME, zookeeper.connect_string, root, **JAVA, replicas=3, ensembleSize=3, audit=AUDIT,
+                              config={"flushInterval": 500, "logSizeLimit": 512 * 1024},
+                              gc={"gcWaitTimeSeconds": 3600, "minorCompactionIntervalSeconds": 3600,
+                                  "majorCompactionIntervalSeconds": 86400}), namespace=ns)
+    wait_ready(kube, ns, NAME, timeout=300)
+    pods = [builders.pod_name(NAME, i) for i in range(3)]
+    for pod in pods:
+        obj = kube.get(f"/api/v1/namespaces/{ns}/pods/{pod}")
+        assert obj is not None and [c["name"] for c in obj["spec"]["containers"]] == ["bookie", "inspector"]
+    _inspector_volume_is_read_only(kube, ns, pods[0])
+
+    workload = PulsarWorkload(tmp_path / "pulsar", zookeeper.connect_string, root, chroot=f"/pulsar-{ns}")
+    try:
+        await asyncio.to_thread(workload.start)
+        workload.produce(600_000, 4096)
+        await asyncio.sleep(12)
+        assert await asyncio.to_thread(workload.stop_producing) > 0
+        expired = await asyncio.to_thread(workload.expire)
+        deleted = expired + await asyncio.to_thread(workload.delete_expired_topics)
+    finally:
+        await asyncio.to_thread(workload.close)   # nothing writes from here on: the disks hold still
+    store = MetadataStore(zookeeper.connect_string, root, session_timeout_ms=6000)
+    await store.connect()
+    try:
+        for lid in deleted:
+            await _wait_deleted(store, lid)
+        await export_snapshot(store, str(tmp_path / "snap"))
+    finally:
+        await store.close()
+    dirs = {i: ledger_dir(kube, ns, NAME, i) for i in range(3)}
+    await asyncio.to_thread(wait_for, lambda: _settled(dirs), 60, 0.1, "the bookies' entry logs settled")
+    ids = [builders.bookie_id(NAME, ns, i) for i in range(3)]
+    copies = {str(tmp_path / "copy" / f"b{i}"): f"b{i}" for i in range(3)}
+    for i, copy in enumerate(copies):
+        copy_logs(dirs[i], Path(copy))
+
+    # The audit of the copy first: the explain endpoints must give its figures, log by log.
+    await asyncio.to_thread(audit_copies, {p: ids[int(n[1])] for p, n in copies.items()}, tmp_path / "snap",
+                            tmp_path / "copy-out", None)
+    print(f"copy audit: {(tmp_path / 'copy-out' / 'summary.json').read_text()}")
+    usage = {(r["bookie"], int(r["log_id"])): r
+             for r in pq.read_table(tmp_path / "copy-out" / "usage_logs.parquet").to_pylist()}
+    token = _token(kube, ns)
+    named = set().union(*(_explains_like_the_audit(pod_ip(kube, ns, pod), token, ids[i], dirs[i], usage)
+                          for i, pod in enumerate(pods)))
+    assert ORDERS in named, "the explain endpoints name the kept topic (its ledgers are on two of the bookies)"
+
+    last = await asyncio.to_thread(run_scheduled_audit, kube, ns, NAME, AUDIT)
+    assert last["phase"] == "Succeeded", (last, get_cluster(kube, ns, NAME)["status"].get("audit"))
+    report = await asyncio.to_thread(fetch_run, kube, ns, NAME, last["id"], tmp_path / "live")
+    assert ORDERS in report, "the report names the topic pinning the logs"
+    top = get_cluster(kube, ns, NAME)["status"]["audit"]["summary"]["topPinningLedgers"]
+    print(f"top pinning ledgers: {top}")
+    assert _topic(top[0]) == ORDERS, "the ledger pinning the most garbage is the kept topic's"
+    assert {_topic(p) for p in top} <= {ORDERS, None}, "no deleted topic pins anything"
+    as_of = json.loads((tmp_path / "live" / "summary.json").read_text())["as_of_ms"]
+    await asyncio.to_thread(audit_copies, {p: ids[int(n[1])] for p, n in copies.items()}, tmp_path / "snap",
+                            tmp_path / "copy-out", as_of)   # again, as of the run: ages are in the tables
+    remote_roots = {f"bookie+http://{pods[i]}.{builders.headless_service_name(NAME)}.{ns}.svc.cluster.local:"
+                    f"{INSPECTOR_PORT}/bookie/ledgers-0": f"b{i}" for i in range(3)}
+    assert_same_tables(tmp_path / "live", remote_roots, tmp_path / "copy-out", copies)
+
+
+
+def _topic(pin: dict[str, Any]) -> str | None:
+    """The topic of a pinning ledger (its cursor's too); None for a ledger Pulsar wrote without a topic (its
+    system topics', say), or that the audit could not name."""
+    topic = pin.get("topic")
+    if not topic or "/__" in topic:
+        return None
+    return str(topic).split(" (cursor")[0]
+
+
+async def _wait_deleted(store: MetadataStore, ledger_id: int) -> None:
+    for _ in range(240):
+        if not await store.ledger_exists(ledger_id):
+            return
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"Pulsar did not delete ledger {ledger_id}")
+
+
+def _inspector_volume_is_read_only(kube: KubeTarget, ns: str, pod: str) -> None:
+    """A write into the ledger volume fails from the inspector's container and succeeds from the bookie's."""
+    obj = kube.get(f"/api/v1/namespaces/{ns}/pods/{pod}")
+    assert obj is not None and kube.local is not None
+    ids = {s["name"]: s["containerID"] for s in obj["status"]["containerStatuses"]}
+    for container, allowed in (("inspector", False), ("bookie", True)):
+        pid = runc_pid(kube.local.state_dir / "runner", ids[container])
+        probe = f"/bookie/ledgers-0/write-probe-{container}"
+        done = subprocess.run(["nsenter", "-t", str(pid), "-m", "--", "sh", "-c", f"echo x > {probe} && rm {probe}"],
+                              capture_output=True, text=True, check=False)
+        assert (done.returncode == 0) is allowed, (container, done.stderr)
+        if not allowed:
+            assert "Read-only file system" in done.stderr, done.stderr
+
+
+def _explains_like_the_audit(ip: str, token: str, bookie: str, ledger_dir: Path,
+                             usage: dict[tuple[str, int], Any]) -> set[str | None]:
+    """Checks one inspector's answer against the audit of the copy; returns the topics pinning its logs."""
+    answer = json.loads(_get(f"http://{ip}:{INSPECTOR_PORT}/api/v1/bookie/entry_logs", token))
+    assert answer["bookieId"] == bookie
+    (d,) = answer["ledgerDirs"]
+    on_disk = {int(p.stem, 16) for p in (ledger_dir / "current").glob("*.log")}
+    logs = {int(e["logId"], 16): e for e in d["entryLogs"]}
+    assert set(logs) == on_disk
+    for log_id, e in logs.items():
+        row = usage.get((bookie, log_id))
+        assert (e["totalBytes"], e["remainingBytes"]) == \
+            ((row["total_bytes"], row["live_bytes"]) if row else (0, 0)), (log_id, e, row)
+    flushed = [e for e in logs.values() if not e["active"] and e["totalBytes"] > e["remainingBytes"] > 0]
+    assert flushed, f"{bookie}: no flushed log holds garbage: {list(logs.values())}"
+    topics = {_topic(p) for e in flushed for p in e["pinningLedgers"]}
+    assert topics <= {ORDERS, None}, f"{bookie}: a deleted topic pins its logs: {topics}"
+
+    def pinned() -> list[str] | None:  # listed once the topic lookup of the ledger has ended
+        metrics = _get(f"http://{ip}:{INSPECTOR_METRICS_PORT}/metrics")
+        return [ln for ln in metrics.splitlines() if ln.startswith("bookie_pinned_garbage_bytes{")] or None
+
+    series = wait_for(pinned, 30, what=f"{bookie}: bookie_pinned_garbage_bytes on the inspector's /metrics")
+    assert (ORDERS in topics) == any(f'topic="{ORDERS}' in ln for ln in series), series
+    assert not any(f'topic="{topic_name(t)}' in ln for ln in series for t in EXPIRING), series
+    return topics
