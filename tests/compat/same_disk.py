@@ -142,21 +142,24 @@ class WriteStream:
 
     async def _run(self, handle: Any) -> None:
         in_flight: list[asyncio.Future[int]] = []
-        while True:
-            payload = self.rng.randbytes(512)
-            self.sent.append(payload)
-            in_flight.append(handle.append(payload))
-            if len(in_flight) >= 8:
-                entry_id = await in_flight.pop(0)
-                assert entry_id == len(self.acked)
-                self.acked.append(self.sent[entry_id])
+        try:
+            while True:
+                payload = self.rng.randbytes(512)
+                self.sent.append(payload)
+                in_flight.append(handle.append(payload))
+                if len(in_flight) >= 8:
+                    entry_id = await in_flight.pop(0)
+                    assert entry_id == len(self.acked)
+                    self.acked.append(self.sent[entry_id])
+        finally:
+            for future in in_flight:  # the adds behind the one that failed fail the same way: nothing to report
+                future.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     async def stopped(self) -> None:
         """Once its bookie is gone: the stream ends with the failed add (a stream that ends otherwise is a bug)."""
         assert self.task is not None
         async with asyncio.timeout(60):
-            while not self.task.done():
-                await asyncio.sleep(0.1)
+            await asyncio.wait([self.task])
         assert self.task.exception() is not None
 
     async def recover(self, bk: BookKeeper, ledgers: Ledgers, where: str) -> None:
