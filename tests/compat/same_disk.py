@@ -29,11 +29,12 @@ from tests.support.rest import call
 PASSWORD = b"switch"
 # Small entry logs so a few hundred entries fill several (GC and compaction have whole logs to work on); GC
 # only when a test forces it; logs with less than 80% live data compacted by a forced major compaction.
-SHARED: dict[str, Any] = {"logSizeLimit": 128 * 1024, "gcWaitTime": 3_600_000, "majorCompactionThreshold": 0.8,
+# ledgerStorageClass as deployments run Apache BookKeeper (its default is still the sorted ledger storage); ours
+# takes that key as it is.
+SHARED: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
+                          "logSizeLimit": 128 * 1024, "gcWaitTime": 3_600_000, "majorCompactionThreshold": 0.8,
                           "minorCompactionThreshold": 0.2, "journalSyncData": False}
-# As deployments run Apache BookKeeper: DbLedgerStorage (its default is still the sorted ledger storage).
-JAVA: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
-                        "compactionRateByEntries": 100_000, **SHARED}
+JAVA: dict[str, Any] = {"compactionRateByEntries": 100_000, **SHARED}
 OURS: dict[str, Any] = {"zkTimeout": 6000, "gcEntryLogDeletionPauseMs": 0, "compactionRateByEntries": 100_000,
                         "compactionReadRateByBytes": 0, **SHARED}
 
