@@ -133,7 +133,8 @@ class JavaBookie(BookieProcess):
         return super().start(wait, timeout)
 
     def wait_ready(self, timeout: float | None = None) -> None:
-        """Until the bookie accepts connections and has registered itself under ``available/``.
+        """Until the bookie accepts connections (and those of its admin REST API, when it has one) and has
+        registered itself under ``available/``.
 
         Its own registration, made since ``start()``: a bookie killed on this address leaves its ephemeral
         znode until its session expires, and the new process takes requests only once it has replaced it.
@@ -149,7 +150,11 @@ class JavaBookie(BookieProcess):
                 stat = zk.exists(path)
                 return stat is not None and stat.ctime >= self.started_ms
 
-            self._wait_until(lambda: registered() and accepts(self.address, self.port), timeout, poll=0.2)
+            def serving() -> bool:  # its admin REST API starts after the registration, when it has one
+                return accepts(self.address, self.port) and (
+                    self.http_port is None or accepts(self.address, self.http_port))
+
+            self._wait_until(lambda: registered() and serving(), timeout, poll=0.2)
         finally:
             zk.stop()
             zk.close()
