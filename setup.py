@@ -23,13 +23,14 @@ COMPILE_FLAGS = ["-O2", "-fPIC", "-pthread", "-Wall", "-Wextra", "-Wno-unused-pa
 LINK_FLAGS = ["-shared", "-pthread"]
 
 PACKAGE = "bookie_image/bookie"
+COMMON = f"{PACKAGE}/_native_common.h"
 CRC32C = f"{PACKAGE}/_crc32c.h"
 PROTOCOL_API = f"{PACKAGE}/protocol/_native_api.h"
 WRITE_PATH_API = f"{PACKAGE}/storage/_write_path_api.h"
 
 
 def extension(name: str, sources: list[str], headers: list[str]) -> Extension:
-    return Extension(name, sources=sources, depends=headers, libraries=["m"])
+    return Extension(name, sources=sources, depends=[COMMON, *headers], libraries=["m"])
 
 
 EXTENSIONS = [

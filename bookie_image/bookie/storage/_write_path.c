@@ -36,33 +36,8 @@
 #include <unistd.h>
 
 #include "../_crc32c.h"
+#include "../_native_common.h"
 #include "_write_path_api.h"
-
-static long long now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static long long wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-static int64_t read_int64_be(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
-    return (int64_t)v;
-}
-
-static void write_int32_be(uint8_t *out, uint32_t v) {
-    out[0] = (uint8_t)(v >> 24);
-    out[1] = (uint8_t)(v >> 16);
-    out[2] = (uint8_t)(v >> 8);
-    out[3] = (uint8_t)v;
-}
 
 /* ============================================================================================== CRC32C
  * The journal's group checksum (../_crc32c.h): the writer thread computes it without the GIL. */
@@ -1771,11 +1746,6 @@ static PyTypeObject WritePathType = {
 enum { SIZE_PREFIX = 4, LOCATION_RECORD = 24 };
 enum { RUN_DONE = 0, BUFFER_FULL = 1, LOG_FULL = 2 }; /* why append_records stopped */
 
-static void write_int64_be(uint8_t *out, uint64_t v) {
-    write_int32_be(out, (uint32_t)(v >> 32));
-    write_int32_be(out + 4, (uint32_t)v);
-}
-
 /* append_records(buffer, used, locations, batch, index, position, log_id, limit, first_position, flush_at)
  *     -> (index, position, stop, used)
  *
@@ -1943,39 +1913,21 @@ static struct PyModuleDef module_def = {
     .m_methods = module_methods,
 };
 
-static int intern(PyObject **slot, const char *name) {
-    if (*slot == NULL)
-        *slot = PyUnicode_InternFromString(name);
-    return *slot == NULL ? -1 : 0;
-}
-
 PyMODINIT_FUNC PyInit__write_path(void) {
     crc32c_init();
-    if (intern(&str_master_key, "master_key") < 0 || intern(&str_fenced, "fenced") < 0
-        || intern(&str_exists, "exists") < 0 || intern(&str_write_cache, "write_cache") < 0
-        || intern(&str_flushing, "flushing") < 0 || intern(&str_free_bytes, "free_bytes") < 0
-        || intern(&str_total_bytes, "total_bytes") < 0)
+    const InternedName names[] = {
+        {&str_master_key, "master_key"}, {&str_fenced, "fenced"}, {&str_exists, "exists"},
+        {&str_write_cache, "write_cache"}, {&str_flushing, "flushing"}, {&str_free_bytes, "free_bytes"},
+        {&str_total_bytes, "total_bytes"},
+    };
+    if (intern_names(names, COUNT_OF(names)) < 0)
         return NULL;
-    PyTypeObject *types[] = {&WriteCacheType, &LedgerStateType, &JournalWriterType, &WritePathType, &EntryBatchType};
-    const char *names[] = {"WriteCache", "LedgerState", "JournalWriter", "WritePath", "EntryBatch"};
-    for (size_t i = 0; i < 5; i++) {
-        if (PyType_Ready(types[i]) < 0)
-            return NULL;
-    }
-    PyObject *module = PyModule_Create(&module_def);
-    if (module == NULL)
-        return NULL;
-    for (size_t i = 0; i < 5; i++) {
-        if (PyModule_AddObjectRef(module, names[i], (PyObject *)types[i]) < 0) {
-            Py_DECREF(module);
-            return NULL;
-        }
-    }
-    PyObject *capsule = PyCapsule_New((void *)&api, BOOKIE_STORAGE_CAPSULE, NULL);
-    if (capsule == NULL || PyModule_AddObject(module, "_C_API", capsule) < 0) {
-        Py_XDECREF(capsule);
-        Py_DECREF(module);
-        return NULL;
-    }
+    const ModuleType types[] = {
+        {&WriteCacheType, "WriteCache"}, {&LedgerStateType, "LedgerState"}, {&JournalWriterType, "JournalWriter"},
+        {&WritePathType, "WritePath"}, {&EntryBatchType, "EntryBatch"},
+    };
+    PyObject *module = module_with_types(&module_def, types, COUNT_OF(types));
+    if (module != NULL && module_add_capsule(module, &api, BOOKIE_STORAGE_CAPSULE) < 0)
+        Py_CLEAR(module);
     return module;
 }
