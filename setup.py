@@ -1,8 +1,9 @@
 """The bookie's C extension modules, for setuptools (everything else about the project is in pyproject.toml).
 
 `pip install .` builds them into the wheel, `pip install -e .` (what scripts/bootstrap does) beside their
-sources, and the images' build stage with `pip install --target`. A module's sources are listed with the
-headers it includes, so a header change rebuilds the modules that use it.
+sources, and the images' build stage with `pip install --target`. A module may be compiled from several files
+(one per concern); its sources are listed with the headers it includes, so a header change rebuilds the
+modules that use it.
 
 The modules are compiled with the flags below only, not with the interpreter's own build flags (sysconfig's
 CFLAGS: -O3, -fwrapv, -g, ... which differ between Debian's Python and others): the same sources give the
@@ -35,7 +36,9 @@ def extension(name: str, sources: list[str], headers: list[str]) -> Extension:
 
 EXTENSIONS = [
     extension("bookie.protocol._native", [f"{PACKAGE}/protocol/_native.c"], [PROTOCOL_API]),
-    extension("bookie.storage._write_path", [f"{PACKAGE}/storage/_write_path.c"], [CRC32C, WRITE_PATH_API]),
+    extension("bookie.storage._write_path",
+              [f"{PACKAGE}/storage/_write_path.c", f"{PACKAGE}/storage/_entry_log_records.c"],
+              [CRC32C, WRITE_PATH_API, f"{PACKAGE}/storage/_write_path_internal.h"]),
     extension("bookie.client._native", [f"{PACKAGE}/client/_native.c"], [CRC32C, PROTOCOL_API]),
     extension("bookie._requests", [f"{PACKAGE}/_requests.c"], [PROTOCOL_API, WRITE_PATH_API]),
 ]
