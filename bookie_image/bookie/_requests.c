@@ -22,6 +22,7 @@
  */
 #include "protocol/_native_api.h"
 #include "storage/_write_path_api.h"
+#include "_native_common.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -31,19 +32,6 @@
 
 static const BookieProtocolApi *protocol;
 static const BookieStorageApi *storage;
-
-static long long now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int64_t read_int64_be(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
-    return (int64_t)v;
-}
 
 /* ============================================================================================== InFlightCounts */
 
@@ -389,21 +377,6 @@ static void pending_release(RequestStream *s, uint32_t slot) {
     s->pending_count--;
 }
 
-static int out_reserve(RequestStream *s, size_t more) {
-    if (s->out_len + more <= s->out_cap)
-        return 0;
-    size_t cap = s->out_cap ? s->out_cap * 2 : 4096;
-    while (cap < s->out_len + more)
-        cap *= 2;
-    uint8_t *grown = PyMem_Realloc(s->out, cap);
-    if (grown == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    s->out = grown;
-    s->out_cap = cap;
-    return 0;
-}
 
 /* Holds an add for room in the write cache: a copy of its frame, counted in the adds in progress as a taken add
  * is (the in-progress limits pause the connection the same way). */
@@ -448,7 +421,7 @@ static int sink_durable(PyObject *self, uint64_t token, int failed) {
     double ms = (double)(now_ns() - p->started_ns) / 1e6;
     int became_dirty = 0;
     if (!failed && s->write != Py_None) {
-        if (out_reserve(s, ADD_ANSWER_MAX) < 0) {
+        if (buffer_reserve(&s->out, &s->out_cap, s->out_len, ADD_ANSWER_MAX, 4096) < 0) {
             PyErr_WriteUnraisable(self);
         } else {
             s->out_len += (size_t)protocol->encode_add_ok(s->out + s->out_len, p->version, p->protocol_version,
@@ -765,7 +738,7 @@ static void RequestStream_dealloc(RequestStream *s) {
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
-static PyObject *frames_attr(RequestStream *s, void *name) { return PyObject_GetAttrString(s->frames, name); }
+static PyObject *RequestStream_frames_attr(RequestStream *s, void *name) { return PyObject_GetAttrString(s->frames, name); }
 
 static PyObject *RequestStream_get_pending(RequestStream *s, void *closure) {
     return PyLong_FromSsize_t(s->pending_count);
@@ -804,8 +777,8 @@ static PyMethodDef RequestStream_methods[] = {
 };
 
 static PyGetSetDef RequestStream_getset[] = {
-    {"buffered", (getter)frames_attr, NULL, "Bytes of an incomplete frame held back.", (void *)"buffered"},
-    {"has_frame", (getter)frames_attr, NULL, "A complete frame is waiting.", (void *)"has_frame"},
+    {"buffered", (getter)RequestStream_frames_attr, NULL, "Bytes of an incomplete frame held back.", (void *)"buffered"},
+    {"has_frame", (getter)RequestStream_frames_attr, NULL, "A complete frame is waiting.", (void *)"has_frame"},
     {"pending", (getter)RequestStream_get_pending, NULL, "Adds taken and not yet durable.", NULL},
     {"held", (getter)RequestStream_get_held, NULL, "Adds held for room in the write cache.", NULL},
     {"held_wait", (getter)RequestStream_get_held_wait, NULL,
@@ -847,35 +820,19 @@ static struct PyModuleDef module_def = {
     .m_size = 0,
 };
 
-static int intern(PyObject **slot, const char *name) {
-    if (*slot == NULL)
-        *slot = PyUnicode_InternFromString(name);
-    return *slot == NULL ? -1 : 0;
-}
-
 PyMODINIT_FUNC PyInit__requests(void) {
     protocol = bookie_protocol_import();
     storage = bookie_storage_import();
     if (protocol == NULL || storage == NULL)
         return NULL;
-    if (intern(&str_wake, "_wake") < 0 || intern(&str_read_only, "read_only") < 0 || intern(&str_ok, "ok") < 0
-        || intern(&str_failed, "failed") < 0 || intern(&str_count, "count") < 0 || intern(&str_sum, "sum") < 0
-        || intern(&str_current, "current") < 0 || intern(&str_current_max, "current_max") < 0)
+    const InternedName names[] = {
+        {&str_wake, "_wake"}, {&str_read_only, "read_only"}, {&str_ok, "ok"}, {&str_failed, "failed"},
+        {&str_count, "count"}, {&str_sum, "sum"}, {&str_current, "current"}, {&str_current_max, "current_max"},
+    };
+    if (intern_names(names, COUNT_OF(names)) < 0)
         return NULL;
-    PyTypeObject *types[] = {&InFlightCountsType, &AddStatsType, &RequestStreamType};
-    const char *names[] = {"InFlightCounts", "AddStats", "RequestStream"};
-    for (size_t i = 0; i < 3; i++) {
-        if (PyType_Ready(types[i]) < 0)
-            return NULL;
-    }
-    PyObject *module = PyModule_Create(&module_def);
-    if (module == NULL)
-        return NULL;
-    for (size_t i = 0; i < 3; i++) {
-        if (PyModule_AddObjectRef(module, names[i], (PyObject *)types[i]) < 0) {
-            Py_DECREF(module);
-            return NULL;
-        }
-    }
-    return module;
+    const ModuleType types[] = {
+        {&InFlightCountsType, "InFlightCounts"}, {&AddStatsType, "AddStats"}, {&RequestStreamType, "RequestStream"},
+    };
+    return module_with_types(&module_def, types, COUNT_OF(types));
 }

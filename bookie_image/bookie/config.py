@@ -20,6 +20,8 @@ from bookie import tls
 from bookie.windows import parse_window
 
 BOOKIE_AUTHZ_FACTORY = "org.apache.bookkeeper.tls.BookieAuthZFactory"
+# The one ledger storage this bookie implements, by BookKeeper's class name (its layout: docs/architecture.md).
+DB_LEDGER_STORAGE = "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
 
 
 class ConfigError(ValueError):
@@ -117,6 +119,10 @@ class BookieConfig(BaseModel):
     )
     index_directories: list[Path] | None = Field(
         None, description="Directories for the RocksDB indexes; default: the ledger directories."
+    )
+    ledger_storage_class: str = Field(
+        DB_LEDGER_STORAGE, description="Accepted for a BookKeeper configuration taken over as it is; only "
+        "DbLedgerStorage, the layout this bookie reads and writes."
     )
     allow_storage_expansion: bool = Field(
         False, description="Accept new empty ledger/index directories next to ones that have the cookie."
@@ -396,6 +402,15 @@ class BookieConfig(BaseModel):
             raise ValueError(f"the only bookie auth provider is {BOOKIE_AUTHZ_FACTORY} (certificate roles); "
                              "SASL is not supported")
         return value.strip() if value else None
+
+    @field_validator("ledger_storage_class")
+    @classmethod
+    def _check_ledger_storage(cls, value: str) -> str:
+        if value.strip() != DB_LEDGER_STORAGE:
+            raise ValueError(f"this bookie implements {DB_LEDGER_STORAGE} only: the disk of "
+                             "a bookie run with another ledger storage must stay with Apache BookKeeper, or be "
+                             "converted first (bookkeeper shell convert-to-db-storage)")
+        return value.strip()
 
     @field_validator("tls_provider")
     @classmethod

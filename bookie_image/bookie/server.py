@@ -34,7 +34,8 @@ from bookie.processor import RequestProcessor
 from bookie.security import BookieSecurity, client_tls
 from bookie.state import DiskThresholds, DiskUsage, ReadOnlyReason, StateManager
 from bookie.storage.engine import StorageEngine
-from bookie.termination import INVALID_CONFIG, METADATA_UNREACHABLE, StartFailure, reason_for_error
+from bookie.storage.index_format import IncompatibleDiskError
+from bookie.termination import INCOMPATIBLE_DISK, INVALID_CONFIG, METADATA_UNREACHABLE, StartFailure, reason_for_error
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,10 @@ class BookieServer:
             await cookies.check_and_write(self.conf, self.metadata, await self.metadata.instance_id())
         except cookies.CookieCheckFailed as exc:
             raise StartupError(f"cookie check failed: {exc}", exc.reason) from None
-        self._engine = StorageEngine(self.conf)
+        try:
+            self._engine = StorageEngine(self.conf)
+        except IncompatibleDiskError as exc:
+            raise StartupError(str(exc), INCOMPATIBLE_DISK) from None
         self._engine.on_fatal = self._fail_stop
         self._engine.on_disk_full = self._disk_full
         self._processor = RequestProcessor(self.conf, self._engine, self.state, self.disk_space)

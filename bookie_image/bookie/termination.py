@@ -26,9 +26,10 @@ DIRECTORY_NOT_WRITABLE = "DirectoryNotWritable"
 METADATA_UNREACHABLE = "MetadataUnreachable"
 DISK_FULL = "DiskFull"
 PORT_IN_USE = "PortInUse"
+INCOMPATIBLE_DISK = "IncompatibleDisk"  # a ledger directory in a layout this bookie cannot serve (not opened)
 STARTUP_FAILED = "StartupFailed"
 REASONS = (COOKIE_MISMATCH, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, METADATA_UNREACHABLE, DISK_FULL, PORT_IN_USE,
-           STARTUP_FAILED)
+           INCOMPATIBLE_DISK, STARTUP_FAILED)
 
 _SPACE_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 

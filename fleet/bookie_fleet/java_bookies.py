@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from bookie_fleet import processes
 from bookie_fleet.processes import BookieProcess, accepts, console_log4j2, free_port, stop_all
@@ -81,6 +82,7 @@ class JavaBookie(BookieProcess):
     http_port: int | None = None  # BookKeeper's admin REST API (Vert.x), off unless a port is given
     production: bool = False  # BookKeeper's production JVM and defaults instead of the tests' fast start
     proc: subprocess.Popen[bytes] | None = None
+    started_ms: int = 0  # when start() last ran, in ZooKeeper's clock (this machine's), ms
 
     @property
     def bookie_id(self) -> str:
@@ -125,16 +127,34 @@ class JavaBookie(BookieProcess):
         return [java, *jvm, f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
                 "-cp", f"{lib}/*", MAIN_CLASS, "-c", str(self.conf_path)]
 
+    def start(self, wait: bool = True, timeout: float | None = None) -> Self:
+        if not self.running:
+            self.started_ms = int(time.time() * 1000)
+        return super().start(wait, timeout)
+
     def wait_ready(self, timeout: float | None = None) -> None:
-        """Until the bookie accepts connections and is registered under ``available/``."""
+        """Until the bookie accepts connections (and those of its admin REST API, when it has one) and has
+        registered itself under ``available/``.
+
+        Its own registration, made since ``start()``: a bookie killed on this address leaves its ephemeral
+        znode until its session expires, and the new process takes requests only once it has replaced it.
+        """
         from kazoo.client import KazooClient
 
         zk = KazooClient(hosts=self.zk_connect, timeout=10)
         zk.start(timeout=self.ready_timeout if timeout is None else timeout)
         try:
             path = f"{self.ledgers_root}/available/{self.bookie_id}"
-            self._wait_until(lambda: zk.exists(path) is not None and accepts(self.address, self.port),
-                             timeout, poll=0.2)
+
+            def registered() -> bool:
+                stat = zk.exists(path)
+                return stat is not None and stat.ctime >= self.started_ms
+
+            def serving() -> bool:  # its admin REST API starts after the registration, when it has one
+                return accepts(self.address, self.port) and (
+                    self.http_port is None or accepts(self.address, self.http_port))
+
+            self._wait_until(lambda: registered() and serving(), timeout, poll=0.2)
         finally:
             zk.stop()
             zk.close()

@@ -101,8 +101,8 @@ buildah "${S[@]}" tag "$base_tag" "localhost/$base_name" "docker.io/library/$bas
 # --- The images, keyed by everything they are built from (and the base).
 key="$( { echo "$base_key $version $bk_version"
           printf '%s\n' "${images[@]}"
-          cd "$repo" && find .dockerignore pyproject.toml requirements images scripts/build-image bookie_image/Dockerfile \
-               bookie_image/bookie operator/Dockerfile operator/bookie_operator hack/apache-bookkeeper \
+          cd "$repo" && find .dockerignore pyproject.toml setup.py README.md requirements images scripts/build-image \
+               bookie_image/Dockerfile bookie_image/bookie operator/Dockerfile operator/bookie_operator hack/apache-bookkeeper \
                pipeline/Dockerfile pipeline/bookie_audit pipeline/image \
                -type f ! -name '*.pyc' ! -name '*.so' ! -name '*.so.partial' ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum
         } | sha256sum | cut -c1-12)"

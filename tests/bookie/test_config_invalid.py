@@ -37,6 +37,9 @@ def serve(tmp_path: Path, lines: list[str]) -> subprocess.CompletedProcess[str]:
     (["journalSyncData=maybe"], "journalSyncData: Input should be a valid boolean"),
     (["metadataServiceUri=http://127.0.0.1:2181/ledgers"],
      "metadataServiceUri: expected zk+hierarchical://host:port[;host:port]/ledgers"),
+    (["ledgerStorageClass=org.apache.bookkeeper.bookie.SortedLedgerStorage"],
+     "ledgerStorageClass: this bookie implements "
+     "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage only"),
 ])
 def test_invalid_configuration_stops_start_up(tmp_path: Path, lines: list[str], expected: str) -> None:
     result = serve(tmp_path, lines)

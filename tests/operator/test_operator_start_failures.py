@@ -32,6 +32,14 @@ def test_our_bookies_reason_prefix_is_the_reason() -> None:
         ("DiskFull", "directory /bookie/journal-0: no space left")
     assert sf.classify(MISMATCH)[0] == "CookieMismatch"
     assert sf.classify("InvalidConfig: invalid bookie configuration in x:\n  a: b")[0] == "InvalidConfig"
+    assert sf.classify("IncompatibleDisk: /bookie/ledgers-0 holds entry logs but no RocksDB index")[0] == \
+        "IncompatibleDisk"
+
+
+def test_every_reason_the_bookie_writes_is_one_the_operator_reads() -> None:
+    from bookie import termination
+
+    assert set(sf.REASONS) == set(termination.REASONS)
 
 
 def test_unknown_prefixes_and_java_logs() -> None:

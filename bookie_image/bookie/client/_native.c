@@ -22,6 +22,7 @@
  */
 #include "../_crc32c.h"
 #include "../protocol/_native_api.h"
+#include "../_native_common.h"
 
 #include <structmember.h>
 
@@ -120,21 +121,8 @@ static int insert_add(ClientStream *s, HotAdd add) {
     return 0;
 }
 
-static int out_reserve(ClientStream *s, size_t more) {
-    if (s->out_len + more <= s->out_cap)
-        return 0;
-    size_t cap = s->out_cap ? s->out_cap * 2 : 64 * 1024;
-    while (cap < s->out_len + more)
-        cap *= 2;
-    uint8_t *grown = PyMem_Realloc(s->out, cap);
-    if (grown == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    s->out = grown;
-    s->out_cap = cap;
-    return 0;
-}
+/* The output buffer starts at 64 KiB: a client batches many adds per write. */
+#define OUT_FIRST_CAP (64 * 1024)
 
 /* callback[0](*callback[1:], outcome); a failure is reported, not raised: the other answers go on. */
 static void call_back(PyObject *callback, PyObject *outcome) {
@@ -238,7 +226,7 @@ static int stream_send_add(ClientStream *s, int64_t ledger_id, int64_t entry_id,
         PyErr_SetString(PyExc_OverflowError, "add request larger than a frame");
         return -1;
     }
-    if (out_reserve(s, (size_t)size) < 0 || insert_add(s, (HotAdd){txn, Py_NewRef(callback), deadline}) < 0) {
+    if (buffer_reserve(&s->out, &s->out_cap, s->out_len, (size_t)size, OUT_FIRST_CAP) < 0 || insert_add(s, (HotAdd){txn, Py_NewRef(callback), deadline}) < 0) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         return -1;
@@ -297,7 +285,7 @@ static PyObject *ClientStream_write(ClientStream *s, PyObject *frame) {
     Py_buffer view;
     if (PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    int failed = out_reserve(s, (size_t)view.len) < 0;
+    int failed = buffer_reserve(&s->out, &s->out_cap, s->out_len, (size_t)view.len, OUT_FIRST_CAP) < 0;
     if (!failed) {
         memcpy(s->out + s->out_len, view.buf, (size_t)view.len);
         s->out_len += (size_t)view.len;
@@ -436,7 +424,7 @@ static PyObject *ClientStream_earliest_deadline(ClientStream *s, PyObject *unuse
     return PyFloat_FromDouble(earliest);
 }
 
-static PyObject *frames_attr(ClientStream *s, void *name) { return PyObject_GetAttrString(s->frames, name); }
+static PyObject *ClientStream_frames_attr(ClientStream *s, void *name) { return PyObject_GetAttrString(s->frames, name); }
 
 static PyObject *ClientStream_get_pending(ClientStream *s, void *closure) { return PyLong_FromSsize_t(s->count); }
 
@@ -466,7 +454,7 @@ static PyMethodDef ClientStream_methods[] = {
 };
 
 static PyGetSetDef ClientStream_getset[] = {
-    {"buffered", (getter)frames_attr, NULL, "Bytes of an incomplete frame held back.", (void *)"buffered"},
+    {"buffered", (getter)ClientStream_frames_attr, NULL, "Bytes of an incomplete frame held back.", (void *)"buffered"},
     {"pending", (getter)ClientStream_get_pending, NULL, "Adds sent and not answered.", NULL},
     {"buffered_output", (getter)ClientStream_get_buffered_output, NULL, "Bytes waiting to be written.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -1004,21 +992,12 @@ static struct PyModuleDef module_def = {
     .m_size = 0,
 };
 
-static int intern(PyObject **slot, const char *name) {
-    if (*slot == NULL)
-        *slot = PyUnicode_InternFromString(name);
-    return *slot == NULL ? -1 : 0;
-}
-
 PyMODINIT_FUNC PyInit__native(void) {
     crc32c_init();
     protocol = bookie_protocol_import();
     if (protocol == NULL)
         return NULL;
-    struct {
-        PyObject **slot;
-        const char *name;
-    } names[] = {
+    const InternedName names[] = {
         {&str_error, "_error"}, {&str_writable, "writable"}, {&str_closed, "_closed"}, {&str_closing, "_closing"},
         {&str_changing, "_changing"}, {&str_recovering, "recovering"}, {&str_down, "_down"},
         {&str_last_add_pushed, "last_add_pushed"}, {&str_last_add_confirmed, "last_add_confirmed"},
@@ -1029,10 +1008,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         {&str_set_result, "set_result"}, {&str_set, "set"}, {&str_append, "append"}, {&str_popleft, "popleft"},
         {&str_space_waiters, "_space_waiters"},
     };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (intern(names[i].slot, names[i].name) < 0)
-            return NULL;
-    }
+    if (intern_names(names, COUNT_OF(names)) < 0)
+        return NULL;
     if (zlib_crc32 == NULL) {
         PyObject *zlib = PyImport_ImportModule("zlib");
         zlib_crc32 = zlib == NULL ? NULL : PyObject_GetAttrString(zlib, "crc32");
@@ -1040,20 +1017,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         if (zlib_crc32 == NULL)
             return NULL;
     }
-    PyTypeObject *types[] = {&ClientStreamType, &PendingAddType, &AppenderType};
-    const char *type_names[] = {"ClientStream", "PendingAdd", "Appender"};
-    for (size_t i = 0; i < 3; i++) {
-        if (PyType_Ready(types[i]) < 0)
-            return NULL;
-    }
-    PyObject *module = PyModule_Create(&module_def);
-    if (module == NULL)
-        return NULL;
-    for (size_t i = 0; i < 3; i++) {
-        if (PyModule_AddObjectRef(module, type_names[i], (PyObject *)types[i]) < 0) {
-            Py_DECREF(module);
-            return NULL;
-        }
-    }
-    return module;
+    const ModuleType types[] = {
+        {&ClientStreamType, "ClientStream"}, {&PendingAddType, "PendingAdd"}, {&AppenderType, "Appender"},
+    };
+    return module_with_types(&module_def, types, COUNT_OF(types));
 }

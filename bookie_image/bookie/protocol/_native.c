@@ -16,6 +16,7 @@
  * any other request (codec.py), which sorts out those cases.
  */
 #include "_native_api.h"
+#include "../_native_common.h"
 #include <stddef.h>
 #include <string.h>
 #include <structmember.h>
@@ -266,13 +267,6 @@ static PyObject *decode_add(PyObject *module, PyObject *frame) {
 enum { V2_OP_ADD_ENTRY = 1, V2_ADD_MIN_SIZE = 4 + 20 + 32 }; /* header, master key, entry header */
 enum { V2_FLAG_RECOVERY_ADD = 0x0002, V2_FLAG_HIGH_PRIORITY = 0x0004 };
 
-static int64_t read_int64_be(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
-    return (int64_t)v;
-}
-
 /* A v2 add: int32 packet header (version byte, opcode, flags; a version-0 header is the opcode alone), the
  * 20-byte master key, then the entry, which starts with its ledger and entry ids. 1 when ``p`` is one. */
 static int parse_v2_add(const uint8_t *p, Py_ssize_t len, unsigned *version, unsigned *flags) {
@@ -317,19 +311,6 @@ static size_t varint_size(uint64_t value) {
         n++;
     }
     return n;
-}
-
-static uint8_t *write_int32_be(uint8_t *out, uint32_t v) {
-    out[0] = (uint8_t)(v >> 24);
-    out[1] = (uint8_t)(v >> 16);
-    out[2] = (uint8_t)(v >> 8);
-    out[3] = (uint8_t)v;
-    return out + 4;
-}
-
-static uint8_t *write_int64_be(uint8_t *out, uint64_t v) {
-    out = write_int32_be(out, (uint32_t)(v >> 32));
-    return write_int32_be(out, (uint32_t)v);
 }
 
 /* The whole frame, length prefix included, of Response{header{VERSION_THREE, ADD_ENTRY, txnId}, status EOK,
@@ -953,24 +934,19 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
-    if (PyType_Ready(&FrameReaderType) < 0)
-        return NULL;
-    PyObject *module = PyModule_Create(&module_def);
-    if (module == NULL)
-        return NULL;
     if (FrameTooLarge == NULL) {
         FrameTooLarge = PyErr_NewExceptionWithDoc(
             "bookie.protocol._native.FrameTooLarge",
             "The announced frame length is above the maximum (or negative): the connection must be closed.",
             NULL, NULL);
+        if (FrameTooLarge == NULL)
+            return NULL;
     }
-    PyObject *capsule = PyCapsule_New((void *)&api, BOOKIE_PROTOCOL_CAPSULE, NULL);
-    if (FrameTooLarge == NULL || capsule == NULL || PyModule_AddObjectRef(module, "FrameTooLarge", FrameTooLarge) < 0
-        || PyModule_AddObjectRef(module, "FrameReader", (PyObject *)&FrameReaderType) < 0
-        || PyModule_AddObject(module, "_C_API", capsule) < 0) {
-        Py_XDECREF(capsule);
-        Py_DECREF(module);
-        return NULL;
-    }
+    const ModuleType types[] = {{&FrameReaderType, "FrameReader"}};
+    PyObject *module = module_with_types(&module_def, types, COUNT_OF(types));
+    if (module != NULL
+        && (PyModule_AddObjectRef(module, "FrameTooLarge", FrameTooLarge) < 0
+            || module_add_capsule(module, &api, BOOKIE_PROTOCOL_CAPSULE) < 0))
+        Py_CLEAR(module);
     return module;
 }

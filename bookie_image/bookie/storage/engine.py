@@ -39,6 +39,7 @@ from bookie.storage.errors import (
 )
 from bookie.storage.gc_api import GcStorageApi
 from bookie.storage.index import LedgerData
+from bookie.storage.index_format import check_takeover
 from bookie.storage.journal import (
     Journal,
     JournalDamage,
@@ -70,6 +71,8 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         self.conf = conf
         index_dirs = conf.effective_index_directories
         n = len(conf.ledger_directories)
+        for i, d in enumerate(conf.ledger_directories):  # every directory, before anything is created in one
+            check_takeover(d, index_dirs[i])
         self.dirs = [LedgerDirStorage(d, index_dirs[i], conf, n) for i, d in enumerate(conf.ledger_directories)]
         # Ledgers found in a directory at start stay there even if directories were added since
         # (allowStorageExpansion); new ledgers go to ledgerId mod #dirs, as in DbLedgerStorage.

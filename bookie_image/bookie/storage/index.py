@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import Rdict, WriteBatch
 
-from bookie.storage import durable
+from bookie.storage import durable, index_format
 from bookie.storage._write_path import put_locations, yield_gil
 
 _LEDGER_KEY = struct.Struct(">q")
@@ -99,9 +99,7 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
 
 def _open(path: Path) -> Rdict:
     durable.make_dirs(path.parent)
-    opts = Options(raw_mode=True)
-    opts.create_if_missing(True)
-    db = Rdict(str(path), opts)
+    db = index_format.open_db(path)  # in the table format Apache BookKeeper's RocksDB reads (see there)
     durable.fsync_dir(path.parent)  # RocksDB made its directory durable inside, not in its parent
     return db
 

@@ -17,6 +17,7 @@ from bookie.termination import (
     COOKIE_MISMATCH,
     DIRECTORY_NOT_WRITABLE,
     DISK_FULL,
+    INCOMPATIBLE_DISK,
     INVALID_CONFIG,
     METADATA_UNREACHABLE,
     PORT_IN_USE,
@@ -31,8 +32,8 @@ CONTAINER = "bookie"
 
 # The reasons our bookie writes (bookie.termination), most specific first: the Degraded condition's
 # reason is the first of these that any bookie has.
-REASONS = (COOKIE_MISMATCH, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, DISK_FULL, METADATA_UNREACHABLE, PORT_IN_USE,
-           STARTUP_FAILED)
+REASONS = (COOKIE_MISMATCH, INCOMPATIBLE_DISK, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, DISK_FULL, METADATA_UNREACHABLE,
+           PORT_IN_USE, STARTUP_FAILED)
 
 _PREFIX = re.compile(r"^(?P<reason>[A-Z][A-Za-z]+): (?P<rest>.*)$", re.S)
 # Ours: "instance id 'A' != 'B'"; Apache BookKeeper's: "instanceId A is not matching with B" (A expected).

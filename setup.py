@@ -1,0 +1,64 @@
+"""The bookie's C extension modules, for setuptools (everything else about the project is in pyproject.toml).
+
+`pip install .` builds them into the wheel, `pip install -e .` (what scripts/bootstrap does) beside their
+sources, and the images' build stage with `pip install --target`. A module may be compiled from several files
+(one per concern); its sources are listed with the headers it includes, so a header change rebuilds the
+modules that use it.
+
+The modules are compiled with the flags below only, not with the interpreter's own build flags (sysconfig's
+CFLAGS: -O3, -fwrapv, -g, ... which differ between Debian's Python and others): the same sources give the
+same code whichever Python builds them, and a warning is an error. CC chooses the compiler (default `cc`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sysconfig
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+COMPILE_FLAGS = ["-O2", "-fPIC", "-pthread", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror"]
+LINK_FLAGS = ["-shared", "-pthread"]
+
+PACKAGE = "bookie_image/bookie"
+COMMON = f"{PACKAGE}/_native_common.h"
+CRC32C = f"{PACKAGE}/_crc32c.h"
+PROTOCOL_API = f"{PACKAGE}/protocol/_native_api.h"
+WRITE_PATH_API = f"{PACKAGE}/storage/_write_path_api.h"
+
+
+def extension(name: str, sources: list[str], headers: list[str]) -> Extension:
+    return Extension(name, sources=sources, depends=[COMMON, *headers], libraries=["m"])
+
+
+EXTENSIONS = [
+    extension("bookie.protocol._native", [f"{PACKAGE}/protocol/_native.c"], [PROTOCOL_API]),
+    extension("bookie.storage._write_path",
+              [f"{PACKAGE}/storage/_write_path.c", f"{PACKAGE}/storage/_entry_log_records.c"],
+              [CRC32C, WRITE_PATH_API, f"{PACKAGE}/storage/_write_path_internal.h"]),
+    extension("bookie.client._native", [f"{PACKAGE}/client/_native.c"], [CRC32C, PROTOCOL_API]),
+    extension("bookie._requests", [f"{PACKAGE}/_requests.c"], [PROTOCOL_API, WRITE_PATH_API]),
+]
+
+
+class BuildExt(build_ext):
+    """setuptools' build_ext with the project's compiler command lines, and a clear error for what is
+    missing before any compiler runs."""
+
+    def build_extensions(self) -> None:
+        compiler = os.environ.get("CC", "cc")
+        if shutil.which(compiler) is None:
+            raise SystemExit(f"bookie's C extension modules: no C compiler {compiler!r} on PATH "
+                             "(install gcc, or set CC)")
+        include = sysconfig.get_path("include")
+        if not (Path(include) / "Python.h").is_file():
+            raise SystemExit(f"bookie's C extension modules: {include}/Python.h is missing (install this "
+                             "Python's headers, e.g. Debian's python3-dev)")
+        self.compiler.set_executables(compiler_so=[compiler, *COMPILE_FLAGS], linker_so=[compiler, *LINK_FLAGS])
+        super().build_extensions()
+
+
+setup(ext_modules=EXTENSIONS, cmdclass={"build_ext": BuildExt})
