@@ -5,18 +5,17 @@ the entry-log files the storage audit reads (``bookie.inspector``)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bookie_fleet.processes import BookieProcess, free_port
+from bookie_fleet.processes import BookieProcess, TokenProtected, free_port
 
 
 @dataclass
-class InspectorProcess(BookieProcess):
+class InspectorProcess(TokenProtected):
     """One inspector beside ``bookie`` (any ``BookieProcess``: it reads ``bookie.ledger_dir``)."""
 
     kind = "inspector"
@@ -44,20 +43,6 @@ class InspectorProcess(BookieProcess):
     @property
     def log_path(self) -> Path:
         return self.data_dir / "inspector.log"
-
-    @property
-    def admin_token_file(self) -> Path:
-        return self.data_dir / "admin-token"
-
-    def auth_headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
-
-    def write_conf(self) -> None:
-        super().write_conf()
-        if self.admin_token is not None:
-            fd = os.open(self.admin_token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(self.admin_token + "\n")
 
     def conf_values(self) -> dict[str, Any]:
         values: dict[str, Any] = {

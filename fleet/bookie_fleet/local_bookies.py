@@ -12,7 +12,6 @@ bookie without a configured credential does. ``auth_headers()`` is what a caller
 from __future__ import annotations
 
 import contextlib
-import os
 import ssl
 import subprocess
 import sys
@@ -21,13 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bookie_fleet.processes import BookieProcess, free_port, start_all, stop_all
+from bookie_fleet.processes import TokenProtected, free_port, start_all, stop_all
 
 __all__ = ["LocalBookie", "free_port", "plan_bookies", "start_all", "stop_all"]
 
 
 @dataclass
-class LocalBookie(BookieProcess):
+class LocalBookie(TokenProtected):
     """One ``bookie serve`` process and its configuration."""
 
     conf_name = "bookie.conf"
@@ -53,21 +52,6 @@ class LocalBookie(BookieProcess):
     def http_url(self) -> str:
         scheme = "https" if self.overrides.get("httpServerTlsEnable") else "http"
         return f"{scheme}://{self.address}:{self.http_port}"
-
-    @property
-    def admin_token_file(self) -> Path:
-        return self.data_dir / "admin-token"
-
-    def auth_headers(self) -> dict[str, str]:
-        """The admin API credential of this bookie ({} when it has none)."""
-        return {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
-
-    def write_conf(self) -> None:
-        super().write_conf()
-        if self.admin_token is not None:
-            fd = os.open(self.admin_token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(self.admin_token + "\n")
 
     @property
     def journal_dir(self) -> Path:

@@ -192,6 +192,28 @@ class BookieProcess:
         self.start(wait=True, timeout=timeout)
 
 
+class TokenProtected(BookieProcess):
+    """A process of ours whose admin API takes a bearer token (a bookie, an inspector): ``admin_token`` (None: none)
+    is written beside its configuration, readable by its owner only."""
+
+    admin_token: str | None
+
+    @property
+    def admin_token_file(self) -> Path:
+        return self.data_dir / "admin-token"
+
+    def auth_headers(self) -> dict[str, str]:
+        """The admin API credential of this process ({} when it has none)."""
+        return {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+
+    def write_conf(self) -> None:
+        super().write_conf()
+        if self.admin_token is not None:
+            fd = os.open(self.admin_token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(self.admin_token + "\n")
+
+
 def start_all(bookies: Iterable[BookieProcess], timeout: float | None = None) -> None:
     """Start every bookie, then wait for all: they boot in parallel."""
     bookies = list(bookies)
