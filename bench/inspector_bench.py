@@ -4,6 +4,7 @@ audit reading every entry log through them, same bookies, same run; and the insp
 
     python bench/inspector_bench.py            # 3 rounds; rewrites its section of docs/benchmarks.md
     python bench/inspector_bench.py --quick    # tiny run, docs untouched
+    python bench/inspector_bench.py --report-only   # the docs section again from bench/inspector_results.json
 
 Three Apache BookKeeper 4.17.3 bookies at their production settings (bench/run_all.py: production JVM options,
 DbLedgerStorage, journal fsync on), 64 MB entry logs, filled first so the inspectors have finalized logs to read.
@@ -27,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
 import run_all  # noqa: E402  (bench/ on the path)
+from audit_load_bench import reader  # noqa: E402  (a full scan's reads, through the inspectors here)
 from docs_section import publish  # noqa: E402
 
 RESULTS = REPO / "bench" / "inspector_results.json"
@@ -49,24 +50,6 @@ READ_RATE = 20_000_000
 LOG_SIZE = 64 * 1024 * 1024
 MODES = ("no inspector", "inspectors: explain every 2 s and an audit reading through them")
 TOKEN = "inspector-bench-token-0123456789abcdef"
-
-
-def reader(urls: list[str], token_file: str, seconds: float) -> None:
-    """A reader process: every log of every inspector, range after range, until ``seconds`` passed."""
-    from bookie_audit import bookie_http
-
-    bookie_http.configure(token_file)
-    clients = [bookie_http.filesystem_from_uri(u)[0].handler.client for u in urls]
-    done = 0
-    stop = time.monotonic() + seconds
-    while time.monotonic() < stop:
-        for client in clients:
-            for log in client.listing(fresh=True)[1].values():
-                for offset in range(0, log.size, 8 << 20):
-                    if time.monotonic() >= stop:
-                        break
-                    done += len(client.read(log, offset, min(8 << 20, log.size - offset)))
-    print(json.dumps({"bytes": done}), flush=True)
 
 
 def explain_loop(inspectors: list[Any], stop: threading.Event, answered: list[int]) -> None:
@@ -178,8 +161,12 @@ def section(points: list[dict[str, Any]], rounds: int, seconds: int) -> str:
                     f" | {per_round} | {med(mode, 'bookie_cpu_s_per_100k'):.2f} | "
                     f"{med(mode, 'inspector_cpu_cores'):.3f} | {med(mode, 'inspector_disk_mb'):.1f} | "
                     f"{med(mode, 'read_through_mb_s'):.1f} | {med(mode, 'explains'):.0f} | {med(mode, 'load'):.1f} |")
-    ratio_ops = med(with_inspectors, "ops_per_s") / med(base, "ops_per_s")
-    ratio_p99 = med(with_inspectors, "p99_ms") / med(base, "p99_ms")
+    # The two modes of a round ran seconds apart: their ratio is the comparison, the rounds' spread the noise.
+    pairs = [({p["mode"]: p for p in points if p["round"] == r}) for r in sorted({p["round"] for p in points})]
+    ops_ratios = [pair[with_inspectors]["ops_per_s"] / pair[base]["ops_per_s"] for pair in pairs]
+    p99_ratios = [pair[with_inspectors]["p99_ms"] / pair[base]["p99_ms"] for pair in pairs]
+    ratio_ops, ratio_p99 = statistics.median(ops_ratios), statistics.median(p99_ratios)
+    each = ", ".join(f"{o:.2f}x / {q:.2f}x" for o, q in zip(ops_ratios, p99_ratios, strict=True))
     return "\n".join([
         "## The inspector beside a loaded Apache BookKeeper bookie",
         "",
@@ -198,7 +185,9 @@ def section(points: list[dict[str, Any]], rounds: int, seconds: int) -> str:
         *rows,
         "",
         f"With the inspectors at work, the bookies' throughput is {ratio_ops:.2f}x and their p99 {ratio_p99:.2f}x "
-        "what they are without, in the same run. The inspectors' disk reads are what missed the page cache: on "
+        f"what they are without (medians of each round's ratio, the two modes seconds apart; each round's "
+        f"throughput / p99 ratio: {each}). The medians of the table's columns mix rounds: the rounds' spread is "
+        "this shared machine's. The inspectors' disk reads are what missed the page cache: on "
         "this machine the logs were just written, so most reads are served from memory and the cost that shows "
         "is CPU on the two cores the bookies, the benchmark client, the inspectors and the readers share; on a "
         "bookie's own machine the read rate also bounds the disk bandwidth the inspector takes.",
@@ -211,7 +200,12 @@ def main() -> int:
         return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1 round of 8 s points: docs untouched")
+    parser.add_argument("--report-only", action="store_true", help="the docs section from the last results")
     args = parser.parse_args()
+    if args.report_only:
+        saved = json.loads(RESULTS.read_text())
+        publish("inspector", section(saved["points"], saved["rounds"], saved["seconds"]), saved["points"], write=True)
+        return 0
     run_all.prepare_interpreter()
     signal.signal(signal.SIGTERM, run_all.exit_once)  # stop the bookies and inspectors on the way out
     rounds, seconds, fill_s = (1, 8, 8) if args.quick else (3, POINT_S, FILL_S)
