@@ -25,6 +25,7 @@ async def test_java_killed_then_ours_killed_then_java_on_one_disk(cluster_factor
     ledgers = Ledgers()
 
     await start(disk.java, cluster)
+    cookies = disk.cookies()
     await ledgers.write_with_java_client(cluster, 200)
     async with BookKeeper(cluster.client_config()) as bk:
         java_written = await ledgers.write(bk, 4, 100)
@@ -52,3 +53,4 @@ async def test_java_killed_then_ours_killed_then_java_on_one_disk(cluster_factor
         await ledgers.delete(bk, java_written[2:3] + ours_written[2:3] + java_again[:2])
         await gc_reclaims(disk, disk.java)
         await ledgers.check(bk, "Apache BookKeeper after its GC and compaction")
+    assert disk.cookies() == cookies, "the same bookie throughout: its cookies untouched by either implementation"

@@ -71,7 +71,12 @@ def newer_tables(db: Rdict, path: Path) -> dict[str, int]:
     found = {}
     for live in db.live_files():
         name = str(live["name"]).lstrip("/")
-        version = table_format(path / name)
+        try:
+            version = table_format(path / name)
+        except FileNotFoundError:
+            # Compacted away since the listing (RocksDB compacts in the background from the moment it opens):
+            # its entries are in a new table, written in TABLE_FORMAT_VERSION.
+            continue
         if version > TABLE_FORMAT_VERSION:
             found[name] = version
     return found
