@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bookie_fleet.processes import BookieProcess, TokenProtected, free_port
+from bookie_fleet.processes import BookieProcess, TokenProtected, free_port, metadata_service_uri
 
 
 @dataclass
@@ -47,7 +47,7 @@ class InspectorProcess(TokenProtected):
     def conf_values(self) -> dict[str, Any]:
         values: dict[str, Any] = {
             "bookieId": self.bookie.bookie_id,
-            "metadataServiceUri": f"zk+hierarchical://{self.zk_connect.replace(',', ';')}{self.ledgers_root}",
+            "metadataServiceUri": metadata_service_uri(self.zk_connect, self.ledgers_root),
             "ledgerDirectories": str(self.bookie.ledger_dir),
             "httpServerHost": self.address,
             "httpServerPort": self.http_port,

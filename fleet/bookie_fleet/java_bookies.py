@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from bookie_fleet import processes
-from bookie_fleet.processes import BookieProcess, accepts, console_log4j2, free_port, stop_all
+from bookie_fleet.processes import BookieProcess, accepts, console_log4j2, free_port, metadata_service_uri, stop_all
 
 __all__ = ["PRODUCTION_JVM_OPTS", "TEST_JVM_OPTS", "JavaBookie", "bk_lib_dir", "plan_java_bookies", "start_all",
            "stop_all"]
@@ -99,7 +99,7 @@ class JavaBookie(BookieProcess):
             "bookiePort": self.port,
             "advertisedAddress": self.address,
             "allowLoopback": True,
-            "metadataServiceUri": f"zk+hierarchical://{self.zk_connect.replace(',', ';')}{self.ledgers_root}",
+            "metadataServiceUri": metadata_service_uri(self.zk_connect, self.ledgers_root),
             "journalDirectories": str(self.data_dir / "journal"),
             "ledgerDirectories": str(self.ledger_dir),
             "zkTimeout": 10000,

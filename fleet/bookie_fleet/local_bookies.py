@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bookie_fleet.processes import TokenProtected, free_port, start_all, stop_all
+from bookie_fleet.processes import TokenProtected, free_port, metadata_service_uri, start_all, stop_all
 
 __all__ = ["LocalBookie", "free_port", "plan_bookies", "start_all", "stop_all"]
 
@@ -62,7 +62,7 @@ class LocalBookie(TokenProtected):
             "bookiePort": self.port,
             "advertisedAddress": self.address,
             "listeningAddress": self.address,
-            "metadataServiceUri": f"zk+hierarchical://{self.zk_connect.replace(',', ';')}{self.ledgers_root}",
+            "metadataServiceUri": metadata_service_uri(self.zk_connect, self.ledgers_root),
             "journalDirectories": str(self.journal_dir),
             "ledgerDirectories": str(self.ledger_dir),
             "httpServerEnabled": True,

@@ -192,6 +192,11 @@ class BookieProcess:
         self.start(wait=True, timeout=timeout)
 
 
+def metadata_service_uri(zk_connect: str, ledgers_root: str) -> str:
+    """BookKeeper's ``metadataServiceUri`` for a ZooKeeper connect string (its commas written as semicolons)."""
+    return f"zk+hierarchical://{zk_connect.replace(',', ';')}{ledgers_root}"
+
+
 class TokenProtected(BookieProcess):
     """A process of ours whose admin API takes a bearer token (a bookie, an inspector): ``admin_token`` (None: none)
     is written beside its configuration, readable by its owner only."""

@@ -19,7 +19,6 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
 from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.metadata.store import MetadataStore
 from bookie.protocol.entry import DigestType
@@ -120,9 +119,8 @@ async def test_inspector_beside_pulsar_chart_bookies(kube: KubeTarget, kube_name
     kube.kubectl("-n", ns, "create", "secret", "generic", f"{RELEASE}-bookie-inspector-token",
                  f"--from-literal=token={TOKEN}")
     kube.kubectl("-n", ns, "apply", "-f", "-", input=_example("inspector.yaml", ns, zookeeper.connect_string))
-    patch = yaml.safe_load((EXAMPLE / "inspector-patch.yaml").read_text())
-    kube.kubectl("-n", ns, "patch", "statefulset", f"{RELEASE}-bookie", "--type", "strategic", "-p",
-                 json.dumps(patch))
+    kube.kubectl("-n", ns, "patch", "statefulset", f"{RELEASE}-bookie",   # as docs/inspector.md says
+                 "--patch-file", str(EXAMPLE / "inspector-patch.yaml"))
     pods = _wait_ready(kube, ns, 2, 400, "the bookies rolled with the inspector beside them")
 
     for pod in pods:
