@@ -199,7 +199,7 @@ ZONE_TOLERATION = {"key": "localkube.io/zone-test", "operator": "Exists", "effec
 def zone_nodes(kube: KubeTarget) -> Iterator[dict[str, str]]:
     """Three nodes of the local cluster in zones zone-a/b/c (emulated by its runner: same machine), tainted so
     that only pods tolerating ``ZONE_TOLERATION`` and selecting ``localkube.io/emulated-by`` land there.
-    Yields node name -> zone; the nodes are deleted afterwards."""
+    Yields node name -> zone once all three are Ready and schedulable; the nodes are deleted afterwards."""
     assert kube.local is not None, ("zone nodes are emulated by the local cluster's runner: run this test without "
                                     f"{KUBECONFIG_ENV}")
     runner_node = kube.local.node_name
@@ -211,7 +211,21 @@ def zone_nodes(kube: KubeTarget) -> Iterator[dict[str, str]]:
                                      "topology.kubernetes.io/zone": zone,
                                      "topology.kubernetes.io/region": "region-1"}},
             "spec": {"taints": [ZONE_TAINT]}})
+
+    def schedulable() -> bool:
+        # A new Node carries the not-ready taint until the runner reports it Ready (every 10 s): pods created
+        # before that would all land on the zones already schedulable.
+        for name in zones:
+            node = kube.api.get(f"/api/v1/nodes/{name}") or {}
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in (node.get("status") or {}).get("conditions") or [])
+            taints = {t.get("key") for t in (node.get("spec") or {}).get("taints") or []}
+            if not ready or taints - {ZONE_TAINT["key"]}:
+                return False
+        return True
+
     try:
+        wait_for(schedulable, 60, interval=0.5, what="the zone nodes Ready without the not-ready taint")
         yield zones
     finally:
         for name in zones:
