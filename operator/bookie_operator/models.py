@@ -933,7 +933,7 @@ CONDITION_MESSAGE_MAX = 32768
 class Condition(Model):
     """One condition, as metav1.Condition: every field but observedGeneration is required."""
 
-    type: str = Field(description="Ready, Progressing, Degraded, DiskPressure, Decommissioning, InvalidSpec, ...",
+    type: str = Field(description="Ready, Progressing, Reconciling, Stalled, Degraded, Decommissioning, ...",
                       pattern=CONDITION_TYPE_PATTERN, max_length=316)
     status: Literal["True", "False", "Unknown"]
     reason: str = Field(description="CamelCase reason.", pattern=CONDITION_REASON_PATTERN, min_length=1,

@@ -1,4 +1,7 @@
-"""Conditions: Ready, Degraded, Progressing and Decommissioning from what a reconcile observed and did."""
+"""Conditions: Ready, Degraded, Progressing and Decommissioning from what a reconcile observed and did, and
+Reconciling and Stalled, the two that kstatus (Flux's health checks, kpt) reads: Reconciling while the operator is
+still changing something, Stalled when it cannot go on without the user (a bookie that cannot start, an invalid
+spec). Waiting alone (under-replicated ledgers healing, bookies starting) is never Stalled."""
 
 from __future__ import annotations
 
@@ -68,7 +71,7 @@ class ClusterConditions:
 
 
 def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
-    """Progressing, Decommissioning, Degraded and Ready, and what Ready still waits for."""
+    """Progressing, Reconciling, Decommissioning, Degraded, Stalled and Ready, and what Ready still waits for."""
     progressing = []
     if f.scaling:
         progressing.append(f"scaling to {f.desired_replicas}")
@@ -78,7 +81,11 @@ def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
         progressing.append(f"compacting (run for {f.compaction_run})")
     if f.ready < f.desired_replicas:
         progressing.append(f"{f.ready}/{f.desired_replicas} bookies ready")
-    out = [ConditionValue("Progressing", bool(progressing), "Reconciling" if progressing else "Settled",
+    reason = "Reconciling" if progressing else "Settled"
+    stalled = f.problem_reason is not None            # a specific failure: waiting alone will not clear it
+    out = [ConditionValue("Progressing", bool(progressing), reason, "; ".join(progressing)),
+           # kstatus reads Reconciling before Stalled: a stalled cluster is not reconciling, however far from Ready.
+           ConditionValue("Reconciling", bool(progressing) and not stalled, "Stalled" if stalled else reason,
                           "; ".join(progressing))]
     if f.decommission is not None:
         d = f.decommission
@@ -93,6 +100,8 @@ def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
         problems.append(f"{f.under_replicated} under-replicated ledgers")
     reason = f.problem_reason or ("Problems" if problems else "Healthy")
     out.append(ConditionValue("Degraded", bool(problems), reason, "; ".join(problems)))
+    out.append(ConditionValue("Stalled", stalled, f.problem_reason or "NotStalled",
+                              "; ".join(problems) if stalled else ""))
     waiting = []
     all_ready = f.ready >= f.desired_replicas and f.existing == f.desired_replicas and f.decommission is None
     if f.unregistered:
@@ -106,3 +115,13 @@ def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
         if not all_ready:
             waiting.append(f"{f.ready}/{f.desired_replicas} bookies ready")
     return ClusterConditions(out, waiting)
+
+
+def invalid_spec_conditions(message: str) -> list[ConditionValue]:
+    """An invalid spec: nothing is applied until the user changes it, so the cluster is not Ready, Degraded and
+    Stalled, and no longer Progressing/Reconciling (which would make kstatus wait instead of fail)."""
+    return [ConditionValue("Ready", False, "InvalidSpec", message),
+            ConditionValue("Degraded", True, "InvalidSpec", message),
+            ConditionValue("Stalled", True, "InvalidSpec", message),
+            ConditionValue("Progressing", False, "InvalidSpec", message),
+            ConditionValue("Reconciling", False, "InvalidSpec", message)]

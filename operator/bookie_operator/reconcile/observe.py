@@ -31,8 +31,8 @@ def parse_spec(t: Tick) -> bool:
 def _invalid(t: Tick, message: str) -> None:
     if t.was("Degraded") != "True" or t.previous_message("Degraded") != message:
         t.event("Warning", "InvalidSpec", message)
-    t.condition("Ready", False, "InvalidSpec", message)
-    t.condition("Degraded", True, "InvalidSpec", message)
+    for c in decisions.invalid_spec_conditions(message):
+        t.condition(c.type, c.status, c.reason, c.message)
     t.status.observed_generation = t.generation
 
 
