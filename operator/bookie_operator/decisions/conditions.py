@@ -81,11 +81,12 @@ def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
         progressing.append(f"compacting (run for {f.compaction_run})")
     if f.ready < f.desired_replicas:
         progressing.append(f"{f.ready}/{f.desired_replicas} bookies ready")
-    reason = "Reconciling" if progressing else "Settled"
     stalled = f.problem_reason is not None            # a specific failure: waiting alone will not clear it
-    out = [ConditionValue("Progressing", bool(progressing), reason, "; ".join(progressing)),
+    out = [ConditionValue("Progressing", bool(progressing), "Reconciling" if progressing else "Settled",
+                          "; ".join(progressing)),
            # kstatus reads Reconciling before Stalled: a stalled cluster is not reconciling, however far from Ready.
-           ConditionValue("Reconciling", bool(progressing) and not stalled, "Stalled" if stalled else reason,
+           ConditionValue("Reconciling", bool(progressing) and not stalled,
+                          "Stalled" if stalled else ("Reconciling" if progressing else "Settled"),
                           "; ".join(progressing))]
     if f.decommission is not None:
         d = f.decommission
