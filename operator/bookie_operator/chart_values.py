@@ -225,19 +225,26 @@ def _string(dumper: yaml.SafeDumper, text: str) -> yaml.Node:
 _BlockDumper.add_representer(str, _string)
 
 
+CRD_DESCRIPTION = ("A cluster of BookKeeper-compatible bookies: storage, read-only control for disk usage, "
+                   "scheduled compaction, safe decommission, TLS and the storage audit.")
+
+
+def crd_examples() -> list[Json]:
+    """The BookieClusters of examples/ (those meant for any cluster, not the local one's)."""
+    return [doc for path in sorted(EXAMPLES.glob("*.yaml")) if path.name not in _LOCAL_EXAMPLES
+            for doc in yaml.safe_load_all(path.read_text()) if doc and doc.get("kind") == models.KIND]
+
+
 def artifacthub_annotations(app_version: str) -> dict[str, str]:
     """The image at the chart's appVersion, the CRD, examples/ as its examples (each value a YAML string)."""
     image = Image()
-    examples = [doc for path in sorted(EXAMPLES.glob("*.yaml")) if path.name not in _LOCAL_EXAMPLES
-                for doc in yaml.safe_load_all(path.read_text()) if doc and doc.get("kind") == models.KIND]
     crd = {"kind": models.KIND, "version": models.VERSION, "name": models.SINGULAR, "displayName": models.KIND,
-           "description": "A cluster of BookKeeper-compatible bookies: storage, read-only control for disk "
-                          "usage, scheduled compaction, safe decommission, TLS and the storage audit."}
+           "description": CRD_DESCRIPTION}
     return {
         "artifacthub.io/operator": "true",
         "artifacthub.io/images": _yaml([{"name": "operator", "image": f"{image.repository}:{app_version}"}]),
         "artifacthub.io/crds": _yaml([crd]),
-        "artifacthub.io/crdsExamples": _yaml(examples),
+        "artifacthub.io/crdsExamples": _yaml(crd_examples()),
         "artifacthub.io/links": _yaml([{"name": "Apache BookKeeper", "url": "https://bookkeeper.apache.org/"}]),
     }
 

@@ -111,7 +111,9 @@ def test_the_operator_pods_meet_the_restricted_profile_and_name_themselves() -> 
     assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                             "capabilities": {"drop": ["ALL"]}}
     # Who the operator is, for the bookies' NetworkPolicy: exactly the labels its pods carry, in its namespace.
-    assert "--operator-namespace=ops" in container["args"]
+    assert "--operator-namespace=$(POD_NAMESPACE)" in container["args"]
+    assert "--leader-election-namespace=$(POD_NAMESPACE)" in container["args"]
+    assert {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in container["env"]
     labels = next(a for a in container["args"] if a.startswith("--operator-pod-labels="))
     pairs = dict(item.split("=", 1) for item in labels.split("=", 1)[1].split(","))
     assert pairs.items() <= deploy["spec"]["template"]["metadata"]["labels"].items()
