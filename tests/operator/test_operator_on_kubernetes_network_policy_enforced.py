@@ -102,19 +102,19 @@ def test_only_the_peers_the_spec_names_reach_each_port(
     for probe, (namespace, pod) in probes.items():
         uid = wait_for(functools.partial(_ready_uid, kube, namespace, pod), 120, what=f"pod {namespace}/{pod} ready")
         netns[probe] = Path("/var/run/netns") / f"{local.node_network.pod_netns_prefix}{uid}"
-    everywhere = {name: True for name in PORTS}
-    assert {p: _reaches(n, bookie_ip) for p, n in netns.items()} == {p: everywhere for p in netns}, \
-        "before enforcement every peer connects to every port"
-
-    nothing = {name: False for name in PORTS}
-    by_default = {"machine (operator)": {"bookie": False, "admin": True, "metrics": False},
-                  **{p: nothing for p in probes}, "monitoring": {"bookie": False, "admin": False, "metrics": True}}
     seen: dict[str, dict[str, bool]] = {}
 
     def as_expected(expected: dict[str, dict[str, bool]]) -> bool:
         seen.update({p: _reaches(n, bookie_ip) for p, n in netns.items()})
         return seen == expected
 
+    everywhere = {name: True for name in PORTS}
+    wait_for(functools.partial(as_expected, {p: everywhere for p in netns}), 60, interval=2,
+             what="every peer connecting to every port of the bookie before enforcement")
+
+    nothing = {name: False for name in PORTS}
+    by_default = {"machine (operator)": {"bookie": False, "admin": True, "metrics": False},
+                  **{p: nothing for p in probes}, "monitoring": {"bookie": False, "admin": False, "metrics": True}}
     enforcing = time.monotonic()
     local.enforce_network_policy()
     try:
