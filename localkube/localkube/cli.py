@@ -9,6 +9,7 @@ from pathlib import Path
 
 from localkube.binaries import MissingBinaryError
 from localkube.cluster import ClusterError, LocalCluster, default_state_dir
+from localkube.firewall import FirewallError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,6 +20,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     up = sub.add_parser("up", help="start etcd, kube-apiserver, kube-controller-manager and the pod runner")
     up.add_argument("--timeout", type=float, default=180.0)
     up.add_argument("--node-name", default="localkube")
+    up.add_argument("--network-policy", action="store_true",
+                    help="enforce NetworkPolicy: kube-router's firewall controller in the node (built by "
+                         "scripts/bootstrap.d/netpolicy.sh; for a local test cluster only, see "
+                         "docs/local-kubernetes.md)")
     # No ServiceAccount unless asked: `up` makes a cluster and puts nothing in the namespaces a user installs
     # into next. An account created by default under the chart's name (bookie-fleet/bookie-operator) made the
     # README's `helm install bookie-operator helm/bookie-operator -n bookie-fleet` fail ("exists and cannot be
@@ -40,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cluster = LocalCluster(args.state_dir, node_name=getattr(args, "node_name", "localkube"))
     try:
         if args.action == "up":
-            cluster.up(timeout=args.timeout)
+            cluster.up(timeout=args.timeout, network_policy=args.network_policy)
             status = cluster.status()
             print(f"cluster ready at {status.server}"
                   + (f" in {cluster.ready_seconds:.1f}s" if cluster.ready_seconds is not None else " (already up)"))
@@ -77,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not c.running:
                 print("    " + c.detail.replace("\n", "\n    "))
         return 0 if status.healthy else 1
-    except (ClusterError, MissingBinaryError) as exc:
+    except (ClusterError, MissingBinaryError, FirewallError) as exc:
         print(f"bookie-fleet cluster {args.action}: {exc}", file=sys.stderr)
         return 1
 

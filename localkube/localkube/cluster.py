@@ -9,6 +9,9 @@ exists, the runner's Node is Ready, kube-proxy healthy and CoreDNS serving, and 
 ``down()`` stops kube-proxy and the pod runner first (it stops its pods), then the control plane, then kills
 any pod process group still listed by the runner, deletes its leftover runc containers and tears the node
 network down: nothing is left running, no namespace, link or route is left behind.
+``up(network_policy=True)`` or ``enforce_network_policy()`` also starts kube-router's firewall controller in the
+node's network namespace (``localkube.firewall``), so that NetworkPolicies are enforced; ``down()`` stops it
+first.
 One module over the usual size limit: each component's command line sits next to its start and readiness.
 """
 
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localkube import addons, network, procs
+from localkube import addons, firewall, network, procs
 from localkube.binaries import find_binaries
 from localkube.kapi import KubeAPI
 from localkube.kubeconfig import write_kubeconfig
@@ -43,6 +46,7 @@ EXPANDABLE_STORAGE_CLASS = "standard-xfs"   # claims of their own size, online e
 PROVISIONER = "localkube.io/local-path"
 DEFAULT_PORTS = {"etcd": 2379, "etcd-peer": 2380, "kube-apiserver": 6443, "kube-controller-manager": 10257}
 ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "pod-runner", "kube-proxy")
+FIREWALL = "kube-router"   # optional: NetworkPolicy enforcement (``enforce_network_policy``)
 
 
 class ClusterError(RuntimeError):
@@ -151,14 +155,21 @@ class LocalCluster:
         return self.logs_dir / f"{component}.log"
 
     # ------------------------------------------------------------------------------------------- up
-    def up(self, timeout: float = 180.0) -> LocalCluster:
-        """Start whatever is not running and wait until the cluster is usable. Idempotent."""
+    def up(self, timeout: float = 180.0, *, network_policy: bool = False) -> LocalCluster:
+        """Start whatever is not running and wait until the cluster is usable. Idempotent. ``network_policy``:
+        also enforce NetworkPolicy (``enforce_network_policy``)."""
+        self._up(timeout)
+        if network_policy:
+            self.enforce_network_policy(timeout)
+        return self
+
+    def _up(self, timeout: float) -> None:
         binaries = find_binaries(self.bin_dir)
         started = time.monotonic()
         state = self._load_state()
         procs_state: dict[str, Any] = state.get("processes", {})
         if procs_state and all(self._running(procs_state.get(name)) for name in ORDER) and self._readyz():
-            return self
+            return
         # Partial leftovers (a crashed component): restart cleanly.
         if procs_state or "network" in state:
             self.down()
@@ -197,7 +208,41 @@ class LocalCluster:
         self.ready_seconds = time.monotonic() - started
         state["ready_seconds"] = round(self.ready_seconds, 2)
         self._save_state(state)
-        return self
+
+    # ------------------------------------------------------------------------------ network policy
+    def enforce_network_policy(self, timeout: float = 120.0) -> None:
+        """Start kube-router's firewall controller in the node's network namespace (``localkube.firewall``) and
+        wait until its rules are in place: from then on the cluster's NetworkPolicies are enforced. Idempotent."""
+        state = self._load_state()
+        if self._running(state.get("processes", {}).get(FIREWALL)):
+            return
+        if "network" not in state:
+            raise ClusterError(f"no cluster running in {self.state_dir}: run `bookie-fleet cluster up` first")
+        net = self.node_network
+        binary = firewall.find_kube_router()
+        addons.install(self.api(), firewall.rbac_objects())
+        self._start(state, FIREWALL, net.in_node(firewall.argv(binary, self.state_dir / "kube-router.kubeconfig",
+                                                               self.node_name, SERVICE_CIDR)))
+        try:
+            self._wait(FIREWALL, lambda: firewall.enforcing(net.netns_path), timeout,
+                       what="kube-router's firewall rules in the node (KUBE-ROUTER-FORWARD)")
+        except BaseException:
+            self.stop_network_policy()
+            raise
+
+    def stop_network_policy(self) -> None:
+        """Stop kube-router and remove its chains and ipsets: NetworkPolicies are stored, no longer enforced."""
+        state = self._load_state()
+        entry = state.get("processes", {}).pop(FIREWALL, None)
+        if entry is not None:
+            self._stop(entry)
+            self._save_state(state)
+        if "network" in state and self.node_network.netns_path.exists():
+            firewall.cleanup(self.node_network.netns_path)
+
+    @property
+    def network_policy_enforced(self) -> bool:
+        return self._running(self._load_state().get("processes", {}).get(FIREWALL))
 
     def _choose_ports(self) -> dict[str, int]:
         chosen: dict[str, int] = {}
@@ -225,6 +270,8 @@ class LocalCluster:
                        self.state_dir / "pod-runner.kubeconfig"),
             # The default binding system:node-proxier grants this user what kube-proxy needs.
             "kube-proxy": ("system:kube-proxy", (), self.state_dir / "kube-proxy.kubeconfig"),
+            # Read-only, by firewall.rbac_objects(): pods, namespaces and NetworkPolicies.
+            "kube-router": (firewall.USER, (), self.state_dir / "kube-router.kubeconfig"),
         }
         for name, (cn, orgs, path) in users.items():
             pair = ca.issue(name, cn, organizations=orgs, client=True)
@@ -321,9 +368,19 @@ class LocalCluster:
         self._children[child.pid] = child
         pid = child.pid
         # What the process's command line holds once running (nsenter execs the program it is given).
-        expect = {"pod-runner": "localkube.runner", "kube-proxy": "kube-proxy"}.get(name, Path(argv[0]).name)
+        expect = {"pod-runner": "localkube.runner", "kube-proxy": "kube-proxy",
+                  FIREWALL: "kube-router"}.get(name, Path(argv[0]).name)
         state["processes"][name] = {"pid": pid, "argv": argv, "log": str(self.log_path(name)), "expect": expect}
         self._save_state(state)
+
+    def _stop(self, entry: dict[str, Any], grace: float = 15.0) -> None:
+        if self._running(entry):
+            procs.stop_group(int(entry["pid"]), grace=grace)
+        child = self._children.pop(int(entry["pid"]), None)
+        if child is not None:
+            child.poll()
+        else:
+            procs.reap(int(entry["pid"]))
 
     def _running(self, entry: dict[str, Any] | None) -> bool:
         if entry is None:
@@ -453,16 +510,11 @@ class LocalCluster:
         """Stop every component (runner first, so it stops its pods) and any pod process left over."""
         state = self._load_state()
         processes: dict[str, Any] = state.get("processes", {})
-        for name in reversed(ORDER):
+        # The firewall first (its rules go with the node's namespace below), then the runner and its pods.
+        for name in (FIREWALL, *reversed(ORDER)):
             entry = processes.get(name)
-            if entry and self._running(entry):
-                procs.stop_group(int(entry["pid"]), grace=grace)
             if entry:
-                child = self._children.pop(int(entry["pid"]), None)
-                if child is not None:
-                    child.poll()
-                else:
-                    procs.reap(int(entry["pid"]))
+                self._stop(entry, grace)
         from localkube.runner.state import kill_leftover_pods
 
         kill_leftover_pods(self.state_dir / "runner")
@@ -483,7 +535,7 @@ class LocalCluster:
         state = self._load_state()
         result = ClusterStatus(self.state_dir)
         processes: dict[str, Any] = state.get("processes", {})
-        for name in ORDER:
+        for name in (*ORDER, *([FIREWALL] if FIREWALL in processes else [])):
             entry = processes.get(name)
             log = self.log_path(name)
             if entry is None:

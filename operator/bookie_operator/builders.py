@@ -404,10 +404,16 @@ def tls_volumes(spec: BookieClusterSpec) -> tuple[list[Obj], list[Obj]]:
 def metrics_port(spec: BookieClusterSpec) -> int:
     """Where the bookie serves /metrics: our bookie's dedicated port, unless spec.config turned it off; the
     admin port otherwise (Apache BookKeeper serves /metrics only there while its admin HTTP server is on)."""
+    return dedicated_metrics_port(spec) or HTTP_PORT
+
+
+def dedicated_metrics_port(spec: BookieClusterSpec) -> int | None:
+    """The bookie's port that serves /metrics and nothing else, if it has one. Apache BookKeeper's bookie has
+    none while its admin HTTP server runs (its PrometheusMetricsProvider then serves /metrics on that server)."""
     if spec.implementation == "apache-bookkeeper":
-        return HTTP_PORT
+        return None
     conf = bookie_config(spec)
-    return int(conf["prometheusStatsHttpPort"]) if conf["prometheusStatsHttpEnable"] else HTTP_PORT
+    return int(conf["prometheusStatsHttpPort"]) if conf["prometheusStatsHttpEnable"] else None
 
 
 def zookeeper_ports(spec: BookieClusterSpec) -> list[int]:
@@ -432,8 +438,9 @@ def _tcp(*ports: int) -> list[Obj]:
 
 
 def network_policy(owner: Owner, spec: BookieClusterSpec, operator_peers: list[Obj]) -> Obj | None:
-    """Ingress: the bookie port from the clients and the cluster's own bookies, the admin port from the operator,
-    /metrics from monitoring; nothing else. Egress: ZooKeeper, DNS, the cluster's own bookies.
+    """Ingress: the bookie port from the clients the spec names and the cluster's own bookies, the admin port from
+    the operator, the metrics-only ports from monitoring; nothing else. Egress: ZooKeeper, DNS, the cluster's own
+    bookies.
 
     ``operator_peers`` are the operator's own pods (namespace and labels), used unless the spec names others."""
     np = spec.network_policy
@@ -441,7 +448,6 @@ def network_policy(owner: Owner, spec: BookieClusterSpec, operator_peers: list[O
         return None
     own_bookies = {"podSelector": {"matchLabels": selector_labels(owner.name)}}
     admins = [p.manifest() for p in np.operator] if np.operator is not None else operator_peers
-    metrics = metrics_port(spec)
     ingress: list[Obj] = [
         {"ports": _tcp(BOOKIE_PORT), "from": [own_bookies, *(p.manifest() for p in np.clients)]},
     ]
@@ -451,8 +457,11 @@ def network_policy(owner: Owner, spec: BookieClusterSpec, operator_peers: list[O
         # The inspector's API is an admin API too (the audit reads entry logs there).
         ingress.append({"ports": _tcp(HTTP_PORT, *([INSPECTOR_PORT] if spec.runs_inspector else [])),
                         "from": admins})
-    if np.monitoring:
-        scraped = [metrics, *([INSPECTOR_METRICS_PORT] if spec.runs_inspector else [])]
+    # Monitoring reaches ports that serve metrics only: where /metrics shares the admin port (Apache
+    # BookKeeper's bookie, whose admin API takes no credential), scraping it would open that API too.
+    scraped = [p for p in (dedicated_metrics_port(spec), INSPECTOR_METRICS_PORT if spec.runs_inspector else None)
+               if p is not None]
+    if np.monitoring and scraped:
         ingress.append({"ports": _tcp(*scraped), "from": [p.manifest() for p in np.monitoring]})
     zookeeper: Obj = {"ports": _tcp(*zookeeper_ports(spec))}
     if np.zookeeper:

@@ -415,7 +415,6 @@ class PdbSpec(Model):
     max_unavailable: int = Field(default=1, ge=1, description="Bookies that may be disrupted at once.")
 
 
-CLIENT_LABEL = f"{GROUP}/client"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"   # set by the API server on every namespace
 
 
@@ -481,14 +480,16 @@ class NetworkPolicySpec(Model):
 
     enabled: bool = Field(default=True, description="Create the NetworkPolicy (false: the operator deletes its own).")
     clients: list[NetworkPolicyPeer] = Field(
-        default_factory=_peers({"podSelector": {"matchLabels": {CLIENT_LABEL: "true"}}}), max_length=32,
-        description=f"Who may reach the bookie port (3181). Default: pods labelled {CLIENT_LABEL}=true in the "
-        "cluster's namespace. The cluster's own bookies always may (re-replication).")
+        default_factory=list, max_length=32,
+        description="Who may reach the bookie port (3181): the pods and namespaces you name (podSelector, "
+        "namespaceSelector, ipBlock). Default: none but the cluster's own bookies (re-replication), which always "
+        "may. No label admits a pod by itself: whoever may create a pod may set any label on it.")
     monitoring: list[NetworkPolicyPeer] = Field(
         default_factory=_peers({"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "monitoring"}}}),
-        max_length=32, description="Who may scrape /metrics: the dedicated metrics port of bookie-fleet's bookies "
-        "(prometheusStatsHttpPort, 8000), the admin port of Apache BookKeeper's (which serves /metrics only there). "
-        "Default: every pod of the namespace named monitoring.")
+        max_length=32, description="Who may scrape /metrics, on ports that serve metrics only: bookie-fleet's "
+        "dedicated metrics port (prometheusStatsHttpPort, 8000) and the inspector's (8001). Never the admin "
+        "port: Apache BookKeeper's bookies, which serve /metrics only on their unauthenticated admin API, are "
+        "not scraped through this rule. Default: every pod of the namespace named monitoring.")
     operator: list[NetworkPolicyPeer] | None = Field(
         default=None, max_length=32, description="Who may reach the admin port (8080). Default: the operator's own "
         "pods (the namespace and labels its Helm chart gives it); an operator running outside the cluster needs "

@@ -1,4 +1,5 @@
-"""Bad input gives clear errors: no Go toolchain, binaries not built; a port in use is avoided, not fatal."""
+"""Bad input gives clear errors: no Go toolchain, binaries not built (kube-router's included); a port in use is
+avoided, not fatal."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 from localkube.binaries import MissingBinaryError, find_binaries
 from localkube.cli import main as cli_main
+from localkube.cluster import ClusterError, LocalCluster
+from localkube.firewall import FirewallError, find_kube_router
 
 from localkube import procs
 
@@ -33,6 +36,16 @@ def test_missing_binaries_name_the_fix(tmp_path: Path, monkeypatch: pytest.Monke
     err = capsys.readouterr().err
     assert err.startswith("bookie-fleet cluster up: 'etcd' not found") and "./scripts/bootstrap" in err
     assert not (tmp_path / "c" / "cluster.json").exists()
+
+
+def test_network_policy_without_kube_router_or_a_cluster_names_the_fix(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("BOOKIE_FLEET_NETPOLICY_BIN", str(tmp_path))
+    with pytest.raises(FirewallError, match=r"'kube-router' not found .* BOOKIE_FLEET_PARTS=netpolicy ./scripts/boot"):
+        find_kube_router()
+    with pytest.raises(ClusterError, match=r"no cluster running .* `bookie-fleet cluster up` first"):
+        LocalCluster(tmp_path / "c").enforce_network_policy()
 
 
 def test_a_port_in_use_is_avoided() -> None:

@@ -1,6 +1,7 @@
-"""The bookies' NetworkPolicy, as the builders make it from the spec: the bookie port from labelled clients
-(and the cluster's own bookies), the admin port from the operator only, /metrics from the monitoring
-namespace, nothing else in; ZooKeeper, DNS and the other bookies out."""
+"""The bookies' NetworkPolicy, as the builders make it from the spec: the bookie port from the clients the spec
+names (and the cluster's own bookies; no label admits a pod by itself), the admin port from the operator only,
+the metrics-only ports from the monitoring namespace (never an admin API), nothing else in; ZooKeeper, DNS and
+the other bookies out."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_default_ingress_admits_each_port_only_its_own_peers() -> None:
     assert np["spec"]["policyTypes"] == ["Ingress", "Egress"]
     ingress = by_port(np["spec"]["ingress"])
     assert set(ingress) == {("TCP", 3181), ("TCP", 8080), ("TCP", 8000)}   # nothing else in
-    assert ingress[("TCP", 3181)] == [BOOKIES, {"podSelector": {"matchLabels": {"bookie-fleet.dev/client": "true"}}}]
+    assert ingress[("TCP", 3181)] == [BOOKIES], "no client is admitted until the spec names it"
     assert ingress[("TCP", 8080)] == [{
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ops"}},
         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "bookie-operator",
@@ -59,18 +60,21 @@ def test_the_metrics_port_is_the_one_the_bookie_serves_it_on() -> None:
     assert ports == {"bookie": 3181, "http": 8080, "metrics": 8000}
     conf = builders.bookie_config(spec())
     assert (conf["prometheusStatsHttpEnable"], conf["prometheusStatsHttpPort"]) == (True, 8000)
-    # Apache BookKeeper's bookie serves /metrics only on its admin port while that runs: monitoring goes there.
-    # The inspector beside it serves its API (8081) to the operator and the audit, its /metrics (8001) apart.
+    # Apache BookKeeper's bookie serves /metrics only on its admin port while that runs, an admin API without
+    # credentials: monitoring is not admitted there, only to the inspector's metrics port (8001). The
+    # inspector serves its API (8081) to the operator and the audit.
     java = by_port(policy(**JAVA)["spec"]["ingress"])
     assert set(java) == {("TCP", 3181), ("TCP", 8080), ("TCP", 8081), ("TCP", 8001)}
     monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
-    assert monitoring in java[("TCP", 8080)] and monitoring in java[("TCP", 8001)]
-    assert java[("TCP", 8081)] == [p for p in java[("TCP", 8080)] if p != monitoring], "the admins alone"
-    assert java[("TCP", 8081)], "the operator is admitted"
+    assert java[("TCP", 8001)] == [monitoring]
+    assert monitoring not in java[("TCP", 8080)] and monitoring not in java[("TCP", 8081)]
+    assert java[("TCP", 8081)] == java[("TCP", 8080)] == [OPERATOR], "the admins alone"
     moved = by_port(policy(config={"prometheusStatsHttpPort": 9100})["spec"]["ingress"])
     assert ("TCP", 9100) in moved and ("TCP", 8000) not in moved
+    # /metrics back on the admin port: monitoring gets no rule at all rather than the admin API.
     off = by_port(policy(config={"prometheusStatsHttpEnable": False})["spec"]["ingress"])
     assert set(off) == {("TCP", 3181), ("TCP", 8080)}
+    assert off[("TCP", 8080)] == [OPERATOR]
 
 
 def test_egress_is_zookeeper_dns_and_the_other_bookies() -> None:
