@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bookie_audit import svg
+from bookie_audit import plots
 from bookie_fleet.monitoring import LightLoad, metrics_address, start_mixed_fleet
 from bookie_fleet.zookeeper import ZooKeeperServer
 
@@ -63,7 +63,7 @@ def churn(zk_connect: str, root: str, stop: threading.Event) -> None:
 
 def unit_format(unit: str) -> Any:
     if unit in ("bytes", "Bps"):
-        return svg.human_bytes
+        return plots.human_bytes
     if unit == "percentunit":
         return lambda v: f"{v:.0%}"
     if unit == "s":
@@ -85,7 +85,7 @@ def panel_svg(prometheus: Prometheus, panel: dict[str, Any], start: float, end: 
     if not series:
         series = {"(no data: nothing to show on this fleet)": [(0.0, 0.0), (end - start, 0.0)]}
     unit = panel["fieldConfig"]["defaults"]["unit"]
-    plot = svg.lines(panel["title"], series, "seconds into the run", unit, yfmt=unit_format(unit))
+    plot = plots.lines(panel["title"], series, "seconds into the run", unit, yfmt=unit_format(unit))
     return f"<div><h4>{escape(panel['title'])}</h4>{plot}</div>"
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from bookie_audit import svg
+from bookie_audit import plots
 
 REPORT_NAME = "report.html"
 TOP = 25
@@ -38,7 +38,7 @@ def _cell(value: Any, col: str) -> str:
     if isinstance(value, float):
         return f'<td class="n">{value:.3f}</td>'
     if isinstance(value, int) and not isinstance(value, bool):
-        text = svg.human_bytes(value) if col.endswith("bytes") else str(value)
+        text = plots.human_bytes(value) if col.endswith("bytes") else str(value)
         return f'<td class="n" title="{value}">{escape(text)}</td>'
     return f"<td>{escape(str(value))}</td>"
 
@@ -66,12 +66,12 @@ def render(out_dir: str) -> str:
     by_bookie: dict[str, list[tuple[float, float]]] = {}
     for row in logs:
         by_bookie.setdefault(row["bookie"], []).append((max(row["age_days"] or 0.0, 0.0), row["usage"] or 0.0))
-    plots = [("Entry logs: age x usage (one dot per log; GC deletes logs at 0, compacts below the thresholds)",
-              svg.scatter("age x usage", by_bookie, "age (days since last write)", "usage (live / total)",
+    figures = [("Entry logs: age x usage (one dot per log; GC deletes logs at 0, compacts below the thresholds)",
+              plots.scatter("age x usage", by_bookie, "age (days since last write)", "usage (live / total)",
                           hlines=[(0.2, "minor 0.2"), (0.8, "major 0.8")]))]
     names = [b["bookie"] for b in bookies]
-    plots.append(("Bytes per bookie: what GC reclaims by deleting dead logs, what only compaction reclaims",
-                  svg.stacked_bars("bytes per bookie", names, {
+    figures.append(("Bytes per bookie: what GC reclaims by deleting dead logs, what only compaction reclaims",
+                  plots.stacked_bars("bytes per bookie", names, {
                       "live": [float(b["live_bytes"] - b["overreplicated_bytes"]) for b in bookies],
                       "over-replicated": [float(b["overreplicated_bytes"]) for b in bookies],
                       "garbage in dead logs": [float(b["dead_log_bytes"]) for b in bookies],
@@ -93,19 +93,19 @@ def render(out_dir: str) -> str:
             series[f"{bookie} reclaimed"] = [(k[1], v[0]) for k, v in agg.items() if k[0] == bookie]
             series[f"{bookie} rewritten"] = [(k[1], v[1]) for k, v in agg.items() if k[0] == bookie]
             dashed += [False, True]
-            line_colors += [svg.color(i), svg.color(i)]
-        plots.append((f"Compaction what-if: bytes reclaimed (solid) and rewritten (dashed) by major threshold "
+            line_colors += [plots.color(i), plots.color(i)]
+        figures.append((f"Compaction what-if: bytes reclaimed (solid) and rewritten (dashed) by major threshold "
                       f"(minor {minor0:g})",
-                      svg.lines("compaction what-if", series, "major compaction threshold", "bytes", dashed,
+                      plots.lines("compaction what-if", series, "major compaction threshold", "bytes", dashed,
                                 colors=line_colors)))
     rs = summary.get("replication") or {}
     if rs:
         # Ledgers with problems first, then the biggest: up to 12 bars of entries by status.
         shown = sorted(repl, key=lambda r: (-(r["missing"] + r["under"]), -r["entries"], r["ledger_id"]))[:12]
-        plots.append(("Replication health: entries of each ledger by replicas found vs write quorum "
+        figures.append(("Replication health: entries of each ledger by replicas found vs write quorum "
                       f"(fleet: {rs.get('ok', 0)} ok, {rs.get('under', 0)} under-replicated, "
                       f"{rs.get('missing', 0)} missing, {rs.get('unverified', 0)} unverified)",
-                      svg.stacked_bars("replication health", [str(r["ledger_id"]) for r in shown], {
+                      plots.stacked_bars("replication health", [str(r["ledger_id"]) for r in shown], {
                           "ok": [float(r["ok"]) for r in shown],
                           "unverified": [float(r["unverified"]) for r in shown],
                           "under-replicated": [float(r["under"]) for r in shown],
@@ -116,7 +116,7 @@ def render(out_dir: str) -> str:
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>bookie-audit report</title>",
              f"<style>{_CSS}</style></head><body>",
              "<h1>Bookie fleet storage audit</h1>",
-             f"<p>{summary['logs']} entry logs ({svg.human_bytes(summary['log_bytes'])}) on "
+             f"<p>{summary['logs']} entry logs ({plots.human_bytes(summary['log_bytes'])}) on "
              f"{len(summary['bookies'])} bookies; metadata snapshot of {summary['snapshot_ledgers']} ledgers; "
              f"mode {escape(summary['mode'])}; audit took {summary['elapsed_s']:.1f}s.</p>"]
     for w in summary.get("warnings", []):
@@ -126,7 +126,7 @@ def render(out_dir: str) -> str:
     parts.append("<h2>Findings</h2><ul class='findings'>"
                  + "".join(f"<li>{escape(x)}</li>" for x in summary.get("findings", [])) + "</ul>")
     parts.append("<h2>Plots</h2><div class='plots'>")
-    for caption, plot in plots:
+    for caption, plot in figures:
         parts.append(f"<figure>{plot}<figcaption>{escape(caption)}</figcaption></figure>")
     parts.append("</div>")
     parts.append("<h2>Usage per bookie</h2>" + html_table(bookies, [
