@@ -713,9 +713,10 @@ def unwanted_objects(owner: Owner, spec: BookieClusterSpec) -> list[tuple[str, s
 
 
 # ------------------------------------------------------------------ switching the implementation in place
-# Apache BookKeeper keys the operator writes for its bookies that ours refuses, both at Java's own defaults: left
-# out of the configuration that bookies of both implementations read while a switch runs.
-JAVA_DEFAULT_KEYS = ("useHostNameAsBookieID", "httpServerClass")
+# Apache BookKeeper keys the operator writes for its bookies that ours refuses, at Java's own defaults: left out
+# of the configuration that bookies of both implementations read while a switch runs. (httpServerClass, which
+# Java's bookie cannot start without, is one our bookie accepts and ignores.)
+JAVA_DEFAULT_KEYS = ("useHostNameAsBookieID",)
 
 
 def as_implementation(spec: BookieClusterSpec, implementation: str) -> BookieClusterSpec:

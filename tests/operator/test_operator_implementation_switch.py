@@ -161,7 +161,8 @@ def test_the_configuration_during_a_switch_is_read_by_both_implementations() -> 
     ours = spec(implementation=OURS, config={"flushInterval": 1000, "journalSyncData": False})
     shared = builders.switch_bookie_config(ours, JAVA)
     assert shared["ledgerStorageClass"].endswith("DbLedgerStorage")      # Java's default would be another
-    assert "httpServerAuthTokenFile" in shared and "httpServerClass" not in shared
+    assert "httpServerAuthTokenFile" in shared and "useHostNameAsBookieID" not in shared
+    assert shared["httpServerClass"] == "org.apache.bookkeeper.http.vertx.VertxHttpServer"   # Java needs it
     assert shared["flushInterval"] == 1000
     java = spec(implementation=JAVA, image="j", config={"flushInterval": 1000})
     cm = builders.switch_configmap(builders.Owner("bk", "ns", "u"), java, OURS)

@@ -94,7 +94,7 @@ async def test_while_a_switch_runs_the_configmap_serves_both_implementations() -
     conf = data["bk_server.conf"]
     # Java's bookies not yet switched keep DbLedgerStorage and their inspector; ours get their token file.
     assert "ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage" in conf
-    assert "httpServerAuthTokenFile=" in conf and "httpServerClass" not in conf
+    assert "httpServerAuthTokenFile=" in conf and "httpServerClass=org.apache.bookkeeper.http.vertx" in conf
     assert "inspector.conf" in data
 
 

@@ -122,8 +122,8 @@ def _current_step(state: ImplementationSwitchStatus, facts: SwitchFacts,
         what = (f"{pod} cannot start on {state.target} ({reason}: {message}); the switch stops here, the other "
                 f"bookies are left as they are: set spec.implementation back to {state.source} to restart {pod} "
                 f"on {state.source}")
-        return SwitchStep(to("Failed", f"{pod}: {reason}: {message}", ordinal), _outdated(bookie, facts), what,
-                          failure=what)
+        return SwitchStep(to("Failed", f"{pod}: {reason}: {message}", ordinal), _outdated(bookie, facts),
+                          f"{pod} to start on {state.target} (it cannot: Degraded says why)", failure=what)
     if bookie is not None and not bookie.terminating and facts.template_ready and _outdated(bookie, facts):
         return SwitchStep(to("Restarting", f"{pod}: restarting on {state.target}", ordinal), bookie,
                           f"{pod} to start on {state.target}")
