@@ -152,8 +152,12 @@ async def test_a_bookie_that_cannot_start_on_the_target_stops_the_switch_until_i
         await w.tick()
     w.statefulsets.settle("bk")
     fail_to_start(w, 2, "IncompatibleDisk: /bookie/ledgers-0: a table this bookie cannot open")
+    crashed = False
     for _ in range(6):
+        if switch(w).get("phase") == "Failed" and not crashed:   # dies at its next status write
+            w.kube.crash_before_status_write = crashed = True
         await tick(w)
+    assert crashed
     state = switch(w)
     assert state["phase"] == "Failed" and state["current"] == 2
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
