@@ -747,3 +747,26 @@ def switch_configmap(owner: Owner, spec: BookieClusterSpec, other: str) -> Obj:
         data["inspector.conf"] = render_properties(inspector_config(java))
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(configmap_name(owner.name), owner),
             "data": data}
+
+
+def switch_headless_service(owner: Owner, spec: BookieClusterSpec, other: str) -> Obj:
+    """The headless Service while bookies of both implementations run: the ports of both (the inspector's of the
+    Apache BookKeeper bookies)."""
+    service = headless_service(owner, spec)
+    ports = service["spec"]["ports"]
+    names = {p["name"] for p in ports}
+    ports += [p for p in headless_service(owner, as_implementation(spec, other))["spec"]["ports"]
+              if p["name"] not in names]
+    return service
+
+
+def switch_network_policy(owner: Owner, spec: BookieClusterSpec, other: str, operator_peers: list[Obj]) -> Obj | None:
+    """The NetworkPolicy while bookies of both implementations run: the ingress of both (each one's /metrics
+    port, the inspector of the Apache BookKeeper bookies)."""
+    policy = network_policy(owner, spec, operator_peers)
+    if policy is None:
+        return None
+    theirs = network_policy(owner, as_implementation(spec, other), operator_peers)
+    ingress = policy["spec"]["ingress"]
+    ingress += [rule for rule in (theirs or {}).get("spec", {}).get("ingress", []) if rule not in ingress]
+    return policy

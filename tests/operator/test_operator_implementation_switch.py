@@ -177,3 +177,18 @@ def test_a_key_only_one_implementation_knows_is_refused_for_a_switch_with_its_na
         assert "spec.config.allowEphemeralPorts" in str(exc)
     else:
         raise AssertionError("a key our bookie does not know was accepted for a switch")
+
+
+def test_while_a_switch_runs_the_ports_of_both_implementations_are_served() -> None:
+    ours = spec(implementation=OURS)
+    owner = builders.Owner("bk", "ns", "u")
+    service = builders.switch_headless_service(owner, ours, JAVA)
+    assert {p["name"] for p in service["spec"]["ports"]} == {"bookie", "http", "inspector"}
+    policy = builders.switch_network_policy(owner, ours, JAVA, [])
+    assert policy is not None
+    scraped = {p["port"] for rule in policy["spec"]["ingress"] if rule.get("from") and any(
+        "namespaceSelector" in peer for peer in rule["from"]) for p in rule["ports"]}
+    # Ours serves /metrics on 8000, Apache BookKeeper's on 8080, its inspector's on 8001.
+    assert {8000, 8080, 8001} <= scraped
+    assert builders.switch_network_policy(owner, spec(implementation=OURS, networkPolicy={"enabled": False}),
+                                          JAVA, []) is None

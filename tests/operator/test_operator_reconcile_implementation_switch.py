@@ -85,7 +85,7 @@ async def test_a_switch_restarts_each_bookie_once_highest_first_and_resumes_afte
     assert set(configmap) == {"bk_server.conf"}                     # back to ours alone once finished
 
 
-async def test_while_a_switch_runs_the_configmap_serves_both_implementations() -> None:
+async def test_while_a_switch_runs_the_configmap_and_service_serve_both_implementations() -> None:
     w = await java_world()
     w.kube.patch_spec("bk", OURS)
     await w.tick()
@@ -96,6 +96,8 @@ async def test_while_a_switch_runs_the_configmap_serves_both_implementations() -
     assert "ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage" in conf
     assert "httpServerAuthTokenFile=" in conf and "httpServerClass=org.apache.bookkeeper.http.vertx" in conf
     assert "inspector.conf" in data
+    service = w.kube.objects[("Service", NS, "bk-headless")]
+    assert "inspector" in {p["name"] for p in service["spec"]["ports"]}     # the Java bookies' inspectors
 
 
 async def test_a_switch_waits_for_under_replicated_ledgers_and_says_so() -> None:

@@ -1,10 +1,10 @@
 """Switching the bookies between implementations in place (``status.implementationSwitch``).
 
 Two steps around the apply: ``begin_implementation_switch`` (before it) starts or reverses the switch from what
-the pods run, so that the ConfigMap applied in the same tick is already the one both implementations read
-(``shared_configmap``); ``switch_implementation`` (after it) gathers the facts, asks
-``decisions.implementation_switch`` and restarts at most one bookie. The rolling restart stands aside while a
-switch runs.
+the pods run, so that the objects applied in the same tick already serve the bookies of both implementations
+(``during_switch``: the ConfigMap both read, the ports of both); ``switch_implementation`` (after it) gathers the
+facts, asks ``decisions.implementation_switch`` and restarts at most one bookie. The rolling restart stands aside
+while a switch runs.
 """
 
 from __future__ import annotations
@@ -35,18 +35,27 @@ def begin_implementation_switch(t: Tick) -> None:
     t.status.implementation_switch = state
 
 
-def shared_configmap(t: Tick, objs: list[Obj]) -> list[Obj]:
-    """While a switch runs, the ConfigMap holds the configuration both implementations read; when spec.config
-    is not valid for both, the target's (the switch waits, ``switch_implementation`` says why)."""
+def during_switch(t: Tick, objs: list[Obj]) -> list[Obj]:
+    """While a switch runs, the objects serve the bookies of both implementations: the ConfigMap holds the
+    configuration both read (the target's alone when spec.config is not valid for both: the switch waits,
+    ``switch_implementation`` says why), the headless Service and the NetworkPolicy the ports of both."""
     state = t.status.implementation_switch
     if state is None:
         return objs
+    other = state.source
+    shared: dict[str, Obj | None] = {
+        "Service": builders.switch_headless_service(t.owner, t.spec, other),
+        "NetworkPolicy": builders.switch_network_policy(t.owner, t.spec, other, t.op.operator_peers)}
     try:
-        shared = builders.switch_configmap(t.owner, t.spec, state.source)
+        shared["ConfigMap"] = builders.switch_configmap(t.owner, t.spec, other)
     except ValueError:
-        return objs
-    return [shared if o["kind"] == "ConfigMap" and o["metadata"]["name"] == shared["metadata"]["name"] else o
-            for o in objs]
+        pass
+    out = []
+    for obj in objs:
+        replacement = shared.get(obj["kind"])
+        same = replacement is not None and replacement["metadata"]["name"] == obj["metadata"]["name"]
+        out.append(replacement if same and replacement is not None else obj)
+    return out
 
 
 async def switch_implementation(t: Tick) -> None:
