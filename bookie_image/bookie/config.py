@@ -233,6 +233,9 @@ class BookieConfig(BaseModel):
         None, description="Admin REST API listen address. Default: the bookie's own address (advertisedAddress, "
                           "else a concrete listeningAddress, else 127.0.0.1), never every interface; 0.0.0.0 "
                           "must be asked for.")
+    http_server_class: str | None = Field(
+        None, description="Accepted for a BookKeeper configuration taken over as it is (Apache BookKeeper's admin "
+                          "HTTP server class, which its bookie needs); this bookie always serves its own admin API.")
     http_server_tls_enable: bool = Field(
         False, description="Serve the admin REST API over HTTPS with the PEM files httpServerTlsCertificatePath "
                            "and httpServerTlsKeyPath.")

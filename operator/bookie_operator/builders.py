@@ -719,3 +719,63 @@ def desired_objects(owner: Owner, spec: BookieClusterSpec, replicas: int,
 def unwanted_objects(owner: Owner, spec: BookieClusterSpec) -> list[tuple[str, str]]:
     """(kind, name) of the operator's objects that the spec turned off: the reconcile deletes them."""
     return [] if spec.network_policy.enabled else [("NetworkPolicy", network_policy_name(owner.name))]
+
+
+# ------------------------------------------------------------------ switching the implementation in place
+# Apache BookKeeper keys the operator writes for its bookies that ours refuses, at Java's own defaults: left out
+# of the configuration that bookies of both implementations read while a switch runs. (httpServerClass, which
+# Java's bookie cannot start without, is one our bookie accepts and ignores.)
+JAVA_DEFAULT_KEYS = ("useHostNameAsBookieID",)
+
+
+def as_implementation(spec: BookieClusterSpec, implementation: str) -> BookieClusterSpec:
+    return spec.model_copy(update={"implementation": implementation})
+
+
+def switch_bookie_config(spec: BookieClusterSpec, other: str) -> dict[str, Any]:
+    """The one bk_server.conf that bookies of spec.implementation and of ``other`` both start from while a switch
+    runs (a bookie not yet switched may restart on its own at any time): each implementation's keys, Apache
+    BookKeeper ignoring ours. Raises ValueError naming what either implementation refuses in spec.config."""
+    models.validate_java_config_overrides(spec.config)
+    models.validate_config_overrides(spec.config, spec._implied_zk_keys())
+    values: dict[str, Any] = {}
+    for implementation in (other, spec.implementation):
+        values.update(bookie_config(as_implementation(spec, implementation)))
+    for key in JAVA_DEFAULT_KEYS:
+        values.pop(key, None)
+    BookieConfig.model_validate(values)   # our bookie reads this very file
+    return values
+
+
+def switch_configmap(owner: Owner, spec: BookieClusterSpec, other: str) -> Obj:
+    """The ConfigMap while bookies of spec.implementation and of ``other`` both run: the shared bk_server.conf,
+    and the inspector's configuration while Apache BookKeeper's bookies (with their inspector) remain."""
+    data = {"bk_server.conf": render_properties(switch_bookie_config(spec, other))}
+    java = spec if spec.implementation == "apache-bookkeeper" else as_implementation(spec, other)
+    if java.runs_inspector:
+        data["inspector.conf"] = render_properties(inspector_config(java))
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(configmap_name(owner.name), owner),
+            "data": data}
+
+
+def switch_headless_service(owner: Owner, spec: BookieClusterSpec, other: str) -> Obj:
+    """The headless Service while bookies of both implementations run: the ports of both (the inspector's of the
+    Apache BookKeeper bookies)."""
+    service = headless_service(owner, spec)
+    ports = service["spec"]["ports"]
+    names = {p["name"] for p in ports}
+    ports += [p for p in headless_service(owner, as_implementation(spec, other))["spec"]["ports"]
+              if p["name"] not in names]
+    return service
+
+
+def switch_network_policy(owner: Owner, spec: BookieClusterSpec, other: str, operator_peers: list[Obj]) -> Obj | None:
+    """The NetworkPolicy while bookies of both implementations run: the ingress of both (each one's /metrics
+    port, the inspector of the Apache BookKeeper bookies)."""
+    policy = network_policy(owner, spec, operator_peers)
+    if policy is None:
+        return None
+    theirs = network_policy(owner, as_implementation(spec, other), operator_peers)
+    ingress = policy["spec"]["ingress"]
+    ingress += [rule for rule in (theirs or {}).get("spec", {}).get("ingress", []) if rule not in ingress]
+    return policy

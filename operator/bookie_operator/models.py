@@ -606,6 +606,14 @@ class ScaleDownSpec(Model):
         default=3600, ge=60, description="After this, a decommission waiting for re-replication reports Degraded.")
 
 
+class ImplementationSwitchSpec(Model):
+    """How a change of spec.implementation on a running cluster is rolled out: one bookie at a time, each pod
+    restarted on its own volumes with the other image (same bookie id, same cookie, no data moved)."""
+
+    paused: bool = Field(default=False, description="Hold the switch before its next bookie (the one being "
+                         "restarted finishes); false resumes it. Bookies already switched stay as they are.")
+
+
 def user_config_keys() -> list[str]:
     """The keys of our bookie's configuration a user may set in spec.config (directories are all owned)."""
     js = BookieConfig.model_json_schema(by_alias=True)
@@ -715,6 +723,9 @@ class BookieClusterSpec(Model):
     tls: TlsSpec | None = Field(default=None, description="TLS certificates (cert-manager Secrets) for the bookie "
                                 "port, the admin API and ZooKeeper.")
     scale_down: ScaleDownSpec = Field(default_factory=ScaleDownSpec, description="Safe scale-down.")
+    implementation_switch: ImplementationSwitchSpec = Field(
+        default_factory=ImplementationSwitchSpec, description="Switching the bookies between implementations in "
+        "place (a change of spec.implementation on a running cluster): pause and resume.")
     resources: dict[str, Any] = _preserve(
         "Bookie container resources (core/v1 ResourceRequirements). Default requests: memory sized for the "
         "bookie's caches (dbStorage_writeCacheMaxSizeMb + dbStorage_readAheadCacheMaxSizeMb + the process), "
@@ -1087,6 +1098,28 @@ class AuditStatus(Model):
     summary: AuditSummary | None = Field(default=None, description="What the last successful run found.")
 
 
+Implementation = Literal["bookie-fleet", "apache-bookkeeper"]
+ImplementationSwitchPhase = Literal["Waiting", "Restarting", "Paused", "Failed"]
+
+
+class ImplementationSwitchStatus(Model):
+    """The switch of the bookies to spec.implementation, one pod at a time (gone once every pod runs it)."""
+
+    target: Implementation = Field(description="The implementation the bookies are switched to.")
+    source: Implementation = Field(description="The implementation they ran before.")
+    phase: ImplementationSwitchPhase = Field(description="Waiting (for a healthy cluster before the next bookie), "
+                                             "Restarting (the current bookie is restarted on the target), Paused "
+                                             "(spec.implementationSwitch.paused), Failed (the current bookie "
+                                             "cannot start on the target: the switch stops there).")
+    current: int | None = Field(default=None, description="Ordinal of the bookie being restarted.")
+    converted: list[int] = Field(default_factory=list, description="Ordinals running the target implementation.")
+    remaining: list[int] = Field(default_factory=list, description="Ordinals still running the source, in the "
+                                 "order they will be switched.")
+    started_at: str
+    phase_since: str
+    message: str = ""
+
+
 class BookieClusterStatus(Model):
     observed_generation: int | None = None
     replicas: int = 0
@@ -1102,6 +1135,8 @@ class BookieClusterStatus(Model):
     compaction: CompactionStatus = Field(default_factory=CompactionStatus)
     audit: AuditStatus = Field(default_factory=AuditStatus)
     decommission: DecommissionStatus | None = None
+    implementation_switch: ImplementationSwitchStatus | None = Field(
+        default=None, description="A change of spec.implementation rolled out one bookie at a time.")
     volume_expansion: VolumeExpansionStatus | None = Field(
         default=None, description="Growing the bookies' claims to larger spec.storage sizes, claim by claim.")
     decommissioned: list[str] = Field(default_factory=list, description="Bookie ids decommissioned (newest last).")

@@ -2,9 +2,9 @@
 
 ``FakeKube`` keeps objects in a dict and applies status writes as the API server does (an RFC 7386 merge
 patch, refused when the result does not validate against the CRD's status schema), so a status field the
-reconcile forgets to remove stays, exactly as on a real cluster. ``StatefulSets``
-plays the StatefulSet controller (pods from replicas, ready at once, revision labels). ``FakeBookie`` is one
-bookie's admin API; its compaction finishes on the GC poll after it was triggered. ``FakeMetadata`` is the
+reconcile forgets to remove stays, exactly as on a real cluster. ``StatefulSets`` plays the StatefulSet
+controller (pods from replicas with the template's labels, ready at once, revision labels). ``FakeBookie`` is
+one bookie's admin API; its compaction finishes on the GC poll after it was triggered. ``FakeMetadata`` is the
 cluster's ZooKeeper metadata. ``Clock`` is the time the reconcile reads.
 """
 
@@ -133,10 +133,13 @@ class FakeKube:
 
 @dataclass
 class StatefulSets:
-    """The StatefulSet controller's part: one Running, Ready pod per replica at the update revision."""
+    """The StatefulSet controller's part: one Running, Ready pod per replica at the update revision. A template
+    seen before gets its earlier revision back, as Kubernetes reuses an equal ControllerRevision (a change set
+    back restarts no pod that never left it)."""
 
     kube: FakeKube
     revision: str = "rev-1"
+    revisions: dict[str, str] = field(default_factory=dict)     # template digest -> its revision
 
     def settle(self, cluster: str) -> None:
         sts = self.kube.objects.get(("StatefulSet", NS, builders.statefulset_name(cluster)))
@@ -145,8 +148,11 @@ class StatefulSets:
         template = sts["spec"]["template"]
         digest = str(hash(repr(template)))
         if sts.get("status", {}).get("templateDigest") != digest:
-            if sts.get("status", {}).get("templateDigest") is not None:
-                self.revision = f"rev-{int(self.revision.split('-')[1]) + 1}"
+            if digest in self.revisions:
+                self.revision = self.revisions[digest]
+            elif self.revisions:
+                self.revision = f"rev-{len(self.revisions) + 1}"
+            self.revisions[digest] = self.revision
             sts["status"] = {"templateDigest": digest, "updateRevision": self.revision}
         replicas = int(sts["spec"]["replicas"])
         for (kind, ns, name), _ in list(self.kube.objects.items()):
@@ -160,6 +166,7 @@ class StatefulSets:
                     "kind": "Pod",
                     "metadata": {"name": key[2], "namespace": NS,
                                  "labels": {**builders.selector_labels(cluster),
+                                            **(template.get("metadata") or {}).get("labels", {}),
                                             "controller-revision-hash": self.revision}},
                     "status": {"phase": "Running", "podIP": f"10.0.0.{ordinal + 1}",
                                "conditions": [{"type": "Ready", "status": "True"}]}}

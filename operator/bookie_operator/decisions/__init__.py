@@ -11,6 +11,7 @@ exception. One module per concern:
 - ``audit``: the storage audit's schedule, its summary, data loss, compaction from its findings;
 - ``decommission``: the scale-down state machine;
 - ``rolling``: rolling restarts;
+- ``implementation_switch``: the in-place switch of spec.implementation, one bookie at a time;
 - ``conditions``: Ready, Degraded, Progressing, Decommissioning;
 - ``expansion``: online volume expansion, claim by claim;
 - ``racks``: each bookie's rack from its node's zone;

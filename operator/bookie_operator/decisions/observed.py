@@ -48,6 +48,7 @@ class ObservedBookie:
     terminating: bool = False
     read_only_reason: str | None = None  # the bookie's own ``readOnlyReason`` (bookie-fleet bookies only)
     unknown_reason: str | None = None    # why its admin API gave no usable answer (unreachable, malformed)
+    implementation: str | None = None    # the pod's implementation label: which bookie it runs
 
     @property
     def held_read_only(self) -> str | None:

@@ -51,6 +51,8 @@ _JAVA = (
 
 ADVICE = {
     COOKIE_MISMATCH: "the volumes hold another bookie's or another BookKeeper instance's data",
+    INCOMPATIBLE_DISK: "the volumes hold data this implementation cannot take over; set spec.implementation "
+                       "back to the one that wrote them",
     INVALID_CONFIG: "fix the configuration the bookie names (spec.config)",
     DIRECTORY_NOT_WRITABLE: "give the bookie writable volumes (mount options, ownership, storage class)",
     DISK_FULL: "free space on the named volume or give the bookie larger volumes",

@@ -16,6 +16,7 @@ from bookie_operator.reconcile.compaction import apply_compaction_window, run_co
 from bookie_operator.reconcile.context import Operator, Outcome, Tick
 from bookie_operator.reconcile.decommission import decommission
 from bookie_operator.reconcile.expansion import expand_volumes
+from bookie_operator.reconcile.implementation_switch import begin_implementation_switch, switch_implementation
 from bookie_operator.reconcile.observe import ensure_metadata, observe, observe_registrations, parse_spec
 from bookie_operator.reconcile.ports import Obj
 from bookie_operator.reconcile.racks import publish_racks
@@ -37,6 +38,7 @@ async def steps(t: Tick) -> None:
     await observe(t)                     # StatefulSet, pods, each bookie's state, disk and GC
     await reclaim_foreign_volumes(t)     # only with the explicit opt-in, another instance's claims
     await decommission(t)                # scale-down: the resumable state machine in status.decommission
+    begin_implementation_switch(t)       # spec.implementation changed: status.implementationSwitch
     await apply_desired(t)               # ConfigMap, Services, PDB, NetworkPolicy, StatefulSet
     await expand_volumes(t)              # larger spec.storage sizes: each claim patched and followed
     await control_read_only(t)           # read-only from disk usage, with the ensemble floor
@@ -44,6 +46,7 @@ async def steps(t: Tick) -> None:
     await run_compaction_schedule(t)     # scheduled compaction, one bookie at a time
     await apply_compaction_window(t)     # the bookies' own compaction only inside the window
     await run_audit_schedule(t)          # the storage audit: Spark runs, their findings in status.audit
+    await switch_implementation(t)       # one bookie at a time onto the other implementation, same volumes
     await roll_outdated_pods(t)          # one outdated pod at a time
     await scale_for_disk_pressure(t)     # status.scaledUpBy: one more bookie under pressure, or one fewer
     await observe_registrations(t)       # which bookies ZooKeeper knows

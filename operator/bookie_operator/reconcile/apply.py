@@ -15,6 +15,7 @@ from typing import Any
 from bookie_operator import builders, decisions, metrics
 from bookie_operator.kube import KubeError
 from bookie_operator.reconcile.context import Tick
+from bookie_operator.reconcile.implementation_switch import during_switch
 from bookie_operator.reconcile.ports import Obj
 
 DRIFT_CHECK_S = 300.0
@@ -32,7 +33,8 @@ def contains(live: Any, desired: Any) -> bool:
 
 async def apply_desired(t: Tick) -> None:
     t.replicas = decisions.statefulset_replicas(t.desired_replicas, t.current_replicas, t.status.decommission)
-    for obj in builders.desired_objects(t.owner, t.spec, t.replicas, t.op.operator_peers):
+    objs = builders.desired_objects(t.owner, t.spec, t.replicas, t.op.operator_peers)
+    for obj in during_switch(t, objs):
         await apply_one(t, obj)
     for kind, name in builders.unwanted_objects(t.owner, t.spec):
         await _delete_own(t, kind, name)

@@ -83,7 +83,8 @@ async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBoo
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions", []))
     info: dict[str, Any] = dict(
         exists=True, ready=ready, terminating=bool(pod["metadata"].get("deletionTimestamp")),
-        revision=pod["metadata"].get("labels", {}).get("controller-revision-hash"))
+        revision=pod["metadata"].get("labels", {}).get("controller-revision-hash"),
+        implementation=pod["metadata"].get("labels", {}).get(builders.IMPLEMENTATION_LABEL))
     ip = st.get("podIP")
     if ip and st.get("phase") == "Running" and not info["terminating"]:
         host = builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain).rpartition(":")[0]

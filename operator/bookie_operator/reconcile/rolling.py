@@ -9,7 +9,7 @@ from bookie_operator.reconcile.observe import observe_under_replication
 
 async def roll_outdated_pods(t: Tick) -> None:
     sts = t.statefulset
-    if sts is None or t.status.decommission is not None:
+    if sts is None or t.status.decommission is not None or t.status.implementation_switch is not None:
         return
     revision = sts.get("status", {}).get("updateRevision")
     if revision is None or not any(b.exists and b.revision != revision for b in t.bookies):
