@@ -111,6 +111,7 @@ class Snapshot:
     dirs: list[DirSnapshot]
     gc_counters: dict[str, float] = field(default_factory=dict)
     gc_gauges: dict[str, float] = field(default_factory=dict)
+    gc_runtimes: dict[str, OpStat] = field(default_factory=dict)  # BookKeeper's GC run-time summaries
     entry_log_ages: list[float] = field(default_factory=list)
     ledgers: int = 0
     engine_counters: dict[str, int] = field(default_factory=dict)
@@ -313,6 +314,8 @@ def _summaries(text: Text, s: Snapshot) -> None:
                      [*labels, ("thread", "0"), ("threadPool", "BookieReadThreadPool")])
         text.summary("bookie_readahead_batch_count", d.readahead_count, labels)
         text.summary("bookie_readahead_batch_size", d.readahead_size, labels)
+    for name, stat in s.gc_runtimes.items():
+        text.summary(f"bookie_{name}", stat, _gc_labels(s))
     if s.auditor is not None:
         text.summary(f"{AUDITOR}NUM_UNDER_REPLICATED_LEDGERS", s.auditor.num_under_replicated)
         text.summary(f"{AUDITOR}UNDER_REPLICATED_LEDGERS_TOTAL_SIZE", s.auditor.under_replicated_total_size)
@@ -393,10 +396,12 @@ def snapshot_of(server: MetricsSource) -> Snapshot:
                 for i, j in enumerate(engine.journals)]
     gc_counters: dict[str, float] = {}
     gc_gauges: dict[str, float] = {}
+    gc_runtimes: dict[str, OpStat] = {}
     ages: list[float] = []
     pinned: list[PinnedLedger] = []
     if server.gc is not None and hasattr(server.gc, "metrics"):
         gc_counters, gc_gauges = server.gc.metrics()
+        gc_runtimes = dict(server.gc.runtimes.stats) if hasattr(server.gc, "runtimes") else {}
         ages = entry_log_ages(server.gc)
         pinned = server.gc.pinned_ledgers(conf.pinned_garbage_top_ledgers)
     return Snapshot(
@@ -405,7 +410,8 @@ def snapshot_of(server: MetricsSource) -> Snapshot:
         adds_blocked=processor.adds.blocked, reads_blocked=processor.reads.blocked,
         read_threads=max(1, conf.num_read_worker_threads), max_pending_adds=conf.max_pending_add_requests_per_thread,
         max_pending_reads=conf.max_pending_read_requests_per_thread, connections=len(server.connections),
-        journals=journals, dirs=dirs, gc_counters=gc_counters, gc_gauges=gc_gauges, entry_log_ages=ages,
+        journals=journals, dirs=dirs, gc_counters=gc_counters, gc_gauges=gc_gauges, gc_runtimes=gc_runtimes,
+        entry_log_ages=ages,
         ledgers=len(engine.ledgers), engine_counters=dict(engine.stats),
         disk_thresholds={"full": conf.disk_usage_threshold, "warn": conf.disk_usage_warn_threshold,
                          "writable_below": conf.effective_lwm_threshold},
@@ -464,6 +470,8 @@ async def rollover_forever(server: MetricsSource) -> None:
         server.processor.drain_stats()  # the hot path's adds belong to the window that closes
         for stat in all_op_stats(server):
             stat.rotate()
+        if server.gc is not None and hasattr(server.gc, "runtimes"):
+            server.gc.runtimes.rotate()  # under the GC's lock: its threads record into them
 
 
 async def serve_dedicated_port(conf: BookieConfig, metrics_text: Callable[[], tuple[bytes, str]]) -> web.AppRunner:

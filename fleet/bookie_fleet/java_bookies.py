@@ -161,9 +161,11 @@ class JavaBookie(BookieProcess):
 
 
 def plan_java_bookies(count: int, base_dir: Path, zk_connect: str, ledgers_root: str, *, first_host: int = 51,
-                      http: bool = False, production: bool = False, **overrides: Any) -> list[JavaBookie]:
+                      http: bool = False, production: bool = False, lib_dir: Path | None = None,
+                      **overrides: Any) -> list[JavaBookie]:
     """``count`` Java bookies on 127.0.0.<first_host + i>, each with its own port and data directory (and, with
-    ``http``, its own admin REST port); ``production``: BookKeeper's own JVM options and defaults.
+    ``http``, its own admin REST port); ``production``: BookKeeper's own JVM options and defaults; ``lib_dir``:
+    another version's jars than ``$BOOKIE_FLEET_BK_LIB``'s.
 
     BookKeeper binds its ports on every interface, so the ports differ even though the addresses do.
     """
@@ -182,7 +184,8 @@ def plan_java_bookies(count: int, base_dir: Path, zk_connect: str, ledgers_root:
         port = fresh_port()
         bookies.append(JavaBookie(address=address, port=port, data_dir=base_dir / f"java-bookie-{i}",
                                   zk_connect=zk_connect, ledgers_root=ledgers_root, overrides=dict(overrides),
-                                  http_port=fresh_port() if http else None, production=production))
+                                  http_port=fresh_port() if http else None, production=production,
+                                  lib_dir=lib_dir))
     return bookies
 
 

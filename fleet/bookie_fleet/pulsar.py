@@ -24,8 +24,6 @@ from typing import Any
 
 from bookie_fleet.processes import accepts, console_log4j2, free_port, log_tail, spawn, terminate, write_properties
 
-LIB_ENV = "BOOKIE_FLEET_PULSAR_LIB"
-CLASSES_ENV = "BOOKIE_FLEET_PULSAR_CLASSES"
 CLUSTER = "bookie-fleet"
 # Small heap, no C2 and the serial collector: the broker starts in well under a minute on two shared cores.
 JVM_OPTS = ("-Xms64m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -47,6 +45,36 @@ def env_dir(name: str) -> Path:
         raise RuntimeError(f"${name} must name a directory built by scripts/bootstrap.d/pulsar.sh (got {value!r}); "
                            f"run ./scripts/bootstrap and source its env file")
     return Path(value)
+
+
+@dataclass(frozen=True)
+class PulsarClasspath:
+    """One Pulsar line the bootstrap assembled: its jars (``$<prefix>_LIB``) and the client harness compiled
+    against them (``$<prefix>_CLASSES``)."""
+
+    env_prefix: str
+
+    @property
+    def lib(self) -> Path:
+        return env_dir(f"{self.env_prefix}_LIB")
+
+    @property
+    def classes(self) -> Path:
+        return env_dir(f"{self.env_prefix}_CLASSES")
+
+    @property
+    def version(self) -> str:
+        """The broker's version, from its jar's name (pulsar-broker-<version>.jar)."""
+        jars = sorted(self.lib.glob("pulsar-broker-[0-9]*.jar"))
+        if len(jars) != 1:
+            raise RuntimeError(f"expected one pulsar-broker jar in {self.lib}, found {[j.name for j in jars]}")
+        return jars[0].name.removeprefix("pulsar-broker-").removesuffix(".jar")
+
+
+# The newest line (hack/pulsar/pom.xml as written): every Pulsar test and the playground run it.
+NEWEST = PulsarClasspath("BOOKIE_FLEET_PULSAR")
+# The 4.0 LTS line: its compatibility test only (tests/pulsar/test_pulsar_lts_broker.py).
+LTS = PulsarClasspath("BOOKIE_FLEET_PULSAR_LTS")
 
 
 def java() -> str:
@@ -89,6 +117,7 @@ class PulsarBroker:
     web_port: int = field(default_factory=free_port)
     log_level: str = "info"
     settings: dict[str, Any] = field(default_factory=dict)  # broker.conf keys over broker_conf()'s
+    classpath: PulsarClasspath = NEWEST
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -108,7 +137,7 @@ class PulsarBroker:
         return self.data_dir / "broker.log"
 
     def _java(self, main: str, *args: str, opts: tuple[str, ...] = JVM_OPTS) -> list[str]:
-        lib = env_dir(LIB_ENV)
+        lib = self.classpath.lib
         return [java(), *opts, f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
                 "-cp", f"{lib}/*", main, *args]
 
@@ -196,7 +225,7 @@ class Producer:
         log = broker.data_dir / f"producer-{topic.replace('/', '_')}-{time.monotonic_ns()}.log"
         self._err = log.open("wb")
         cmd = [java(), *CLIENT_JVM_OPTS, f"-Dlog4j2.configurationFile={broker.data_dir / 'log4j2.properties'}",
-               "-cp", f"{env_dir(CLASSES_ENV)}:{env_dir(LIB_ENV)}/*", "PulsarHarness", "produce",
+               "-cp", f"{broker.classpath.classes}:{broker.classpath.lib}/*", "PulsarHarness", "produce",
                broker.service_url, f"persistent://{topic}", str(count), str(keys), str(max_size), str(rate)]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
                                      start_new_session=True)
@@ -255,7 +284,7 @@ def consume(broker: PulsarBroker, topic: str, subscription: str, count: int, idl
             timeout: float = 300) -> list[tuple[int, str, str]]:
     """Every message of a topic from the earliest, through Pulsar's Java client: (seq, key, sha256) in order."""
     cmd = [java(), *CLIENT_JVM_OPTS, f"-Dlog4j2.configurationFile={broker.data_dir / 'log4j2.properties'}",
-           "-cp", f"{env_dir(CLASSES_ENV)}:{env_dir(LIB_ENV)}/*", "PulsarHarness", "consume",
+           "-cp", f"{broker.classpath.classes}:{broker.classpath.lib}/*", "PulsarHarness", "consume",
            broker.service_url, f"persistent://{topic}", subscription, str(count), str(idle_s)]
     done = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
     if done.returncode != 0:

@@ -1,4 +1,5 @@
-"""Runs tests/java/ClientHarness.java (Apache BookKeeper's Java client) from async tests, without blocking."""
+"""Runs tests/java/ClientHarness.java (Apache BookKeeper's Java client) from async tests, without blocking, on
+either Apache BookKeeper version of the compatibility matrix (``VERSIONS``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import shutil
 import signal
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -17,19 +19,55 @@ JVM = ("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.pr
        "-Dlog4j2.level=warn")
 
 
-def classpath() -> str:
-    harness = os.environ.get("BOOKIE_FLEET_JAVA_HARNESS", "")
-    if not harness or not os.path.isdir(harness):
-        pytest.fail("$BOOKIE_FLEET_JAVA_HARNESS is not set: run ./scripts/bootstrap and source its env file")
-    return f"{harness}{os.pathsep}{os.environ['BOOKIE_FLEET_BK_LIB']}/*"
 
 
-def java_command(main: str, *args: str, properties: dict[str, str] | None = None) -> list[str]:
+@dataclass(frozen=True)
+class BookKeeperVersion:
+    """An Apache BookKeeper version the bootstrap assembled: its jars and the harness compiled against them,
+    named by two environment variables (the suite's pinned version, or the matrix's other one)."""
+
+    lib_env: str
+    harness_env: str
+
+    def _dir(self, name: str) -> Path:
+        value = os.environ.get(name, "")
+        if not value or not os.path.isdir(value):
+            pytest.fail(f"${name} is not set: run ./scripts/bootstrap and source its env file")
+        return Path(value)
+
+    @property
+    def lib(self) -> Path:
+        return self._dir(self.lib_env)
+
+    @property
+    def harness(self) -> Path:
+        return self._dir(self.harness_env)
+
+    @property
+    def version(self) -> str:
+        """From the bookkeeper-server jar's name."""
+        (jar,) = self.lib.glob("bookkeeper-server-[0-9]*.jar")
+        return jar.name.removeprefix("bookkeeper-server-").removesuffix(".jar")
+
+
+# hack/maven/pom.xml's version, which every test runs; and the matrix's other (scripts/bootstrap.d/bk-compat.sh),
+# which the compatibility tests run beside it.
+PINNED = BookKeeperVersion("BOOKIE_FLEET_BK_LIB", "BOOKIE_FLEET_JAVA_HARNESS")
+OTHER = BookKeeperVersion("BOOKIE_FLEET_BK_COMPAT_LIB", "BOOKIE_FLEET_BK_COMPAT_HARNESS")
+VERSIONS = {"pinned": PINNED, "other": OTHER}
+
+
+def classpath(version: BookKeeperVersion = PINNED) -> str:
+    return f"{version.harness}{os.pathsep}{version.lib}/*"
+
+
+def java_command(main: str, *args: str, properties: dict[str, str] | None = None,
+                 version: BookKeeperVersion = PINNED) -> list[str]:
     """``properties``: BookKeeper client keys, read by its ClientConfiguration from system properties."""
     props = [f"-D{k}={v}" for k, v in (properties or {}).items()]
     if props:
         props.insert(0, "-Dorg.apache.bookkeeper.conf.readsystemproperties=true")
-    return [shutil.which("java") or "java", *JVM, *props, "-cp", classpath(), main, *args]
+    return [shutil.which("java") or "java", *JVM, *props, "-cp", classpath(version), main, *args]
 
 
 @dataclass
@@ -60,12 +98,13 @@ REFUSED_EXIT = 3
 
 
 async def run_harness(cluster: BookieCluster, *args: str, limit_s: float = 120,
-                      properties: dict[str, str] | None = None, may_refuse: bool = False) -> JavaRun:
+                      properties: dict[str, str] | None = None, may_refuse: bool = False,
+                      version: BookKeeperVersion = PINNED) -> JavaRun:
     """ClientHarness ``args`` against ``cluster``; ``properties``: more client keys (TLS); with ``may_refuse``
-    a BKException is a result (``JavaRun.refused``), not a failure."""
+    a BKException is a result (``JavaRun.refused``), not a failure; ``version``: the Java client's."""
     proc = await asyncio.create_subprocess_exec(
         *java_command("ClientHarness", args[0], cluster.zk_connect, cluster.ledgers_root, *args[1:],
-                      properties=properties),
+                      properties=properties, version=version),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
     try:
         out, err = await asyncio.wait_for(proc.communicate(), limit_s)

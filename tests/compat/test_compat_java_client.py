@@ -1,5 +1,6 @@
-"""Apache BookKeeper's Java client on our bookies (v3 and v2), and ledgers shared both ways between the Java
-and the Python client (metadata in ZooKeeper in BookKeeper's format)."""
+"""Apache BookKeeper's Java client on our bookies (v3 and v2, both versions of the compatibility matrix), and
+ledgers shared both ways between the Java and the Python client (metadata in ZooKeeper in BookKeeper's
+format)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,18 @@ import pytest
 from bookie.client import BookKeeper
 from bookie.protocol.entry import DigestType
 
-from tests.compat.java_client import run_harness
+from tests.compat.java_client import VERSIONS, run_harness
 from tests.support.java_bookies import BookieCluster
 
 
+@pytest.mark.parametrize("release", ["pinned", "other"])
 @pytest.mark.parametrize("protocol", ["v3", "v2"])
-async def test_java_client_writes_and_reads(python_cluster: BookieCluster, protocol: str) -> None:
-    cluster = python_cluster
-    written = await run_harness(cluster, "write", protocol, "3", "3", "2", "CRC32C", "pw", "200")
+async def test_java_client_writes_and_reads(python_cluster: BookieCluster, protocol: str, release: str) -> None:
+    cluster, version = python_cluster, VERSIONS[release]
+    written = await run_harness(cluster, "write", protocol, "3", "3", "2", "CRC32C", "pw", "200", version=version)
     ledger_id, last, length = (int(x) for x in written.result)
     assert last == 199 and written.values("ACKED")[-1] == ["199"]
-    read = await run_harness(cluster, "read", protocol, str(ledger_id), "pw", "recover")
+    read = await run_harness(cluster, "read", protocol, str(ledger_id), "pw", "recover", version=version)
     assert read.result[0] == "199" and read.result[2] == "true"
     assert read.entries() == {i: f"java-{i}" for i in range(200)}
     async with BookKeeper(cluster.client_config(use_v2_protocol=protocol == "v2")) as bk:

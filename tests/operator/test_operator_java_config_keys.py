@@ -15,12 +15,19 @@ from tests.operator.helpers import spec
 JAVA = {"implementation": "apache-bookkeeper", "image": "apache/bookkeeper:4.17.3"}
 
 
-def test_the_checked_in_key_list_holds_every_key_of_the_jars_on_the_classpath() -> None:
-    lib = Path(os.environ["BOOKIE_FLEET_BK_LIB"])
+@pytest.mark.parametrize("lib_env", ["BOOKIE_FLEET_BK_LIB", "BOOKIE_FLEET_BK_COMPAT_LIB"])
+def test_the_checked_in_key_list_holds_every_key_of_both_versions_jars(lib_env: str) -> None:
+    """The image's Apache BookKeeper version (4.17.3) and the compatibility matrix's other (4.18.0)."""
+    lib = Path(os.environ[lib_env])
     from_jars = java_config.keys_from_jars(lib)
     assert {"dbStorage_writeCacheMaxSizeMb", "numAddWorkerThreads", "ensemblePlacementPolicy",
             "httpServerClass", "journalDirectories"} <= from_jars
     assert from_jars <= java_config.apache_bookkeeper_keys()
+
+
+def test_a_java_bookie_cluster_accepts_a_key_new_in_4_18() -> None:
+    s = spec(**JAVA, config={"serverTcpKeepIdle": 30, "bookieConnectionErrorQuarantineEnabled": "true"})
+    assert s.config["serverTcpKeepIdle"] == 30
 
 
 def test_a_java_bookie_cluster_accepts_a_java_only_key_and_names_a_typo() -> None:

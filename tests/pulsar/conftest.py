@@ -27,7 +27,7 @@ BOOKIE_CONF: dict[str, Any] = {"logSizeLimit": 256 * 1024, "gcWaitTime": 3_600_0
 # admin REST API, for forced GC.
 JAVA_CONF: dict[str, Any] = {"http": True,
                              "ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"}
-FIRST_HOST = {"python": 71, "java": 81}
+FIRST_HOST = {"python": 71, "java": 81, "lts": 91}  # the LTS broker's bookies (test_pulsar_lts_broker.py)
 
 
 @dataclass

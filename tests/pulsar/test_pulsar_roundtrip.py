@@ -34,7 +34,7 @@ def test_keyed_batched_messages_come_back_byte_identical(pulsar: PulsarOnBookies
 
 
 def test_ledgers_carry_the_managed_ledger_name(pulsar: PulsarOnBookies) -> None:
-    """What a 4.0 broker writes into each ledger's custom metadata, read back from ZooKeeper: the data
+    """What the broker writes into each ledger's custom metadata, read back from ZooKeeper: the data
     ledgers name their managed ledger (``tenant/namespace/persistent/topic``), the cursor ledger its cursor."""
     topic = "public/default/metadata"
     pulsar.broker.admin("PUT", f"persistent/{topic}/subscription/audit")

@@ -64,15 +64,17 @@ class BookieCluster:
 
 
 def start_cluster(kind: str, count: int, base: Path, zk: ZooKeeperServer, first_host: int, *,
-                  _root: str | None = None, **overrides: Any) -> BookieCluster:
-    """``kind``: java, python or mixed (Java bookies first, then ours, on one ledgers root)."""
+                  _root: str | None = None, java_lib: Path | None = None, **overrides: Any) -> BookieCluster:
+    """``kind``: java, python or mixed (Java bookies first, then ours, on one ledgers root); ``java_lib``: the
+    Java bookies' jars when not ``$BOOKIE_FLEET_BK_LIB``'s (another Apache BookKeeper version)."""
     root = _root or f"/{kind}-{uuid.uuid4().hex[:8]}/ledgers"
     if _root is None:
         with ThreadPoolExecutor(1) as pool:  # its own loop, whether or not the caller runs one
             pool.submit(asyncio.run, init_cluster(zk.connect_string, root)).result()
     cluster = BookieCluster(zk.connect_string, root, kind=kind)
     if kind == "mixed":  # half Apache BookKeeper bookies, half ours, one cluster
-        java = start_cluster("java", count // 2, base / "java", zk, first_host, _root=root, **overrides)
+        java = start_cluster("java", count // 2, base / "java", zk, first_host, _root=root, java_lib=java_lib,
+                             **overrides)
         try:
             ours = start_cluster("python", count - count // 2, base / "python", zk, first_host + count // 2,
                                  _root=root, **overrides)
@@ -84,7 +86,7 @@ def start_cluster(kind: str, count: int, base: Path, zk: ZooKeeperServer, first_
         return java
     if kind == "java":
         cluster.bookies = list(plan_java_bookies(count, base, zk.connect_string, root, first_host=first_host,
-                                                 **overrides))
+                                                 lib_dir=java_lib, **overrides))
         try:
             start_java(cluster.bookies)
         except BaseException:

@@ -34,6 +34,7 @@ from bookie.gc.extract import BackgroundExtraction, Listing, MetaExtractor
 from bookie.gc.ledgers import LedgerGc, LedgerGcAborted
 from bookie.gc.metacache import MetaCache
 from bookie.gc.refs import Destroy, LogRefs
+from bookie.gc.runtimes import Runtimes
 from bookie.gc.state import DirState, ForceRequest
 from bookie.metadata.store import MetadataStore
 from bookie.state import BookieStatus, ReadOnlyReason, StateManager
@@ -88,6 +89,7 @@ class GarbageCollector:
             "THREAD_RUNTIME_SECONDS", "GC_LEDGER_RUNTIME_SECONDS", "COMPACT_RUNTIME_SECONDS",
             "EXTRACT_META_RUNTIME_SECONDS", "GC_LEDGER_DELETE_FAILED_TOTAL", "ENTRY_LOG_META_READ_TOTAL",
             "ENTRY_LOG_SCAN_TOTAL", "ENTRY_LOCATION_COMPACTION_TOTAL"), 0.0)
+        self.runtimes = Runtimes(self.counters)
 
     def _on_state_change(self, status: BookieStatus) -> None:
         """RocketMQ's "clean at once under disk pressure": a full disk is not left waiting for the schedule."""
@@ -116,9 +118,9 @@ class GarbageCollector:
         """Load persisted log metadata and repair interrupted compactions, then schedule cycles."""
         self.dirs = [self._dir_state(i) for i in range(self.engine.dir_count())]
         self._extractor = MetaExtractor(self.engine.gc_flushed_logs, self.engine.has_ledger, self.counters,
-                                        self.conf.compaction_read_rate_by_bytes, self._stop)
+                                        self.conf.compaction_read_rate_by_bytes, self._stop, self.runtimes)
         self._background = BackgroundExtraction(self._extractor, self.dirs, self._stop)
-        self._compaction = CompactionRun(self.conf, self.counters, self._stop, self.engine.has_ledger)
+        self._compaction = CompactionRun(self.conf, self.counters, self._stop, self.engine.has_ledger, self.runtimes)
         for d in self.dirs:
             await self._in_thread(self._load_dir, d)
         self._background.request()  # what the persisted metadata lacks, in the background
@@ -163,8 +165,10 @@ class GarbageCollector:
         request, self._force = self._force, None
         self._in_force = request is not None
         started = time.monotonic()
+        success = False
         try:
             await self._cycle(request)
+            success = True
         except Exception as exc:
             self.counters["GC_CYCLE_FAILED_TOTAL"] += 1
             self.last_error = repr(exc)
@@ -172,7 +176,7 @@ class GarbageCollector:
         finally:
             self._in_force = self._force is not None  # a trigger that came in during this cycle still pends
             self.counters["GC_CYCLE_TOTAL"] += 1
-            self.counters["THREAD_RUNTIME_SECONDS"] += time.monotonic() - started
+            self.runtimes.record("THREAD_RUNTIME", started, success)
 
     async def _cycle(self, request: ForceRequest | None) -> None:
         await self._gc_ledgers()
@@ -187,6 +191,7 @@ class GarbageCollector:
     # ------------------------------------------------------------------ ledger GC (event loop)
     async def _gc_ledgers(self) -> None:
         started = time.monotonic()
+        success = False
         local = self.engine.ledger_ids()  # before listing metadata: see LedgerGc.run
         try:
             result = await self.ledger_gc.run(local, self._delete_ledger)
@@ -194,12 +199,13 @@ class GarbageCollector:
                 log.info("ledger GC deleted %d ledgers gone from metadata: %s", len(result.deleted),
                          _ids_text(result.deleted))
             await self._overreplicated_if_due()
+            success = True
         except LedgerGcAborted as exc:
             self.counters["GC_METADATA_ERROR_TOTAL"] += 1
             self.last_error = str(exc)
             log.warning("ledger GC aborted, nothing more deleted this cycle: %s", exc)
         finally:
-            self.counters["GC_LEDGER_RUNTIME_SECONDS"] += time.monotonic() - started
+            self.runtimes.record("GC_LEDGER_RUNTIME", started, success)
 
     async def _overreplicated_if_due(self) -> None:
         wait_ms = self.conf.gc_overreplicated_ledger_wait_time

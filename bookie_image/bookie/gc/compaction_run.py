@@ -13,6 +13,7 @@ from bookie.config import BookieConfig
 from bookie.gc import policy as pol
 from bookie.gc.compactor import Aborted, Limits, Unindexed
 from bookie.gc.extract import quarantined
+from bookie.gc.runtimes import Runtimes
 from bookie.gc.state import DirState, ForceRequest
 from bookie.gc.throttle import Throttle
 from bookie.storage import entrylog_format as ef
@@ -36,9 +37,10 @@ class CompactionRun:
     """Compaction decisions and runs for the GC thread; ``alive`` says whether a ledger still exists locally."""
 
     def __init__(self, conf: BookieConfig, counters: dict[str, float], stop: threading.Event,
-                 alive: Callable[[int], bool]) -> None:
+                 alive: Callable[[int], bool], runtimes: Runtimes) -> None:
         self.conf = conf
         self.counters = counters
+        self.runtimes = runtimes
         self._stop = stop
         self._alive = alive
 
@@ -72,11 +74,13 @@ class CompactionRun:
         d.force_compacting = request is not None
         d.major_compacting, d.minor_compacting = major, not major
         started = time.monotonic()
+        success = False
         try:
             self._compact_logs(d, decision)
+            success = True
         finally:  # never leave a "compacting" flag set (BookKeeper #2103)
             d.major_compacting = d.minor_compacting = d.force_compacting = False
-            self.counters["COMPACT_RUNTIME_SECONDS"] += time.monotonic() - started
+            self.runtimes.record("COMPACT_RUNTIME", started, success)
         now_ms = int(time.time() * 1000)
         if major:
             d.last_major_ms, d.major_count = now_ms, d.major_count + 1

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bookie.gc.runtimes import Runtimes
 from bookie.gc.state import DirState
 from bookie.gc.throttle import Throttle
 from bookie.storage.logmeta import CorruptLog, LogMeta, read_meta
@@ -36,12 +37,13 @@ class MetaExtractor:
     """Reads ledgers maps (or scans, throttled) of logs missing from a directory's metadata cache."""
 
     def __init__(self, list_logs: Callable[[int], tuple[list[int], int]], alive: Callable[[int], bool],
-                 counters: dict[str, float], read_rate: float, stop: threading.Event) -> None:
+                 counters: dict[str, float], read_rate: float, stop: threading.Event, runtimes: Runtimes) -> None:
         """``list_logs(dir index)``: the engine's consistent (flushed logs, active log) snapshot; ``alive``:
         whether a ledger still exists locally."""
         self._list_logs = list_logs
         self._alive = alive
         self._counters = counters
+        self._runtimes = runtimes
         self._read_rate = read_rate
         self._stop = stop
 
@@ -58,7 +60,7 @@ class MetaExtractor:
                     break
                 if log_id != active and log_id not in d.cache.logs:
                     self._extract_one(d, log_id, throttle)
-            self._counters["EXTRACT_META_RUNTIME_SECONDS"] += time.monotonic() - started
+            self._runtimes.record("EXTRACT_META_RUNTIME", started)
             return listing
 
     def _extract_one(self, d: DirState, log_id: int, throttle: Throttle) -> None:
