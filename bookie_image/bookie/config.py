@@ -245,9 +245,14 @@ class BookieConfig(BaseModel):
                           "(httpServerAllowedRoles) authorize admin calls. Optional for clients: probes and "
                           "token holders connect without one.")
     http_server_auth_token_file: Path | None = Field(
-        None, description="Ours: file of bearer tokens (one per line, at least 16 characters) that may call "
-                          "the admin API's mutating and data endpoints; re-read when it changes, so a rotated "
-                          "Kubernetes Secret applies without a restart.")
+        None, description="Ours: file of bearer tokens (one per line, at least 16 characters, or sha256:<hex> of "
+                          "one) that may call every endpoint of the admin API (the admin scope); re-read when it "
+                          "changes, so a rotated Kubernetes Secret applies without a restart.")
+    http_server_read_token_file: Path | None = Field(
+        None, description="Ours: file of bearer tokens (one per line, or sha256:<hex> of one) that may call the "
+                          "admin API's read endpoints only (the explain endpoint, entry-log files, ledger lists "
+                          "and entries, server_config): the storage audit's and monitoring's credential, which "
+                          "cannot change anything. httpServerAuthTokenFile's tokens may call those too.")
     http_server_allowed_roles: list[str] = Field(
         default_factory=list, description="Ours: roles (comma separated) of client certificates that may call "
                                           "the mutating and data endpoints; the role is the first one of the "
@@ -509,9 +514,10 @@ class BookieConfig(BaseModel):
         if self.http_server_allowed_roles and self.http_server_tls_trust_store_path is None:
             raise ValueError("httpServerAllowedRoles needs client certificates: set httpServerTlsEnable=true and "
                              "httpServerTlsTrustStorePath (the CA bundle that signs them)")
-        if self.http_server_auth_disabled and (self.http_server_auth_token_file or self.http_server_allowed_roles):
-            raise ValueError("httpServerAuthDisabled=true contradicts httpServerAuthTokenFile/httpServerAllowedRoles: "
-                             "remove one or the other")
+        if self.http_server_auth_disabled and (self.http_server_auth_token_file or self.http_server_allowed_roles
+                                               or self.http_server_read_token_file):
+            raise ValueError("httpServerAuthDisabled=true contradicts httpServerAuthTokenFile/httpServerReadTokenFile/"
+                             "httpServerAllowedRoles: remove one or the other")
 
     def _check_zk_security(self) -> None:
         tls_files = {"zkTlsCertificatePath": self.zk_tls_certificate_path, "zkTlsKeyPath": self.zk_tls_key_path,
