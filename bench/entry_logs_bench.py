@@ -21,6 +21,7 @@ import asyncio
 import json
 import os
 import platform
+import secrets
 import statistics
 import tempfile
 import threading
@@ -41,8 +42,8 @@ ENTRY = 8 * 1024
 PER_LEDGER = 56  # entries per ledger: ~8 logs each
 
 
-def get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=60) as r:
+def get_json(url: str, headers: dict[str, str]) -> Any:
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60) as r:
         return json.loads(r.read())
 
 
@@ -82,7 +83,7 @@ def strip_maps(bookie: LocalBookie) -> None:
 
 def complete(bookie: LocalBookie, expected: set[str]) -> bool:
     try:
-        report = get_json(f"{bookie.http_url}/api/v1/bookie/entry_logs")
+        report = get_json(f"{bookie.http_url}/api/v1/bookie/entry_logs", bookie.auth_headers())
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return False
     logs = report["ledgerDirs"][0]["entryLogs"]
@@ -130,7 +131,8 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     zk = ZooKeeperServer(tmp / "zk").start()
     root = "/bench-entry-logs/ledgers"
     (bookie,) = plan_bookies(1, tmp / "bookie", zk.connect_string, root, first_host=61,
-                             logSizeLimit=LOG_SIZE, flushInterval=1000, gcWaitTime=3600000)
+                             admin_token=secrets.token_urlsafe(32), logSizeLimit=LOG_SIZE, flushInterval=1000,
+                             gcWaitTime=3600000)
     conf = ClientConfig(zk_servers=zk.connect_string, ledgers_root=root)
     try:
         bookie.start()

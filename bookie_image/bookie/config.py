@@ -165,7 +165,10 @@ class BookieConfig(BaseModel):
 
     # --- backpressure
     max_adds_in_progress_limit: int = Field(0, ge=0, description="Adds in progress per bookie (0 off).")
-    max_reads_in_progress_limit: int = Field(0, ge=0, description="Reads in progress per bookie (0 off).")
+    max_reads_in_progress_limit: int = Field(
+        1024, ge=0, description="Reads in progress per bookie (0 off); at the limit, connections are not read "
+                                "until one completes. Ours defaults to 1024 (BookKeeper: 0), so a client that never "
+                                "reads its answers holds at most this many.")
     max_pending_add_requests_per_thread: int = Field(
         10000, ge=0, description="Queued adds before ETOOMANYREQUESTS (0 off)."
     )
@@ -195,7 +198,7 @@ class BookieConfig(BaseModel):
         10_000, gt=0, description="Ours: long-poll reads waiting in the bookie; more are refused with "
                                   "ETOOMANYREQUESTS. They hold no read slot, so they never block reads.")
     max_connections: int = Field(
-        0, ge=0, description="Ours: connections accepted by the bookie (0 off); more are closed at once.")
+        4096, ge=0, description="Ours: connections accepted by the bookie (0 off); more are closed at once.")
     max_connections_per_client_address: int = Field(
         0, ge=0, description="Ours: connections from one client address (0 off); more are closed at once.")
     connection_idle_timeout_ms: int = Field(
@@ -203,6 +206,15 @@ class BookieConfig(BaseModel):
                              "long, ms (0 off: BookKeeper clients keep idle connections open).")
     partial_frame_timeout_ms: int = Field(
         30_000, ge=0, description="Ours: close a connection that holds an incomplete frame this long, ms (0 off).")
+    unauthenticated_timeout_ms: int = Field(
+        10_000, ge=0, description="Ours: close a connection that has not sent a complete request as an "
+                                  "authenticated client this long after it connected (idle or holding a partial "
+                                  "frame), ms (0 off). Clients connect when they have a request to send.")
+    unauthenticated_buffer_bytes: int = Field(
+        64 * 1024 * 1024, ge=0, description="Ours: bytes of incomplete frames that connections without a complete "
+                                            "authenticated request yet may hold together; the connection that "
+                                            "would pass it is closed (0 off). With authentication configured, each "
+                                            "such connection may also hold at most 64 KiB (START_TLS is small).")
     num_add_worker_threads: int = Field(1, ge=0, description="Add worker threads (ordered by ledger).")
     num_read_worker_threads: int = Field(8, ge=0, description="Read worker threads.")
 
@@ -248,9 +260,14 @@ class BookieConfig(BaseModel):
                           "(httpServerAllowedRoles) authorize admin calls. Optional for clients: probes and "
                           "token holders connect without one.")
     http_server_auth_token_file: Path | None = Field(
-        None, description="Ours: file of bearer tokens (one per line, at least 16 characters) that may call "
-                          "the admin API's mutating and data endpoints; re-read when it changes, so a rotated "
-                          "Kubernetes Secret applies without a restart.")
+        None, description="Ours: file of bearer tokens (one per line, at least 16 characters, or sha256:<hex> of "
+                          "one) that may call every endpoint of the admin API (the admin scope); re-read when it "
+                          "changes, so a rotated Kubernetes Secret applies without a restart.")
+    http_server_read_token_file: Path | None = Field(
+        None, description="Ours: file of bearer tokens (one per line, or sha256:<hex> of one) that may call the "
+                          "admin API's read endpoints only (the explain endpoint, entry-log files, ledger lists "
+                          "and entries, server_config): the storage audit's and monitoring's credential, which "
+                          "cannot change anything. httpServerAuthTokenFile's tokens may call those too.")
     http_server_allowed_roles: list[str] = Field(
         default_factory=list, description="Ours: roles (comma separated) of client certificates that may call "
                                           "the mutating and data endpoints; the role is the first one of the "
@@ -512,9 +529,10 @@ class BookieConfig(BaseModel):
         if self.http_server_allowed_roles and self.http_server_tls_trust_store_path is None:
             raise ValueError("httpServerAllowedRoles needs client certificates: set httpServerTlsEnable=true and "
                              "httpServerTlsTrustStorePath (the CA bundle that signs them)")
-        if self.http_server_auth_disabled and (self.http_server_auth_token_file or self.http_server_allowed_roles):
-            raise ValueError("httpServerAuthDisabled=true contradicts httpServerAuthTokenFile/httpServerAllowedRoles: "
-                             "remove one or the other")
+        if self.http_server_auth_disabled and (self.http_server_auth_token_file or self.http_server_allowed_roles
+                                               or self.http_server_read_token_file):
+            raise ValueError("httpServerAuthDisabled=true contradicts httpServerAuthTokenFile/httpServerReadTokenFile/"
+                             "httpServerAllowedRoles: remove one or the other")
 
     def _check_zk_security(self) -> None:
         tls_files = {"zkTlsCertificatePath": self.zk_tls_certificate_path, "zkTlsKeyPath": self.zk_tls_key_path,

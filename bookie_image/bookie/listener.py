@@ -26,6 +26,13 @@ handshake are a protocol error (the Java client queues its requests until the ha
 connection is authenticated (authorization or ``onlySecureClientsAllowed`` configured), requests other than
 START_TLS get EUA, as from BookKeeper's ``AuthHandler``: v3 the echoed header and EUA, v2 adds and reads EUA,
 any other v2 request closes the connection.
+
+Before its first complete request as an authenticated client (with no authentication configured: its first
+complete frame), a connection is pre-authentication and is bounded more tightly, since it may be anyone's:
+``unauthenticatedTimeoutMs`` closes it when that request does not come (idle, or dribbling a partial frame), and
+the incomplete frames of all such connections together may hold at most ``unauthenticatedBufferBytes`` (each at
+most ``UNAUTHENTICATED_FRAME_BYTES`` where authentication is configured: its first frame is START_TLS), so a flood
+of connections each holding part of a large frame costs a bounded amount of memory (docs/limits.md).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import logging
 import socket
 import ssl
 import struct
+import weakref
 from time import perf_counter
 from typing import Any
 
@@ -50,11 +58,19 @@ from bookie.security import HANDSHAKE_TIMEOUT_S, BookieSecurity
 log = logging.getLogger(__name__)
 
 _LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset and drops unsent data
+# Where authentication is configured, the frames before it (START_TLS, AUTH) are small: more is not a client.
+UNAUTHENTICATED_FRAME_BYTES = 64 * 1024
+
+
+class Connections(set["BookieConnection"]):
+    """The bookie's open connections, and the incomplete-frame bytes its pre-authentication ones hold."""
+
+    unauthenticated_bytes = 0
 
 
 class BookieConnection(asyncio.BufferedProtocol):
     def __init__(self, processor: RequestProcessor, max_frame_size: int,
-                 connections: set[BookieConnection], security: BookieSecurity | None = None) -> None:
+                 connections: Connections, security: BookieSecurity | None = None) -> None:
         self.processor = processor
         self.security = security
         # Served from the start unless the bookie authorizes connections (then: once TLS and the role check pass).
@@ -63,9 +79,18 @@ class BookieConnection(asyncio.BufferedProtocol):
         self._upgrading = False  # between the START_TLS answer and the end of the handshake
         self._refusal = ""  # why an unauthenticated connection is refused (logged once per connection)
         self.conf = processor.conf
+        # The stream calls back through a weak reference: with a bound method, the stream and this connection
+        # would form a cycle, and a closed connection's frame buffer (up to a frame's size) would stay allocated
+        # until the cyclic garbage collector ran, which a flood of closed connections outpaces.
+        this = weakref.ref(self)
+
+        def hot_add_failed(*args: Any) -> None:
+            connection = this()
+            if connection is not None:
+                connection._hot_add_failed(*args)
+
         self.requests = RequestStream(max_frame_size, processor.engine.write_path, processor.adds, processor.state,
-                                      processor.hot_adds, self._hot_add_failed,
-                                      self.conf.db_storage_max_throttle_time_ms)
+                                      processor.hot_adds, hot_add_failed, self.conf.db_storage_max_throttle_time_ms)
         self.requests.takes_adds = self.authenticated
         self.connections = connections
         self.transport: asyncio.Transport | None = None
@@ -83,6 +108,9 @@ class BookieConnection(asyncio.BufferedProtocol):
         self._last_activity = 0.0
         self._partial_since: float | None = None
         self.client_host = ""
+        self.pre_auth = True  # no complete request as an authenticated client yet
+        self._pre_auth_bytes = 0  # this connection's share of connections.unauthenticated_bytes
+        self._connected_at = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TCP transport is not a subclass of asyncio.Transport but has its methods.
@@ -99,7 +127,7 @@ class BookieConnection(asyncio.BufferedProtocol):
         transport.set_write_buffer_limits(high=budget, low=budget // 2)  # type: ignore[attr-defined]
         self.requests.write = transport.write  # type: ignore[attr-defined]
         self.connections.add(self)
-        self._last_activity = asyncio.get_running_loop().time()
+        self._last_activity = self._connected_at = asyncio.get_running_loop().time()
         self._schedule_watch()
 
     def _over_connection_limit(self, host: str) -> tuple[str, str] | None:
@@ -115,8 +143,10 @@ class BookieConnection(asyncio.BufferedProtocol):
 
     # --- idle timeout and partial-frame deadline: one timer per connection, rescheduled lazily
     def _schedule_watch(self) -> None:
-        delays = [ms / 1000 for ms in (self.conf.connection_idle_timeout_ms, self.conf.partial_frame_timeout_ms)
-                  if ms > 0]
+        timeouts = [self.conf.connection_idle_timeout_ms, self.conf.partial_frame_timeout_ms]
+        if self.pre_auth:
+            timeouts.append(self.conf.unauthenticated_timeout_ms)
+        delays = [ms / 1000 for ms in timeouts if ms > 0]
         if delays and self._watch_timer is None and self.transport is not None:
             self._watch_timer = asyncio.get_running_loop().call_later(min(delays), self._watch)
 
@@ -126,6 +156,11 @@ class BookieConnection(asyncio.BufferedProtocol):
             return
         now = asyncio.get_running_loop().time()
         idle_ms, partial_ms = self.conf.connection_idle_timeout_ms, self.conf.partial_frame_timeout_ms
+        pre_auth_ms = self.conf.unauthenticated_timeout_ms
+        if self.pre_auth and pre_auth_ms and now - self._connected_at >= pre_auth_ms / 1000:
+            self._close_bad(f"no authenticated request within {pre_auth_ms} ms of connecting",
+                            "unauthenticatedTimeoutMs")
+            return
         if partial_ms and self._partial_since is not None and now - self._partial_since >= partial_ms / 1000:
             self._close_bad("incomplete frame held too long", "partialFrameTimeoutMs")
             return
@@ -139,6 +174,7 @@ class BookieConnection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
+        self._hold_pre_auth(0)
         self.transport = None
         # Adds the hot path took still complete in storage; their answers have nowhere to go.
         self.requests.write = None
@@ -165,12 +201,39 @@ class BookieConnection(asyncio.BufferedProtocol):
         except FrameTooLarge as exc:
             self._close_bad(f"frame too large: {exc}")
             return
+        if self.pre_auth and not self._within_pre_auth_budget(nbytes):
+            return
         self._last_activity = now = asyncio.get_running_loop().time()
         if not self.requests.buffered:
             self._partial_since = None
         elif self.requests.has_frame or self._partial_since is None:
             self._partial_since = now  # a new incomplete frame started
         self._run_backlog()
+
+    def _within_pre_auth_budget(self, nbytes: int) -> bool:
+        """Account a pre-authentication connection's incomplete frame; False when it was closed for it. A frame
+        completed by an authenticated connection ends its pre-authentication (the hot path may have taken it
+        already, so completion is seen as fewer held bytes than were received)."""
+        held = self.requests.buffered
+        if self.authenticated and (self.requests.has_frame or held < self._pre_auth_bytes + nbytes):
+            self.pre_auth = False
+            self._hold_pre_auth(0)
+            return True
+        limit = self.conf.unauthenticated_buffer_bytes
+        if self.security is not None and not self.security.open_at_connect and held > UNAUTHENTICATED_FRAME_BYTES:
+            self._close_bad(f"{held} bytes of a frame before authentication (at most "
+                            f"{UNAUTHENTICATED_FRAME_BYTES})", "unauthenticatedBufferBytes")
+            return False
+        if limit and self.connections.unauthenticated_bytes - self._pre_auth_bytes + held > limit:
+            self._close_bad(f"connections before authentication hold {self.connections.unauthenticated_bytes} "
+                            f"bytes of incomplete frames, this one {held} more", "unauthenticatedBufferBytes")
+            return False
+        self._hold_pre_auth(held)
+        return True
+
+    def _hold_pre_auth(self, held: int) -> None:
+        self.connections.unauthenticated_bytes += held - self._pre_auth_bytes
+        self._pre_auth_bytes = held
 
     def _run_backlog(self) -> None:
         """Dispatch received requests until a limit blocks this connection; then stop reading it. The request
@@ -435,6 +498,7 @@ class BookieConnection(asyncio.BufferedProtocol):
     def _close_bad(self, reason: str, limit: str = "badFrames") -> None:
         # Counted and logged once per interval: a flood of bad connections must not flood the log.
         self.processor.limits.hit(limit, f"closing connection from {self.peer}: {reason}")
+        self._hold_pre_auth(0)
         if self.transport is not None:
             self.transport.abort()
 

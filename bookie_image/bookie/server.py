@@ -26,7 +26,7 @@ from bookie.gc.collector import GarbageCollector
 from bookie.http.api import build_app
 from bookie.http.auth import AdminAuth, TokenFileError
 from bookie.http.https import HttpsConfigError, ServerCertificates
-from bookie.listener import BookieConnection
+from bookie.listener import BookieConnection, Connections
 from bookie.metadata import service_info
 from bookie.metadata.security import ZkSecurityError
 from bookie.metadata.store import MetadataError, MetadataStore
@@ -73,7 +73,7 @@ class BookieServer:
         self.gc = GarbageCollector(conf, lambda: self.engine, self.metadata, bookie_id=self.bookie_id,
                                    on_space_freed=self.check_disks_now, state=self.state)
         self.autorecovery: Autorecovery | None = None
-        self.connections: set[BookieConnection] = set()
+        self.connections = Connections()
         self.usages: list[DiskUsage] = []
         self._tcp: asyncio.Server | None = None
         self._http: web.AppRunner | None = None

@@ -5,8 +5,10 @@ run's submitter Job (``spark-submit --master k8s://... --deploy-mode cluster``).
 A run: the Job's pod runs spark-submit, which creates the driver pod (with a headless Service; its executors
 reach it at its pod IP, Spark 4.3's default) and waits for it; the driver takes a metadata snapshot from
 ZooKeeper, creates the executor pods, reads the bookies' entry logs through their admin API and publishes tables,
-summary and report to the report store. Driver and executors carry the cluster's admin token (the Secret mounted
-by Spark). spark-submit ends well whatever the driver did, so the operator follows the driver pod's phase.
+summary and report to the report store. Driver and executors carry the audit's own token (``<cluster>-audit-token``,
+mounted by Spark), which the bookies accept for reads only: never the admin token, so a leaked audit token deletes
+nothing. The report store accepts uploads with that token too. spark-submit ends well whatever the driver did, so
+the operator follows the driver pod's phase.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from bookie_operator.builders import (
     ADMIN_TOKEN_KEY,
     CLUSTER_LABEL,
     Owner,
-    admin_token_secret_name,
+    audit_token_secret_name,
     bookie_id,
     headless_service_name,
     pod_name,
@@ -31,7 +33,7 @@ Obj = dict[str, Any]
 REPORTS_PORT = 8000
 REPORTS_DIR = "/reports"
 SPARK_UID = 185  # the audit image's user (Apache Spark's image's)
-TOKEN_DIR = "/opt/audit/admin-token"
+TOKEN_DIR = "/opt/audit/audit-token"
 ADMIN_TLS_DIR = "/opt/audit/admin-tls"
 ZK_TLS_DIR = "/opt/audit/zk-tls"          # spec.tls.zookeeper's Secret, in the driver (the snapshot's session)
 ZK_DIGEST_DIR = "/opt/audit/zk-digest"    # spec.metadataService.digestSecret's Secret, in the driver
@@ -132,7 +134,7 @@ def reports_deployment(owner: Owner, spec: BookieClusterSpec) -> Obj:
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
         "securityContext": _restricted(),
         "volumeMounts": [{"name": "reports", "mountPath": REPORTS_DIR},
-                         {"name": "admin-token", "mountPath": TOKEN_DIR, "readOnly": True},
+                         {"name": "audit-token", "mountPath": TOKEN_DIR, "readOnly": True},
                          {"name": "tmp", "mountPath": "/tmp"}],
     }
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, owner, "reports"), "spec": {
@@ -145,7 +147,7 @@ def reports_deployment(owner: Owner, spec: BookieClusterSpec) -> Obj:
             "automountServiceAccountToken": False,
             "containers": [container],
             "volumes": [{"name": "reports", "persistentVolumeClaim": {"claimName": name}},
-                        {"name": "admin-token", "secret": {"secretName": admin_token_secret_name(owner.name, spec),
+                        {"name": "audit-token", "secret": {"secretName": audit_token_secret_name(owner.name),
                                                            "defaultMode": 0o444}},
                         {"name": "tmp", "emptyDir": {}}]}}}}
 
@@ -205,7 +207,7 @@ def bookie_inputs(owner: Owner, spec: BookieClusterSpec, ordinals: list[int]) ->
 
 def spark_conf(owner: Owner, spec: BookieClusterSpec, run_id: str) -> dict[str, str]:
     audit = spec.audit
-    secret = admin_token_secret_name(owner.name, spec)
+    secret = audit_token_secret_name(owner.name)
     run_labels = {**labels(owner.name, "spark"), AUDIT_RUN_LABEL: run_id}
     conf = {
         "spark.kubernetes.namespace": owner.namespace,

@@ -29,6 +29,8 @@ RUN_DIR = "/opt/bookie/run"
 # The admin token Secret, mounted as a directory (not a subPath) so that the kubelet's updates reach the bookie,
 # which re-reads the file when it changes.
 ADMIN_TOKEN_DIR = "/opt/bookie/secrets/admin"
+# The audit's read-scope token Secret, the same way: the bookies accept it for reads only (httpServerReadTokenFile).
+READ_TOKEN_DIR = "/opt/bookie/secrets/read"
 ZK_DIGEST_DIR = "/opt/bookie/secrets/zk-digest"
 ZK_DIGEST_FILE = "digest"
 ADMIN_TOKEN_KEY = "token"
@@ -122,6 +124,12 @@ def admin_token_secret_name(cluster: str, spec: BookieClusterSpec | None = None)
     return f"{cluster}-admin-token"
 
 
+def audit_token_secret_name(cluster: str) -> str:
+    """The Secret holding the storage audit's token: the read scope of the admin API only (the explain endpoint,
+    the entry-log files), so a leaked one deletes nothing. Always the operator's."""
+    return f"{cluster}-audit-token"
+
+
 def pod_name(cluster: str, ordinal: int) -> str:
     return f"{statefulset_name(cluster)}-{ordinal}"
 
@@ -185,6 +193,7 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
     values.update(tls_config(spec))
     if spec.implementation == "bookie-fleet":
         values["httpServerAuthTokenFile"] = f"{ADMIN_TOKEN_DIR}/{ADMIN_TOKEN_KEY}"
+        values["httpServerReadTokenFile"] = f"{READ_TOKEN_DIR}/{ADMIN_TOKEN_KEY}"
         if spec.metadata_service.digest_secret is not None:
             values["zkDigestAuthFile"] = f"{ZK_DIGEST_DIR}/{ZK_DIGEST_FILE}"
     if spec.implementation == "apache-bookkeeper":
@@ -210,6 +219,7 @@ def inspector_config(spec: BookieClusterSpec) -> dict[str, Any]:
         "ledgerDirectories": bookie["ledgerDirectories"],
         "httpServerPort": INSPECTOR_PORT,
         "httpServerAuthTokenFile": f"{ADMIN_TOKEN_DIR}/{ADMIN_TOKEN_KEY}",
+        "httpServerReadTokenFile": f"{READ_TOKEN_DIR}/{ADMIN_TOKEN_KEY}",
         "prometheusStatsHttpEnable": True,
         "prometheusStatsHttpPort": INSPECTOR_METRICS_PORT,
         "compactionReadRateByBytes": spec.inspector.read_rate_bytes,
@@ -335,6 +345,13 @@ def admin_token_secret(owner: Owner, token: str) -> Obj:
     the bookies). Owned by the BookieCluster, so it goes with it."""
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": _meta(admin_token_secret_name(owner.name), owner),
+            "stringData": {ADMIN_TOKEN_KEY: token + "\n"}}
+
+
+def audit_token_secret(owner: Owner, token: str) -> Obj:
+    """The audit's read-scope token Secret, created once like the admin token's."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": _meta(audit_token_secret_name(owner.name), owner),
             "stringData": {ADMIN_TOKEN_KEY: token + "\n"}}
 
 
@@ -591,8 +608,9 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         container["command"] = ["sh", "-c", PYTHON_START]
         mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
                    {"name": "run", "mountPath": RUN_DIR},
-                   {"name": "admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True}]
-        volumes += [{"name": "run", "emptyDir": {}}, _admin_token_volume(name, spec)]
+                   {"name": "admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True},
+                   {"name": "read-token", "mountPath": READ_TOKEN_DIR, "readOnly": True}]
+        volumes += [{"name": "run", "emptyDir": {}}, _admin_token_volume(name, spec), _read_token_volume(name)]
         digest = spec.metadata_service.digest_secret
         if digest is not None:  # read once at the bookie's start (zkDigestAuthFile)
             mounts.append({"name": "zk-digest", "mountPath": ZK_DIGEST_DIR, "readOnly": True})
@@ -671,8 +689,10 @@ def inspector_container(owner: Owner, spec: BookieClusterSpec) -> tuple[Obj, lis
     mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
                {"name": "inspector-run", "mountPath": RUN_DIR},
                {"name": "tmp", "mountPath": TMP_DIR},
-               {"name": "admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True}]
-    volumes: list[Obj] = [{"name": "inspector-run", "emptyDir": {}}, _admin_token_volume(owner.name, spec)]
+               {"name": "admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True},
+               {"name": "read-token", "mountPath": READ_TOKEN_DIR, "readOnly": True}]
+    volumes: list[Obj] = [{"name": "inspector-run", "emptyDir": {}}, _admin_token_volume(owner.name, spec),
+                          _read_token_volume(owner.name)]
     if spec.tls is not None and spec.tls.zookeeper is not None:
         mounts.append({"name": "tls-zookeeper", "mountPath": tls_dir("zookeeper"), "readOnly": True})
     env = [e for e in _env(owner, spec) if e["name"] in ("POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID")]
@@ -703,6 +723,13 @@ def _admin_token_volume(cluster: str, spec: BookieClusterSpec) -> Obj:
     return {"name": "admin-token", "secret": {"secretName": admin_token_secret_name(cluster, spec),
                                               "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
                                               "defaultMode": 0o444}}
+
+
+def _read_token_volume(cluster: str) -> Obj:
+    """The audit's token Secret as a volume, for the bookie to accept it (read scope only)."""
+    return {"name": "read-token", "secret": {"secretName": audit_token_secret_name(cluster),
+                                             "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
+                                             "defaultMode": 0o444}}
 
 
 def desired_objects(owner: Owner, spec: BookieClusterSpec, replicas: int,

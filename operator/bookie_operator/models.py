@@ -73,6 +73,7 @@ OWNED_CONFIG_KEYS: dict[str, str] = {
     "httpServerPort": "the operator uses 8080",
     "httpServerHost": "set per pod to the pod IP",
     "httpServerAuthTokenFile": "the operator mounts the admin token Secret (spec.adminApi.tokenSecretName)",
+    "httpServerReadTokenFile": "the operator mounts the audit's read-scope token Secret (<cluster>-audit-token)",
     "readOnlyModeEnabled": "the operator's read-only control needs it (apache/bookkeeper#3972)",
     "forceAllowCompaction": "forced compactions must run on a full disk (apache/bookkeeper#3205)",
     "isForceGCAllowWhenNoSpace": "forced compactions must run on a full disk",

@@ -23,13 +23,15 @@ async def test_the_operator_creates_the_token_once_and_presents_it() -> None:
     w.kube.create_cluster("bk", cluster_spec())
     for _ in range(4):
         await w.tick(seconds=90)  # past the re-read interval: the Secret is read again, never re-created
-    assert w.kube.created == ["Secret/bk-admin-token"]
+    assert w.kube.created == ["Secret/bk-admin-token", "Secret/bk-audit-token"]
     secret = w.kube.objects[("Secret", NS, "bk-admin-token")]
     assert secret["metadata"]["ownerReferences"][0]["name"] == "bk"
     token = first_token(secret)
     assert len(token) >= 32
     assert {t for b in w.bookies.values() for t in b.tokens} == {token}
-    assert len(w.kube.reasons("AdminTokenCreated")) == 1
+    assert len(w.kube.reasons("AdminTokenCreated")) == 1 and len(w.kube.reasons("AuditTokenCreated")) == 1
+    audit_token = first_token(w.kube.objects[("Secret", NS, "bk-audit-token")])
+    assert len(audit_token) >= 32 and audit_token != token
 
 
 async def test_a_named_secret_is_used_and_never_created() -> None:
@@ -38,7 +40,7 @@ async def test_a_named_secret_is_used_and_never_created() -> None:
     w.kube.create_cluster("bk", cluster_spec(adminApi={"tokenSecretName": "mine"}))
     await w.tick()
     await w.tick()
-    assert w.kube.created == []
+    assert w.kube.created == ["Secret/bk-audit-token"]   # the audit's is always the operator's
     assert {t for b in w.bookies.values() for t in b.tokens} == {"an-existing-token-of-ours"}
     sts = w.kube.objects[("StatefulSet", NS, "bk")]
     volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
@@ -77,6 +79,9 @@ def test_our_bookies_mount_the_token_and_read_it_from_their_configuration() -> N
     volume = next(v for v in pod["volumes"] if v["name"] == "admin-token")
     assert volume["secret"]["defaultMode"] == 0o444 and volume["secret"]["secretName"] == "bk-admin-token"
     assert builders.bookie_config(spec)["httpServerAuthTokenFile"] == f"{builders.ADMIN_TOKEN_DIR}/token"
+    read = next(v for v in pod["volumes"] if v["name"] == "read-token")
+    assert read["secret"]["secretName"] == "bk-audit-token"
+    assert builders.bookie_config(spec)["httpServerReadTokenFile"] == f"{builders.READ_TOKEN_DIR}/token"
 
 
 def test_java_bookies_get_no_token_key_and_the_key_is_the_operators() -> None:

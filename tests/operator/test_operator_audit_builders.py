@@ -42,7 +42,7 @@ def test_standing_objects_of_a_scheduled_audit() -> None:
     pod = objs["Deployment"]["spec"]["template"]["spec"]
     args = pod["containers"][0]["args"]
     assert args[:2] == ["bookie-audit", "serve-reports"] and args[args.index("--keep") + 1] == "4"
-    assert pod["volumes"][1]["secret"]["secretName"] == "bk-admin-token"
+    assert pod["volumes"][1]["secret"]["secretName"] == "bk-audit-token"   # the read scope, never the admin token
     assert pod["securityContext"]["runAsNonRoot"] and pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"]
     for obj in objs.values():
         assert obj["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
@@ -67,8 +67,9 @@ def test_a_run_is_spark_submit_in_cluster_mode_over_every_bookie() -> None:
     assert args[:5] == ["spark-submit", "--master", master, "--deploy-mode", "cluster"]
     conf = _conf(args)
     assert conf["spark.kubernetes.authenticate.driver.serviceAccountName"] == "bk-audit"
-    assert conf["spark.kubernetes.driver.secrets.bk-admin-token"] == ab.TOKEN_DIR
-    assert conf["spark.kubernetes.executor.secrets.bk-admin-token"] == ab.TOKEN_DIR
+    assert conf["spark.kubernetes.driver.secrets.bk-audit-token"] == ab.TOKEN_DIR
+    assert conf["spark.kubernetes.executor.secrets.bk-audit-token"] == ab.TOKEN_DIR
+    assert not any("admin-token" in key or "admin-token" in value for key, value in conf.items())
     assert (conf["spark.executor.instances"], conf["spark.executor.memory"]) == ("3", "2g")
     assert conf[f"spark.kubernetes.driver.label.{ab.AUDIT_RUN_LABEL}"] == run
     for key, value in builders.audit_spark_selector("bk").items():  # what the bookies' NetworkPolicy admits

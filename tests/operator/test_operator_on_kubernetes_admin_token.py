@@ -1,6 +1,7 @@
 """On the local Kubernetes: the operator creates the cluster's admin token Secret once, our bookies refuse a
 mutating admin call without that token and accept it with it, and the operator's own mutating calls (here
-suspending compaction outside the spec's window) go through with it."""
+suspending compaction outside the spec's window) go through with it. The audit's token Secret, created beside
+it, reads the explain endpoint but cannot switch a bookie read-only nor delete a ledger."""
 
 from __future__ import annotations
 
@@ -59,6 +60,17 @@ async def test_the_admin_token_secret_guards_the_bookies_and_the_operator_presen
     assert answer.status == 200 and answer.json() == {"readOnly": True}
     answer = await call("PUT", readonly, body={"readOnly": False}, token=token)
     assert answer.status == 200
+
+    audit = kube.get(f"/api/v1/namespaces/{ns}/secrets/bk-audit-token")
+    assert audit is not None and audit["metadata"]["ownerReferences"][0]["name"] == "bk"
+    audit_token = base64.b64decode(audit["data"]["token"]).decode().strip()
+    assert (await call("GET", url + "/api/v1/bookie/entry_logs", token=audit_token)).status == 200
+    assert (await call("GET", url + "/api/v1/bookie/entry_logs", token=None)).status == 401
+    answer = await call("PUT", readonly, body={"readOnly": True}, token=audit_token)
+    assert answer.status == 403 and "needs the admin scope" in answer.json()["reason"], answer.text
+    answer = await call("DELETE", url + "/api/v1/ledger/delete", params={"ledger_id": "1"}, token=audit_token)
+    assert answer.status == 403, answer.text
+    assert (await call("GET", url + "/api/v1/bookie/state", token=None)).json()["readOnly"] is False
 
     # Created once: the operator's later ticks read it, never replace it.
     again = kube.get(f"/api/v1/namespaces/{ns}/secrets/bk-admin-token")

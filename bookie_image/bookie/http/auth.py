@@ -1,22 +1,29 @@
 """Who may call the admin REST API, and the audit log of every call that needs a credential.
 
 Apache BookKeeper's admin server has no authentication at all; here nothing that changes state or discloses
-ledger data is reachable without a credential (docs/security.md, "The admin API"):
+ledger data, topic names or the bookie's configuration is reachable without a credential
+(docs/security.md, "The admin API"). ``ROUTE_SCOPES`` is the one rule: each path and method needs one scope,
 
-- open: ``GET``/``HEAD`` of health, metrics, state, configuration and GC status (probes and monitoring), but
-  not ``/api/v1/bookie/sanity``, which writes an entry;
-- credential required: every other method (ledger delete, read-only, GC triggers, configuration changes,
-  autorecovery, decommission, and any path added later), plus ``GET /api/v1/ledger/*`` (ledger contents,
-  and raw metadata that holds the ledgers' passwords) and ``GET|HEAD /api/v1/bookie/entry_log_files*`` (the
-  entry logs' bytes).
+- ``OPEN``: ``GET``/``HEAD`` of health, state, space and GC status, and ``/metrics`` (probes and monitoring);
+- ``READ``: what discloses ledger ids, topic names, entry data or the configuration without changing anything:
+  the explain endpoint, the entry-log files (the storage audit), the ledger list and entries, the
+  under-replicated ledgers, ``config/server_config``, the disk listings, and ``list_bookie_info`` (it opens a
+  client to every other bookie per call);
+- ``ADMIN``: every other method (ledger delete, read-only, GC triggers, configuration changes, autorecovery,
+  decommission), the sanity check (it writes an entry), the raw ledger metadata (it holds the ledgers'
+  passwords), and any path or method not in the table (added later, or spelled otherwise).
 
-A credential is a bearer token listed in ``httpServerAuthTokenFile`` (compared in constant time; the file is
-re-read when it changes, so a rotated Kubernetes Secret applies without a restart), or a client certificate
-verified by the HTTPS server whose role (OU, as BookKeeper's ``BookieAuthZFactory`` reads it) is in
-``httpServerAllowedRoles``. Without either, the bookie refuses such calls, unless ``httpServerAuthDisabled``.
+A credential is a bearer token listed in ``httpServerAuthTokenFile`` (``ADMIN``, which includes ``READ``) or
+``httpServerReadTokenFile`` (``READ`` only), either as the token itself or as ``sha256:<hex>`` of it, so a bookie
+need not hold the tokens it accepts (compared in constant time; each file is re-read when it changes, so a
+rotated Kubernetes Secret applies without a restart), or a client certificate verified by the HTTPS server whose
+role (OU, as BookKeeper's ``BookieAuthZFactory`` reads it) is in ``httpServerAllowedRoles`` (``ADMIN``). Without
+one, the bookie refuses such calls, unless ``httpServerAuthDisabled``.
 
 Refusals are 401 (no or bad credential) or 403 (a credential that may not do this) with a JSON reason. Every
-call that needs a credential, allowed or refused, writes one line to the ``bookie.audit`` logger.
+allowed call that needs a credential writes one line to the ``bookie.audit`` logger; refusals too, at most one
+per client host and reason per ``REFUSAL_LOG_INTERVAL_S`` with the count of the others, so a client retrying in
+a loop cannot flood the log.
 """
 
 from __future__ import annotations
@@ -28,8 +35,10 @@ import hmac
 import json
 import logging
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,25 +50,76 @@ from bookie.http.common import Handler
 log = logging.getLogger(__name__)
 audit_log = logging.getLogger("bookie.audit")
 
-OPEN_METHODS = frozenset({"GET", "HEAD"})
-# Read-only, but they disclose what applications wrote: entry payloads and serialized ledger metadata, and the
-# entry logs themselves (read by the storage audit).
-DATA_PATH_PREFIXES = ("/api/v1/ledger/", "/api/v1/bookie/entry_log_files")
-# GETs that write: BookKeeper's sanity check adds an entry to the journal and the index (then deletes it), so
-# an open one lets anyone make the bookie write, and sync its journal, as often as they like.
-WRITING_GET_PATHS = frozenset({"/api/v1/bookie/sanity"})
+
+class Scope(enum.IntEnum):
+    """What a call needs; a credential of a higher scope may do everything of the lower ones."""
+
+    OPEN = 0
+    READ = 1
+    ADMIN = 2
+
+
+_OPEN_GET = {"GET": Scope.OPEN}
+_READ_GET = {"GET": Scope.READ}
+_AUTORECOVERY = "/api/v1/autorecovery"
+_ENTRY_LOG_FILES = "/api/v1/bookie/entry_log_files"
+# The one table of the admin API's rule (the bookie's, the inspector's and ``bookie autorecovery``'s): path ->
+# the scope of each method. HEAD is answered as GET (aiohttp), so it needs what GET needs. Methods and paths
+# not listed need ADMIN: a route added later is closed until it is classified here.
+ROUTE_SCOPES: Mapping[str, Mapping[str, Scope]] = {
+    "/heartbeat": _OPEN_GET,
+    "/metrics": _OPEN_GET,
+    "/api/v1/bookie/state": _OPEN_GET,
+    "/api/v1/bookie/state/readonly": _OPEN_GET,
+    "/api/v1/bookie/is_ready": _OPEN_GET,
+    "/api/v1/bookie/info": _OPEN_GET,                     # free and total space
+    "/api/v1/bookie/last_log_mark": _OPEN_GET,
+    "/api/v1/bookie/cluster_info": _OPEN_GET,             # counts of bookies and under-replicated ledgers
+    "/api/v1/bookie/list_bookies": _OPEN_GET,             # the registered bookie ids, as ZooKeeper lists them
+    "/api/v1/bookie/gc": _OPEN_GET,
+    "/api/v1/bookie/gc_details": _OPEN_GET,
+    "/api/v1/bookie/gc/suspend_compaction": _OPEN_GET,
+    "/api/v1/bookie/entry_location_compact": _OPEN_GET,
+    f"{_AUTORECOVERY}/status": _OPEN_GET,
+    f"{_AUTORECOVERY}/who_is_auditor": _OPEN_GET,
+    f"{_AUTORECOVERY}/lost_bookie_recovery_delay": _OPEN_GET,
+    f"{_AUTORECOVERY}/decommission": _OPEN_GET,
+    # Read scope: ledger ids, topic names, entry data, paths and the ZooKeeper URI; nothing changes.
+    "/api/v1/bookie/entry_logs": _READ_GET,
+    _ENTRY_LOG_FILES: _READ_GET,
+    f"{_AUTORECOVERY}/list_under_replicated_ledger": _READ_GET,
+    "/api/v1/config/server_config": _READ_GET,
+    "/api/v1/bookie/list_disk_file": _READ_GET,
+    "/api/v1/bookie/list_bookie_info": _READ_GET,         # a client to every other bookie per call
+    "/api/v1/ledger/list": _READ_GET,
+    "/api/v1/ledger/read": _READ_GET,
+}
+# /api/v1/bookie/entry_log_files/<dir>/<name>[/header|/ledgers_map]: the entry logs' bytes, for the audit.
+_ENTRY_LOG_FILE_PATH = re.compile(re.escape(_ENTRY_LOG_FILES) + r"/[^/]+/[^/]+(/header|/ledgers_map)?")
+
+
+def required_scope(method: str, path: str) -> Scope:
+    """The scope a call needs. ``path`` is the decoded path the router matches, so an escaped spelling gets the
+    same answer; a path the table does not name exactly (a trailing slash, a dot segment) needs ADMIN."""
+    if method == "HEAD":
+        method = "GET"
+    if _ENTRY_LOG_FILE_PATH.fullmatch(path):
+        return Scope.READ if method == "GET" else Scope.ADMIN
+    return ROUTE_SCOPES.get(path, {}).get(method, Scope.ADMIN)
+
+
+def needs_credential(method: str, path: str) -> bool:
+    return required_scope(method, path) is not Scope.OPEN
+
+
 MIN_TOKEN_LENGTH = 16  # shorter tokens are guessable; the operator generates 43 characters
+HASHED = re.compile(r"sha256:([0-9a-f]{64})")
 REALM = 'Bearer realm="bookie-admin"'
+REFUSAL_LOG_INTERVAL_S = 10.0
 
 # Short names of the subject attributes, as in an RFC 4514 distinguished name.
 _SHORT_NAMES = {"commonName": "CN", "organizationalUnitName": "OU", "organizationName": "O", "countryName": "C",
                 "localityName": "L", "stateOrProvinceName": "ST", "emailAddress": "E"}
-
-
-def needs_credential(method: str, path: str) -> bool:
-    """Whether a call changes state or discloses ledger data (all but the open reads). ``path`` is the decoded
-    path the router matches, so an escaped or otherwise spelled path gets the same answer."""
-    return method not in OPEN_METHODS or path.startswith(DATA_PATH_PREFIXES) or path.rstrip("/") in WRITING_GET_PATHS
 
 
 class TokenFileError(Exception):
@@ -67,12 +127,15 @@ class TokenFileError(Exception):
 
 
 def parse_tokens(text: str, source: str) -> tuple[str, ...]:
-    """One token per line; blank lines and ``#`` comments are skipped (several lines: rotation overlap)."""
+    """One token per line, or ``sha256:<64 hex>`` of one; blank lines and ``#`` comments are skipped (several
+    lines: rotation overlap, or one token per consumer)."""
     tokens = []
     for number, line in enumerate(text.splitlines(), 1):
         token = line.strip()
         if not token or token.startswith("#"):
             continue
+        if token.startswith("sha256:") and not HASHED.fullmatch(token):
+            raise TokenFileError(f"{source}:{number}: a hashed token is sha256: then 64 lowercase hex digits")
         if len(token) < MIN_TOKEN_LENGTH:
             raise TokenFileError(f"{source}:{number}: a token must have at least {MIN_TOKEN_LENGTH} characters "
                                  f"(this one has {len(token)})")
@@ -80,18 +143,31 @@ def parse_tokens(text: str, source: str) -> tuple[str, ...]:
     return tuple(tokens)
 
 
+def token_digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
 def token_identity(token: str) -> str:
-    """What the audit log says about a token: a fingerprint, never the token."""
+    """What the audit log says about a token: a fingerprint, never the token (the same for its hash)."""
     return "token:" + hashlib.sha256(token.encode()).hexdigest()[:12]
 
 
-class TokenFile:
-    """The accepted bearer tokens, from a file re-read whenever it changes (a Secret volume swaps it)."""
+def _entry(token: str) -> tuple[bytes, str]:
+    """The digest a presented token must have, and its identity; a hashed line is its own digest."""
+    hashed = HASHED.fullmatch(token)
+    if hashed:
+        return bytes.fromhex(hashed.group(1)), "token:" + hashed.group(1)[:12]
+    return token_digest(token), token_identity(token)
 
-    def __init__(self, path: Path) -> None:
+
+class TokenFile:
+    """The bearer tokens of one scope, from a file re-read whenever it changes (a Secret volume swaps it)."""
+
+    def __init__(self, path: Path, key: str = "httpServerAuthTokenFile") -> None:
         self.path = path
+        self.key = key
         self._signature: tuple[int, int, int, int] | None = None
-        self._tokens: tuple[bytes, ...] = ()
+        self._digests: tuple[bytes, ...] = ()
         self._identities: tuple[str, ...] = ()
 
     def _stat(self) -> tuple[int, int, int, int]:
@@ -105,12 +181,13 @@ class TokenFile:
             signature = self._stat()
             text = self.path.read_text()
         except OSError as exc:
-            raise TokenFileError(f"httpServerAuthTokenFile {self.path}: cannot read: {exc.strerror}") from None
-        tokens = parse_tokens(text, f"httpServerAuthTokenFile {self.path}")
+            raise TokenFileError(f"{self.key} {self.path}: cannot read: {exc.strerror}") from None
+        tokens = parse_tokens(text, f"{self.key} {self.path}")
         if not tokens:
-            log.warning("httpServerAuthTokenFile %s holds no token: every bearer token is refused", self.path)
-        self._tokens = tuple(t.encode() for t in tokens)
-        self._identities = tuple(token_identity(t) for t in tokens)
+            log.warning("%s %s holds no token: every bearer token is refused", self.key, self.path)
+        entries = [_entry(t) for t in tokens]
+        self._digests = tuple(d for d, _ in entries)
+        self._identities = tuple(i for _, i in entries)
         self._signature = signature
 
     def refresh(self) -> None:
@@ -123,14 +200,15 @@ class TokenFile:
         except (OSError, TokenFileError) as exc:
             log.error("admin token file not reloaded, the previous tokens stay in force: %s", exc)
             return
-        log.info("httpServerAuthTokenFile %s reloaded (%d token(s))", self.path, len(self._tokens))
+        log.info("%s %s reloaded (%d token(s))", self.key, self.path, len(self._digests))
 
     def identify(self, presented: str) -> str | None:
-        """The identity of the token presented, or None. Every token is compared, in constant time."""
-        candidate = presented.encode()
+        """The identity of the token presented, or None. Every entry is compared, in constant time, by digest
+        (so plain and hashed lines are alike, and the comparison's time says nothing of the token's length)."""
+        candidate = token_digest(presented)
         found = None
-        for token, identity in zip(self._tokens, self._identities, strict=True):
-            if hmac.compare_digest(token, candidate):
+        for digest, identity in zip(self._digests, self._identities, strict=True):
+            if hmac.compare_digest(digest, candidate):
                 found = identity
         return found
 
@@ -179,35 +257,49 @@ class AdminAuth:
     """The admin API's credential check (one per HTTP server)."""
 
     def __init__(self, token_file: Path | None = None, allowed_roles: Iterable[str] = (),
-                 disabled: bool = False) -> None:
+                 disabled: bool = False, read_token_file: Path | None = None) -> None:
         self.tokens = TokenFile(token_file) if token_file is not None else None
+        self.read_tokens = TokenFile(read_token_file, "httpServerReadTokenFile") if read_token_file else None
         self.allowed_roles = frozenset(allowed_roles)
         self.disabled = disabled
+        self.refusals = RefusalLog()
 
     @classmethod
     def from_config(cls, conf: BookieConfig) -> AdminAuth:
-        """httpServerAuthTokenFile, httpServerAllowedRoles, httpServerAuthDisabled."""
-        return cls(conf.http_server_auth_token_file, conf.http_server_allowed_roles, conf.http_server_auth_disabled)
+        """httpServerAuthTokenFile, httpServerReadTokenFile, httpServerAllowedRoles, httpServerAuthDisabled."""
+        return cls(conf.http_server_auth_token_file, conf.http_server_allowed_roles, conf.http_server_auth_disabled,
+                   conf.http_server_read_token_file)
+
+    def _token_files(self) -> list[tuple[Scope, TokenFile]]:
+        files = [(Scope.ADMIN, self.tokens), (Scope.READ, self.read_tokens)]
+        return [(scope, f) for scope, f in files if f is not None]
 
     async def start(self) -> None:
-        """Load the token file; raises TokenFileError (the bookie must not start without its credential)."""
+        """Load the token files; raises TokenFileError (the bookie must not start without its credential)."""
         if self.disabled:
             log.warning("httpServerAuthDisabled=true: the admin API accepts every call without a credential "
                         "(development only)")
-        if self.tokens is not None:
-            await asyncio.to_thread(self.tokens.load)
+        for _, tokens in self._token_files():
+            await asyncio.to_thread(tokens.load)
 
-    async def decide(self, request: web.Request) -> Decision:
+    async def _token_grant(self, bearer: str) -> tuple[Scope, str] | None:
+        """The scope and identity of a bearer token, the highest if several files list it."""
+        for scope, tokens in self._token_files():
+            await asyncio.to_thread(tokens.refresh)
+            identity = tokens.identify(bearer)
+            if identity is not None:
+                return scope, identity
+        return None
+
+    async def decide(self, request: web.Request, needed: Scope = Scope.ADMIN) -> Decision:
         peercert = _peer_certificate(request)
         subject = subject_text(peercert) if peercert else None
         if self.disabled:
             return Decision(Verdict.ALLOWED, subject or "anonymous", "httpServerAuthDisabled")
         bearer = _bearer(request)
-        if bearer is not None and self.tokens is not None:
-            await asyncio.to_thread(self.tokens.refresh)
-            identity = self.tokens.identify(bearer)
-            if identity is not None:
-                return Decision(Verdict.ALLOWED, identity, "bearer token")
+        grant = await self._token_grant(bearer) if bearer else None
+        if grant is not None and grant[0] >= needed:
+            return Decision(Verdict.ALLOWED, grant[1], f"bearer token ({grant[0].name.lower()} scope)")
         if peercert:
             roles = certificate_roles(peercert)
             role = roles[0] if roles else None
@@ -220,16 +312,44 @@ class AdminAuth:
                                     "(httpServerAllowedRoles is empty)")
                 return Decision(Verdict.FORBIDDEN, who, f"certificate role {role!r} is not one of "
                                 f"httpServerAllowedRoles ({', '.join(sorted(self.allowed_roles))})")
+        if grant is not None:
+            return Decision(Verdict.FORBIDDEN, grant[1], f"this token has the {grant[0].name.lower()} scope; "
+                            f"{request.method} {request.path} needs the {needed.name.lower()} scope")
         if bearer is not None:
-            reason = "bearer token not accepted" if self.tokens is not None else \
+            reason = "bearer token not accepted" if self._token_files() else \
                 "this bookie accepts no bearer token (httpServerAuthTokenFile is not set)"
             return Decision(Verdict.UNAUTHENTICATED, f"cert:{subject}" if subject else "anonymous", reason)
-        if self.tokens is None and not self.allowed_roles:
+        if not self._token_files() and not self.allowed_roles:
             return Decision(Verdict.FORBIDDEN, "anonymous", "no admin credential is configured on this bookie: set "
                             "httpServerAuthTokenFile or httpServerAllowedRoles (httpServerAuthDisabled=true for "
                             "development)")
         return Decision(Verdict.UNAUTHENTICATED, "anonymous", "a credential is required: an Authorization: Bearer "
                         "header" + (" or a client certificate with an allowed role" if self.allowed_roles else ""))
+
+
+@dataclass
+class RefusalLog:
+    """Which refusals reach the audit log: the first per client host and reason per interval, then the count of
+    the others with the next one (bounded memory: the oldest keys are forgotten past ``max_keys``)."""
+
+    interval_s: float = REFUSAL_LOG_INTERVAL_S
+    max_keys: int = 1024
+    _logged_at: dict[tuple[str, str], float] = field(default_factory=dict)
+    _unlogged: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def admit(self, host: str, reason: str) -> int | None:
+        """None: do not log this one; else how many were not logged before it."""
+        key, now = (host, reason), time.monotonic()
+        if now - self._logged_at.get(key, -self.interval_s) < self.interval_s:
+            self._unlogged[key] = self._unlogged.get(key, 0) + 1
+            return None
+        self._logged_at.pop(key, None)
+        self._logged_at[key] = now
+        while len(self._logged_at) > self.max_keys:
+            oldest = next(iter(self._logged_at))
+            del self._logged_at[oldest]
+            self._unlogged.pop(oldest, None)
+        return self._unlogged.pop(key, 0)
 
 
 def _bearer(request: web.Request) -> str | None:
@@ -258,11 +378,13 @@ def _peer(request: web.Request) -> str:
     return str(request.remote or "unknown")
 
 
-def audit(request: web.Request, decision: Decision, status: int) -> None:
+def audit(request: web.Request, decision: Decision, status: int, unlogged: int = 0) -> None:
     """One line per call that needed a credential: who, from where, what, and how it ended."""
     record = {"outcome": "allowed" if decision.verdict is Verdict.ALLOWED else "refused", "status": status,
               "who": decision.who, "peer": _peer(request), "method": request.method, "path": request.path_qs,
               "reason": decision.reason}
+    if unlogged:
+        record["unlogged_refusals"] = unlogged  # of the same reason from this host since the last line
     audit_log.info("admin-audit %s", json.dumps(record))
 
 
@@ -278,11 +400,14 @@ def auth_middleware(auth: AdminAuth) -> Any:
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not needs_credential(request.method, request.path):
+        needed = required_scope(request.method, request.path)
+        if needed is Scope.OPEN:
             return await handler(request)
-        decision = await auth.decide(request)
+        decision = await auth.decide(request, needed)
         if decision.verdict is not Verdict.ALLOWED:
-            audit(request, decision, decision.verdict.value)
+            unlogged = auth.refusals.admit(str(request.remote or _peer(request)), decision.reason)
+            if unlogged is not None:
+                audit(request, decision, decision.verdict.value, unlogged)
             return refusal(decision)
         try:
             response = await handler(request)

@@ -1,9 +1,12 @@
-"""The admin API's credential: the Secret whose token the bookies accept and the operator presents.
+"""The admin API's credentials: the Secret whose token the bookies accept and the operator presents, and the
+storage audit's own token of the read scope.
 
 Without ``spec.adminApi.tokenSecretName`` the operator creates ``<cluster>-admin-token`` once, with a random
 token (created, never applied: a token must not change under running bookies); with it, the named Secret must
 exist. The token is read again every ``RECHECK_S``, so a rotated Secret reaches the operator as the kubelet
-brings it to the bookies.
+brings it to the bookies. ``<cluster>-audit-token`` is created once the same way: the bookies accept it for
+reads only (``httpServerReadTokenFile``) and the audit's pods get it instead of the admin token, so a leaked
+audit token deletes nothing.
 """
 
 from __future__ import annotations
@@ -44,9 +47,23 @@ async def ensure_admin_token(t: Tick) -> bool:
         t.condition("Ready", False, "AdminTokenUnavailable", message)
         t.wait(message)
         return False
+    try:
+        await _ensure_audit_token(t)
+    except KubeError as exc:
+        t.problems.append(f"audit token Secret {builders.audit_token_secret_name(t.name)}: {exc}")
     t.op.admin_tokens[key] = (token, t.op.monotonic())
     t.admin_token = token
     return True
+
+
+async def _ensure_audit_token(t: Tick) -> None:
+    """Create ``<cluster>-audit-token`` once, with a random token of its own."""
+    name = builders.audit_token_secret_name(t.name)
+    if await t.op.kube.get("Secret", t.namespace, name) is not None:
+        return
+    if await t.op.kube.create(builders.audit_token_secret(t.owner, secrets.token_urlsafe(32))) is not None:
+        t.event("Normal", "AuditTokenCreated", f"Secret/{name} created with a random read-scope token for the "
+                "storage audit")
 
 
 async def _read_or_create(t: Tick, name: str) -> str:

@@ -90,7 +90,11 @@ async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBoo
         host = builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain).rpartition(":")[0]
         client_cert, client_key = t.admin_client or (None, None)
         tls = AdminTls(t.admin_ca, host, client_cert, client_key) if t.admin_ca is not None else None
-        admin = t.op.admin_for(ip, t.op.bookie_port, t.admin_token, tls)
+        # With spec.tls.admin but no CA to verify it yet (its Secret missing or incomplete), the call goes out
+        # without the token: a token is never sent over plain HTTP to a bookie that should speak HTTPS.
+        https_expected = t.spec.tls is not None and t.spec.tls.admin is not None
+        token = t.admin_token if tls is not None or not https_expected else None
+        admin = t.op.admin_for(ip, t.op.bookie_port, token, tls)
         t.admins[ordinal] = admin
         try:
             state = await admin.state()
