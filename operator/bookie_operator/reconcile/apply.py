@@ -32,7 +32,7 @@ def contains(live: Any, desired: Any) -> bool:
 
 async def apply_desired(t: Tick) -> None:
     t.replicas = decisions.statefulset_replicas(t.desired_replicas, t.current_replicas, t.status.decommission)
-    for obj in builders.desired_objects(t.owner, t.spec, t.replicas, t.op.operator_peers):
+    for obj in builders.desired_objects(t.owner, t.spec, t.replicas, t.op.operator_peers, t.layout):
         await apply_one(t, obj)
     for kind, name in builders.unwanted_objects(t.owner, t.spec):
         await _delete_own(t, kind, name)
