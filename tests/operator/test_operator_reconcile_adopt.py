@@ -148,3 +148,17 @@ async def test_a_missing_statefulset_is_refused_by_name() -> None:
     assert w.status["adoption"]["phase"] == "Refused"
     assert w.kube.reasons("AdoptionNotFound") == [f"StatefulSet {NAME}: not found in namespace {NS}"]
     assert w.kube.applied == []
+
+
+async def test_without_spec_adopt_the_statefulset_of_that_name_is_left_alone() -> None:
+    w = chart_world()
+    await w.tick()
+    w.kube.patch_spec(NAME, {"adopt": None})          # the request withdrawn before approval
+    before = pods(w)
+    for _ in range(3):
+        await w.tick()
+    assert "adoption" not in w.status
+    assert w.kube.objects[("StatefulSet", NS, NAME)]["metadata"]["uid"] == "uid-chart-StatefulSet"
+    assert "StatefulSet/" + NAME not in w.kube.applied + w.kube.deleted and pods(w) == before
+    degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
+    assert f"StatefulSet {NAME} exists and is not this cluster's" in degraded["message"]

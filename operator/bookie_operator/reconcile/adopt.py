@@ -130,11 +130,21 @@ async def _replace(t: Tick, state: AdoptionStatus) -> bool:
         t.condition(CONDITION, True, "Replacing", state.message)
         t.wait(f"adoption: StatefulSet {name} deleted with its pods orphaned")
         return False
+    await _take_over_service(t, state.found.service_name)
     _move(t, "Rolling", "the operator's StatefulSet; pods restart onto its template one at a time")
     t.event("Normal", "AdoptionRolling", f"StatefulSet {name} is the operator's; pods restart one at a time, each "
             "when every bookie is ready and no ledger is under-replicated")
     t.condition(CONDITION, True, "Rolling", "pods restart onto the operator's template one at a time")
     return True
+
+
+async def _take_over_service(t: Tick, name: str) -> None:
+    """The bookie ids' headless Service, deleted when it is somebody else's so that this tick's apply creates the
+    operator's own (server-side apply cannot drop the other owner's ports, whose names would clash with the
+    operator's). Its DNS names are gone only until then; the bookies' registrations carry their addresses too."""
+    service = await t.op.kube.get("Service", t.namespace, name)
+    if service is not None and not _is_ours(t, service):
+        await t.op.kube.delete("Service", t.namespace, name)
 
 
 async def _label_pods(t: Tick, sts: Obj) -> None:

@@ -66,6 +66,12 @@ async def apply_one(t: Tick, obj: Obj) -> None:
     mono = t.op.monotonic()
     if kind == "StatefulSet":
         live = t.statefulset
+        if live is not None and not _owned(live, t.uid):
+            # Somebody else's StatefulSet of this name (a Helm release's): never changed or replaced, it holds
+            # their bookies' disks and ids; spec.adopt takes it over with the checks that keeps them.
+            t.problems.append(f"StatefulSet {name} exists and is not this cluster's: name it in spec.adopt to take "
+                              "it over (docs/operator.md, Bringing an existing fleet)")
+            return
     else:
         seen = t.op.checked.get(key)
         if seen is not None and seen[0] == digest and mono - seen[1] < DRIFT_CHECK_S:
@@ -90,6 +96,10 @@ async def apply_one(t: Tick, obj: Obj) -> None:
     metrics.APPLIES.labels(kind, "applied").inc()
     verb = "created" if live is None else "updated"
     t.event("Normal", verb.capitalize(), f"{kind}/{name} {verb} (server-side apply)")
+
+
+def _owned(obj: Obj, uid: str) -> bool:
+    return any(o.get("uid") == uid for o in obj["metadata"].get("ownerReferences") or [])
 
 
 async def _recreate_statefulset(t: Tick, name: str, exc: KubeError) -> None:
