@@ -147,6 +147,10 @@ def test_the_diff_shows_the_template_and_configuration_changes_and_is_bounded() 
     assert len(cut) <= 600 and cut.endswith("(the diff is cut at 600 characters)\n")
 
 
+def test_the_event_summarises_the_diff_without_its_headers() -> None:
+    assert adopt.summary("--- live/x\n+++ desired/x\n@@ -1,2 +1,3 @@\n-a: 1\n+a: 2\n+b: 3\n c: 4\n") == "+2 -1 lines"
+
+
 @pytest.mark.parametrize(("previous", "approve", "refused", "ours", "rolled", "expected"), [
     (None, False, False, None, False, "AwaitingApproval"),
     (None, True, False, None, False, "Replacing"),

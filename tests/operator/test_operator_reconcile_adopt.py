@@ -77,7 +77,9 @@ async def test_nothing_changes_before_approve_and_the_diff_is_shown() -> None:
     assert w.kube.applied == [] and w.kube.deleted == [] and w.kube.created == []
     assert pods(w) == before, "no pod touched"
     assert w.kube.objects[("StatefulSet", NS, NAME)]["metadata"]["uid"] == "uid-chart-StatefulSet"
-    assert len(w.kube.reasons("AdoptionPlanned")) == 1
+    planned = w.kube.reasons("AdoptionPlanned")
+    assert len(planned) == 1 and "kubectl get bkc pulsar-bookie -o jsonpath='{.status.adoption.diff}'" in planned[0]
+    assert len(planned[0]) <= 1024, "an Event's message is cut at 1 KiB: the diff itself is in status"
     conditions = {c["type"]: c for c in w.status["conditions"]}
     assert conditions["Adopting"]["reason"] == "AwaitingApproval" and conditions["Ready"]["status"] == "False"
 

@@ -274,6 +274,12 @@ def diff(name: str, live_template: Obj, desired_template: Obj, live_config: dict
     return bounded(lines, limit)
 
 
+def summary(diff_text: str) -> str:
+    """``+A -B lines`` of a diff (its file headers not counted), for an Event, which holds 1 KiB."""
+    lines = [line for line in diff_text.splitlines() if not line.startswith(("+++ ", "--- "))]
+    return f"+{sum(1 for x in lines if x.startswith('+'))} -{sum(1 for x in lines if x.startswith('-'))} lines"
+
+
 def bounded(lines: list[str], limit: int) -> str:
     out: list[str] = []
     size = 0

@@ -87,7 +87,8 @@ async def _check(t: Tick) -> bool:
             f"{', '.join(v.claim for v in (*found.journals, *found.ledgers))}, Service {found.service_name}")
     if previous is None or previous.phase != "AwaitingApproval" or previous.diff != diff:
         t.event("Normal", "AdoptionPlanned", f"StatefulSet {name}: {kept} kept; approving (spec.adopt.approve) "
-                f"replaces it and restarts each pod on this template and configuration:\n{diff}")
+                "replaces it and restarts each pod onto the operator's template and configuration, "
+                f"{plan.summary(diff)} of diff: kubectl get bkc {t.name} -o jsonpath='{{.status.adoption.diff}}'")
     _move(t, "AwaitingApproval", f"{kept} kept; status.adoption.diff is what approving changes", found, diff)
     t.condition(CONDITION, True, "AwaitingApproval", f"StatefulSet {name}: set spec.adopt.approve to take it over")
     t.condition("Ready", False, "AdoptionPending", f"StatefulSet {name} is not the operator's yet")
