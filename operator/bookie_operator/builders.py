@@ -96,6 +96,50 @@ class Owner:
                 "uid": self.uid, "controller": True, "blockOwnerDeletion": True}
 
 
+@dataclass(frozen=True)
+class Volume:
+    """One bookie volume: its claim template's name (the PVCs are ``<claim>-<pod>``) and the directory the bookie
+    has it at (its cookie records the directory, so an adopted bookie keeps it)."""
+
+    claim: str
+    path: str
+    size: str
+    storage_class_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The names and paths the StatefulSet is built with: the operator's own, or those of an adopted StatefulSet
+    (status.adoption.found), which its PVC names, bookie ids and cookies depend on."""
+
+    service: str                                    # the headless Service, part of every bookie id
+    client_service: str
+    journals: tuple[Volume, ...]
+    ledgers: tuple[Volume, ...]
+    pod_labels: tuple[tuple[str, str], ...] = ()    # kept from an adopted template, beside the operator's
+
+    @property
+    def volumes(self) -> tuple[Volume, ...]:
+        return self.journals + self.ledgers
+
+
+def layout(cluster: str, spec: BookieClusterSpec, adopted: models.AdoptionFound | None = None) -> Layout:
+    """The operator's names and paths, or the adopted StatefulSet's."""
+    if adopted is None:
+        def own(kind: str, vol: models.VolumeSpec) -> tuple[Volume, ...]:
+            return tuple(Volume(f"{kind}-{i}", f"{DATA_ROOT}/{kind}-{i}", vol.size, vol.storage_class_name)
+                         for i in range(vol.count))
+        return Layout(headless_service_name(cluster), client_service_name(cluster),
+                      own("journal", spec.storage.journal), own("ledgers", spec.storage.ledgers))
+
+    def kept(vols: list[models.AdoptedVolume]) -> tuple[Volume, ...]:
+        return tuple(Volume(v.claim, v.path, v.size, v.storage_class_name) for v in vols)
+    client = client_service_name(cluster)
+    # The adopted headless Service often has the cluster's name (the chart's does): the client one steps aside.
+    return Layout(adopted.service_name, f"{client}-client" if client == adopted.service_name else client,
+                  kept(adopted.journals), kept(adopted.ledgers), tuple(sorted(adopted.pod_labels.items())))
+
+
 # ------------------------------------------------------------------------------------------- naming
 def statefulset_name(cluster: str) -> str:
     return cluster
@@ -134,9 +178,12 @@ def pod_name(cluster: str, ordinal: int) -> str:
     return f"{statefulset_name(cluster)}-{ordinal}"
 
 
-def bookie_id(cluster: str, namespace: str, ordinal: int, domain: str = "cluster.local") -> str:
-    """The stable, hostname-based bookie id of an ordinal (never the pod IP: cookies would break)."""
-    return f"{pod_name(cluster, ordinal)}.{headless_service_name(cluster)}.{namespace}.svc.{domain}:{BOOKIE_PORT}"
+def bookie_id(cluster: str, namespace: str, ordinal: int, domain: str = "cluster.local",
+              service: str | None = None) -> str:
+    """The stable, hostname-based bookie id of an ordinal (never the pod IP: cookies would break); ``service``:
+    the headless Service of an adopted StatefulSet (``Layout.service``)."""
+    svc = service or headless_service_name(cluster)
+    return f"{pod_name(cluster, ordinal)}.{svc}.{namespace}.svc.{domain}:{BOOKIE_PORT}"
 
 
 def ordinal_of(pod: str) -> int | None:
@@ -145,9 +192,10 @@ def ordinal_of(pod: str) -> int | None:
     return int(tail) if sep and head and tail.isdigit() else None
 
 
-def volume_claim_names(cluster: str, spec: BookieClusterSpec, ordinal: int) -> list[str]:
+def volume_claim_names(cluster: str, spec: BookieClusterSpec, ordinal: int, lay: Layout | None = None) -> list[str]:
     """The PVCs the StatefulSet creates for an ordinal: ``<template>-<pod>``."""
-    return [f"{t}-{pod_name(cluster, ordinal)}" for t in _volume_names(spec)]
+    lay = lay or layout(cluster, spec)
+    return [f"{v.claim}-{pod_name(cluster, ordinal)}" for v in lay.volumes]
 
 
 def selector_labels(cluster: str) -> dict[str, str]:
@@ -164,18 +212,14 @@ def label_selector(cluster: str) -> str:
 
 
 # ------------------------------------------------------------------------------------ configuration
-def _volume_names(spec: BookieClusterSpec) -> list[str]:
-    return ([f"journal-{i}" for i in range(spec.storage.journal.count)]
-            + [f"ledgers-{i}" for i in range(spec.storage.ledgers.count)])
-
-
-def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
+def bookie_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict[str, Any]:
     """The cluster-wide bookie configuration (per-pod identity keys are added at start-up)."""
+    lay = lay or layout("", spec)       # the directories do not depend on the cluster's name
     values: dict[str, Any] = {
         "bookiePort": BOOKIE_PORT,
         "metadataServiceUri": spec.metadata_service.uri,
-        "journalDirectories": ",".join(f"{DATA_ROOT}/journal-{i}" for i in range(spec.storage.journal.count)),
-        "ledgerDirectories": ",".join(f"{DATA_ROOT}/ledgers-{i}" for i in range(spec.storage.ledgers.count)),
+        "journalDirectories": ",".join(v.path for v in lay.journals),
+        "ledgerDirectories": ",".join(v.path for v in lay.ledgers),
         "allowLoopback": True,
         "httpServerEnabled": True,
         "httpServerPort": HTTP_PORT,
@@ -209,11 +253,11 @@ def bookie_config(spec: BookieClusterSpec) -> dict[str, Any]:
     return values
 
 
-def inspector_config(spec: BookieClusterSpec) -> dict[str, Any]:
+def inspector_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict[str, Any]:
     """The inspector's configuration (``bookie inspect serve``; its identity is added at start-up): the bookie's
     ledger directories and metadata service, its compaction thresholds (for the verdicts), the cluster's admin
     token, ZooKeeper's TLS identity when the bookies have one, and its own ports and read rate."""
-    bookie = bookie_config(spec)
+    bookie = bookie_config(spec, lay)
     values: dict[str, Any] = {
         "metadataServiceUri": spec.metadata_service.uri,
         "ledgerDirectories": bookie["ledgerDirectories"],
@@ -321,8 +365,8 @@ def render_properties(values: dict[str, Any]) -> str:
     return "# Written by the bookie operator from the BookieCluster spec.\n" + "\n".join(lines) + "\n"
 
 
-def config_checksum(spec: BookieClusterSpec) -> str:
-    text = spec.implementation + "\n" + render_properties(bookie_config(spec))
+def config_checksum(spec: BookieClusterSpec, lay: Layout | None = None) -> str:
+    text = spec.implementation + "\n" + render_properties(bookie_config(spec, lay))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -332,10 +376,10 @@ def _meta(name: str, owner: Owner) -> Obj:
             "ownerReferences": [owner.reference()]}
 
 
-def configmap(owner: Owner, spec: BookieClusterSpec) -> Obj:
-    data = {"bk_server.conf": render_properties(bookie_config(spec))}
+def configmap(owner: Owner, spec: BookieClusterSpec, lay: Layout | None = None) -> Obj:
+    data = {"bk_server.conf": render_properties(bookie_config(spec, lay))}
     if spec.runs_inspector:
-        data["inspector.conf"] = render_properties(inspector_config(spec))
+        data["inspector.conf"] = render_properties(inspector_config(spec, lay))
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(configmap_name(owner.name), owner),
             "data": data}
 
@@ -360,18 +404,20 @@ def _ports() -> list[Obj]:
             {"name": "http", "port": HTTP_PORT, "targetPort": HTTP_PORT, "protocol": "TCP"}]
 
 
-def headless_service(owner: Owner, spec: BookieClusterSpec) -> Obj:
+def headless_service(owner: Owner, spec: BookieClusterSpec, lay: Layout | None = None) -> Obj:
     """Each bookie's stable DNS name; with the inspector, its port too (the audit reads each pod's)."""
     ports = _ports()
     if spec.runs_inspector:
         ports.append({"name": "inspector", "port": INSPECTOR_PORT, "targetPort": INSPECTOR_PORT, "protocol": "TCP"})
-    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(headless_service_name(owner.name), owner),
+    name = lay.service if lay else headless_service_name(owner.name)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, owner),
             "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
                      "selector": selector_labels(owner.name), "ports": ports}}
 
 
-def client_service(owner: Owner) -> Obj:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(client_service_name(owner.name), owner),
+def client_service(owner: Owner, lay: Layout | None = None) -> Obj:
+    name = lay.client_service if lay else client_service_name(owner.name)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, owner),
             "spec": {"type": "ClusterIP", "selector": selector_labels(owner.name), "ports": _ports()}}
 
 
@@ -495,7 +541,7 @@ def network_policy(owner: Owner, spec: BookieClusterSpec, operator_peers: list[O
                      "ingress": ingress + np.extra_ingress, "egress": egress + np.extra_egress}}
 
 
-def _env(owner: Owner, spec: BookieClusterSpec) -> list[Obj]:
+def _env(owner: Owner, spec: BookieClusterSpec, lay: Layout | None = None) -> list[Obj]:
     def field(path: str) -> Obj:
         return {"valueFrom": {"fieldRef": {"fieldPath": path}}}
 
@@ -503,7 +549,8 @@ def _env(owner: Owner, spec: BookieClusterSpec) -> list[Obj]:
         {"name": "POD_NAME", **field("metadata.name")},
         {"name": "POD_NAMESPACE", **field("metadata.namespace")},
         {"name": "POD_IP", **field("status.podIP")},
-        {"name": "BOOKIE_ID", "value": f"$(POD_NAME).{headless_service_name(owner.name)}.$(POD_NAMESPACE)"
+        {"name": "BOOKIE_ID", "value": f"$(POD_NAME).{(lay.service if lay else headless_service_name(owner.name))}"
+                                       ".$(POD_NAMESPACE)"
                                        f".svc.{spec.cluster_domain}:{BOOKIE_PORT}"},
     ]
     if spec.implementation == "apache-bookkeeper":
@@ -576,10 +623,11 @@ def _probe(path: str, scheme: str, **timing: int) -> Obj:
     return {"httpGet": get, **timing}
 
 
-def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
+def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int, lay: Layout | None = None) -> Obj:
     """The bookies' StatefulSet with ``replicas`` pods (the reconcile decides it: scale-down is staged)."""
     name = owner.name
-    mounts: list[Obj] = [{"name": v, "mountPath": f"{DATA_ROOT}/{v}"} for v in _volume_names(spec)]
+    lay = lay or layout(name, spec)
+    mounts: list[Obj] = [{"name": v.claim, "mountPath": v.path} for v in lay.volumes]
     mounts.append({"name": "tmp", "mountPath": TMP_DIR})
     volumes: list[Obj] = [{"name": "config", "configMap": {"name": configmap_name(name)}},
                           {"name": "tmp", "emptyDir": {}}]
@@ -590,7 +638,7 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         "name": "bookie",
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
-        "env": _env(owner, spec),
+        "env": _env(owner, spec, lay),
         "ports": ports,
         "securityContext": container_security_context(),
         "readinessProbe": _probe("/api/v1/bookie/is_ready", admin_scheme(spec), periodSeconds=5, timeoutSeconds=5,
@@ -625,7 +673,7 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
     container["volumeMounts"] = mounts
     containers = [container]
     if spec.runs_inspector:
-        inspector, inspector_volumes = inspector_container(owner, spec)
+        inspector, inspector_volumes = inspector_container(owner, spec, lay)
         containers.append(inspector)
         volumes += [v for v in inspector_volumes if v["name"] not in {x["name"] for x in volumes}]
     pod_spec: Obj = {
@@ -648,13 +696,12 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         if value:
             pod_spec[key] = value
     claims = []
-    for v in _volume_names(spec):
-        vol = spec.storage.journal if v.startswith("journal") else spec.storage.ledgers
-        claim_spec: Obj = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": vol.size}}}
-        if vol.storage_class_name:
-            claim_spec["storageClassName"] = vol.storage_class_name
+    for v in lay.volumes:
+        claim_spec: Obj = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": v.size}}}
+        if v.storage_class_name:
+            claim_spec["storageClassName"] = v.storage_class_name
         claims.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                       "metadata": {"name": v, "labels": labels(name)}, "spec": claim_spec})
+                       "metadata": {"name": v.claim, "labels": labels(name)}, "spec": claim_spec})
     when_deleted = "Delete" if spec.storage.delete_claims_with_cluster else "Retain"
     return {
         "apiVersion": "apps/v1",
@@ -662,7 +709,7 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
         "metadata": _meta(statefulset_name(name), owner),
         "spec": {
             "replicas": replicas,
-            "serviceName": headless_service_name(name),
+            "serviceName": lay.service,
             "podManagementPolicy": "Parallel",
             # The operator restarts one bookie at a time, waiting for readiness and full replication.
             "updateStrategy": {"type": "OnDelete"},
@@ -670,8 +717,9 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": when_deleted, "whenScaled": "Retain"},
             "selector": {"matchLabels": selector_labels(name)},
             "template": {
-                "metadata": {"labels": {**labels(name), IMPLEMENTATION_LABEL: spec.implementation},
-                             "annotations": {**spec.pod_annotations, CHECKSUM_ANNOTATION: config_checksum(spec)}},
+                "metadata": {"labels": {**dict(lay.pod_labels), **labels(name),
+                                        IMPLEMENTATION_LABEL: spec.implementation},
+                             "annotations": {**spec.pod_annotations, CHECKSUM_ANNOTATION: config_checksum(spec, lay)}},
                 "spec": pod_spec,
             },
             "volumeClaimTemplates": claims,
@@ -679,13 +727,13 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int) -> Obj:
     }
 
 
-def inspector_container(owner: Owner, spec: BookieClusterSpec) -> tuple[Obj, list[Obj]]:
+def inspector_container(owner: Owner, spec: BookieClusterSpec, lay: Layout | None = None) -> tuple[Obj, list[Obj]]:
     """The inspector beside an Apache BookKeeper bookie, and the volumes it needs: the bookie's ledger volumes
     read-only (at the bookie's own paths, so the answers name the files the bookie names), no journal, its
     configuration, the cluster's admin token and ZooKeeper's TLS identity; the restricted security context with a
     read-only root file system."""
-    mounts: list[Obj] = [{"name": f"ledgers-{i}", "mountPath": f"{DATA_ROOT}/ledgers-{i}", "readOnly": True}
-                         for i in range(spec.storage.ledgers.count)]
+    lay = lay or layout(owner.name, spec)
+    mounts: list[Obj] = [{"name": v.claim, "mountPath": v.path, "readOnly": True} for v in lay.ledgers]
     mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
                {"name": "inspector-run", "mountPath": RUN_DIR},
                {"name": "tmp", "mountPath": TMP_DIR},
@@ -695,7 +743,7 @@ def inspector_container(owner: Owner, spec: BookieClusterSpec) -> tuple[Obj, lis
                           _read_token_volume(owner.name)]
     if spec.tls is not None and spec.tls.zookeeper is not None:
         mounts.append({"name": "tls-zookeeper", "mountPath": tls_dir("zookeeper"), "readOnly": True})
-    env = [e for e in _env(owner, spec) if e["name"] in ("POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID")]
+    env = [e for e in _env(owner, spec, lay) if e["name"] in ("POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID")]
     requests = {**INSPECTOR_DEFAULT_REQUESTS, **spec.inspector.resources.get("requests", {})}
     container: Obj = {
         "name": "inspector",
@@ -733,13 +781,13 @@ def _read_token_volume(cluster: str) -> Obj:
 
 
 def desired_objects(owner: Owner, spec: BookieClusterSpec, replicas: int,
-                    operator_peers: list[Obj] | None = None) -> list[Obj]:
+                    operator_peers: list[Obj] | None = None, lay: Layout | None = None) -> list[Obj]:
     """Everything the cluster needs, in apply order (the NetworkPolicy before the pods it admits traffic to)."""
-    objs = [configmap(owner, spec), headless_service(owner, spec), client_service(owner)]
+    objs = [configmap(owner, spec, lay), headless_service(owner, spec, lay), client_service(owner, lay)]
     for optional in (pod_disruption_budget(owner, spec), network_policy(owner, spec, operator_peers or [])):
         if optional is not None:
             objs.append(optional)
-    objs.append(statefulset(owner, spec, replicas))
+    objs.append(statefulset(owner, spec, replicas, lay))
     return objs
 
 
@@ -759,7 +807,7 @@ def as_implementation(spec: BookieClusterSpec, implementation: str) -> BookieClu
     return spec.model_copy(update={"implementation": implementation})
 
 
-def switch_bookie_config(spec: BookieClusterSpec, other: str) -> dict[str, Any]:
+def switch_bookie_config(spec: BookieClusterSpec, other: str, lay: Layout | None = None) -> dict[str, Any]:
     """The one bk_server.conf that bookies of spec.implementation and of ``other`` both start from while a switch
     runs (a bookie not yet switched may restart on its own at any time): each implementation's keys, Apache
     BookKeeper ignoring ours. Raises ValueError naming what either implementation refuses in spec.config."""
@@ -767,31 +815,31 @@ def switch_bookie_config(spec: BookieClusterSpec, other: str) -> dict[str, Any]:
     models.validate_config_overrides(spec.config, spec._implied_zk_keys())
     values: dict[str, Any] = {}
     for implementation in (other, spec.implementation):
-        values.update(bookie_config(as_implementation(spec, implementation)))
+        values.update(bookie_config(as_implementation(spec, implementation), lay))
     for key in JAVA_DEFAULT_KEYS:
         values.pop(key, None)
     BookieConfig.model_validate(values)   # our bookie reads this very file
     return values
 
 
-def switch_configmap(owner: Owner, spec: BookieClusterSpec, other: str) -> Obj:
+def switch_configmap(owner: Owner, spec: BookieClusterSpec, other: str, lay: Layout | None = None) -> Obj:
     """The ConfigMap while bookies of spec.implementation and of ``other`` both run: the shared bk_server.conf,
     and the inspector's configuration while Apache BookKeeper's bookies (with their inspector) remain."""
-    data = {"bk_server.conf": render_properties(switch_bookie_config(spec, other))}
+    data = {"bk_server.conf": render_properties(switch_bookie_config(spec, other, lay))}
     java = spec if spec.implementation == "apache-bookkeeper" else as_implementation(spec, other)
     if java.runs_inspector:
-        data["inspector.conf"] = render_properties(inspector_config(java))
+        data["inspector.conf"] = render_properties(inspector_config(java, lay))
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(configmap_name(owner.name), owner),
             "data": data}
 
 
-def switch_headless_service(owner: Owner, spec: BookieClusterSpec, other: str) -> Obj:
+def switch_headless_service(owner: Owner, spec: BookieClusterSpec, other: str, lay: Layout | None = None) -> Obj:
     """The headless Service while bookies of both implementations run: the ports of both (the inspector's of the
     Apache BookKeeper bookies)."""
-    service = headless_service(owner, spec)
+    service = headless_service(owner, spec, lay)
     ports = service["spec"]["ports"]
     names = {p["name"] for p in ports}
-    ports += [p for p in headless_service(owner, as_implementation(spec, other))["spec"]["ports"]
+    ports += [p for p in headless_service(owner, as_implementation(spec, other), lay)["spec"]["ports"]
               if p["name"] not in names]
     return service
 

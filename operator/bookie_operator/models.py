@@ -674,6 +674,67 @@ class VolumeMount(Model):
     sub_path: str | None = Field(default=None, description="Sub-path of the volume.", max_length=1024)
 
 
+# ------------------------------------------------------------------------------------------ adoption
+# Taking over a running bookie StatefulSet (apache/pulsar-helm-chart's shape): what the spec asks, what the
+# operator found and recorded (the names and paths its own StatefulSet keeps), and where the take-over is.
+ADOPTION_DIFF_MAX = 16384
+ADOPTION_CONFIG_MAX_KEYS = 256
+
+
+class AdoptSpec(Model):
+    """Take over a running bookie StatefulSet instead of creating one (docs/operator.md, "Bringing an existing
+    fleet"): its pods, claims and bookie ids are kept; nothing is restarted or replaced before ``approve``."""
+
+    stateful_set_name: str = Field(description="The StatefulSet to adopt, in the cluster's namespace. It must "
+                                   "have the BookieCluster's own name (its pods, and so its bookie ids, are named "
+                                   "after it).", pattern=DNS_LABEL_PATTERN, max_length=63)
+    approve: bool = Field(default=False, description="Replace the StatefulSet with the operator's (pods orphaned, "
+                          "not restarted), then roll the pods onto it one at a time. Read status.adoption's "
+                          "diff first.")
+
+
+class AdoptedVolume(Model):
+    claim: str = Field(description="Its volumeClaimTemplate's name (the claims are <claim>-<pod>).", max_length=253)
+    path: str = Field(description="Where the bookie has it (its cookie records the directory).", max_length=1024)
+    size: str = Field(description="The template's storage request.", max_length=64)
+    storage_class_name: str | None = Field(default=None, max_length=253)
+
+
+class AdoptionFound(Model):
+    """What the operator read from the StatefulSet, its pods' configuration and its Service: the names and paths
+    its own StatefulSet keeps."""
+
+    stateful_set_name: str = Field(max_length=253)
+    uid: str = Field(description="The adopted StatefulSet's uid.", max_length=64)
+    service_name: str = Field(description="Its headless Service, part of every bookie id.", max_length=253)
+    replicas: int = Field(ge=0)
+    image: str = Field(max_length=512)
+    pod_labels: dict[str, str] = Field(default_factory=dict, description="Its pod template's labels, kept on the "
+                                       "operator's pods (the chart's own selectors still find them).")
+    journals: list[AdoptedVolume] = Field(default_factory=list, max_length=8)
+    ledgers: list[AdoptedVolume] = Field(default_factory=list, max_length=8)
+    config: dict[str, str] = Field(default_factory=dict, description="The bookie configuration its pods are given "
+                                   f"(BK_*, PULSAR_PREFIX_* and plain keys; at most {ADOPTION_CONFIG_MAX_KEYS}).")
+    bookie_id: str = Field(description="The bookie id of its first pod, as the operator will keep it.",
+                           max_length=512)
+
+
+AdoptionPhase = Literal["Refused", "AwaitingApproval", "Replacing", "Rolling", "Adopted"]
+
+
+class AdoptionStatus(Model):
+    phase: AdoptionPhase = Field(description="Refused (why: message; nothing changed), AwaitingApproval (the diff "
+                                 "below is what approve does), Replacing (the StatefulSet deleted with its pods "
+                                 "orphaned), Rolling (the operator's StatefulSet; pods restarted one at a time), "
+                                 "Adopted.")
+    since: str = Field(description="When it reached this phase.")
+    message: str = Field(default="", max_length=4096)
+    found: AdoptionFound | None = None
+    diff: str = Field(default="", description="What approve changes, as a unified diff of the pod template and "
+                      f"of the bookie configuration (at most {ADOPTION_DIFF_MAX} characters).",
+                      max_length=ADOPTION_DIFF_MAX)
+
+
 class BookieClusterSpec(Model):
     """Desired state of a fleet of bookies."""
 
@@ -766,6 +827,8 @@ class BookieClusterSpec(Model):
                                                    description="Mounts of spec.extraVolumes in the bookie container.")
     sidecars: list[NamedObject] = Field(default_factory=list, max_length=16,
                                         description="Extra containers of the bookie pods (core/v1 Container).")
+    adopt: AdoptSpec | None = Field(default=None, description="Take over a running bookie StatefulSet "
+                                    "(apache/pulsar-helm-chart's) instead of creating one; status.adoption.")
 
     @model_validator(mode="after")
     def _check(self) -> BookieClusterSpec:
@@ -1141,6 +1204,8 @@ class BookieClusterStatus(Model):
     volume_expansion: VolumeExpansionStatus | None = Field(
         default=None, description="Growing the bookies' claims to larger spec.storage sizes, claim by claim.")
     decommissioned: list[str] = Field(default_factory=list, description="Bookie ids decommissioned (newest last).")
+    adoption: AdoptionStatus | None = Field(default=None, description="Taking over the StatefulSet of "
+                                            "spec.adopt, phase by phase.")
     scaled_up_by: int = Field(default=0, ge=0, description="Bookies the operator added for disk pressure: the "
                               "StatefulSet runs spec.replicas plus this (the spec is never written, so GitOps "
                               "controllers see no drift); lowered again only through the safe decommission.")

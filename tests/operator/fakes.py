@@ -75,6 +75,10 @@ class FakeKube:
             # The operator applies only the claim's size: the rest stays (server-side apply keeps other owners'
             # fields).
             merged = {**copy.deepcopy(live), "spec": apply_merge_patch(live.get("spec") or {}, obj["spec"])}
+        if obj["kind"] == "Pod" and live:
+            # The operator applies only labels to a pod (adoption): server-side apply keeps the rest.
+            merged = copy.deepcopy(live)
+            merged["metadata"]["labels"] = {**live["metadata"].get("labels", {}), **obj["metadata"]["labels"]}
         self.objects[key] = merged
         self.applied.append(f"{key[0]}/{key[2]}")
         return copy.deepcopy(merged)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bookie_operator import metrics, models
 from bookie_operator.reconcile.admin_token import ensure_admin_token
+from bookie_operator.reconcile.adopt import adopt
 from bookie_operator.reconcile.apply import apply_desired
 from bookie_operator.reconcile.audit import run_audit_schedule
 from bookie_operator.reconcile.compaction import apply_compaction_window, run_compaction_schedule
@@ -29,6 +30,8 @@ from bookie_operator.reconcile.tls import check_certificates
 
 async def steps(t: Tick) -> None:
     if not parse_spec(t):                # an invalid spec: a condition and an Event, nothing applied
+        return
+    if not await adopt(t):               # spec.adopt: nothing applied before the take-over is approved
         return
     if not await ensure_metadata(t):     # BookKeeper's metadata layout, created once
         return

@@ -33,7 +33,7 @@ def contains(live: Any, desired: Any) -> bool:
 
 async def apply_desired(t: Tick) -> None:
     t.replicas = decisions.statefulset_replicas(t.desired_replicas, t.current_replicas, t.status.decommission)
-    objs = builders.desired_objects(t.owner, t.spec, t.replicas, t.op.operator_peers)
+    objs = builders.desired_objects(t.owner, t.spec, t.replicas, t.op.operator_peers, t.layout)
     for obj in during_switch(t, objs):
         await apply_one(t, obj)
     for kind, name in builders.unwanted_objects(t.owner, t.spec):
@@ -68,6 +68,12 @@ async def apply_one(t: Tick, obj: Obj) -> None:
     mono = t.op.monotonic()
     if kind == "StatefulSet":
         live = t.statefulset
+        if live is not None and not _owned(live, t.uid):
+            # Somebody else's StatefulSet of this name (a Helm release's): never changed or replaced, it holds
+            # their bookies' disks and ids; spec.adopt takes it over with the checks that keeps them.
+            t.problems.append(f"StatefulSet {name} exists and is not this cluster's: name it in spec.adopt to take "
+                              "it over (docs/operator.md, Bringing an existing fleet)")
+            return
     else:
         seen = t.op.checked.get(key)
         if seen is not None and seen[0] == digest and mono - seen[1] < DRIFT_CHECK_S:
@@ -92,6 +98,10 @@ async def apply_one(t: Tick, obj: Obj) -> None:
     metrics.APPLIES.labels(kind, "applied").inc()
     verb = "created" if live is None else "updated"
     t.event("Normal", verb.capitalize(), f"{kind}/{name} {verb} (server-side apply)")
+
+
+def _owned(obj: Obj, uid: str) -> bool:
+    return any(o.get("uid") == uid for o in obj["metadata"].get("ownerReferences") or [])
 
 
 async def _recreate_statefulset(t: Tick, name: str, exc: KubeError) -> None:

@@ -101,7 +101,7 @@ async def _collect(t: Tick, run_id: str) -> None:
 async def _compact(t: Tick, ordinal: int, summary: Any, run_id: str) -> None:
     pod = builders.pod_name(t.name, ordinal)
     garbage = next((v for b, v in summary.reclaimable_bytes.items()
-                    if b == builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain)), 0)
+                    if b == t.bookie_id(ordinal)), 0)
     try:
         await t.admins[ordinal].trigger_gc(True, True)
     except (BookieApiError, KeyError) as exc:

@@ -16,10 +16,11 @@ from typing import Any
 from bookie.metadata.security import ZkSecurityError, parse_digest
 from bookie.metadata.store import MetadataError
 
-from bookie_operator import decisions, models
+from bookie_operator import builders, decisions, models
 from bookie_operator.bookie_client import BookieApiError
-from bookie_operator.builders import Owner
+from bookie_operator.builders import Layout, Owner
 from bookie_operator.decisions import ObservedBookie, ReadOnlyPlan, parse_time
+from bookie_operator.decisions.adopt import kept_layout
 from bookie_operator.decisions.start_failures import StartFailure
 from bookie_operator.decisions.tls import TlsVerdict
 from bookie_operator.kube import KubeError
@@ -158,6 +159,14 @@ class Tick:
         """What the cluster should run: spec.replicas plus the bookies the operator added for disk pressure
         (kept in status, so the spec stays what its author or a GitOps controller wrote)."""
         return self.spec.replicas + self.status.scaled_up_by
+
+    @property
+    def layout(self) -> Layout:
+        """The StatefulSet's names and paths: the operator's, or an adopted StatefulSet's (status.adoption)."""
+        return builders.layout(self.name, self.spec, kept_layout(self.status.adoption))
+
+    def bookie_id(self, ordinal: int) -> str:
+        return builders.bookie_id(self.name, self.namespace, ordinal, self.spec.cluster_domain, self.layout.service)
 
     @property
     def decommissioning(self) -> int | None:

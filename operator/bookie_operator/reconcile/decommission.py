@@ -58,7 +58,7 @@ def _start(t: Tick) -> DecommissionStatus | None:
     if ordinal is None:
         return None
     pod = builders.pod_name(t.name, ordinal)
-    bookie_id = builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain)
+    bookie_id = t.bookie_id(ordinal)
     state = decisions.start_decommission(ordinal, pod, bookie_id, t.now)
     t.event("Normal", "DecommissionStarted", f"decommissioning {pod} ({bookie_id}): replicas "
             f"{t.current_replicas} -> {t.desired_replicas}")
@@ -82,7 +82,7 @@ async def _facts(t: Tick, state: DecommissionStatus) -> DecommissionFacts:
     except MetadataError as exc:
         t.wait(f"ZooKeeper: {exc}")
     if state.phase == "ApplyingPvcPolicy":
-        names = set(builders.volume_claim_names(t.name, t.spec, state.ordinal))
+        names = set(builders.volume_claim_names(t.name, t.spec, state.ordinal, t.layout))
         pvcs = await t.op.kube.list("PersistentVolumeClaim", t.namespace)
         claims = sum(1 for p in pvcs if p["metadata"]["name"] in names)
     return DecommissionFacts(
@@ -114,7 +114,7 @@ async def _perform(t: Tick, action: DecommissionAction, state: DecommissionStatu
         case DecommissionAction.SHRINK:
             pass    # the apply step writes the StatefulSet's replicas from the same state (statefulset_replicas)
         case DecommissionAction.DELETE_CLAIMS:
-            for claim in builders.volume_claim_names(t.name, t.spec, state.ordinal):
+            for claim in builders.volume_claim_names(t.name, t.spec, state.ordinal, t.layout):
                 await t.op.kube.delete("PersistentVolumeClaim", t.namespace, claim)
             t.event("Normal", "VolumesDeleted", f"volumes of {state.pod} deleted (pvcPolicy Delete)")
         case _:

@@ -63,7 +63,7 @@ async def _observe_claims(t: Tick) -> list[tuple[ObservedClaim, str]]:
     classes: dict[str, bool | None] = {}
     out = []
     for bookie in decisions.sort_by_ordinal(t.bookies):
-        for name in builders.volume_claim_names(t.name, t.spec, bookie.ordinal):
+        for name in builders.volume_claim_names(t.name, t.spec, bookie.ordinal, t.layout):
             pvc = pvcs.get(name)
             if pvc is None or (pvc.get("status") or {}).get("phase") != "Bound":
                 continue

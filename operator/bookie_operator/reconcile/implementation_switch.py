@@ -44,10 +44,10 @@ def during_switch(t: Tick, objs: list[Obj]) -> list[Obj]:
         return objs
     other = state.source
     shared: dict[str, Obj | None] = {
-        "Service": builders.switch_headless_service(t.owner, t.spec, other),
+        "Service": builders.switch_headless_service(t.owner, t.spec, other, t.layout),
         "NetworkPolicy": builders.switch_network_policy(t.owner, t.spec, other, t.op.operator_peers)}
     try:
-        shared["ConfigMap"] = builders.switch_configmap(t.owner, t.spec, other)
+        shared["ConfigMap"] = builders.switch_configmap(t.owner, t.spec, other, t.layout)
     except ValueError:
         pass
     out = []
@@ -93,7 +93,7 @@ async def _facts(t: Tick, source: str) -> decide.SwitchFacts:
     current = generation is None or (observed is not None and observed >= generation)
     config_problem = None
     try:
-        builders.switch_bookie_config(t.spec, source)
+        builders.switch_bookie_config(t.spec, source, t.layout)
     except ValueError as exc:
         config_problem = (f"spec.config to be valid for both {source} and {t.spec.implementation} (bookies of both "
                           f"read it while the switch runs): {exc}")

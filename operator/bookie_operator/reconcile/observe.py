@@ -76,7 +76,7 @@ async def observe(t: Tick) -> None:
 
 async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBookie:
     base: dict[str, Any] = dict(ordinal=ordinal, pod=builders.pod_name(t.name, ordinal),
-                                bookie_id=builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain))
+                                bookie_id=t.bookie_id(ordinal))
     if pod is None:
         return ObservedBookie(**base, exists=False)
     st = pod.get("status", {})
@@ -87,7 +87,7 @@ async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBoo
         implementation=pod["metadata"].get("labels", {}).get(builders.IMPLEMENTATION_LABEL))
     ip = st.get("podIP")
     if ip and st.get("phase") == "Running" and not info["terminating"]:
-        host = builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain).rpartition(":")[0]
+        host = t.bookie_id(ordinal).rpartition(":")[0]
         client_cert, client_key = t.admin_client or (None, None)
         tls = AdminTls(t.admin_ca, host, client_cert, client_key) if t.admin_ca is not None else None
         # With spec.tls.admin but no CA to verify it yet (its Secret missing or incomplete), the call goes out

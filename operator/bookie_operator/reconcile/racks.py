@@ -42,7 +42,7 @@ async def publish_racks(t: Tick) -> None:
     ordinals = [b.ordinal for b in t.bookies if b.ordinal < t.replicas or b.exists]
     previous = {b.ordinal: b.rack for b in t.previous.bookies if b.rack}
     t.racks = racks.bookie_racks(ordinals, t.nodes, labels, previous)
-    published = {builders.bookie_id(t.name, t.namespace, o, t.spec.cluster_domain): rack
+    published = {t.bookie_id(o): rack
                  for o, rack in t.racks.items()}
     try:
         changed = await (await t.cluster_metadata()).publish_racks(

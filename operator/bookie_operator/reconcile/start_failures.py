@@ -13,7 +13,7 @@ from bookie_operator.reconcile.context import Tick
 async def reclaim_foreign_volumes(t: Tick) -> None:
     """Delete the claims, then the pod, of bookies on the opted-in instance's volumes."""
     for f in start_failures.to_reclaim(t.start_failures, t.spec):
-        claims = builders.volume_claim_names(t.name, t.spec, f.ordinal)
+        claims = builders.volume_claim_names(t.name, t.spec, f.ordinal, t.layout)
         try:
             for claim in claims:
                 await t.op.kube.delete("PersistentVolumeClaim", t.namespace, claim)

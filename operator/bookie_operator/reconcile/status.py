@@ -23,7 +23,7 @@ def record_status(t: Tick) -> None:
     s.ready_replicas = ready
     s.writable_bookies = writable
     s.label_selector = builders.label_selector(t.name)
-    s.config_checksum = builders.config_checksum(t.spec)
+    s.config_checksum = builders.config_checksum(t.spec, t.layout)
     s.observed_generation = t.generation
 
     sts = t.statefulset

@@ -48,7 +48,7 @@ async def check_certificates(t: Tick) -> None:
 
 def bookie_host(t: Tick, ordinal: int) -> str:
     """The host of an ordinal's bookie id: what its certificate must name."""
-    return builders.bookie_id(t.name, t.namespace, ordinal, t.spec.cluster_domain).rpartition(":")[0]
+    return t.bookie_id(ordinal).rpartition(":")[0]
 
 
 async def _check(t: Tick, hosts: dict[str, str]

@@ -1,0 +1,154 @@
+"""On the local Kubernetes, a BookieCluster adopts three Apache BookKeeper bookies that a manifest of
+apache/pulsar-helm-chart's shape runs, with ledgers written to them by a client: no pod is restarted before
+approve (same pod UIDs), approve replaces the StatefulSet with the operator's and rolls every pod onto its
+template; then every entry reads back byte-identical from each bookie, the claims are the same (PVC UIDs) and the
+bookie ids registered in ZooKeeper are the chart's."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
+from bookie.metadata.store import MetadataStore
+from bookie.protocol.entry import DigestType
+from bookie.protocol.messages import StatusCode
+from bookie_fleet.zookeeper import ZooKeeperServer
+
+from tests.operator.conftest import (
+    JAVA,
+    OperatorProcess,
+    await_events,
+    bookie_cluster,
+    events,
+    get_cluster,
+    patch_spec,
+    wait_ready,
+)
+from tests.support.kube import KubeTarget, pod_ready, wait_for
+from tests.support.pulsar_chart import bookie_objects
+
+raw = importlib.import_module("tests.support.raw_client")
+
+RELEASE = "pulsar"
+NAME = f"{RELEASE}-bookie"
+SEED = 4702
+LEDGERS = (11, 12, 13)
+ENTRIES = 40
+
+
+def _pods(kube: KubeTarget, ns: str) -> dict[str, dict[str, Any]]:
+    return {p["metadata"]["name"]: p for p in kube.pods(ns, f"release={RELEASE},component=bookie")}
+
+
+def _all_ready(kube: KubeTarget, ns: str) -> dict[str, dict[str, Any]] | None:
+    pods = _pods(kube, ns)
+    return pods if len(pods) == 3 and all(map(pod_ready, pods.values())) else None
+
+
+def _uids(objs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    return {name: o["metadata"]["uid"] for name, o in objs.items()}
+
+
+def _claims(kube: KubeTarget, ns: str) -> dict[str, str]:
+    items = (kube.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims") or {}).get("items", [])
+    return {c["metadata"]["name"]: c["metadata"]["uid"] for c in items}
+
+
+def _adoption(kube: KubeTarget, ns: str, phase: str) -> dict[str, Any] | None:
+    adoption = get_cluster(kube, ns, NAME).get("status", {}).get("adoption") or {}
+    return adoption if adoption.get("phase") == phase else None
+
+
+async def _write(store: MetadataStore, ips: dict[str, str]) -> dict[tuple[int, int], bytes]:
+    """Closed ledgers on all three bookies, written entry by entry (seeded payloads)."""
+    rng = random.Random(SEED)
+    ids = tuple(sorted(ips))
+    written: dict[tuple[int, int], bytes] = {}
+    conns = {b: await raw.RawConnection.open(f"{ips[b]}:3181") for b in ids}
+    try:
+        for lid in LEDGERS:
+            await store.create_ledger_metadata(lid, LedgerMetadata(
+                ensemble_size=3, write_quorum_size=3, ack_quorum_size=2, ensembles={0: ids},
+                state=LedgerState.CLOSED, last_entry_id=ENTRIES - 1, length=0, digest_type=DigestType.CRC32C,
+                password=raw.PASSWORD))
+            for e in range(ENTRIES):
+                body = raw.entry(lid, e, rng.randbytes(rng.randint(200, 4000)))
+                written[(lid, e)] = body
+                for b in ids:
+                    assert (await conns[b].add(lid, e, body=body)).status == 0, (b, lid, e, f"seed {SEED}")
+    finally:
+        for c in conns.values():
+            await c.close()
+    return written
+
+
+async def _read_back(ips: dict[str, str], written: dict[tuple[int, int], bytes]) -> None:
+    for bookie, ip in sorted(ips.items()):
+        async with await raw.RawConnection.open(f"{ip}:3181") as conn:
+            for (lid, e), body in written.items():
+                response = await conn.read(lid, e)
+                assert response.status == StatusCode.EOK, (bookie, lid, e, response.status, f"seed {SEED}")
+                assert bytes(response.body) == body, f"{bookie}: entry {lid}/{e} changed (seed {SEED})"
+
+
+def _ips(pods: dict[str, dict[str, Any]], ns: str) -> dict[str, str]:
+    return {f"{name}.{NAME}.{ns}.svc.cluster.local:3181": p["status"]["podIP"] for name, p in pods.items()}
+
+
+@pytest.mark.timeout(1200)   # three JVM bookies started, then each restarted once, on 2 shared cores
+async def test_chart_bookies_adopted_then_rolled_onto_the_operator_statefulset_keeping_disks_and_ids(
+        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
+        operator_factory: Callable[[str], OperatorProcess]) -> None:
+    ns, root = kube_namespace, f"/{kube_namespace}-ledgers"
+    started = time.monotonic()
+    async with MetadataStore(zookeeper.connect_string, root) as store:
+        await store.init_cluster()
+    kube.apply(bookie_objects(RELEASE, f"zk+hierarchical://{zookeeper.connect_string}{root}", replicas=3,
+                              flushInterval=500), namespace=ns)
+    chart_pods = wait_for(lambda: _all_ready(kube, ns), 300, 1, "the chart's three bookies Ready")
+    ips = _ips(chart_pods, ns)
+    async with MetadataStore(zookeeper.connect_string, root) as store:
+        assert sorted(await store.list_bookies()) == sorted(ips), "hostname bookie ids, as the chart sets them"
+        written = await _write(store, ips)
+    pod_uids, claim_uids = _uids(chart_pods), _claims(kube, ns)
+    assert len(claim_uids) == 6
+    print(f"chart bookies up and written in {time.monotonic() - started:.0f}s")
+
+    operator_factory(ns)
+    kube.apply(bookie_cluster(NAME, zookeeper.connect_string, root, **JAVA, replicas=3, ensembleSize=3,
+                              adopt={"statefulSetName": NAME}, inspector={"enabled": False},
+                              networkPolicy={"enabled": False}), namespace=ns)
+    planned = wait_for(lambda: _adoption(kube, ns, "AwaitingApproval"), 120, 1, "the adoption planned")
+    assert "-httpServerPort=8000" in planned["diff"].splitlines(), planned["diff"]
+    assert planned["found"]["bookieId"] == f"{NAME}-0.{NAME}.{ns}.svc.cluster.local:3181"
+    await_events(kube, ns, NAME, "AdoptionPlanned")
+    await asyncio.sleep(10)   # a few of the operator's ticks: still nothing may change before approve
+    assert _uids(_pods(kube, ns)) == pod_uids, "no pod restarted before approve"
+    sts = kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/{NAME}")
+    assert sts is not None and not sts["metadata"].get("ownerReferences"), "the chart's StatefulSet untouched"
+
+    approved = time.monotonic()
+    patch_spec(kube, ns, NAME, {"adopt": {"approve": True}})
+    wait_for(lambda: _adoption(kube, ns, "Adopted"), 900, 2, "every pod rolled onto the operator's StatefulSet")
+    print(f"adopted and rolled in {time.monotonic() - approved:.0f}s")
+    wait_ready(kube, ns, NAME, timeout=300)
+    assert not events(kube, ns, NAME, "ApplyFailed"), "every object of the operator applied"
+    rolled = _pods(kube, ns)
+    assert len(rolled) == 3 and all(map(pod_ready, rolled.values()))
+    assert not set(_uids(rolled).values()) & set(pod_uids.values()), "every pod restarted onto the new template"
+    assert all([c["name"] for c in p["spec"]["containers"]] == ["bookie"] for p in rolled.values())
+    sts = kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/{NAME}")
+    assert sts is not None and sts["metadata"]["ownerReferences"][0]["kind"] == "BookieCluster"
+    assert _claims(kube, ns) == claim_uids, "the same claims: no PVC recreated"
+    ips = _ips(rolled, ns)
+    async with MetadataStore(zookeeper.connect_string, root) as store:
+        registered = await store.list_bookies()
+    assert sorted(registered) == sorted(ips), "the bookie ids are the chart's"
+    await _read_back(ips, written)
+    print(f"whole test {time.monotonic() - started:.0f}s")
