@@ -37,7 +37,8 @@ def extension(name: str, sources: list[str], headers: list[str]) -> Extension:
 EXTENSIONS = [
     extension("bookie.protocol._native", [f"{PACKAGE}/protocol/_native.c"], [PROTOCOL_API]),
     extension("bookie.storage._write_path",
-              [f"{PACKAGE}/storage/_write_path.c", f"{PACKAGE}/storage/_entry_log_records.c"],
+              [f"{PACKAGE}/storage/{name}.c" for name in ("_write_cache", "_ledger_state", "_journal_writer",
+                                                          "_journal", "_write_path", "_entry_log_records")],
               [CRC32C, WRITE_PATH_API, f"{PACKAGE}/storage/_write_path_internal.h"]),
     extension("bookie.client._native", [f"{PACKAGE}/client/_native.c"], [CRC32C, PROTOCOL_API]),
     extension("bookie._requests", [f"{PACKAGE}/_requests.c"], [PROTOCOL_API, WRITE_PATH_API]),

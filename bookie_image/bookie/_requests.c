@@ -3,7 +3,7 @@
  *
  *   RequestStream   one per connection (bookie/listener.py). Received bytes go to its FrameReader; ``next_frame``
  *                   takes the adds that need nothing but storage straight to the storage engine's WritePath
- *                   (write cache and journal, bookie/storage/_write_path.c) and returns the next frame that needs
+ *                   (write cache and journal, bookie.storage._write_path) and returns the next frame that needs
  *                   Python (any other request, or an add that must be refused, throttled, or first create its
  *                   ledger). Once the journal has made an add durable the stream writes its EOK answer, the
  *                   answers of a whole journal group in one transport write. An add that finds its write cache
