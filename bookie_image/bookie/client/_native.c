@@ -595,16 +595,28 @@ typedef struct {
     int digest;
     Py_ssize_t ack_quorum, max_outstanding;
     double timeout;
+    /* The appends' own state, read and written here only (the handle's properties of the same names are views):
+     * the appends sent and not yet acknowledged, in entry order, the last entry id given out, and the ledger's
+     * length up to it. */
+    PyObject *pending;     /* collections.deque of PendingAdd */
+    long long last_add_pushed, length;
 } Appender;
 
 static PyTypeObject AppenderType;
 
+/* The handle's attributes and methods the appender uses (the AppenderHandle protocol of _native.pyi, which mypy
+ * checks LedgerHandle against), then the names of other objects' methods. */
 static PyObject *str_error, *str_writable, *str_closed, *str_closing, *str_changing, *str_recovering, *str_down,
-    *str_last_add_pushed, *str_last_add_confirmed, *str_length, *str_length_at_lac, *str_pending, *str_ensemble,
-    *str_position_conns, *str_stream, *str_connection, *str_append_general, *str_add_failed, *str_space,
-    *str_create_future, *str_time, *str_done, *str_set_result, *str_set, *str_append, *str_popleft,
-    *str_space_waiters;
-static PyObject *zlib_crc32;
+    *str_last_add_confirmed, *str_length_at_lac, *str_ensemble, *str_position_conns, *str_connection,
+    *str_append_general, *str_add_failed, *str_space, *str_space_waiters;
+static PyObject *str_stream, *str_create_future, *str_time, *str_done, *str_set_result, *str_set, *str_append,
+    *str_popleft;
+static PyObject **const handle_names[] = {
+    &str_error, &str_writable, &str_closed, &str_closing, &str_changing, &str_recovering, &str_down,
+    &str_last_add_confirmed, &str_length_at_lac, &str_ensemble, &str_position_conns, &str_connection,
+    &str_append_general, &str_add_failed, &str_space, &str_space_waiters,
+};
+static PyObject *zlib_crc32, *deque_type;
 
 static void put_int64_be(uint8_t *out, uint64_t v) {
     for (int i = 7; i >= 0; i--, v >>= 8)
@@ -746,10 +758,18 @@ static int send_copy(Appender *a, PendingAdd *op, PyObject *index, PyObject *boo
     return rc;
 }
 
+/* 0, or -1 with RuntimeError for an appender whose __init__ never ran (its state would be NULL). */
+static int appender_ready(Appender *a) {
+    if (a->pending != NULL)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "Appender is not initialized");
+    return -1;
+}
+
 /* append(data) -> future: a plain append packaged, queued and sent here; any other goes to the handle's
  * ``_append_general``. */
 static PyObject *Appender_append(Appender *a, PyObject *data) {
-    int plain = plain_append(a);
+    int plain = appender_ready(a) < 0 ? -1 : plain_append(a);
     if (plain < 0)
         return NULL;
     if (!plain)
@@ -757,14 +777,12 @@ static PyObject *Appender_append(Appender *a, PyObject *data) {
     Py_buffer payload;
     if (PyObject_GetBuffer(data, &payload, PyBUF_SIMPLE) < 0)
         return NULL;
-    long long pushed, lac, length;
-    PyObject *future = NULL, *body = NULL, *pending = NULL, *ensemble = NULL;
+    long long lac;
+    PyObject *future = NULL, *body = NULL, *ensemble = NULL;
     PendingAdd *op = NULL;
-    if (handle_int(a, str_last_add_pushed, &pushed) < 0 || handle_int(a, str_last_add_confirmed, &lac) < 0
-        || handle_int(a, str_length, &length) < 0)
+    if (handle_int(a, str_last_add_confirmed, &lac) < 0)
         goto failed;
-    long long entry_id = pushed + 1;
-    length += payload.len;
+    long long entry_id = a->last_add_pushed + 1, length = a->length + payload.len;
     if (a->digest == DIGEST_OTHER) {
         PyObject *view = PyMemoryView_FromBuffer(&payload);
         body = view == NULL ? NULL : PyObject_CallFunction(a->package, "LLLO", entry_id, lac, length, view);
@@ -773,11 +791,12 @@ static PyObject *Appender_append(Appender *a, PyObject *data) {
         body = package_entry(a, entry_id, lac, length, &payload);
     }
     future = body == NULL ? NULL : PyObject_CallMethodNoArgs(a->loop, str_create_future);
-    if (future == NULL || set_handle_int(a, str_length, length) < 0 || set_handle_int(a, str_last_add_pushed, entry_id) < 0)
+    if (future == NULL)
         goto failed;
+    a->length = length;
+    a->last_add_pushed = entry_id;
     op = (PendingAdd *)PyObject_CallFunction((PyObject *)&PendingAddType, "LOLO", entry_id, body, length, future);
-    pending = op == NULL ? NULL : PyObject_GetAttr(a->handle, str_pending);
-    PyObject *queued = pending == NULL ? NULL : PyObject_CallMethodOneArg(pending, str_append, (PyObject *)op);
+    PyObject *queued = op == NULL ? NULL : PyObject_CallMethodOneArg(a->pending, str_append, (PyObject *)op);
     if (queued == NULL)
         goto failed;
     Py_DECREF(queued);
@@ -801,14 +820,12 @@ static PyObject *Appender_append(Appender *a, PyObject *data) {
     PyBuffer_Release(&payload);
     Py_DECREF(body);
     Py_DECREF(op);
-    Py_DECREF(pending);
     Py_DECREF(ensemble);
     return future;
 failed:
     PyBuffer_Release(&payload);
     Py_XDECREF(body);
     Py_XDECREF(op);
-    Py_XDECREF(pending);
     Py_XDECREF(ensemble);
     Py_XDECREF(future);
     return NULL;
@@ -817,12 +834,10 @@ failed:
 /* complete_adds(): the appends at the head of the queue that reached their ack quorum are acknowledged, in entry
  * order (not while the ensemble changes: an answer may count a failed bookie). */
 static PyObject *Appender_complete_adds(Appender *a, PyObject *unused) {
-    int changing = handle_flag(a, str_changing);
+    int changing = appender_ready(a) < 0 ? -1 : handle_flag(a, str_changing);
     if (changing != 0)
         return changing < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *pending = PyObject_GetAttr(a->handle, str_pending);
-    if (pending == NULL)
-        return NULL;
+    PyObject *pending = Py_NewRef(a->pending); /* a callback below may drop the appender */
     long long lac = -2, length = 0;
     int failed = 0;
     while (!failed && PyObject_Length(pending) > 0) {
@@ -901,25 +916,54 @@ static PyObject *Appender_answered(Appender *a, PyObject *const *args, Py_ssize_
     return Appender_complete_adds(a, NULL);
 }
 
+/* The handle has every attribute the appender reads or calls by name: a handle class that renamed one fails here,
+ * when its first ledger is made, naming the attribute (mypy finds it earlier, through AppenderHandle). */
+static int check_handle(PyObject *handle) {
+    for (size_t i = 0; i < COUNT_OF(handle_names); i++) {
+        PyObject *value = PyObject_GetAttr(handle, *handle_names[i]);
+        if (value == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_AttributeError))
+                PyErr_Format(PyExc_TypeError, "Appender: the handle (%s) has no attribute %R, which the C appender "
+                             "uses (see AppenderHandle in bookie/client/_native.pyi)", Py_TYPE(handle)->tp_name,
+                             *handle_names[i]);
+            return -1;
+        }
+        Py_DECREF(value);
+    }
+    return 0;
+}
+
 static int Appender_init(Appender *a, PyObject *args, PyObject *kwds) {
     static char *keywords[] = {"handle", "loop", "ledger_id", "master_key", "write_sets", "ack_quorum",
-                               "max_outstanding", "timeout", "digest", "package", NULL};
+                               "max_outstanding", "timeout", "digest", "package", "last_add_pushed", "length", NULL};
     PyObject *handle, *loop, *master_key, *write_sets, *package;
-    long long ledger_id;
+    long long ledger_id, last_add_pushed, length;
     Py_ssize_t ack_quorum, max_outstanding;
     double timeout;
     int digest;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOLO!O!nndiO:Appender", keywords, &handle, &loop, &ledger_id,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOLO!O!nndiOLL:Appender", keywords, &handle, &loop, &ledger_id,
                                      &PyBytes_Type, &master_key, &PyTuple_Type, &write_sets, &ack_quorum,
-                                     &max_outstanding, &timeout, &digest, &package))
+                                     &max_outstanding, &timeout, &digest, &package, &last_add_pushed, &length))
         return -1;
     if (PyTuple_GET_SIZE(write_sets) == 0) {
         PyErr_SetString(PyExc_ValueError, "Appender: no write sets");
         return -1;
     }
-    PyObject *answered = PyObject_GetAttrString((PyObject *)a, "answered");
-    if (answered == NULL)
+    if (a->pending != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Appender is already initialized: its pending adds are its own");
         return -1;
+    }
+    if (check_handle(handle) < 0)
+        return -1;
+    PyObject *answered = PyObject_GetAttrString((PyObject *)a, "answered");
+    PyObject *pending = answered == NULL ? NULL : PyObject_CallNoArgs(deque_type);
+    if (pending == NULL) {
+        Py_XDECREF(answered);
+        return -1;
+    }
+    a->pending = pending;
+    a->last_add_pushed = last_add_pushed;
+    a->length = length;
     Py_XSETREF(a->handle, Py_NewRef(handle));
     Py_XSETREF(a->loop, Py_NewRef(loop));
     Py_XSETREF(a->master_key, Py_NewRef(master_key));
@@ -941,6 +985,7 @@ static int Appender_traverse(Appender *a, visitproc visit, void *arg) {
     Py_VISIT(a->write_sets);
     Py_VISIT(a->answered);
     Py_VISIT(a->package);
+    Py_VISIT(a->pending);
     return 0;
 }
 
@@ -951,6 +996,7 @@ static int Appender_clear(Appender *a) {
     Py_CLEAR(a->write_sets);
     Py_CLEAR(a->answered);
     Py_CLEAR(a->package);
+    Py_CLEAR(a->pending);
     return 0;
 }
 
@@ -970,19 +1016,49 @@ static PyMethodDef Appender_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *Appender_get_pending(Appender *a, void *closure) {
+    return appender_ready(a) < 0 ? NULL : Py_NewRef(a->pending);
+}
+
+static PyObject *Appender_get_int(Appender *a, void *which) {
+    return PyLong_FromLongLong(which == NULL ? a->last_add_pushed : a->length);
+}
+
+static int Appender_set_int(Appender *a, PyObject *value, void *which) {
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "an appender's last_add_pushed and length cannot be deleted");
+        return -1;
+    }
+    long long v = PyLong_AsLongLong(value);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    *(which == NULL ? &a->last_add_pushed : &a->length) = v;
+    return 0;
+}
+
+static PyGetSetDef Appender_getset[] = {
+    {"pending", (getter)Appender_get_pending, NULL,
+     "The appends sent and not yet acknowledged, in entry order (a collections.deque of PendingAdd).", NULL},
+    {"last_add_pushed", (getter)Appender_get_int, (setter)Appender_set_int, "The last entry id given out.", NULL},
+    {"length", (getter)Appender_get_int, (setter)Appender_set_int, "The ledger's length up to last_add_pushed.",
+     (void *)1},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyTypeObject AppenderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "bookie.client._native.Appender",
     .tp_basicsize = sizeof(Appender),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "Appender(handle, loop, ledger_id, master_key, write_sets, ack_quorum, max_outstanding, timeout, "
-              "digest, package): a writable ledger's appends.",
+              "digest, package, last_add_pushed, length): a ledger's appends, and their state.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Appender_init,
     .tp_dealloc = (destructor)Appender_dealloc,
     .tp_traverse = (traverseproc)Appender_traverse,
     .tp_clear = (inquiry)Appender_clear,
     .tp_methods = Appender_methods,
+    .tp_getset = Appender_getset,
 };
 
 static struct PyModuleDef module_def = {
@@ -1000,16 +1076,22 @@ PyMODINIT_FUNC PyInit__native(void) {
     const InternedName names[] = {
         {&str_error, "_error"}, {&str_writable, "writable"}, {&str_closed, "_closed"}, {&str_closing, "_closing"},
         {&str_changing, "_changing"}, {&str_recovering, "recovering"}, {&str_down, "_down"},
-        {&str_last_add_pushed, "last_add_pushed"}, {&str_last_add_confirmed, "last_add_confirmed"},
-        {&str_length, "length"}, {&str_length_at_lac, "_length_at_lac"}, {&str_pending, "_pending"},
-        {&str_ensemble, "ensemble"}, {&str_position_conns, "_position_conns"}, {&str_stream, "stream"},
-        {&str_connection, "_connection"}, {&str_append_general, "_append_general"}, {&str_add_failed, "_add_failed"},
-        {&str_space, "_space"}, {&str_create_future, "create_future"}, {&str_time, "time"}, {&str_done, "done"},
-        {&str_set_result, "set_result"}, {&str_set, "set"}, {&str_append, "append"}, {&str_popleft, "popleft"},
+        {&str_last_add_confirmed, "last_add_confirmed"}, {&str_length_at_lac, "_length_at_lac"},
+        {&str_ensemble, "ensemble"}, {&str_position_conns, "_position_conns"}, {&str_connection, "_connection"},
+        {&str_append_general, "_append_general"}, {&str_add_failed, "_add_failed"}, {&str_space, "_space"},
         {&str_space_waiters, "_space_waiters"},
+        {&str_stream, "stream"}, {&str_create_future, "create_future"}, {&str_time, "time"}, {&str_done, "done"},
+        {&str_set_result, "set_result"}, {&str_set, "set"}, {&str_append, "append"}, {&str_popleft, "popleft"},
     };
     if (intern_names(names, COUNT_OF(names)) < 0)
         return NULL;
+    if (deque_type == NULL) {
+        PyObject *collections = PyImport_ImportModule("collections");
+        deque_type = collections == NULL ? NULL : PyObject_GetAttrString(collections, "deque");
+        Py_XDECREF(collections);
+        if (deque_type == NULL)
+            return NULL;
+    }
     if (zlib_crc32 == NULL) {
         PyObject *zlib = PyImport_ImportModule("zlib");
         zlib_crc32 = zlib == NULL ? NULL : PyObject_GetAttrString(zlib, "crc32");
