@@ -279,6 +279,13 @@ static PyObject *WriteCache_sorted_entries(WriteCache *self, PyObject *unused) {
         unsigned long long version = self->version; /* of this walk: a walk is checked against its own start */
         long long i = 0;
         for (; i < self->count; i++) {
+            /* The cache may have grown while the GIL was yielded: the version check below starts the walk over
+             * then, but the write into the batch checks its room itself, so that it stays in bounds even if that
+             * check changed. */
+            if (i >= (long long)batch->capacity && entry_batch_grow(batch, (Py_ssize_t)self->count) < 0) {
+                Py_DECREF(batch);
+                return NULL;
+            }
             CacheEntry *e = &self->entries[i];
             batch->items[i] = (BatchEntry){e->ledger, e->entry, Py_NewRef(e->body)};
             batch->count = (Py_ssize_t)i + 1;
