@@ -686,8 +686,8 @@ static int RequestStream_init(RequestStream *s, PyObject *args, PyObject *kwds) 
         PyErr_SetString(PyExc_ValueError, "max_throttle_ms must not be negative");
         return -1;
     }
-    if (s->held_len) {
-        PyErr_SetString(PyExc_RuntimeError, "RequestStream is already in use");
+    if (s->frames != NULL) { /* pending adds hold their slots and counters: a second init would swap those */
+        PyErr_SetString(PyExc_RuntimeError, "RequestStream is already initialized (one per connection)");
         return -1;
     }
     s->max_throttle_ns = max_throttle_ms * 1000000LL;
