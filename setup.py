@@ -44,7 +44,8 @@ EXTENSIONS = [
               [f"{PACKAGE}/storage/{name}.c" for name in ("_write_cache", "_ledger_state", "_journal_writer",
                                                           "_journal", "_write_path", "_entry_log_records")],
               [CRC32C, WRITE_PATH_API, f"{PACKAGE}/storage/_write_path_internal.h"]),
-    extension("bookie.client._native", [f"{PACKAGE}/client/_native.c"], [CRC32C, PROTOCOL_API]),
+    extension("bookie.client._native", [f"{PACKAGE}/client/_client_stream.c", f"{PACKAGE}/client/_native.c"],
+              [CRC32C, PROTOCOL_API, f"{PACKAGE}/client/_native_internal.h"]),
     extension("bookie._requests", [f"{PACKAGE}/_requests.c"], [PROTOCOL_API, WRITE_PATH_API]),
 ]
 
