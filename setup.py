@@ -8,6 +8,8 @@ modules that use it.
 The modules are compiled with the flags below only, not with the interpreter's own build flags (sysconfig's
 CFLAGS: -O3, -fwrapv, -g, ... which differ between Debian's Python and others): the same sources give the
 same code whichever Python builds them, and a warning is an error. CC chooses the compiler (default `cc`).
+BOOKIE_NATIVE_SANITIZE=1 adds AddressSanitizer and UndefinedBehaviorSanitizer to both command lines: the build
+scripts/sanitize makes (outside the repository) and runs the C-facing tests against; never an installed one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from setuptools.command.build_ext import build_ext
 
 COMPILE_FLAGS = ["-O2", "-fPIC", "-pthread", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror"]
 LINK_FLAGS = ["-shared", "-pthread"]
+# Any undefined behaviour is an error that stops the process, as a memory error does (ASan stops at the first).
+SANITIZE_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g"]
 
 PACKAGE = "bookie_image/bookie"
 COMMON = f"{PACKAGE}/_native_common.h"
@@ -37,9 +41,11 @@ def extension(name: str, sources: list[str], headers: list[str]) -> Extension:
 EXTENSIONS = [
     extension("bookie.protocol._native", [f"{PACKAGE}/protocol/_native.c"], [PROTOCOL_API]),
     extension("bookie.storage._write_path",
-              [f"{PACKAGE}/storage/_write_path.c", f"{PACKAGE}/storage/_entry_log_records.c"],
+              [f"{PACKAGE}/storage/{name}.c" for name in ("_write_cache", "_ledger_state", "_journal_writer",
+                                                          "_journal", "_write_path", "_entry_log_records")],
               [CRC32C, WRITE_PATH_API, f"{PACKAGE}/storage/_write_path_internal.h"]),
-    extension("bookie.client._native", [f"{PACKAGE}/client/_native.c"], [CRC32C, PROTOCOL_API]),
+    extension("bookie.client._native", [f"{PACKAGE}/client/_client_stream.c", f"{PACKAGE}/client/_native.c"],
+              [CRC32C, PROTOCOL_API, f"{PACKAGE}/client/_native_internal.h"]),
     extension("bookie._requests", [f"{PACKAGE}/_requests.c"], [PROTOCOL_API, WRITE_PATH_API]),
 ]
 
@@ -57,7 +63,9 @@ class BuildExt(build_ext):
         if not (Path(include) / "Python.h").is_file():
             raise SystemExit(f"bookie's C extension modules: {include}/Python.h is missing (install this "
                              "Python's headers, e.g. Debian's python3-dev)")
-        self.compiler.set_executables(compiler_so=[compiler, *COMPILE_FLAGS], linker_so=[compiler, *LINK_FLAGS])
+        sanitize = SANITIZE_FLAGS if os.environ.get("BOOKIE_NATIVE_SANITIZE") == "1" else []
+        self.compiler.set_executables(compiler_so=[compiler, *COMPILE_FLAGS, *sanitize],
+                                      linker_so=[compiler, *LINK_FLAGS, *sanitize])
         super().build_extensions()
 
 

@@ -1,5 +1,5 @@
 /* CRC32C (Castagnoli), for the C modules that checksum without the GIL or without a Python call: the journal's
- * group trailers (storage/_write_path.c) and the client's entry digests (client/_native.c).
+ * group trailers (storage/_journal_writer.c) and the client's entry digests (client/_native.c).
  *
  * The crc32c package the Python side uses has no C interface, and the journal's writer thread runs without the
  * GIL, so the polynomial is computed here: by the CPU's crc32 instruction where there is one (SSE 4.2), by a table

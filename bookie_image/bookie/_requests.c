@@ -3,7 +3,7 @@
  *
  *   RequestStream   one per connection (bookie/listener.py). Received bytes go to its FrameReader; ``next_frame``
  *                   takes the adds that need nothing but storage straight to the storage engine's WritePath
- *                   (write cache and journal, bookie/storage/_write_path.c) and returns the next frame that needs
+ *                   (write cache and journal, bookie.storage._write_path) and returns the next frame that needs
  *                   Python (any other request, or an add that must be refused, throttled, or first create its
  *                   ledger). Once the journal has made an add durable the stream writes its EOK answer, the
  *                   answers of a whole journal group in one transport write. An add that finds its write cache
@@ -329,6 +329,7 @@ typedef struct {
     char takes_adds;         /* the connection is authenticated: adds may take the hot path */
     char holding_output;     /* a TLS upgrade is under way: answers wait for ``flush`` */
     char dirty;              /* answers wait in ``out`` */
+    char reading;            /* next_frame holds pointers into the reader's buffer: feeding it is refused */
     PendingAdd *pending;
     uint32_t pending_cap, free_head;
     Py_ssize_t pending_count;
@@ -509,7 +510,7 @@ static int take_add(RequestStream *s, const AddFrame *a, long long started_ns) {
 
 /* next_frame() -> bytes | None: see the module's docstring. None when no complete frame is left, or when the adds
  * taken reached the in-progress limit (the caller then pauses the connection). */
-static PyObject *RequestStream_next_frame(RequestStream *s, PyObject *unused) {
+static PyObject *next_frame(RequestStream *s) {
     const uint8_t *frame;
     Py_ssize_t len;
     int read_only = -1;
@@ -545,7 +546,32 @@ static PyObject *RequestStream_next_frame(RequestStream *s, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* next_frame keeps ``frame`` and the decoded add's pointers into the reader's buffer across calls into Python (the
+ * state's read_only, storage's checkpoint trigger, allocations): the reader's buffer must not move or change
+ * meanwhile. So while it runs, whatever would write the buffer (feed, receive_buffer, received) is refused. */
+static PyObject *RequestStream_next_frame(RequestStream *s, PyObject *unused) {
+    if (s->reading) {
+        PyErr_SetString(PyExc_RuntimeError, "RequestStream.next_frame re-entered from Python");
+        return NULL;
+    }
+    s->reading = 1;
+    PyObject *out = next_frame(s);
+    s->reading = 0;
+    return out;
+}
+
+/* 0, or -1 with RuntimeError while next_frame reads the buffer (re-entered from Python). */
+static int buffer_writable(RequestStream *s) {
+    if (!s->reading)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "RequestStream: the frame buffer cannot be written while next_frame reads "
+                    "it (re-entered from Python)");
+    return -1;
+}
+
 static PyObject *RequestStream_feed(RequestStream *s, PyObject *data) {
+    if (buffer_writable(s) < 0)
+        return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -558,6 +584,8 @@ static PyObject *RequestStream_feed(RequestStream *s, PyObject *data) {
 
 /* receive_buffer() -> memoryview: the frame reader's free space, for the connection's next read to fill. */
 static PyObject *RequestStream_receive_buffer(RequestStream *s, PyObject *unused) {
+    if (buffer_writable(s) < 0)
+        return NULL;
     uint8_t *space;
     Py_ssize_t len;
     if (protocol->frames_receive_buffer(s->frames, &space, &len) < 0)
@@ -566,6 +594,8 @@ static PyObject *RequestStream_receive_buffer(RequestStream *s, PyObject *unused
 }
 
 static PyObject *RequestStream_received(RequestStream *s, PyObject *arg) {
+    if (buffer_writable(s) < 0)
+        return NULL;
     Py_ssize_t len = PyLong_AsSsize_t(arg);
     if (len == -1 && PyErr_Occurred())
         return NULL;
@@ -686,8 +716,8 @@ static int RequestStream_init(RequestStream *s, PyObject *args, PyObject *kwds) 
         PyErr_SetString(PyExc_ValueError, "max_throttle_ms must not be negative");
         return -1;
     }
-    if (s->held_len) {
-        PyErr_SetString(PyExc_RuntimeError, "RequestStream is already in use");
+    if (s->frames != NULL) { /* pending adds hold their slots and counters: a second init would swap those */
+        PyErr_SetString(PyExc_RuntimeError, "RequestStream is already initialized (one per connection)");
         return -1;
     }
     s->max_throttle_ns = max_throttle_ms * 1000000LL;

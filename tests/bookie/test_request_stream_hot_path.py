@@ -272,3 +272,42 @@ async def test_the_hot_paths_adds_are_counted_in_the_add_statistics(bookie: Book
     bookie.processor.drain_stats()
     assert bookie.processor.stats.add.ok.count == before + 50
     assert bookie.processor.stats.write_bytes == 50 * len(entry(LEDGER, 1, b"p" * 100))
+
+
+async def test_a_live_stream_refuses_to_be_initialized_again(bookie: Bookie) -> None:
+    # A second __init__ would swap the stream's reader, counters and statistics under the adds it has in flight.
+    await _create_ledger(bookie)
+    stream = bookie.stream()
+    stream.feed(b"".join(_add(LEDGER, i) for i in range(1, 51)))
+    assert _drain(stream) == [] and stream.pending == 50
+    other = RequestProcessor(bookie.processor.conf, bookie.engine, bookie.state, lambda: (1 << 40, 1 << 41))
+    with pytest.raises(RuntimeError, match="already initialized"):
+        RequestStream.__init__(stream, 1 << 20, bookie.engine.write_path, other.adds, bookie.state,
+                               other.hot_adds, lambda *ids: None)
+    assert sorted(r.entry_id for r in await bookie.answers(50)) == list(range(1, 51))
+    assert stream.pending == 0 and bookie.processor.adds.count == 0
+
+
+async def test_the_frame_buffer_cannot_be_fed_while_next_frame_reads_it(bookie: Bookie) -> None:
+    # next_frame holds pointers into the reader's buffer while it calls into Python (here the state's read_only):
+    # a feed from there could move the buffer under them, so it is refused, and the frames stay as they were.
+    await _create_ledger(bookie)
+    fed: list[BaseException] = []
+
+    class FeedingState:
+        @property
+        def read_only(self) -> bool:
+            try:
+                stream.feed(b"\0" * (1 << 20))  # enough to make the reader grow its buffer
+            except RuntimeError as exc:
+                fed.append(exc)
+            return False
+
+    stream = RequestStream(1 << 20, bookie.engine.write_path, bookie.processor.adds, FeedingState(),
+                           bookie.processor.hot_adds, lambda *ids: None)
+    stream.write = bookie.written.append
+    stream.takes_adds = True
+    stream.feed(b"".join(_add(LEDGER, i) for i in range(1, 11)))
+    assert _drain(stream) == [] and stream.pending == 10
+    assert len(fed) == 1 and "cannot be written while next_frame reads it" in str(fed[0])
+    assert sorted(r.entry_id for r in await bookie.answers(10)) == list(range(1, 11))

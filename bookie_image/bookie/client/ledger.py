@@ -141,13 +141,11 @@ class LedgerHandle:
         self.recovering = False
         closed = metadata.state is LedgerState.CLOSED
         self.last_add_confirmed = metadata.last_entry_id if closed else -1
-        self.last_add_pushed = self.last_add_confirmed
-        self.length = metadata.length if closed else 0
-        self._length_at_lac = self.length
+        length = metadata.length if closed else 0
+        self._length_at_lac = length
         self._closed = closed
         self._closing = False
         self._error: e.BKError | None = None
-        self._pending: deque[PendingAdd] = deque()
         self._failed: dict[int, str] = {}  # ensemble position -> failed bookie awaiting replacement
         self._down: set[int] = set()  # positions left failed because no replacement existed
         # Every entry's write set, by entry id modulo the ensemble size: ensemble and write quorum sizes are
@@ -165,10 +163,13 @@ class LedgerHandle:
         self._explicit_lac_sent = -1
         self._lac_task: asyncio.Task[None] | None = None
         # The appends' hot path (C): a plain append is packaged, queued and sent there, and every bookie's answer
-        # to an add goes through it (EOK counted there, the rest to _add_failed).
+        # to an add goes through it (EOK counted there, the rest to _add_failed). It owns the appends' state (the
+        # pending queue, last_add_pushed, length: the properties below); what it reads of this handle by name is
+        # the AppenderHandle protocol of _native.pyi, which mypy checks this class against here.
         self._appender = Appender(self, self._loop, ledger_id, self.master_key, tuple(self._write_sets),
                                   metadata.ack_quorum_size, self.config.max_outstanding_adds,
-                                  self.config.add_timeout_s, _C_DIGESTS.get(digest_type, 0), self._package)
+                                  self.config.add_timeout_s, _C_DIGESTS.get(digest_type, 0), self._package,
+                                  self.last_add_confirmed, length)
         if writable and self.config.explicit_lac_interval_s > 0:
             self._lac_task = asyncio.get_running_loop().create_task(self._explicit_lac_loop())
 
@@ -183,6 +184,29 @@ class LedgerHandle:
         self._metadata = metadata
         self._ensemble = metadata.ensembles[max(metadata.ensembles)]
         self._position_conns = [None] * len(self._ensemble)
+
+    @property
+    def last_add_pushed(self) -> int:
+        """The last entry id given to an append (the Appender's)."""
+        return self._appender.last_add_pushed
+
+    @last_add_pushed.setter
+    def last_add_pushed(self, entry_id: int) -> None:
+        self._appender.last_add_pushed = entry_id
+
+    @property
+    def length(self) -> int:
+        """The ledger's length up to ``last_add_pushed`` (the Appender's)."""
+        return self._appender.length
+
+    @length.setter
+    def length(self, length: int) -> None:
+        self._appender.length = length
+
+    @property
+    def _pending(self) -> deque[PendingAdd]:
+        """The appends sent and not yet acknowledged, in entry order (the Appender's queue)."""
+        return self._appender.pending
 
     @property
     def ensemble(self) -> tuple[str, ...]:
@@ -328,7 +352,8 @@ class LedgerHandle:
                     f"can add no more entries (last acknowledged entry {self.last_add_confirmed})",
                     bookie=err.bookie, status=err.status)
             log.warning("ledger %d: %s", self.ledger_id, self._error)
-        pending, self._pending = self._pending, deque()
+        pending = list(self._pending)
+        self._pending.clear()
         for op in pending:
             if not op.future.done():
                 op.future.set_exception(self._error)

@@ -1,5 +1,5 @@
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from bookie.storage.index import LedgerData
 
@@ -61,9 +61,21 @@ class JournalWriter:
     def written_mark(self) -> tuple[int, int]: ...
     def queue_size(self) -> int: ...
 
+# What WritePath's add reads of each ledger directory (LedgerDirStorage) by name; mypy checks the directories
+# given to WritePath() against it, so a rename in LedgerDirStorage fails the type check.
+class DirRoom(Protocol):
+    @property
+    def write_cache(self) -> WriteCache: ...
+    @property
+    def flushing(self) -> WriteCache | None: ...
+    @property
+    def free_bytes(self) -> int | None: ...
+    @property
+    def total_bytes(self) -> int: ...
+
 class WritePath:
     closed: bool
-    def __init__(self, dirs: tuple[Any, ...], home_dirs: dict[int, int], ledgers: dict[int, LedgerState],
+    def __init__(self, dirs: tuple[DirRoom, ...], home_dirs: dict[int, int], ledgers: dict[int, LedgerState],
                  journals: tuple[JournalWriter, ...], trigger_checkpoint: Callable[[], None],
                  disk_usage_threshold: float, min_usable_size: int) -> None: ...
 
