@@ -2,11 +2,14 @@
 apache/pulsar-helm-chart's shape runs, with ledgers written to them by a client: no pod is restarted before
 approve (same pod UIDs), approve replaces the StatefulSet with the operator's and rolls every pod onto its
 template; then every entry reads back byte-identical from each bookie, the claims are the same (PVC UIDs) and the
-bookie ids registered in ZooKeeper are the chart's."""
+bookie ids registered in ZooKeeper are the chart's. Then the adopted bookies switch in place to our bookie on the
+chart's own disks and directories, and back to Apache BookKeeper's, every entry still byte-identical on each
+bookie, the same claims and bookie ids throughout."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import random
 import time
@@ -19,6 +22,7 @@ from bookie.metadata.store import MetadataStore
 from bookie.protocol.entry import DigestType
 from bookie.protocol.messages import StatusCode
 from bookie_fleet.zookeeper import ZooKeeperServer
+from bookie_operator.models import BOOKIE_IMAGE
 
 from tests.operator.conftest import (
     JAVA,
@@ -97,11 +101,21 @@ async def _read_back(ips: dict[str, str], written: dict[tuple[int, int], bytes])
                 assert bytes(response.body) == body, f"{bookie}: entry {lid}/{e} changed (seed {SEED})"
 
 
+def _switched(kube: KubeTarget, ns: str, implementation: str) -> dict[str, dict[str, Any]] | None:
+    """The pods once a switch is over: all three Ready on ``implementation``, no switch left in status."""
+    pods = _all_ready(kube, ns)
+    if pods is None or "implementationSwitch" in get_cluster(kube, ns, NAME)["status"]:
+        return None
+    on_target = [p for p in pods.values() if p["metadata"]["labels"].get("bookie-fleet.dev/implementation")
+                 == implementation]
+    return pods if len(on_target) == 3 else None
+
+
 def _ips(pods: dict[str, dict[str, Any]], ns: str) -> dict[str, str]:
     return {f"{name}.{NAME}.{ns}.svc.cluster.local:3181": p["status"]["podIP"] for name, p in pods.items()}
 
 
-@pytest.mark.timeout(1200)   # three JVM bookies started, then each restarted once, on 2 shared cores
+@pytest.mark.timeout(1800)   # three JVM bookies started, then each restarted three times, on 2 shared cores
 async def test_chart_bookies_adopted_then_rolled_onto_the_operator_statefulset_keeping_disks_and_ids(
         kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
         operator_factory: Callable[[str], OperatorProcess]) -> None:
@@ -152,3 +166,15 @@ async def test_chart_bookies_adopted_then_rolled_onto_the_operator_statefulset_k
     assert sorted(registered) == sorted(ips), "the bookie ids are the chart's"
     await _read_back(ips, written)
     print(f"whole test {time.monotonic() - started:.0f}s")
+
+    # The adopted fleet switches to our bookie on the chart's disks and directories, and back.
+    for implementation, image in (("bookie-fleet", BOOKIE_IMAGE), ("apache-bookkeeper", JAVA["image"])):
+        switching = time.monotonic()
+        patch_spec(kube, ns, NAME, {"implementation": implementation, "image": image})
+        pods = wait_for(functools.partial(_switched, kube, ns, implementation), 900, 2,
+                        f"every adopted bookie on {implementation}")
+        print(f"switched to {implementation} in {time.monotonic() - switching:.0f}s")
+        assert _claims(kube, ns) == claim_uids, "the same claims: no PVC recreated"
+        assert _ips(pods, ns).keys() == ips.keys(), "the same bookie ids"
+        await _read_back(_ips(pods, ns), written)
+    print(f"whole story {time.monotonic() - started:.0f}s")
