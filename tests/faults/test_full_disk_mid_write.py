@@ -1,6 +1,8 @@
 """A bookie whose journal or ledger disk fills up while clients write loses no acknowledged entry, stops taking
 adds (read-only, or, for a journal that cannot write, fail-stop: docs/architecture.md), and takes adds again
-once space is freed (restarted by its supervisor when it stopped).
+once space is freed (restarted by its supervisor when it stopped). Apache BookKeeper 4.17.3's bookie runs the
+journal case only: with its ledger disk freed it stays read-only for minutes, and restarted it can fail to
+open its RocksDB index (docs/reliability.md), so that case is a finding of the soak runs, not a CI check.
 
 The disk is a real small file system (a size-limited tmpfs over the bookie's directory) filled to a seeded
 number of free bytes, so ENOSPC comes mid-write at a seeded point; both implementations' bookies run the same
@@ -28,15 +30,17 @@ from tests.support.seeds import rounds
 
 # Ledger-disk rounds need no restart; journal-disk rounds usually restart the bookie, so fewer run in CI.
 ROUNDS = {"ledgers": 10, "journal": 4}
-# The ledger disk keeps what every round stored (up to its headroom each), the journal disk is trimmed.
-DISK_MB = {"ledgers": 64, "journal": 24}
+# The ledger disk keeps what every round stored (Apache BookKeeper's bookie takes up to about 6 MiB of a round
+# before it turns read-only, ours its headroom), so it grows with the rounds; the journal disk is trimmed.
+DISK_MB = {"ledgers": lambda count: 32 + 8 * count, "journal": lambda count: 24}
 MOST_HEADROOM = 2 << 20
 ROUND_BYTES = 4 << 20  # written per round: more than the most headroom a round leaves
 IN_FLIGHT = 16
-CONF: dict[str, Any] = {"flushInterval": 1000, "diskCheckInterval": 500, "diskUsageThreshold": 0.999,
+CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",  # as deployed
+                        "flushInterval": 1000, "diskCheckInterval": 500, "diskUsageThreshold": 0.999,
                         "diskUsageWarnThreshold": 0.998,
-                        # Writable again only with room for both write cache halves (8 MiB) on the 64 MiB disk:
-                        # a mark closer to full makes it flap, the flush of what waited filling it again.
+                        # Writable again only with room for both write cache halves (8 MiB) on the disk: a mark
+                        # closer to full makes it flap, the flush of what waited filling it again.
                         "diskUsageLwmThreshold": 0.75,
                         "dbStorage_writeCacheMaxSizeMb": 4, "journalPreAllocSizeMB": 1, "journalMaxSizeMB": 8,
                         "gcWaitTime": 3_600_000}
@@ -48,7 +52,8 @@ def _disk_of(bookie: Any, disk: str) -> Path:
     return Path(str(bookie.conf_values()[key]))
 
 
-@pytest.mark.parametrize("disk", ["ledgers", "journal"])
+@pytest.mark.parametrize(("bookie_kind", "disk"), [("python", "ledgers"), ("python", "journal"),
+                                                   ("java", "journal")])
 async def test_a_full_disk_loses_no_acknowledged_entry_and_recovers(
         cluster_factory: Callable[..., BookieCluster], bookie_kind: str, disk: str,
         seeded_rng: random.Random) -> None:
@@ -56,10 +61,11 @@ async def test_a_full_disk_loses_no_acknowledged_entry_and_recovers(
     victim = cluster.bookies[0]
     await asyncio.to_thread(victim.stop)
     history = History()
-    with small_disk_over(_disk_of(victim, disk), DISK_MB[disk]) as small:
+    count = rounds(ROUNDS[disk])
+    with small_disk_over(_disk_of(victim, disk), DISK_MB[disk](count)) as small:
         await asyncio.to_thread(victim.start)
         async with BookKeeper(cluster.client_config()) as bk:
-            for number in range(rounds(ROUNDS[disk])):
+            for number in range(count):
                 await _round(bk, cluster, victim, small, history, seeded_rng, f"{bookie_kind}-{disk}-{number}")
         await asyncio.to_thread(victim.stop)
     # Everything acknowledged, read back by a new client once the bookie restarted on its normal disk.
@@ -72,7 +78,7 @@ async def test_a_full_disk_loses_no_acknowledged_entry_and_recovers(
             await reader.read_back(handle)
     violations = check(history)
     assert not violations, report(violations, history)
-    assert sum(op.kind == "append" and op.ok for op in history.ops) > 10 * rounds(ROUNDS[disk])
+    assert sum(op.kind == "append" and op.ok for op in history.ops) > 10 * count
 
 
 async def _round(bk: BookKeeper, cluster: BookieCluster, victim: Any, small: Path, history: History,
