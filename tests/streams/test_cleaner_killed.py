@@ -52,7 +52,8 @@ async def _kill_while_rewriting(command: list[str], progress_lines: int) -> None
 
 @pytest.mark.parametrize("kill_at", KILL_POINTS)
 async def test_a_killed_cleaner_loses_and_duplicates_nothing(streams: Streams, clock: Clock, bookies: BookieSet,
-                                                             streams_root: str, kill_at: str) -> None:
+                                                             streams_root: str, kill_at: str,
+                                                             seeded_rng: random.Random) -> None:
     await streams.create_namespace("k", Policies(roll_bytes=800, cleanup_policy="compact", delete_pause_ms=0,
                                                  ensemble=3, write_quorum=2, ack_quorum=2))
     await streams.create_stream("k", "s")
@@ -67,10 +68,10 @@ async def test_a_killed_cleaner_loses_and_duplicates_nothing(streams: Streams, c
                "--streams-root", streams_root, "--zk-session-timeout", "2", "clean", "--stream", "k/s",
                "--map-bytes", "1000000"]
     if kill_at == "from_outside":
-        await _kill_while_rewriting(command, progress_lines=random.randint(1, 6))
+        await _kill_while_rewriting(command, progress_lines=seeded_rng.randint(1, 6))
     else:
         if kill_at == "mid_write":
-            kill_at = f"mid_write:{random.randint(1, 3)}"  # after 100, 200 or 300 of the 400 records
+            kill_at = f"mid_write:{seeded_rng.randint(1, 3)}"  # after 100, 200 or 300 of the 400 records
         env = {**os.environ, failpoints.ENV: f"stream.cleaner.{kill_at}"}
         proc = await asyncio.to_thread(subprocess.run, command, env=env, capture_output=True, text=True,
                                        timeout=180)

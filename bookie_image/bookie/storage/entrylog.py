@@ -92,7 +92,12 @@ class EntryLogger:
         path = self.path_of(log_id)
         self._record_last_id(log_id)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        os.pwrite(fd, ef.LogHeader().encode(), 0)
+        try:
+            _pwrite_all(fd, ef.LogHeader().encode(), 0)
+        except OSError:  # a full disk: no half-made log left behind for every retry to add another
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
         # The log's name durable now: the checkpoint that indexes its entries and moves the journal mark past
         # them fsyncs only the file's bytes.
         durable.fsync_dir(self.current_dir)
@@ -135,9 +140,35 @@ class EntryLogger:
     def _write_buffer(self) -> None:
         if self._buffered:
             with memoryview(self._buffer) as view:
-                os.pwrite(self._fd, view[:self._buffered], self._buffer_at)
+                _pwrite_all(self._fd, view[:self._buffered], self._buffer_at)
             self._buffer_at += self._buffered
             self._buffered = 0
+
+    def append_durably(self, batch: EntryBatch) -> bytearray:
+        """``append_batch`` then ``flush``, all or nothing: when either fails (a full disk), the active log is
+        cut back to where it was, so the space the failed attempt took is free again and the retry (the next
+        checkpoint writes the same entries) appends them once, not after a copy of each earlier attempt."""
+        with self._lock:
+            self._write_buffer()  # what earlier appends left buffered stays out of the undo
+            before = (self.active_log_id, self._position, dict(self._ledgers))
+        try:
+            locations = self.append_batch(batch)
+            self.flush()
+        except OSError:
+            self._undo(*before)
+            raise
+        return locations
+
+    def _undo(self, log_id: int, position: int, ledgers: dict[int, int]) -> None:
+        with self._lock:
+            if self._fd < 0:
+                return
+            if self.active_log_id != log_id:  # rolled meanwhile: the new log holds only the failed records
+                position, ledgers = ef.HEADER_SIZE, {}
+            os.ftruncate(self._fd, position)
+            self._position = self._buffer_at = position
+            self._buffered = 0
+            self._ledgers = ledgers
 
     def flush(self) -> None:
         """Write buffered entries and fsync the active log."""
@@ -151,8 +182,8 @@ class EntryLogger:
         self._write_buffer()
         map_offset = self._position
         data = ef.encode_ledgers_map(self._ledgers)
-        os.pwrite(self._fd, data, map_offset)
-        os.pwrite(self._fd, ef.encode_map_location(map_offset, len(self._ledgers)), ef.MAP_LOCATION_OFFSET)
+        _pwrite_all(self._fd, data, map_offset)
+        _pwrite_all(self._fd, ef.encode_map_location(map_offset, len(self._ledgers)), ef.MAP_LOCATION_OFFSET)
         os.fsync(self._fd)
         os.close(self._fd)
         log.info("entry log %x finalized: %d ledgers, %d bytes", self.active_log_id, len(self._ledgers),
@@ -262,3 +293,12 @@ class _ReadWindow:
         if start + n > len(self.buf):
             return None
         return self.buf[start:start + n]
+
+
+def _pwrite_all(fd: int, data: bytes | memoryview, offset: int) -> None:
+    """``pwrite`` until every byte is written: a write that fills the disk returns short, and only the next one
+    raises ENOSPC (taking a short write for a whole one would index entries that are not in the file)."""
+    with memoryview(data) as view:
+        while view.nbytes:
+            written = os.pwrite(fd, view, offset)
+            view, offset = view[written:], offset + written

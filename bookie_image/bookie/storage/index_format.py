@@ -100,12 +100,21 @@ def _rewrite(db: Rdict, path: Path, newer: dict[str, int]) -> None:
 
 
 def check_takeover(ledger_dir: Path, index_dir: Path) -> None:
-    """Refuse a ledger directory whose entry logs have no RocksDB index to go with them (before anything
-    is created in it)."""
+    """Refuse a ledger directory whose entry logs have no RocksDB index, or only one of its two, to go with
+    them (before anything is created in it)."""
     current, index_current = ledger_dir / "current", index_dir / "current"
-    if not current.is_dir() or any((index_current / name).is_dir() for name in INDEX_NAMES):
+    present = [name for name in INDEX_NAMES if (index_current / name).is_dir()]
+    if not current.is_dir() or len(present) == len(INDEX_NAMES):
         return
     logs = [p.name for p in current.iterdir() if ef.parse_log_file_name(p.name) is not None]
+    if present and logs:  # one index lost: opened, the bookie would answer "no such entry" for what it holds
+        missing = [name for name in INDEX_NAMES if name not in present]
+        raise IncompatibleDiskError(
+            f"ledger directory {ledger_dir} holds {len(logs)} entry log(s) and its index directory {index_dir} "
+            f"has the RocksDB index {' and '.join(present)} but not {' and '.join(missing)} under current/: "
+            "the entries of those logs could not be found. Restore the index directory, or rebuild the index "
+            "with Apache BookKeeper's `bookkeeper shell rebuild-db-ledger-locations-index` while the bookie is "
+            "stopped")
     idx_files = next(current.glob("*/*/*.idx"), None)
     if idx_files is not None:
         raise IncompatibleDiskError(

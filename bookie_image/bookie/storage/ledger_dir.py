@@ -49,8 +49,7 @@ class LedgerDirStorage:
     def flush_cache(self, cache: WriteCache) -> int:
         """Append a swapped write cache to the entry log and index it; returns entries written."""
         batch = cache.sorted_entries()
-        locations = self.entry_logger.append_batch(batch)
-        self.entry_logger.flush()
+        locations = self.entry_logger.append_durably(batch)
         self.locations.put_packed(locations)
         self.locations.sync()
         self.ledger_index.sync()
