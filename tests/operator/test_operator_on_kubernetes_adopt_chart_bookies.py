@@ -2,9 +2,10 @@
 apache/pulsar-helm-chart's shape runs, with ledgers written to them by a client: no pod is restarted before
 approve (same pod UIDs), approve replaces the StatefulSet with the operator's and rolls every pod onto its
 template; then every entry reads back byte-identical from each bookie, the claims are the same (PVC UIDs) and the
-bookie ids registered in ZooKeeper are the chart's. Then the adopted bookies switch in place to our bookie on the
-chart's own disks and directories, and back to Apache BookKeeper's, every entry still byte-identical on each
-bookie, the same claims and bookie ids throughout."""
+bookie ids registered in ZooKeeper are the chart's. Then, with a real Pulsar broker producing to them all along,
+the adopted bookies switch in place to our bookie on the chart's own disks and directories, and back to Apache
+BookKeeper's: no send fails, every message Pulsar acknowledged is read back byte-identical, every entry of the
+ledgers written first is still byte-identical on each bookie, the same claims and bookie ids throughout."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import importlib
 import random
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.metadata.store import MetadataStore
 from bookie.protocol.entry import DigestType
 from bookie.protocol.messages import StatusCode
+from bookie_fleet.pulsar import Producer, PulsarBroker, consume
 from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator.models import BOOKIE_IMAGE
 
@@ -44,6 +47,7 @@ NAME = f"{RELEASE}-bookie"
 SEED = 4702
 LEDGERS = (11, 12, 13)
 ENTRIES = 40
+PULSAR_RATE = 100   # messages per second, through both switches
 
 
 def _pods(kube: KubeTarget, ns: str) -> dict[str, dict[str, Any]]:
@@ -118,7 +122,7 @@ def _ips(pods: dict[str, dict[str, Any]], ns: str) -> dict[str, str]:
 @pytest.mark.timeout(1800)   # three JVM bookies started, then each restarted three times, on 2 shared cores
 async def test_chart_bookies_adopted_then_rolled_onto_the_operator_statefulset_keeping_disks_and_ids(
         kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
-        operator_factory: Callable[[str], OperatorProcess]) -> None:
+        operator_factory: Callable[[str], OperatorProcess], tmp_path: Path) -> None:
     ns, root = kube_namespace, f"/{kube_namespace}-ledgers"
     started = time.monotonic()
     async with MetadataStore(zookeeper.connect_string, root) as store:
@@ -167,14 +171,41 @@ async def test_chart_bookies_adopted_then_rolled_onto_the_operator_statefulset_k
     await _read_back(ips, written)
     print(f"whole test {time.monotonic() - started:.0f}s")
 
-    # The adopted fleet switches to our bookie on the chart's disks and directories, and back.
-    for implementation, image in (("bookie-fleet", BOOKIE_IMAGE), ("apache-bookkeeper", JAVA["image"])):
-        switching = time.monotonic()
-        patch_spec(kube, ns, NAME, {"implementation": implementation, "image": image})
-        pods = wait_for(functools.partial(_switched, kube, ns, implementation), 900, 2,
-                        f"every adopted bookie on {implementation}")
-        print(f"switched to {implementation} in {time.monotonic() - switching:.0f}s")
-        assert _claims(kube, ns) == claim_uids, "the same claims: no PVC recreated"
-        assert _ips(pods, ns).keys() == ips.keys(), "the same bookie ids"
-        await _read_back(_ips(pods, ns), written)
+    # The adopted fleet switches to our bookie on the chart's disks and directories, and back, under a Pulsar
+    # producer (2/2/2 ensembles on the three bookies, Pulsar's defaults).
+    broker = PulsarBroker(tmp_path / "pulsar", zookeeper.connect_string, root, chroot=f"/pulsar-{ns}",
+                          log_level="warn")
+    topic = "public/default/through-the-switch"
+    producer: Producer | None = None
+    try:
+        await asyncio.to_thread(broker.setup_metadata)
+        await asyncio.to_thread(broker.start)
+        broker.admin("PUT", f"persistent/{topic}/subscription/check")
+        producer = Producer(broker, topic, 0, keys=16, max_size=4096, rate=PULSAR_RATE)
+        for implementation, image in (("bookie-fleet", BOOKIE_IMAGE), ("apache-bookkeeper", JAVA["image"])):
+            switching, sent = time.monotonic(), len(producer.acked)
+            patch_spec(kube, ns, NAME, {"implementation": implementation, "image": image})
+            pods = await asyncio.to_thread(wait_for, functools.partial(_switched, kube, ns, implementation), 900, 2,
+                                           f"every adopted bookie on {implementation}")
+            print(f"switched to {implementation} in {time.monotonic() - switching:.0f}s, "
+                  f"{len(producer.acked) - sent} messages acknowledged meanwhile")
+            assert _claims(kube, ns) == claim_uids, "the same claims: no PVC recreated"
+            assert _ips(pods, ns).keys() == ips.keys(), "the same bookie ids"
+            await _read_back(_ips(pods, ns), written)
+        at_end = len(producer.acked)
+        await asyncio.to_thread(producer.wait_for, lambda: len(producer.acked) >= at_end + PULSAR_RATE, 120,
+                                "messages after the last switch")
+        await asyncio.to_thread(producer.finish)
+        acked, failed = producer.acked, producer.failed
+        assert not failed, f"{len(failed)} sends failed, first {sorted(failed.items())[:5]}"
+        got = await asyncio.to_thread(consume, broker, topic, "check", len(acked))
+        seen = {seq: (key, sha) for seq, key, sha in got}
+        lost = sorted(set(acked) - set(seen))
+        assert not lost, f"{len(lost)} acknowledged messages lost, first {lost[:10]}"
+        assert all(seen[seq] == (ack.key, ack.sha256) for seq, ack in acked.items()), "a message changed"
+        print(f"{len(acked)} messages acknowledged and read back")
+    finally:
+        if producer is not None:
+            producer.kill()
+        await asyncio.to_thread(broker.stop)
     print(f"whole story {time.monotonic() - started:.0f}s")
