@@ -24,8 +24,10 @@ def _objects(namespace: str, zk: str, root: str) -> list[dict[str, Any]]:
         "storage": {"journal": {"size": "1Gi"}, "ledgers": {"size": "1Gi"}},
         "config": {"diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998}})
     owner = builders.Owner("bk", namespace, "0")
-    # The operator creates the admin token Secret once; without an operator here, the test does.
+    # The operator creates the token Secrets (admin, and the audit's read token) once; without an operator here,
+    # the test does.
     objects = [builders.admin_token_secret(owner, "test-admin-token"),
+               builders.audit_token_secret(owner, "test-audit-token"),
                *builders.desired_objects(owner, spec, replicas=1)]
     for obj in objects:
         obj["metadata"].pop("ownerReferences", None)   # no BookieCluster here: nothing may collect them
