@@ -5,7 +5,8 @@ template; then every entry reads back byte-identical from each bookie, the claim
 bookie ids registered in ZooKeeper are the chart's. Then, with a real Pulsar broker producing to them all along,
 the adopted bookies switch in place to our bookie on the chart's own disks and directories, and back to Apache
 BookKeeper's: no send fails, every message Pulsar acknowledged is read back byte-identical, every entry of the
-ledgers written first is still byte-identical on each bookie, the same claims and bookie ids throughout."""
+ledgers written first is still byte-identical on each bookie, the same claims, bookie ids and cookies throughout,
+and no ledger re-replicated (their metadata unchanged, none under-replicated)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from tests.operator.conftest import (
     patch_spec,
     wait_ready,
 )
+from tests.operator.ledger_identities import identities
 from tests.support.kube import KubeTarget, pod_ready, wait_for
 from tests.support.pulsar_chart import bookie_objects
 
@@ -171,6 +173,8 @@ async def test_chart_bookies_adopted_then_rolled_onto_the_operator_statefulset_k
     await _read_back(ips, written)
     print(f"whole test {time.monotonic() - started:.0f}s")
 
+    before = await identities(zookeeper.connect_string, root, LEDGERS)
+
     # The adopted fleet switches to our bookie on the chart's disks and directories, and back, under a Pulsar
     # producer (2/2/2 ensembles on the three bookies, Pulsar's defaults).
     broker = PulsarBroker(tmp_path / "pulsar", zookeeper.connect_string, root, chroot=f"/pulsar-{ns}",
@@ -208,4 +212,6 @@ async def test_chart_bookies_adopted_then_rolled_onto_the_operator_statefulset_k
         if producer is not None:
             producer.kill()
         await asyncio.to_thread(broker.stop)
+    after = await identities(zookeeper.connect_string, root, LEDGERS)
+    assert after == before, "the same bookies and cookies, and no ledger re-replicated (its metadata unchanged)"
     print(f"whole story {time.monotonic() - started:.0f}s")

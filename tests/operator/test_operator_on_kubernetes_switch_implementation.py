@@ -12,8 +12,8 @@ from typing import Any
 
 from bookie.client import BookKeeper
 from bookie.client.config import ClientConfig
-from bookie.metadata.store import MetadataStore
 from bookie_fleet.zookeeper import ZooKeeperServer
+from bookie_operator.models import BOOKIE_IMAGE
 
 from tests.operator.conftest import (
     JAVA,
@@ -25,9 +25,10 @@ from tests.operator.conftest import (
     patch_spec,
     wait_ready,
 )
+from tests.operator.ledger_identities import identities
 from tests.support.kube import KubeTarget, pod_ready, wait_for
 
-OURS = {"implementation": "bookie-fleet", "image": "bookie-fleet/bookie:0.1.0"}
+OURS = {"implementation": "bookie-fleet", "image": BOOKIE_IMAGE}
 # Each direction restarts three bookies, each only once the one before is ready: a Java bookie's start on a
 # loaded 2-core machine takes up to a minute.
 SWITCH_TIMEOUT = 600
@@ -47,17 +48,6 @@ async def write_ledgers(config: ClientConfig, tag: str, count: int = 4, entries:
                 await handle.add(payload)
             await handle.close()
     return written
-
-
-async def identities(zk: str, root: str, ledgers: list[int]) -> dict[str, Any]:
-    """What must not change across a switch: registered bookies, cookies (value and version), ledger metadata."""
-    async with MetadataStore(zk, root) as store:
-        bookies = sorted(await store.list_bookies())
-        cookies = {b: await store.read_cookie(b) for b in bookies}
-        metadata = {lid: await store.read_ledger_metadata(lid) for lid in ledgers}
-        return {"bookies": bookies, "under_replicated": await store.list_underreplicated(),
-                "cookies": {b: (c.value, c.version) if c else None for b, c in cookies.items()},
-                "metadata": {lid: (m.value, m.version) for lid, m in metadata.items()}}
 
 
 def claims(kube: KubeTarget, ns: str) -> dict[str, str]:
