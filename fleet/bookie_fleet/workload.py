@@ -40,6 +40,7 @@ class PulsarWorkload:
     zk_connect: str
     ledgers_root: str
     chroot: str = "/pulsar-playground"   # Pulsar's own metadata, beside BookKeeper's in the same ZooKeeper
+    broker_settings: dict[str, Any] = field(default_factory=lambda: dict(BROKER_SETTINGS))
     broker: PulsarBroker | None = None
     producers: dict[str, Producer] = field(default_factory=dict)
 
@@ -47,7 +48,7 @@ class PulsarWorkload:
         """Pulsar's cluster metadata on the bookies' BookKeeper metadata, the broker, the namespace and the
         topics with their subscriptions."""
         broker = PulsarBroker(self.workdir, self.zk_connect, self.ledgers_root, chroot=self.chroot,
-                              log_level="warn", settings=BROKER_SETTINGS)
+                              log_level="warn", settings=self.broker_settings)
         self.broker = broker
         broker.setup_metadata()
         broker.start()

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 from bookie.metadata.store import MetadataStore
 from bookie_audit.snapshot import export_snapshot
-from bookie_fleet.workload import EXPIRING, KEPT, PulsarWorkload, topic_name
+from bookie_fleet.workload import BROKER_SETTINGS, EXPIRING, KEPT, PulsarWorkload, topic_name
 from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import builders
 from bookie_operator.models import INSPECTOR_METRICS_PORT, INSPECTOR_PORT
@@ -46,6 +46,10 @@ from tests.support.ociimage import runc_pid
 
 NAME = "jf"
 ORDERS = topic_name(next(iter(KEPT)))
+# Every entry on all three bookies (Pulsar's default ensemble is 2 of them): each bookie's disk then holds the
+# expired topics' garbage, whichever bookies Pulsar would have picked for them.
+EVERY_BOOKIE = {**BROKER_SETTINGS, "managedLedgerDefaultEnsembleSize": 3, "managedLedgerDefaultWriteQuorum": 3,
+                "managedLedgerDefaultAckQuorum": 2}
 AUDIT = {"mode": "full", "executors": 1, "executorMemory": "512m", "driverMemory": "512m", "minAgeDays": 0}
 
 
@@ -88,7 +92,8 @@ async def test_java_fleet_explained_and_audited_through_inspectors(
         assert obj is not None and [c["name"] for c in obj["spec"]["containers"]] == ["bookie", "inspector"]
     _inspector_volume_is_read_only(kube, ns, pods[0])
 
-    workload = PulsarWorkload(tmp_path / "pulsar", zookeeper.connect_string, root, chroot=f"/pulsar-{ns}")
+    workload = PulsarWorkload(tmp_path / "pulsar", zookeeper.connect_string, root, chroot=f"/pulsar-{ns}",
+                              broker_settings=EVERY_BOOKIE)
     try:
         await asyncio.to_thread(workload.start)
         workload.produce(600_000, 4096)
