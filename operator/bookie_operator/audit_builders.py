@@ -234,6 +234,8 @@ def spark_conf(owner: Owner, spec: BookieClusterSpec, run_id: str) -> dict[str, 
         "spark.kubernetes.driver.podTemplateContainerName": "spark",
         "spark.kubernetes.executor.podTemplateContainerName": "spark",
     }
+    if audit.jvm_options:
+        conf["spark.driver.extraJavaOptions"] = conf["spark.executor.extraJavaOptions"] = " ".join(audit.jvm_options)
     if spec.tls is not None and spec.tls.admin is not None:  # HTTPS admin API: its CA in driver and executors
         conf[f"spark.kubernetes.driver.secrets.{spec.tls.admin.secret_name}"] = ADMIN_TLS_DIR
         conf[f"spark.kubernetes.executor.secrets.{spec.tls.admin.secret_name}"] = ADMIN_TLS_DIR
@@ -289,6 +291,9 @@ def audit_job(owner: Owner, spec: BookieClusterSpec, run_id: str, ordinals: list
     container = {"name": "spark-submit", "image": audit.image, "imagePullPolicy": spec.image_pull_policy,
                  "args": args, "securityContext": _restricted(),
                  "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
+                 # spark-submit's own JVM (the submission client, waiting for the driver) takes them from here.
+                 "env": [{"name": "SPARK_SUBMIT_OPTS", "value": " ".join(audit.jvm_options)}] if audit.jvm_options
+                 else [],
                  "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"},
                                   {"name": "pod-templates", "mountPath": TEMPLATES_DIR, "readOnly": True}]}
     return {"apiVersion": "batch/v1", "kind": "Job",

@@ -359,6 +359,11 @@ class AuditSpec(Model):
     executor_memory: str = Field(default="1g", pattern=SPARK_MEMORY_PATTERN,
                                  description="JVM heap of each executor (Spark's format: 512m, 2g).")
     driver_memory: str = Field(default="1g", pattern=SPARK_MEMORY_PATTERN, description="JVM heap of the driver.")
+    jvm_options: list[str] = Field(
+        default_factory=list, max_length=64, description="JVM options of the audit's Spark JVMs (the "
+        "submission client, the driver and the executors; spark.driver/executor.extraJavaOptions), e.g. GC or JIT "
+        "flags; heaps are driverMemory and executorMemory.",
+        json_schema_extra={"items": {"type": "string", "pattern": "^-", "maxLength": 1024}})
     min_age_days: float = Field(default=7.0, ge=0, description="Pinning: entry logs at least this old.")
     reports_kept: int = Field(default=10, ge=1, le=1000, description="Complete runs the report store keeps.")
     report_storage: AuditStorageSpec = Field(default_factory=AuditStorageSpec,

@@ -84,6 +84,18 @@ def test_a_run_is_spark_submit_in_cluster_mode_over_every_bookie() -> None:
     assert app[app.index("--run-id") + 1] == run
 
 
+def test_jvm_options_reach_spark_submit_the_driver_and_the_executors() -> None:
+    options = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+    spec = parse_spec({**BASE, "audit": {"schedule": "0 3 * * *", "jvmOptions": options}})
+    container = ab.audit_job(OWNER, spec, "r", [0])["spec"]["template"]["spec"]["containers"][0]
+    conf = _conf(container["args"])
+    assert conf["spark.driver.extraJavaOptions"] == conf["spark.executor.extraJavaOptions"] == " ".join(options)
+    assert container["env"] == [{"name": "SPARK_SUBMIT_OPTS", "value": " ".join(options)}]
+    plain = ab.audit_job(OWNER, parse_spec({**BASE, "audit": {"schedule": "0 3 * * *"}}), "r", [0])
+    container = plain["spec"]["template"]["spec"]["containers"][0]
+    assert container["env"] == [] and "spark.driver.extraJavaOptions" not in _conf(container["args"])
+
+
 def test_apache_bookkeeper_bookies_are_audited_through_their_inspectors() -> None:
     spec = parse_spec({**BASE, "implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3",
                        "audit": {"schedule": "0 3 * * *"}})

@@ -51,6 +51,7 @@ from tests.operator.conftest import (
     wait_ready,
 )
 from tests.support.kube import KubeTarget, wait_for
+from tests.support.spark_jvm import SPARK_TEST_JVM_OPTIONS
 
 raw = importlib.import_module("tests.support.raw_client")
 
@@ -112,7 +113,7 @@ async def test_operator_runs_the_audit_on_spark_on_kubernetes(
     ns, root = kube_namespace, f"/{kube_namespace}/ledgers"
     operator_factory(ns)
     audit = {"mode": "full", "executors": 1, "executorMemory": "512m", "driverMemory": "512m", "minAgeDays": 0,
-             "compaction": {"enabled": True, "reclaimableGiB": 0.00001}}
+             "jvmOptions": list(SPARK_TEST_JVM_OPTIONS), "compaction": {"enabled": True, "reclaimableGiB": 0.00001}}
     kube.apply(bookie_cluster(NAME, zookeeper.connect_string, root, replicas=3, ensembleSize=3, audit=audit,
                               config={"flushInterval": 500, "logSizeLimit": 256 * 1024},
                               gc={"gcWaitTimeSeconds": 3600, "minorCompactionIntervalSeconds": 3600,

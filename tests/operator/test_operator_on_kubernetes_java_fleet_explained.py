@@ -43,6 +43,7 @@ from tests.operator.audit_runs import (
 from tests.operator.conftest import JAVA, OperatorProcess, bookie_cluster, get_cluster, wait_ready
 from tests.support.kube import KubeTarget, wait_for
 from tests.support.ociimage import runc_pid
+from tests.support.spark_jvm import SPARK_TEST_JVM_OPTIONS
 
 NAME = "jf"
 ORDERS = topic_name(next(iter(KEPT)))
@@ -50,7 +51,8 @@ ORDERS = topic_name(next(iter(KEPT)))
 # expired topics' garbage, whichever bookies Pulsar would have picked for them.
 EVERY_BOOKIE = {**BROKER_SETTINGS, "managedLedgerDefaultEnsembleSize": 3, "managedLedgerDefaultWriteQuorum": 3,
                 "managedLedgerDefaultAckQuorum": 2}
-AUDIT = {"mode": "full", "executors": 1, "executorMemory": "512m", "driverMemory": "512m", "minAgeDays": 0}
+AUDIT = {"mode": "full", "executors": 1, "executorMemory": "512m", "driverMemory": "512m", "minAgeDays": 0,
+         "jvmOptions": list(SPARK_TEST_JVM_OPTIONS)}
 
 
 def _token(kube: KubeTarget, ns: str) -> str:

@@ -11,6 +11,8 @@ import pyarrow.parquet as pq
 from bookie_audit.cluster import StandaloneCluster, cli_script, daemon_env, spark_submit
 from bookie_audit.run import TABLES
 
+from tests.support.spark_jvm import SPARK_TEST_JVM_OPTIONS
+
 
 def _rows(out: str, table: str) -> list[tuple[Any, ...]]:
     path = os.path.join(out, f"{table}.parquet")
@@ -25,6 +27,7 @@ def test_spark_submit_to_a_standalone_cluster_gives_the_local_tables(audit_out: 
     with StandaloneCluster(tmp_path / "spark", workers=2, cores_per_worker=1, memory_per_worker="768m") as cluster:
         proc = subprocess.run(
             [spark_submit(), "--master", cluster.master_url, "--conf", "spark.executor.memory=512m",
+             "--conf", f"spark.executor.extraJavaOptions={' '.join(SPARK_TEST_JVM_OPTIONS)}",
              "--conf", "spark.ui.enabled=false", cli_script(), "run", "--logs", fleet.fleet.root,
              "--metadata", fleet.snapshot_dir, "--out", str(out), "--min-age-days", "10", "--split-mb", "1"],
             env=daemon_env(), capture_output=True, text=True, timeout=600)
