@@ -94,3 +94,20 @@ async def test_an_entry_naming_no_bookie_or_under_replicated_ledgers_change_noth
     w.zk.under_replicated_ledgers = 0
     await w.tick()
     assert request(w)["phase"] == "MarkingReadOnly"
+
+
+async def test_a_re_replication_that_outlasts_the_recovery_timeout_makes_the_cluster_degraded() -> None:
+    w = World()
+    w.kube.create_cluster("bk", cluster_spec(replicas=5, ensembleSize=3))
+    await w.tick()
+    await w.tick()
+    w.zk.referencing[w.bookie_id(2)] = 5               # never re-replicated
+    w.kube.patch_spec("bk", {"decommission": ["2"]})
+    for _ in range(4):
+        await w.tick()
+    assert request(w)["phase"] == "AwaitingReplication"
+    await w.tick(seconds=3700)                          # past scaleDown.recoveryTimeoutSeconds (3600)
+    await w.tick()
+    degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
+    assert degraded["status"] == "True" and "decommission of bk-2 stalled" in degraded["message"]
+    assert request(w)["phase"] == "AwaitingReplication"

@@ -11,7 +11,7 @@ from typing import assert_never
 
 from bookie_operator import builders, metrics
 from bookie_operator.bookie_client import BookieApiError
-from bookie_operator.decisions import iso, retire
+from bookie_operator.decisions import iso, parse_time, retire
 from bookie_operator.decisions.retire import Gate, RetireAction, RetireFacts
 from bookie_operator.kube import KubeError
 from bookie_operator.models import DecommissionRequestStatus
@@ -109,6 +109,8 @@ async def _advance(t: Tick, state: DecommissionRequestStatus) -> DecommissionReq
         except (BookieApiError, MetadataError, KubeError) as exc:
             new = new.model_copy(update={"message": f"{action}: {exc}"})
             t.wait(f"decommission {state.pod}: {action}: {exc}")
+            if action is RetireAction.REQUEST_RECOVERY:
+                t.problems.append(f"decommission of {state.pod} cannot request re-replication: {exc}")
             break
     if new.phase != state.phase:
         metrics.DECOMMISSION_STEPS.labels(new.phase).inc()
@@ -119,6 +121,9 @@ async def _advance(t: Tick, state: DecommissionRequestStatus) -> DecommissionReq
                 "other bookies and the ordinal runs an empty bookie")
     elif step.waiting:
         t.wait(f"decommission {state.pod}: waiting for {step.waiting}")
+        waited = (t.now - (parse_time(new.phase_since) or t.now)).total_seconds()
+        if new.phase == "AwaitingReplication" and waited > t.spec.scale_down.recovery_timeout_seconds:
+            t.problems.append(f"decommission of {state.pod} stalled: {step.waiting}")   # Degraded says so
     return new
 
 
