@@ -12,7 +12,7 @@ of the resource, and each field's description, type, range and CEL rule sit next
 from __future__ import annotations
 
 import difflib
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from bookie.config import BookieConfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -790,6 +790,13 @@ class BookieClusterSpec(Model):
     tls: TlsSpec | None = Field(default=None, description="TLS certificates (cert-manager Secrets) for the bookie "
                                 "port, the admin API and ZooKeeper.")
     scale_down: ScaleDownSpec = Field(default_factory=ScaleDownSpec, description="Safe scale-down.")
+    decommission: list[Annotated[str, Field(min_length=1, max_length=253)]] = Field(
+        default_factory=list, max_length=100, description="Bookies to decommission whatever their ordinal, each "
+        "named by its ordinal (\"2\"), pod name or bookie id: one at a time, its ledgers re-replicated and "
+        "verified, its cookie deleted, then its pod and volumes re-created empty (the StatefulSet keeps its "
+        "replicas). Done once per entry (status.decommissionRequests); remove the entry to run it again later. "
+        "Removing it before the cookie is deleted cancels it.",
+        json_schema_extra={"x-kubernetes-list-type": "set"})
     implementation_switch: ImplementationSwitchSpec = Field(
         default_factory=ImplementationSwitchSpec, description="Switching the bookies between implementations in "
         "place (a change of spec.implementation on a running cluster): pause and resume.")
@@ -1092,6 +1099,31 @@ class DecommissionStatus(Model):
     recovery_requested_at: str | None = Field(default=None, description="When autorecovery accepted the request.")
 
 
+DecommissionRequestPhase = Literal["Refused", "Held", "Queued", "MarkingReadOnly", "Recovering",
+                                   "AwaitingReplication", "DeletingCookie", "RecreatingBookie", "AwaitingNewBookie",
+                                   "Done"]
+
+
+class DecommissionRequestStatus(Model):
+    """One entry of spec.decommission: refused, held, queued, in progress (the resumable phases) or done."""
+
+    entry: str = Field(description="The spec.decommission entry, as written.")
+    phase: DecommissionRequestPhase = Field(description="Refused (the entry names no bookie of this cluster, or "
+                                            "the rest could not hold an ensemble), Held (waiting for a healthy "
+                                            "cluster), Queued (another decommission goes first), the phases of "
+                                            "the decommission, Done (kept while the entry stays in the spec).")
+    ordinal: int | None = None
+    pod: str | None = None
+    bookie_id: str | None = None
+    message: str = ""
+    phase_since: str
+    started_at: str | None = None
+    completed_at: str | None = None
+    recovery_requested_at: str | None = Field(default=None, description="When autorecovery accepted the request.")
+    old_pod_uid: str | None = Field(default=None, description="The uid of the pod being replaced (only that pod "
+                                    "and its volumes are deleted, never its empty successor).")
+
+
 ExpansionPhase = Literal["Requested", "ControllerResizing", "FileSystemResizePending", "NodeResizing", "Expanded",
                          "Failed", "NotExpandable"]
 
@@ -1209,6 +1241,8 @@ class BookieClusterStatus(Model):
     volume_expansion: VolumeExpansionStatus | None = Field(
         default=None, description="Growing the bookies' claims to larger spec.storage sizes, claim by claim.")
     decommissioned: list[str] = Field(default_factory=list, description="Bookie ids decommissioned (newest last).")
+    decommission_requests: list[DecommissionRequestStatus] = Field(
+        default_factory=list, description="What became of each spec.decommission entry (in spec order).")
     adoption: AdoptionStatus | None = Field(default=None, description="Taking over the StatefulSet of "
                                             "spec.adopt, phase by phase.")
     scaled_up_by: int = Field(default=0, ge=0, description="Bookies the operator added for disk pressure: the "

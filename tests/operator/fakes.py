@@ -144,6 +144,7 @@ class StatefulSets:
     kube: FakeKube
     revision: str = "rev-1"
     revisions: dict[str, str] = field(default_factory=dict)     # template digest -> its revision
+    created: int = 0                                            # pods created so far (each gets its own uid)
 
     def settle(self, cluster: str) -> None:
         sts = self.kube.objects.get(("StatefulSet", NS, builders.statefulset_name(cluster)))
@@ -166,9 +167,10 @@ class StatefulSets:
         for ordinal in range(replicas):
             key = ("Pod", NS, builders.pod_name(cluster, ordinal))
             if key not in self.kube.objects:
+                self.created += 1
                 self.kube.objects[key] = {
                     "kind": "Pod",
-                    "metadata": {"name": key[2], "namespace": NS,
+                    "metadata": {"name": key[2], "namespace": NS, "uid": f"pod-uid-{self.created}",
                                  "labels": {**builders.selector_labels(cluster),
                                             **(template.get("metadata") or {}).get("labels", {}),
                                             "controller-revision-hash": self.revision}},
@@ -293,7 +295,7 @@ class World:
 
     def __post_init__(self) -> None:
         self.statefulsets = StatefulSets(self.kube)
-        self.running: set[str] = set()
+        self.running: set[tuple[str, str | None]] = set()
         self.operator = self.new_operator()
 
     def new_operator(self) -> Operator:
@@ -321,12 +323,14 @@ class World:
     async def tick(self, seconds: float = 5.0) -> Outcome:
         """The controllers act, the bookies register, then one reconcile; the clock moves on."""
         self.statefulsets.settle(self.name)
-        pods = {name for (kind, _, name) in self.kube.objects if kind == "Pod"}
-        for pod in pods - self.running:        # a bookie that starts writes its cookie and registers
+        # A pod re-created under the same name (a new uid) is a bookie that stopped and another that started.
+        pods = {(name, obj["metadata"].get("uid")) for (kind, _, name), obj in self.kube.objects.items()
+                if kind == "Pod"}
+        for pod, _ in self.running - pods:     # its registration is an ephemeral znode
+            self.zk.registered.discard(self.bookie_id(builders.ordinal_of(pod) or 0))
+        for pod, _ in pods - self.running:     # a bookie that starts writes its cookie and registers
             self.zk.registered.add(self.bookie_id(builders.ordinal_of(pod) or 0))
             self.zk.cookies.add(self.bookie_id(builders.ordinal_of(pod) or 0))
-        for pod in self.running - pods:        # its registration is an ephemeral znode
-            self.zk.registered.discard(self.bookie_id(builders.ordinal_of(pod) or 0))
         self.running = pods
         outcome = await reconcile(self.operator, self.kube.cluster(self.name))
         self.clock.advance(seconds)

@@ -10,6 +10,7 @@ exception. One module per concern:
 - ``compaction``: the compaction schedule;
 - ``audit``: the storage audit's schedule, its summary, data loss, compaction from its findings;
 - ``decommission``: the scale-down state machine;
+- ``retire``: a chosen bookie's decommission (spec.decommission), re-created empty at its ordinal;
 - ``rolling``: rolling restarts;
 - ``implementation_switch``: the in-place switch of spec.implementation, one bookie at a time;
 - ``conditions``: Ready, Degraded, Progressing, Decommissioning;

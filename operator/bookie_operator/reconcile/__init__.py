@@ -22,6 +22,7 @@ from bookie_operator.reconcile.observe import ensure_metadata, observe, observe_
 from bookie_operator.reconcile.ports import Obj
 from bookie_operator.reconcile.racks import publish_racks
 from bookie_operator.reconcile.read_only import control_read_only, force_gc
+from bookie_operator.reconcile.retire import decommission_chosen
 from bookie_operator.reconcile.rolling import roll_outdated_pods, scale_for_disk_pressure
 from bookie_operator.reconcile.start_failures import reclaim_foreign_volumes, report_start_failures
 from bookie_operator.reconcile.status import record_status
@@ -41,6 +42,7 @@ async def steps(t: Tick) -> None:
     await observe(t)                     # StatefulSet, pods, each bookie's state, disk and GC
     await reclaim_foreign_volumes(t)     # only with the explicit opt-in, another instance's claims
     await decommission(t)                # scale-down: the resumable state machine in status.decommission
+    await decommission_chosen(t)         # spec.decommission: chosen bookies re-created empty, one at a time
     begin_implementation_switch(t)       # spec.implementation changed: status.implementationSwitch
     await apply_desired(t)               # ConfigMap, Services, PDB, NetworkPolicy, StatefulSet
     await expand_volumes(t)              # larger spec.storage sizes: each claim patched and followed

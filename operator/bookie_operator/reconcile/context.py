@@ -19,7 +19,7 @@ from bookie.metadata.store import MetadataError
 from bookie_operator import builders, decisions, models
 from bookie_operator.bookie_client import BookieApiError
 from bookie_operator.builders import Layout, Owner
-from bookie_operator.decisions import ObservedBookie, ReadOnlyPlan, parse_time
+from bookie_operator.decisions import ObservedBookie, ReadOnlyPlan, parse_time, retire
 from bookie_operator.decisions.adopt import kept_layout
 from bookie_operator.decisions.start_failures import StartFailure
 from bookie_operator.decisions.tls import TlsVerdict
@@ -170,7 +170,9 @@ class Tick:
 
     @property
     def decommissioning(self) -> int | None:
-        return self.status.decommission.ordinal if self.status.decommission else None
+        if self.status.decommission:
+            return self.status.decommission.ordinal
+        return retire.old_bookie_runs(self.status.decommission_requests)    # a chosen one (spec.decommission)
 
     async def cluster_metadata(self) -> ClusterMetadataApi:
         """The cluster's metadata, on a session with its identity: spec.metadataService.digestSecret's digest

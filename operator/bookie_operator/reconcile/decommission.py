@@ -10,7 +10,7 @@ from typing import assert_never
 
 from bookie_operator import builders, decisions, metrics
 from bookie_operator.bookie_client import BookieApiError
-from bookie_operator.decisions import DecommissionAction, DecommissionFacts, iso, parse_time
+from bookie_operator.decisions import DecommissionAction, DecommissionFacts, iso, parse_time, retire
 from bookie_operator.kube import KubeError
 from bookie_operator.models import DecommissionStatus
 from bookie_operator.reconcile.context import Tick
@@ -52,8 +52,8 @@ async def decommission(t: Tick) -> None:
 
 def _start(t: Tick) -> DecommissionStatus | None:
     """A new decommission when the cluster should have fewer bookies than the StatefulSet has."""
-    if t.current_replicas is None:
-        return None
+    if t.current_replicas is None or retire.in_progress(t.status.decommission_requests) is not None:
+        return None     # a chosen bookie's decommission (spec.decommission) goes first
     ordinal = decisions.ordinal_to_decommission(t.current_replicas, t.desired_replicas)
     if ordinal is None:
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bookie_operator import builders, metrics
 from bookie_operator.decisions import implementation_switch as decide
+from bookie_operator.decisions import retire
 from bookie_operator.kube import KubeError
 from bookie_operator.reconcile.context import Tick
 from bookie_operator.reconcile.observe import observe_under_replication
@@ -98,6 +99,8 @@ async def _facts(t: Tick, source: str) -> decide.SwitchFacts:
         config_problem = (f"spec.config to be valid for both {source} and {t.spec.implementation} (bookies of both "
                           f"read it while the switch runs): {exc}")
     busy = f"the decommission of {t.status.decommission.pod}" if t.status.decommission else None
+    chosen = retire.in_progress(t.status.decommission_requests)
+    busy = busy or (f"the decommission of {chosen.pod}" if chosen else None)
     return decide.SwitchFacts(
         bookies=t.bookies, replicas=t.replicas,
         template_ready=current and template.get(builders.IMPLEMENTATION_LABEL) == t.spec.implementation,

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from bookie_operator import decisions, metrics
+from bookie_operator.decisions import retire
 from bookie_operator.reconcile.context import Tick
 from bookie_operator.reconcile.observe import observe_under_replication
 
 
 async def roll_outdated_pods(t: Tick) -> None:
     sts = t.statefulset
-    if sts is None or t.status.decommission is not None or t.status.implementation_switch is not None:
+    if sts is None or t.status.decommission is not None or t.status.implementation_switch is not None \
+            or retire.in_progress(t.status.decommission_requests) is not None:
         return
     revision = sts.get("status", {}).get("updateRevision")
     if revision is None or not any(b.exists and b.revision != revision for b in t.bookies):
