@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
+from bookie.metadata.pulsar import pulsar_owner
 
 LOST_ENTRIES_KEY = "bookie-fleet/lost-entries"
 
@@ -168,3 +169,18 @@ def _close_before(md: LedgerMetadata, first_lost: int) -> LedgerMetadata:
     last = first_lost - 1
     kept = {f: e for f, e in md.ensembles.items() if f <= last or f == min(md.ensembles)}
     return replace(md, ensembles=kept, state=LedgerState.CLOSED, last_entry_id=last)
+
+
+@dataclass(frozen=True)
+class LedgerLoss:
+    """What one ledger lost, for people: its id, the Pulsar topic its custom metadata names, the ranges."""
+
+    ledger_id: int
+    topic: str | None
+    lost: tuple[EntryRange, ...]
+
+
+def ledger_loss(ledger_id: int, md: LedgerMetadata, dead: set[str]) -> LedgerLoss | None:
+    """The loss of one ledger, None when it lost nothing."""
+    lost = lost_entries(md, dead)
+    return LedgerLoss(ledger_id, pulsar_owner(md.custom_metadata), tuple(lost)) if lost else None
