@@ -610,6 +610,10 @@ class ScaleDownSpec(Model):
         "Retain keeps the cookie so the ordinal can come back with the same identity.")
     recovery_timeout_seconds: int = Field(
         default=3600, ge=60, description="After this, a decommission waiting for re-replication reports Degraded.")
+    accept_data_loss: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=list, max_length=10000, description="Ledger ids whose entries with no surviving replica "
+        "may be given up so that a dead bookie's decommission can finish (status.dataLoss lists them first). "
+        "Refused while a lost ledger is missing from this list.")
 
 
 class ImplementationSwitchSpec(Model):
@@ -1088,6 +1092,33 @@ DecommissionPhase = Literal["MarkingReadOnly", "Recovering", "AwaitingReplicatio
                             "ScalingDown", "ApplyingPvcPolicy"]
 
 
+DataLossPhase = Literal["AwaitingAcceptance", "GivingUp", "GivenUp"]
+
+
+class LostLedgerStatus(Model):
+    ledger_id: int
+    topic: str | None = Field(default=None, description="The Pulsar topic (or cursor) of the ledger, from its "
+                              "custom metadata.")
+    lost_entries: list[str] = Field(default_factory=list, description="Entry ranges with no surviving replica "
+                                    "(first-last; first- : to the end of a ledger that was open).")
+    replaced_by: list[str] = Field(default_factory=list, description="The live bookies that took the dead "
+                                   "bookie's places holding only lost entries.")
+
+
+class DataLossStatus(Model):
+    """Ledgers a dead bookie being decommissioned took entries of with it (no surviving replica)."""
+
+    bookie_id: str
+    phase: DataLossPhase = Field(description="AwaitingAcceptance (spec.scaleDown.acceptDataLoss lacks some of "
+                                 "them: nothing changes), GivingUp (accepted: their metadata is being "
+                                 "repaired), GivenUp (done: what was lost stays listed here).")
+    ledgers: list[LostLedgerStatus] = Field(default_factory=list)
+    not_accepted: list[int] = Field(default_factory=list, description="Lost ledgers missing from "
+                                    "spec.scaleDown.acceptDataLoss.")
+    since: str
+    message: str = ""
+
+
 class DecommissionStatus(Model):
     ordinal: int
     pod: str
@@ -1236,6 +1267,8 @@ class BookieClusterStatus(Model):
     compaction: CompactionStatus = Field(default_factory=CompactionStatus)
     audit: AuditStatus = Field(default_factory=AuditStatus)
     decommission: DecommissionStatus | None = None
+    data_loss: DataLossStatus | None = Field(default=None, description="Entries a dead bookie took with it, "
+                                             "listed before they are given up, and kept once they are.")
     implementation_switch: ImplementationSwitchStatus | None = Field(
         default=None, description="A change of spec.implementation rolled out one bookie at a time.")
     volume_expansion: VolumeExpansionStatus | None = Field(

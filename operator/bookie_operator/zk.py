@@ -16,9 +16,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from bookie.metadata.data_loss import LedgerLoss, Repair, give_up_lost_entries, ledger_loss
 from bookie.metadata.racks import BookieRack, InvalidRackInfo
 from bookie.metadata.security import ZkSecurity, read_digest
-from bookie.metadata.store import MetadataError, MetadataStore, NoNode
+from bookie.metadata.store import BadVersion, MetadataError, MetadataStore, NoNode
 
 from bookie_operator.memory_files import memory_file, path_of
 
@@ -70,6 +71,41 @@ class ClusterMetadata:
             return any(bookie_id in ensemble for ensemble in md.ensembles.values())
 
         return sum(await asyncio.gather(*(references(i) for i in ids)))
+
+    async def ledgers_losing(self, bookie_id: str, parallel: int = 32) -> list[LedgerLoss]:
+        """The ledgers with entries whose only replicas were on ``bookie_id`` (bookie.metadata.data_loss)."""
+        ids = await self.store.all_ledger_ids()
+        gate = asyncio.Semaphore(parallel)
+
+        async def loss(ledger_id: int) -> LedgerLoss | None:
+            async with gate:
+                try:
+                    md = (await self.store.read_ledger_metadata(ledger_id)).value
+                except NoNode:
+                    return None  # deleted meanwhile
+            return ledger_loss(ledger_id, md, {bookie_id})
+
+        return [lost for lost in await asyncio.gather(*(loss(i) for i in ids)) if lost is not None]
+
+    async def give_up_lost_entries(self, ledger_id: int, bookie_id: str, live: list[str]) -> Repair | None:
+        """Repair one ledger's metadata so that it no longer waits for ``bookie_id``'s lost entries; None when
+        it lost nothing (deleted, or repaired before). A conditional write, retried when its writer (or
+        autorecovery) changed the metadata meanwhile. Raises UnrepairableLoss (bookie.metadata.data_loss)."""
+        while True:
+            try:
+                versioned = await self.store.read_ledger_metadata(ledger_id)
+            except NoNode:
+                return None
+            repair = give_up_lost_entries(versioned.value, {bookie_id}, live, ledger_id)
+            if not repair.lost:
+                return None
+            try:
+                await self.store.write_ledger_metadata(ledger_id, repair.metadata, versioned.version)
+            except BadVersion:
+                continue
+            except NoNode:
+                return None
+            return repair
 
     async def under_replicated(self) -> int:
         return len(await self.store.list_underreplicated())

@@ -17,6 +17,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from bookie.metadata.data_loss import LedgerLoss, Repair, give_up_lost_entries, ledger_loss
+from bookie.metadata.ledger_metadata import LedgerMetadata
 from bookie_operator import builders, models
 from bookie_operator.decisions import GcInfo
 from bookie_operator.kube import KubeError
@@ -239,6 +241,7 @@ class FakeClusterMetadata:
     cookies: set[str] = field(default_factory=set)
     calls: list[str] = field(default_factory=list)
     racks: dict[str, dict[str, tuple[str, str | None]]] = field(default_factory=dict)   # the /bookies groups
+    ledgers: dict[int, LedgerMetadata] = field(default_factory=dict)   # for the data-loss checks only
 
     async def init_cluster(self) -> str:
         self.calls.append("init_cluster")
@@ -252,6 +255,18 @@ class FakeClusterMetadata:
 
     async def under_replicated(self) -> int:
         return self.under_replicated_ledgers
+
+    async def ledgers_losing(self, bookie_id: str) -> builtins.list[LedgerLoss]:
+        losses = (ledger_loss(i, md, {bookie_id}) for i, md in sorted(self.ledgers.items()))
+        return [loss for loss in losses if loss is not None]
+
+    async def give_up_lost_entries(self, ledger_id: int, bookie_id: str, live: builtins.list[str]) -> Repair | None:
+        self.calls.append(f"give_up_lost_entries({ledger_id})")
+        repair = give_up_lost_entries(self.ledgers[ledger_id], {bookie_id}, live, ledger_id)
+        if not repair.lost:
+            return None
+        self.ledgers[ledger_id] = repair.metadata
+        return repair
 
     async def cookie_exists(self, bookie_id: str) -> bool:
         return bookie_id in self.cookies

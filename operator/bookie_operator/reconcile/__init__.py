@@ -15,6 +15,7 @@ from bookie_operator.reconcile.apply import apply_desired
 from bookie_operator.reconcile.audit import run_audit_schedule
 from bookie_operator.reconcile.compaction import apply_compaction_window, run_compaction_schedule
 from bookie_operator.reconcile.context import Operator, Outcome, Tick
+from bookie_operator.reconcile.data_loss import give_up_lost_entries
 from bookie_operator.reconcile.decommission import decommission
 from bookie_operator.reconcile.expansion import expand_volumes
 from bookie_operator.reconcile.implementation_switch import begin_implementation_switch, switch_implementation
@@ -41,6 +42,7 @@ async def steps(t: Tick) -> None:
     await check_certificates(t)          # spec.tls: do the Secrets' certificates serve these bookies?
     await observe(t)                     # StatefulSet, pods, each bookie's state, disk and GC
     await reclaim_foreign_volumes(t)     # only with the explicit opt-in, another instance's claims
+    await give_up_lost_entries(t)        # a dead bookie's unrecoverable ledgers: listed, given up once named
     await decommission(t)                # scale-down: the resumable state machine in status.decommission
     await decommission_chosen(t)         # spec.decommission: chosen bookies re-created empty, one at a time
     begin_implementation_switch(t)       # spec.implementation changed: status.implementationSwitch

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from bookie.metadata.data_loss import LedgerLoss, Repair
+
 from bookie_operator.decisions import GcInfo
 from bookie_operator.zk import ZkTlsIdentity
 
@@ -78,6 +80,10 @@ class ClusterMetadataApi(Protocol):
     async def ledgers_referencing(self, bookie_id: str) -> int: ...
 
     async def under_replicated(self) -> int: ...
+
+    async def ledgers_losing(self, bookie_id: str) -> list[LedgerLoss]: ...
+
+    async def give_up_lost_entries(self, ledger_id: int, bookie_id: str, live: list[str]) -> Repair | None: ...
 
     async def cookie_exists(self, bookie_id: str) -> bool: ...
 
