@@ -92,10 +92,10 @@ cpu = add_bench.process_cpu_s
 
 
 def start_py_spy(pid: int, output: str) -> subprocess.Popen[bytes]:
-    """py-spy on the bookie for 2 s (non-blocking sampling, all threads); installed here, not in the tests."""
+    """py-spy on the bookie for 2 s (non-blocking sampling, all threads)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "py-spy"], check=True)
+        raise SystemExit("py-spy not found: ./scripts/bootstrap installs it (requirements.lock)")
     fmt = "raw" if output.endswith(".txt") else "flamegraph"  # raw: collapsed stacks, for scripts to rank
     proc = subprocess.Popen([spy, "record", "--pid", str(pid), "--duration", "2", "--rate", "250", "--threads",
                              "--nonblocking", "--format", fmt, "--output", output],

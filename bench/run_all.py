@@ -8,7 +8,7 @@
                                                # one question, ours alone, at a setting other than its default
 
 It prepares what it needs (``scripts/bootstrap`` when ``$BOOKIE_FLEET_BK_LIB`` is not set: the Maven-assembled
-BookKeeper jars, which include its ``bookkeeper-benchmark`` tools; py-spy from PyPI only with ``--profile``),
+BookKeeper jars, which include its ``bookkeeper-benchmark`` tools),
 starts one real ZooKeeper and two clusters of three bookies each on this machine, every bookie with its own
 data directory on the same disk, journal fsync on: three Apache BookKeeper bookies (DbLedgerStorage) under
 ``/java/ledgers`` and three of ours under ``/ours/ledgers``. Both clusters stay up; only one is loaded at a
@@ -113,9 +113,9 @@ def prepare_interpreter() -> None:
 
 
 def prepare_profiler() -> None:
-    """py-spy, installed only when a run profiles."""
+    """py-spy, needed only when a run profiles."""
     if py_spy() is None:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "py-spy"], check=True)
+        raise SystemExit("py-spy not found: ./scripts/bootstrap installs it (requirements.lock)")
 
 
 def py_spy() -> str | None:

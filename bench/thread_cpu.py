@@ -12,7 +12,7 @@ connections, ``--window`` adds outstanding on each, so that the bookie, not the 
 Measured per round, from /proc/<pid>/task/<tid>/schedstat before and after: every thread's CPU time, per add.
 Threads are grouped by name: a Java thread's name is its OS name (the JVM sets it, 15 characters), with the
 pool's numbering stripped; ours are the event loop (the main thread), the Python threads by their
-``threading`` names (read with ``py-spy dump``, which is pip-installed on first use) and the threads no
+``threading`` names (read with ``py-spy dump``; py-spy is in requirements.lock) and the threads no
 interpreter knows (the journal writer, RocksDB's) by their OS names.
 
 The model (printed, and quoted in docs/benchmarks.md): a thread that is one by design (``SINGLE``) saturates when
@@ -81,7 +81,7 @@ def py_spy_names(pid: int) -> dict[int, str]:
     """{OS thread id: threading name} of a Python process's threads, from ``py-spy dump --json``."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "py-spy"], check=True)
+        raise SystemExit("py-spy not found: ./scripts/bootstrap installs it (requirements.lock)")
     text = subprocess.run([spy, "dump", "--json", "--pid", str(pid)], capture_output=True, text=True,
                           check=True, timeout=60).stdout
     return {t["os_thread_id"]: t["thread_name"] for t in json.loads(text) if t.get("os_thread_id")}
