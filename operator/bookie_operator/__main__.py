@@ -24,6 +24,8 @@ from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bookie_operator.decisions import escalations
+
     parser = argparse.ArgumentParser(prog="bookie-operator", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     scope = parser.add_mutually_exclusive_group()
@@ -43,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
                         "--operator-pod-labels: the bookies' NetworkPolicy admits them to the admin port)")
     parser.add_argument("--operator-pod-labels", default="",
                         help="labels of the operator's own pods, k=v[,k=v...]")
+    parser.add_argument("--allow-escalation", action="append", default=[], choices=escalations.KINDS,
+                        help="let BookieClusters set fields of this kind (refused by default, docs/operator.md, "
+                        "\"What the operator's settings must allow\"); repeat for several")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--leader-election-namespace", help="run as one of several replicas: only the holder of "
                         "a Lease in this namespace acts (default: no election, this process acts)")
@@ -67,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         if value:
             os.environ[name] = value
     os.environ["BOOKIE_OPERATOR_AUDIT_CLUSTER_ROLE"] = args.audit_cluster_role
+    os.environ[escalations.ENV] = ",".join(args.allow_escalation)
     if bool(args.operator_namespace) != bool(args.operator_pod_labels):
         parser.error("--operator-namespace and --operator-pod-labels go together")
     if args.operator_pod_labels:

@@ -8,6 +8,7 @@ scale-down PVC policy, or with the cluster when ``spec.storage`` says so (``dele
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from dataclasses import dataclass
 from typing import Any
@@ -26,11 +27,14 @@ CLUSTER_LABEL = f"{models.GROUP}/cluster"
 IMPLEMENTATION_LABEL = f"{models.GROUP}/implementation"
 CONF_DIR = "/opt/bookie/conf"
 RUN_DIR = "/opt/bookie/run"
-# The admin token Secret, mounted as a directory (not a subPath) so that the kubelet's updates reach the bookie,
-# which re-reads the file when it changes.
-ADMIN_TOKEN_DIR = "/opt/bookie/secrets/admin"
-# The audit's read-scope token Secret, the same way: the bookies accept it for reads only (httpServerReadTokenFile).
-READ_TOKEN_DIR = "/opt/bookie/secrets/read"
+# The SHA-256 hashes of the admin and audit tokens (``<cluster>-token-hashes``), never the tokens: a bookie checks a
+# presented token against them, so a compromised bookie holds nothing it could present. Mounted as a directory (not
+# a subPath) so that the kubelet's updates reach the bookie, which re-reads the files when they change.
+TOKEN_HASHES_DIR = "/opt/bookie/secrets/token-hashes"
+ADMIN_HASHES_KEY = "admin"
+READ_HASHES_KEY = "read"   # the audit's token: the bookies accept it for reads only (httpServerReadTokenFile)
+ADMIN_TOKEN_FILE = f"{TOKEN_HASHES_DIR}/{ADMIN_HASHES_KEY}"
+READ_TOKEN_FILE = f"{TOKEN_HASHES_DIR}/{READ_HASHES_KEY}"
 ZK_DIGEST_DIR = "/opt/bookie/secrets/zk-digest"
 ZK_DIGEST_FILE = "digest"
 ADMIN_TOKEN_KEY = "token"
@@ -174,6 +178,11 @@ def audit_token_secret_name(cluster: str) -> str:
     return f"{cluster}-audit-token"
 
 
+def token_hashes_secret_name(cluster: str) -> str:
+    """The Secret the bookie pods mount: the hashes of the admin and audit tokens, derived by the operator."""
+    return f"{cluster}-token-hashes"
+
+
 def pod_name(cluster: str, ordinal: int) -> str:
     return f"{statefulset_name(cluster)}-{ordinal}"
 
@@ -236,8 +245,8 @@ def bookie_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict[st
     values.update(spec.config)
     values.update(tls_config(spec))
     if spec.implementation == "bookie-fleet":
-        values["httpServerAuthTokenFile"] = f"{ADMIN_TOKEN_DIR}/{ADMIN_TOKEN_KEY}"
-        values["httpServerReadTokenFile"] = f"{READ_TOKEN_DIR}/{ADMIN_TOKEN_KEY}"
+        values["httpServerAuthTokenFile"] = ADMIN_TOKEN_FILE
+        values["httpServerReadTokenFile"] = READ_TOKEN_FILE
         if spec.metadata_service.digest_secret is not None:
             values["zkDigestAuthFile"] = f"{ZK_DIGEST_DIR}/{ZK_DIGEST_FILE}"
     if spec.implementation == "apache-bookkeeper":
@@ -255,15 +264,15 @@ def bookie_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict[st
 
 def inspector_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict[str, Any]:
     """The inspector's configuration (``bookie inspect serve``; its identity is added at start-up): the bookie's
-    ledger directories and metadata service, its compaction thresholds (for the verdicts), the cluster's admin
-    token, ZooKeeper's TLS identity when the bookies have one, and its own ports and read rate."""
+    ledger directories and metadata service, its compaction thresholds (for the verdicts), the hashes of the
+    cluster's tokens, ZooKeeper's TLS identity when the bookies have one, and its own ports and read rate."""
     bookie = bookie_config(spec, lay)
     values: dict[str, Any] = {
         "metadataServiceUri": spec.metadata_service.uri,
         "ledgerDirectories": bookie["ledgerDirectories"],
         "httpServerPort": INSPECTOR_PORT,
-        "httpServerAuthTokenFile": f"{ADMIN_TOKEN_DIR}/{ADMIN_TOKEN_KEY}",
-        "httpServerReadTokenFile": f"{READ_TOKEN_DIR}/{ADMIN_TOKEN_KEY}",
+        "httpServerAuthTokenFile": ADMIN_TOKEN_FILE,
+        "httpServerReadTokenFile": READ_TOKEN_FILE,
         "prometheusStatsHttpEnable": True,
         "prometheusStatsHttpPort": INSPECTOR_METRICS_PORT,
         "compactionReadRateByBytes": spec.inspector.read_rate_bytes,
@@ -397,6 +406,18 @@ def audit_token_secret(owner: Owner, token: str) -> Obj:
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": _meta(audit_token_secret_name(owner.name), owner),
             "stringData": {ADMIN_TOKEN_KEY: token + "\n"}}
+
+
+def token_hashes_secret(owner: Owner, admin_hashes: str, read_hashes: str) -> Obj:
+    """What the bookie pods mount instead of the tokens: ``sha256:<hex>`` lines (``reconcile.admin_token``
+    derives them), applied whenever the tokens are read so that a rotated token reaches the bookies. In a
+    Secret all the same: the hash of a weak token chosen by hand could be guessed."""
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": _meta(token_hashes_secret_name(owner.name), owner),
+            "data": {ADMIN_HASHES_KEY: b64(admin_hashes), READ_HASHES_KEY: b64(read_hashes)}}
 
 
 def _ports() -> list[Obj]:
@@ -656,9 +677,8 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int, lay: Layou
         container["command"] = ["sh", "-c", PYTHON_START]
         mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
                    {"name": "run", "mountPath": RUN_DIR},
-                   {"name": "admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True},
-                   {"name": "read-token", "mountPath": READ_TOKEN_DIR, "readOnly": True}]
-        volumes += [{"name": "run", "emptyDir": {}}, _admin_token_volume(name, spec), _read_token_volume(name)]
+                   {"name": "token-hashes", "mountPath": TOKEN_HASHES_DIR, "readOnly": True}]
+        volumes += [{"name": "run", "emptyDir": {}}, _token_hashes_volume(name)]
         digest = spec.metadata_service.digest_secret
         if digest is not None:  # read once at the bookie's start (zkDigestAuthFile)
             mounts.append({"name": "zk-digest", "mountPath": ZK_DIGEST_DIR, "readOnly": True})
@@ -730,17 +750,15 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int, lay: Layou
 def inspector_container(owner: Owner, spec: BookieClusterSpec, lay: Layout | None = None) -> tuple[Obj, list[Obj]]:
     """The inspector beside an Apache BookKeeper bookie, and the volumes it needs: the bookie's ledger volumes
     read-only (at the bookie's own paths, so the answers name the files the bookie names), no journal, its
-    configuration, the cluster's admin token and ZooKeeper's TLS identity; the restricted security context with a
-    read-only root file system."""
+    configuration, the hashes of the cluster's tokens and ZooKeeper's TLS identity; the restricted security context
+    with a read-only root file system."""
     lay = lay or layout(owner.name, spec)
     mounts: list[Obj] = [{"name": v.claim, "mountPath": v.path, "readOnly": True} for v in lay.ledgers]
     mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
                {"name": "inspector-run", "mountPath": RUN_DIR},
                {"name": "tmp", "mountPath": TMP_DIR},
-               {"name": "admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True},
-               {"name": "read-token", "mountPath": READ_TOKEN_DIR, "readOnly": True}]
-    volumes: list[Obj] = [{"name": "inspector-run", "emptyDir": {}}, _admin_token_volume(owner.name, spec),
-                          _read_token_volume(owner.name)]
+               {"name": "token-hashes", "mountPath": TOKEN_HASHES_DIR, "readOnly": True}]
+    volumes: list[Obj] = [{"name": "inspector-run", "emptyDir": {}}, _token_hashes_volume(owner.name)]
     if spec.tls is not None and spec.tls.zookeeper is not None:
         mounts.append({"name": "tls-zookeeper", "mountPath": tls_dir("zookeeper"), "readOnly": True})
     env = [e for e in _env(owner, spec, lay) if e["name"] in ("POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID")]
@@ -765,19 +783,13 @@ def inspector_container(owner: Owner, spec: BookieClusterSpec, lay: Layout | Non
     return container, volumes
 
 
-def _admin_token_volume(cluster: str, spec: BookieClusterSpec) -> Obj:
-    """The admin token Secret as a volume, read-only for everyone in the pod (the processes run as the image's
-    user, not root)."""
-    return {"name": "admin-token", "secret": {"secretName": admin_token_secret_name(cluster, spec),
-                                              "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
-                                              "defaultMode": 0o444}}
-
-
-def _read_token_volume(cluster: str) -> Obj:
-    """The audit's token Secret as a volume, for the bookie to accept it (read scope only)."""
-    return {"name": "read-token", "secret": {"secretName": audit_token_secret_name(cluster),
-                                             "items": [{"key": ADMIN_TOKEN_KEY, "path": ADMIN_TOKEN_KEY}],
-                                             "defaultMode": 0o444}}
+def _token_hashes_volume(cluster: str) -> Obj:
+    """The tokens' hashes as a volume, read-only for everyone in the pod (the processes run as the image's user,
+    not root)."""
+    return {"name": "token-hashes", "secret": {
+        "secretName": token_hashes_secret_name(cluster),
+        "items": [{"key": key, "path": key} for key in (ADMIN_HASHES_KEY, READ_HASHES_KEY)],
+        "defaultMode": 0o444}}
 
 
 def desired_objects(owner: Owner, spec: BookieClusterSpec, replicas: int,

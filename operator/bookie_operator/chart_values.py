@@ -160,6 +160,10 @@ class ChartValues(Values):
     watch_namespaces: list[Namespace] = Field(
         default_factory=list, description="Namespaces whose BookieClusters the operator manages; empty: every "
         "namespace.")
+    allow_escalations: list[Literal["serviceAccountName", "hostPath", "sidecars", "privileged", "foreignSecrets"]] = \
+        Field(default_factory=list, description="BookieCluster fields the operator accepts although they give the "
+              "spec's writer more than the bookies need (docs/operator.md, \"What the operator's settings must "
+              "allow\"); empty: all refused.")
     reconcile_interval: int = Field(default=30, ge=1, description="Seconds between reconciles of each "
                                     "BookieCluster.")
     log_format: Literal["json", "full", "plain"] = "json"

@@ -16,6 +16,7 @@ import kopf
 
 from bookie_operator import builders, crd, models, storage_version
 from bookie_operator.bookie_client import BookieAdmin, admin_ssl_context, fetch_json
+from bookie_operator.decisions import escalations
 from bookie_operator.kube import Kube, KubeError
 from bookie_operator.reconcile import Operator, reconcile
 from bookie_operator.reconcile.ports import AdminTls
@@ -96,6 +97,7 @@ async def connect() -> Operator:
     return Operator(kube=kube, admin_for=admin_for, metadata=MetadataService(zk_security),
                     closers=[http.close, kube.close], operator_peers=operator_peers(),
                     audit_cluster_role=os.environ.get("BOOKIE_OPERATOR_AUDIT_CLUSTER_ROLE", "bookie-operator-audit"),
+                    allowed_escalations=escalations.parse_allowed(os.environ.get(escalations.ENV, "")),
                     fetch_json=lambda url: fetch_json(http, url))
 
 

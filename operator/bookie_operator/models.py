@@ -50,7 +50,7 @@ ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 
 # What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
 OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS"}
-OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-", "admin-token", "zk-digest")
+OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-", "token-hashes", "zk-digest")
 OWNED_VOLUME_NAMES = ("tmp",)
 OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
 OWNED_MOUNT_PATHS = ("/tmp",)   # the bookie's writable /tmp (the root filesystem is read-only)
@@ -72,8 +72,10 @@ OWNED_CONFIG_KEYS: dict[str, str] = {
     "httpServerEnabled": "the operator needs the admin REST API",
     "httpServerPort": "the operator uses 8080",
     "httpServerHost": "set per pod to the pod IP",
-    "httpServerAuthTokenFile": "the operator mounts the admin token Secret (spec.adminApi.tokenSecretName)",
-    "httpServerReadTokenFile": "the operator mounts the audit's read-scope token Secret (<cluster>-audit-token)",
+    "httpServerAuthTokenFile": "the operator mounts the hashes of the admin token Secret's tokens "
+                               "(spec.adminApi.tokenSecretName) from <cluster>-token-hashes",
+    "httpServerReadTokenFile": "the operator mounts the hashes of the audit's read-scope token (<cluster>-audit-token) "
+                               "from <cluster>-token-hashes",
     "readOnlyModeEnabled": "the operator's read-only control needs it (apache/bookkeeper#3972)",
     "forceAllowCompaction": "forced compactions must run on a full disk (apache/bookkeeper#3205)",
     "isForceGCAllowWhenNoSpace": "forced compactions must run on a full disk",

@@ -11,6 +11,7 @@ from typing import Any
 from bookie.metadata.store import MetadataStore
 from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import builders, models
+from bookie_operator.reconcile.admin_token import token_hashes
 from localkube.cluster import LocalCluster
 
 from tests.support.kube import KubeTarget, pod_ready, wait_for
@@ -24,11 +25,11 @@ def _objects(namespace: str, zk: str, root: str) -> list[dict[str, Any]]:
         "storage": {"journal": {"size": "1Gi"}, "ledgers": {"size": "1Gi"}},
         "config": {"diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998}})
     owner = builders.Owner("bk", namespace, "0")
-    # The operator creates the token Secrets (admin, and the audit's read token) once; without an operator here,
+    # The operator writes the Secret of the tokens' hashes, which the bookie pods mount; without an operator here,
     # the test does.
-    objects = [builders.admin_token_secret(owner, "test-admin-token"),
-               builders.audit_token_secret(owner, "test-audit-token"),
-               *builders.desired_objects(owner, spec, replicas=1)]
+    hashes = builders.token_hashes_secret(owner, token_hashes("test-admin-token-0123456789\n"),
+                                          token_hashes("test-audit-token-0123456789\n"))
+    objects = [hashes, *builders.desired_objects(owner, spec, replicas=1)]
     for obj in objects:
         obj["metadata"].pop("ownerReferences", None)   # no BookieCluster here: nothing may collect them
     sts = next(o for o in objects if o["kind"] == "StatefulSet")

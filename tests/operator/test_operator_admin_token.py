@@ -1,21 +1,32 @@
-"""The admin API's token: the operator creates <cluster>-admin-token once (owned by the BookieCluster), mounts
-it into our bookies and names it in their configuration, and presents it; a Secret named by the spec is used
-as it is, and a missing or unusable one stops the reconcile with a condition saying what to do."""
+"""The admin API's token: the operator creates <cluster>-admin-token once (owned by the BookieCluster) and
+presents it; a Secret named by the spec is used as it is, and a missing or unusable one stops the reconcile with
+a condition saying what to do. The bookie pods mount only the hashes of the admin and audit tokens
+(<cluster>-token-hashes), which the operator derives again whenever it re-reads the tokens."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 
 import pytest
 from bookie_operator import builders, models
-from bookie_operator.reconcile.admin_token import AdminTokenProblem, first_token
+from bookie_operator.reconcile.admin_token import AdminTokenProblem, first_token, secret_text, token_hashes
 
 from tests.operator.fakes import NS, World, cluster_spec
 
 
 def _secret(token_text: str) -> dict[str, object]:
-    return {"kind": "Secret", "metadata": {"name": "mine", "namespace": NS},
+    return {"kind": "Secret", "metadata": {"name": "bk-mine", "namespace": NS},
             "data": {"token": base64.b64encode(token_text.encode()).decode()}}
+
+
+def _hashed(*tokens: str) -> str:
+    return "".join(f"sha256:{hashlib.sha256(t.encode()).hexdigest()}\n" for t in tokens)
+
+
+def _hashes(w: World, key: str) -> str:
+    secret = w.kube.objects[("Secret", NS, "bk-token-hashes")]
+    return base64.b64decode(secret["data"][key]).decode()
 
 
 async def test_the_operator_creates_the_token_once_and_presents_it() -> None:
@@ -36,27 +47,73 @@ async def test_the_operator_creates_the_token_once_and_presents_it() -> None:
 
 async def test_a_named_secret_is_used_and_never_created() -> None:
     w = World()
-    w.kube.objects[("Secret", NS, "mine")] = _secret("# rotated in\nan-existing-token-of-ours\nold-token-still-ok\n")
-    w.kube.create_cluster("bk", cluster_spec(adminApi={"tokenSecretName": "mine"}))
+    w.kube.objects[("Secret", NS, "bk-mine")] = _secret("# rotated in\nan-existing-token-of-ours\nold-token-still-ok\n")
+    w.kube.create_cluster("bk", cluster_spec(adminApi={"tokenSecretName": "bk-mine"}))
     await w.tick()
     await w.tick()
     assert w.kube.created == ["Secret/bk-audit-token"]   # the audit's is always the operator's
     assert {t for b in w.bookies.values() for t in b.tokens} == {"an-existing-token-of-ours"}
-    sts = w.kube.objects[("StatefulSet", NS, "bk")]
-    volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
-    assert volumes["admin-token"]["secret"]["secretName"] == "mine"
+    assert _hashes(w, "admin") == _hashed("an-existing-token-of-ours", "old-token-still-ok")
+
+
+async def test_the_bookies_get_the_hashes_of_both_tokens_and_never_a_token() -> None:
+    w = World()
+    w.kube.create_cluster("bk", cluster_spec())
+    await w.tick()
+    admin = first_token(w.kube.objects[("Secret", NS, "bk-admin-token")])
+    audit = first_token(w.kube.objects[("Secret", NS, "bk-audit-token")])
+    assert _hashes(w, "admin") == _hashed(admin) and _hashes(w, "read") == _hashed(audit)
+    hashes = w.kube.objects[("Secret", NS, "bk-token-hashes")]
+    assert hashes["metadata"]["ownerReferences"][0]["name"] == "bk"
+    pod = w.kube.objects[("StatefulSet", NS, "bk")]["spec"]["template"]["spec"]
+    mounted = {v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+    assert mounted == {"bk-token-hashes"}, mounted
+    assert admin not in repr(pod) and audit not in repr(pod)
+
+
+async def test_a_rotated_token_reaches_the_hashes_at_the_next_read() -> None:
+    w = World()
+    w.kube.objects[("Secret", NS, "bk-mine")] = _secret("the-old-token-of-ours\n")
+    w.kube.create_cluster("bk", cluster_spec(adminApi={"tokenSecretName": "bk-mine"}))
+    await w.tick(seconds=90)  # the clock moves past the re-read interval
+    w.kube.objects[("Secret", NS, "bk-mine")] = _secret("the-new-token-of-ours\nthe-old-token-of-ours\n")
+    await w.tick()
+    assert _hashes(w, "admin") == _hashed("the-new-token-of-ours", "the-old-token-of-ours")
+    assert {t for b in w.bookies.values() for t in b.tokens} >= {"the-new-token-of-ours"}
+
+
+async def test_a_short_token_after_the_first_stops_the_reconcile() -> None:
+    """Hashed, a short token would pass the bookies' length check: the operator refuses it as they would."""
+    w = World()
+    w.kube.objects[("Secret", NS, "bk-mine")] = _secret("a-long-enough-token-first\nshort\n")
+    w.kube.create_cluster("bk", cluster_spec(adminApi={"tokenSecretName": "bk-mine"}))
+    outcome = await w.tick()
+    assert outcome.waiting and ("Secret", NS, "bk-token-hashes") not in w.kube.objects
+    degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
+    assert degraded["reason"] == "AdminTokenUnavailable" and "token 2" in degraded["message"], degraded
+
+
+def test_hashed_lines_are_kept_and_comments_dropped() -> None:
+    line = "sha256:" + "ab" * 32
+    assert token_hashes(f"# who\nthe-operators-own-token\n\n  {line}  \n") == \
+        _hashed("the-operators-own-token") + line + "\n"
+    with pytest.raises(AdminTokenProblem, match="64 lowercase hex"):
+        token_hashes("sha256:ABC\n")
+    with pytest.raises(AdminTokenProblem, match=r"first line .* is a hash"):
+        first_token({"data": {"token": base64.b64encode(f"{line}\n".encode()).decode()}})
+    assert secret_text({"data": {"token": base64.b64encode(b"x\n").decode()}}) == "x\n"
 
 
 async def test_a_missing_named_secret_stops_the_reconcile_with_a_reason() -> None:
     w = World()
-    w.kube.create_cluster("bk", cluster_spec(adminApi={"tokenSecretName": "absent"}))
+    w.kube.create_cluster("bk", cluster_spec(adminApi={"tokenSecretName": "bk-absent"}))
     outcome = await w.tick()
     assert outcome.waiting and w.kube.applied == [] and w.kube.created == []
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
     assert degraded["reason"] == "AdminTokenUnavailable"
-    assert "absent" in degraded["message"] and "key token" in degraded["message"]
+    assert "bk-absent" in degraded["message"] and "key token" in degraded["message"]
 
-    w.kube.objects[("Secret", NS, "absent")] = _secret("a-token-that-now-exists\n")
+    w.kube.objects[("Secret", NS, "bk-absent")] = _secret("a-token-that-now-exists\n")
     await w.tick()
     assert "StatefulSet/bk" in w.kube.applied
 
@@ -69,19 +126,22 @@ def test_an_unusable_secret_is_named(data: dict[str, str], message: str) -> None
         first_token({"data": data})
 
 
-def test_our_bookies_mount_the_token_and_read_it_from_their_configuration() -> None:
-    spec = models.parse_spec(cluster_spec())
+@pytest.mark.parametrize("implementation", ["bookie-fleet", "apache-bookkeeper"])
+def test_our_bookies_and_the_inspectors_mount_the_hashes_and_read_them_from_their_configuration(
+        implementation: str) -> None:
+    spec = models.parse_spec(cluster_spec(implementation=implementation))
     owner = builders.Owner("bk", NS, "uid")
     pod = builders.statefulset(owner, spec, 3)["spec"]["template"]["spec"]
-    [bookie] = [c for c in pod["containers"] if c["name"] == "bookie"]
-    mount = next(m for m in bookie["volumeMounts"] if m["name"] == "admin-token")
-    assert mount == {"name": "admin-token", "mountPath": builders.ADMIN_TOKEN_DIR, "readOnly": True}
-    volume = next(v for v in pod["volumes"] if v["name"] == "admin-token")
-    assert volume["secret"]["defaultMode"] == 0o444 and volume["secret"]["secretName"] == "bk-admin-token"
-    assert builders.bookie_config(spec)["httpServerAuthTokenFile"] == f"{builders.ADMIN_TOKEN_DIR}/token"
-    read = next(v for v in pod["volumes"] if v["name"] == "read-token")
-    assert read["secret"]["secretName"] == "bk-audit-token"
-    assert builders.bookie_config(spec)["httpServerReadTokenFile"] == f"{builders.READ_TOKEN_DIR}/token"
+    ours = "bookie" if implementation == "bookie-fleet" else "inspector"
+    [container] = [c for c in pod["containers"] if c["name"] == ours]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "token-hashes")
+    assert mount == {"name": "token-hashes", "mountPath": builders.TOKEN_HASHES_DIR, "readOnly": True}
+    [volume] = [v for v in pod["volumes"] if "secret" in v]
+    assert volume["secret"] == {"secretName": "bk-token-hashes", "defaultMode": 0o444,
+                                "items": [{"key": "admin", "path": "admin"}, {"key": "read", "path": "read"}]}
+    conf = builders.bookie_config(spec) if ours == "bookie" else builders.inspector_config(spec)
+    assert conf["httpServerAuthTokenFile"] == f"{builders.TOKEN_HASHES_DIR}/admin"
+    assert conf["httpServerReadTokenFile"] == f"{builders.TOKEN_HASHES_DIR}/read"
 
 
 def test_java_bookies_get_no_token_key_and_the_key_is_the_operators() -> None:

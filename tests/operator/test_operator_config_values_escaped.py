@@ -19,7 +19,7 @@ from tests.operator.helpers import spec
 
 OWNER = Owner("bk", "ns", "uid-1")
 INJECTED = "/tmp/attacker-token"
-TOKEN_FILE = f"{builders.ADMIN_TOKEN_DIR}/{builders.ADMIN_TOKEN_KEY}"
+TOKEN_FILE = builders.ADMIN_TOKEN_FILE
 HOSTILE = [
     f"0.0.0.0\nhttpServerAuthTokenFile={INJECTED}\nmetadataServiceUri=zk://evil:2181/ledgers",
     f"0.0.0.0\rhttpServerAuthTokenFile={INJECTED}",

@@ -1,12 +1,14 @@
 """On the local Kubernetes: the operator creates the cluster's admin token Secret once, our bookies refuse a
 mutating admin call without that token and accept it with it, and the operator's own mutating calls (here
 suspending compaction outside the spec's window) go through with it. The audit's token Secret, created beside
-it, reads the explain endpoint but cannot switch a bookie read-only nor delete a ledger."""
+it, reads the explain endpoint but cannot switch a bookie read-only nor delete a ledger. The bookie pods hold
+neither token: they mount only the Secret of the tokens' hashes."""
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
+import hashlib
 import json
 import urllib.request
 from collections.abc import Callable
@@ -71,6 +73,17 @@ async def test_the_admin_token_secret_guards_the_bookies_and_the_operator_presen
     answer = await call("DELETE", url + "/api/v1/ledger/delete", params={"ledger_id": "1"}, token=audit_token)
     assert answer.status == 403, answer.text
     assert (await call("GET", url + "/api/v1/bookie/state", token=None)).json()["readOnly"] is False
+
+    # The bookie pods mount the hashes, never a token.
+    pod = kube.get(f"/api/v1/namespaces/{ns}/pods/bk-0")
+    assert pod is not None
+    mounted = {v["secret"]["secretName"] for v in pod["spec"]["volumes"] if "secret" in v}
+    assert mounted == {"bk-token-hashes"}, mounted
+    hashes = kube.get(f"/api/v1/namespaces/{ns}/secrets/bk-token-hashes")
+    assert hashes is not None
+    for key, presented in (("admin", token), ("read", audit_token)):
+        assert base64.b64decode(hashes["data"][key]).decode() == \
+            f"sha256:{hashlib.sha256(presented.encode()).hexdigest()}\n"
 
     # Created once: the operator's later ticks read it, never replace it.
     again = kube.get(f"/api/v1/namespaces/{ns}/secrets/bk-admin-token")

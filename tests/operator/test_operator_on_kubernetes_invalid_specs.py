@@ -1,6 +1,7 @@
 """Bad input: the API server refuses invalid specs with a message naming the field (the generated schema and
 its CEL rules); what only the operator can judge becomes an InvalidSpec condition and a Warning Event, and
-nothing is applied (no half-applied change, no crash loop)."""
+nothing is applied (no half-applied change, no crash loop). Fields that would give the spec's writer more than
+the bookies need (here a hostPath volume and another ServiceAccount) are refused that way too, naming the field."""
 
 from __future__ import annotations
 
@@ -87,3 +88,13 @@ def test_what_only_the_operator_can_judge_is_a_condition_and_an_event(
     kube.kubectl("-n", ns, "patch", "bookieclusters.bookie-fleet.dev", "bk", "--type", "json", "-p",
                  '[{"op": "remove", "path": "/spec/config/diskUsageLwmThreshold"}]')
     wait_for(lambda: kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/bk"), 30, what="the StatefulSet")
+
+    # More than the bookies need, which the operator's settings do not allow: refused, naming the fields.
+    kube.apply(bookie_cluster("wide", zookeeper.connect_string, f"/{ns}/wide", serviceAccountName="default",
+                              extraVolumes=[{"name": "node", "hostPath": {"path": "/var/run"}}]), namespace=ns)
+    [event] = await_events(kube, ns, "wide", "InvalidSpec", at_least=1)
+    degraded = condition(get_cluster(kube, ns, "wide"), "Degraded")
+    assert degraded is not None and degraded["reason"] == "InvalidSpec"
+    for field in ("spec.serviceAccountName", "spec.extraVolumes[0].hostPath: a node's file system"):
+        assert field in degraded["message"] and field in event["message"], (degraded, event)
+    assert kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/wide") is None

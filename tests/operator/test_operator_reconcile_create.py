@@ -16,7 +16,8 @@ async def test_a_new_cluster_is_initialised_applied_and_becomes_ready() -> None:
     first = await w.tick()
     assert w.zk.calls == ["init_cluster"] and w.status["instanceId"] == "instance-1"
     assert sorted(w.kube.applied) == ["ConfigMap/bk-config", "NetworkPolicy/bk", "PodDisruptionBudget/bk",
-                                      "Service/bk", "Service/bk-headless", "StatefulSet/bk"]
+                                      "Secret/bk-token-hashes", "Service/bk", "Service/bk-headless",
+                                      "StatefulSet/bk"]
     assert first.waiting and condition(w, "Ready")["status"] == "False"
 
     await w.tick()
@@ -25,7 +26,7 @@ async def test_a_new_cluster_is_initialised_applied_and_becomes_ready() -> None:
 
     applies, patches, events = len(w.kube.applied), len(w.kube.status_patches), len(w.kube.events)
     for _ in range(5):
-        assert not (await w.tick()).waiting
+        assert not (await w.tick(seconds=30)).waiting  # past the tokens' re-read: the hashes are not re-applied
     assert (len(w.kube.applied), len(w.kube.status_patches), len(w.kube.events)) == (applies, patches, events)
     assert w.kube.reasons("MetadataInitialized") == ["BookKeeper metadata at /ledgers (instance instance-1)"]
     assert w.zk.calls == ["init_cluster"]

@@ -41,12 +41,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: [""]
   resources: ["configmaps", "services"]
   verbs: ["get", "create", "patch"]
-# The admin API token: read (the cluster's, or the one its spec names) and created once. Never listed,
-# watched, updated or deleted (the BookieCluster's owner reference deletes the generated one); create cannot
+# The admin and audit tokens: read (the cluster's, or the one its spec names) and created once; the Secret of
+# their hashes, which the bookie pods mount instead, applied (patch) when the tokens change. Never listed,
+# watched or deleted (the BookieCluster's owner reference deletes the generated ones); create and patch cannot
 # be narrowed by name in Kubernetes RBAC.
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "create"]
+  verbs: ["get", "create", "patch"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["get", "create", "patch"]

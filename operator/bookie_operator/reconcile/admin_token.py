@@ -7,12 +7,18 @@ exist. The token is read again every ``RECHECK_S``, so a rotated Secret reaches 
 brings it to the bookies. ``<cluster>-audit-token`` is created once the same way: the bookies accept it for
 reads only (``httpServerReadTokenFile``) and the audit's pods get it instead of the admin token, so a leaked
 audit token deletes nothing.
+
+The bookie pods mount neither: the operator derives ``<cluster>-token-hashes`` (``sha256:<hex>`` of each token
+line, the form the bookies' token files accept) and applies it every time it reads the tokens, so a compromised
+bookie holds no token it could present to another bookie, and a rotated token still reaches every bookie.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import re
 import secrets
 
 from bookie_operator import builders
@@ -22,6 +28,7 @@ from bookie_operator.reconcile.ports import Obj
 
 RECHECK_S = 60.0
 MIN_TOKEN_LENGTH = 16  # as the bookie requires
+HASHED = re.compile(r"sha256:[0-9a-f]{64}")  # a hashed line, as the bookies read it
 
 
 class AdminTokenProblem(Exception):
@@ -29,8 +36,9 @@ class AdminTokenProblem(Exception):
 
 
 async def ensure_admin_token(t: Tick) -> bool:
-    """``t.admin_token`` set from the cluster's Secret (created if it is the operator's); False (a Degraded
-    condition, nothing applied) when a named Secret is missing or holds no usable token."""
+    """``t.admin_token`` set from the cluster's Secret (created if it is the operator's), and the bookies' Secret of
+    token hashes applied; False (a Degraded condition, nothing applied) when a named Secret is missing or holds no
+    usable token."""
     name = builders.admin_token_secret_name(t.name, t.spec)
     key = (t.namespace, name)
     cached = t.op.admin_tokens.get(key)
@@ -38,7 +46,9 @@ async def ensure_admin_token(t: Tick) -> bool:
         t.admin_token = cached[0]
         return True
     try:
-        token = await _read_or_create(t, name)
+        text = secret_text(await _read_or_create(t, name))
+        token = first_token_of(text)
+        admin_hashes = token_hashes(text)
     except (AdminTokenProblem, KubeError) as exc:
         message = f"admin API token Secret {name}: {exc}"
         if t.was("Degraded") != "True" or t.previous_message("Degraded") != message:
@@ -47,26 +57,41 @@ async def ensure_admin_token(t: Tick) -> bool:
         t.condition("Ready", False, "AdminTokenUnavailable", message)
         t.wait(message)
         return False
-    try:
-        await _ensure_audit_token(t)
-    except KubeError as exc:
-        t.problems.append(f"audit token Secret {builders.audit_token_secret_name(t.name)}: {exc}")
-    t.op.admin_tokens[key] = (token, t.op.monotonic())
     t.admin_token = token
+    try:
+        read_hashes = token_hashes(secret_text(await _ensure_audit_token(t)))
+        await _ensure_token_hashes(t, builders.token_hashes_secret(t.owner, admin_hashes, read_hashes))
+    except (AdminTokenProblem, KubeError) as exc:
+        # Not cached: the next tick tries again. Bookies already running keep the hashes they have.
+        t.problems.append(f"token hashes Secret {builders.token_hashes_secret_name(t.name)}: {exc}")
+        return True
+    t.op.admin_tokens[key] = (token, t.op.monotonic())
     return True
 
 
-async def _ensure_audit_token(t: Tick) -> None:
-    """Create ``<cluster>-audit-token`` once, with a random token of its own."""
+async def _ensure_token_hashes(t: Tick, desired: Obj) -> None:
+    """Apply the Secret of hashes when it is missing or differs (a rotated token), not on every re-read."""
+    live = await t.op.kube.get("Secret", t.namespace, desired["metadata"]["name"])
+    if live is None or live.get("data") != desired["data"]:
+        await t.op.kube.apply(desired)
+
+
+async def _ensure_audit_token(t: Tick) -> Obj:
+    """``<cluster>-audit-token``, created once with a random token of its own."""
     name = builders.audit_token_secret_name(t.name)
-    if await t.op.kube.get("Secret", t.namespace, name) is not None:
-        return
+    secret = await t.op.kube.get("Secret", t.namespace, name)
+    if secret is not None:
+        return secret
     if await t.op.kube.create(builders.audit_token_secret(t.owner, secrets.token_urlsafe(32))) is not None:
         t.event("Normal", "AuditTokenCreated", f"Secret/{name} created with a random read-scope token for the "
                 "storage audit")
+    secret = await t.op.kube.get("Secret", t.namespace, name)  # ours, or one created meanwhile
+    if secret is None:
+        raise AdminTokenProblem(f"{name} not found right after its creation")
+    return secret
 
 
-async def _read_or_create(t: Tick, name: str) -> str:
+async def _read_or_create(t: Tick, name: str) -> Obj:
     secret = await t.op.kube.get("Secret", t.namespace, name)
     if secret is None and not t.spec.admin_api.token_secret_name:
         created = await t.op.kube.create(builders.admin_token_secret(t.owner, secrets.token_urlsafe(32)))
@@ -76,20 +101,57 @@ async def _read_or_create(t: Tick, name: str) -> str:
     if secret is None:
         raise AdminTokenProblem(f"not found: create it with the bearer token under the key "
                                 f"{builders.ADMIN_TOKEN_KEY}")
-    return first_token(secret)
+    return secret
 
 
-def first_token(secret: Obj) -> str:
-    """The first token of the Secret's ``token`` key (the bookies accept every line of it)."""
+def secret_text(secret: Obj) -> str:
+    """The text of a token Secret's ``token`` key."""
     raw = (secret.get("data") or {}).get(builders.ADMIN_TOKEN_KEY)
     if raw is None:
         raise AdminTokenProblem(f"has no key {builders.ADMIN_TOKEN_KEY}")
     try:
-        text = base64.b64decode(raw, validate=True).decode()
+        return base64.b64decode(raw, validate=True).decode()
     except (binascii.Error, UnicodeDecodeError):
         raise AdminTokenProblem(f"key {builders.ADMIN_TOKEN_KEY} is not base64 of UTF-8 text") from None
-    token = next((line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
+
+
+def _token_lines(text: str) -> list[str]:
+    """The lines the bookies read as tokens: blank lines and ``#`` comments skipped, as they do."""
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def token_hashes(text: str) -> str:
+    """A token file's lines as the bookies may hold them: ``sha256:<hex>`` of each token, a line already hashed
+    kept as it is (a consumer known to the bookies by its hash only). A token shorter than the bookies accept is
+    refused here: hashed, it would pass their length check."""
+    lines = []
+    for number, line in enumerate(_token_lines(text), 1):
+        if HASHED.fullmatch(line):
+            lines.append(line)
+        elif line.startswith("sha256:"):
+            raise AdminTokenProblem(f"token {number} of key {builders.ADMIN_TOKEN_KEY}: a hashed token is sha256: "
+                                    "then 64 lowercase hex digits")
+        elif len(line) < MIN_TOKEN_LENGTH:
+            raise AdminTokenProblem(f"token {number} of key {builders.ADMIN_TOKEN_KEY} has {len(line)} characters: "
+                                    f"at least {MIN_TOKEN_LENGTH} (the bookies refuse shorter ones)")
+        else:
+            lines.append("sha256:" + hashlib.sha256(line.encode()).hexdigest())
+    return "".join(line + "\n" for line in lines)
+
+
+def first_token_of(text: str) -> str:
+    """The first token of a token file's text, which the operator presents (the bookies accept every line)."""
+    lines = _token_lines(text)
+    token = lines[0] if lines else ""
+    if HASHED.fullmatch(token):
+        raise AdminTokenProblem(f"the first line of key {builders.ADMIN_TOKEN_KEY} is a hash: the operator "
+                                "presents the first token, so it must be the token itself")
     if len(token) < MIN_TOKEN_LENGTH:
         raise AdminTokenProblem(f"key {builders.ADMIN_TOKEN_KEY} must hold a token of at least {MIN_TOKEN_LENGTH} "
                                 "characters (the bookies refuse shorter ones)")
     return token
+
+
+def first_token(secret: Obj) -> str:
+    """The first token of the Secret's ``token`` key (the bookies accept every line of it)."""
+    return first_token_of(secret_text(secret))

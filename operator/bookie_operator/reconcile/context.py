@@ -71,6 +71,9 @@ class Operator:
     # The operator's own pods as NetworkPolicy peers (its namespace and labels), admitted to the admin port;
     # empty when it runs outside the cluster.
     operator_peers: list[Obj] = field(default_factory=list)
+    # The kinds of escalating BookieCluster fields (decisions.escalations.KINDS) this operator's settings allow;
+    # the others are refused as invalid specs.
+    allowed_escalations: frozenset[str] = frozenset()
     # cluster uid -> (what was checked, when, the verdict on its certificates): Secrets are not read every tick.
     tls_verdicts: dict[str, tuple[str, float, TlsVerdict, bytes | None, tuple[bytes, bytes] | None]] = field(
         default_factory=dict)

@@ -8,7 +8,7 @@ from typing import Any
 
 from bookie_operator import builders, decisions, metrics, models
 from bookie_operator.bookie_client import MAX_REASON_CHARS, BookieApiError
-from bookie_operator.decisions import ObservedBookie, start_failures
+from bookie_operator.decisions import ObservedBookie, escalations, start_failures
 from bookie_operator.models import InvalidSpec
 from bookie_operator.reconcile.context import Tick
 from bookie_operator.reconcile.ports import AdminTls, Obj
@@ -23,6 +23,10 @@ def parse_spec(t: Tick) -> bool:
         t.spec = models.parse_spec(t.body.get("spec") or {})
     except InvalidSpec as exc:
         _invalid(t, str(exc))
+        return False
+    refused = escalations.refused(t.name, t.spec, t.op.allowed_escalations)
+    if refused:
+        _invalid(t, "; ".join(refused))
         return False
     t.status.scaled_up_by = decisions.capped_scale_up(t.spec, t.status.scaled_up_by)
     return True
