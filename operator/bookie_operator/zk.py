@@ -20,6 +20,7 @@ from bookie.metadata.racks import BookieRack, InvalidRackInfo
 from bookie.metadata.security import ZkSecurity, read_digest
 from bookie.metadata.store import MetadataError, MetadataStore, NoNode
 
+from bookie_operator.decisions.rebalance import LedgerLayout
 from bookie_operator.memory_files import memory_file, path_of
 
 # The operator's own ZooKeeper identity (``python -m bookie_operator --zk-*`` sets them; the chart mounts the
@@ -70,6 +71,22 @@ class ClusterMetadata:
             return any(bookie_id in ensemble for ensemble in md.ensembles.values())
 
         return sum(await asyncio.gather(*(references(i) for i in ids)))
+
+    async def ledger_layouts(self, parallel: int = 32) -> list[LedgerLayout]:
+        """Every ledger's ensembles, size and state, for rebalancing (ledgers deleted meanwhile are left out)."""
+        ids = await self.store.all_ledger_ids()
+        gate = asyncio.Semaphore(parallel)
+
+        async def layout(ledger_id: int) -> LedgerLayout | None:
+            async with gate:
+                try:
+                    md = (await self.store.read_ledger_metadata(ledger_id)).value
+                except NoNode:
+                    return None
+            return LedgerLayout(ledger_id, md.closed, md.length, md.last_entry_id, md.ensemble_size,
+                                md.write_quorum_size, tuple((first, tuple(b)) for first, b in md.ensembles.items()))
+
+        return [x for x in await asyncio.gather(*(layout(i) for i in ids)) if x is not None]
 
     async def under_replicated(self) -> int:
         return len(await self.store.list_underreplicated())

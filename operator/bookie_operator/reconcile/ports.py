@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bookie_operator.decisions import GcInfo
+from bookie_operator.decisions.rebalance import LedgerLayout
 from bookie_operator.zk import ZkTlsIdentity
 
 Obj = dict[str, Any]
@@ -49,6 +50,10 @@ class BookieAdminApi(Protocol):
 
     async def recover_bookie(self, bookie_ids: list[str]) -> None: ...
 
+    async def move_replica(self, ledger_id: int, source: str, target: str, rate_bytes_per_s: int) -> None: ...
+
+    async def replica_move_state(self, ledger_id: int) -> tuple[str, str | None] | None: ...
+
 
 @dataclass(frozen=True)
 class AdminTls:
@@ -84,6 +89,8 @@ class ClusterMetadataApi(Protocol):
     async def delete_cookie(self, bookie_id: str) -> None: ...
 
     async def publish_racks(self, group: str, racks: dict[str, tuple[str, str | None]]) -> bool: ...
+
+    async def ledger_layouts(self) -> list[LedgerLayout]: ...
 
 
 class MetadataApi(Protocol):
