@@ -70,12 +70,12 @@ def _plan(t: Tick, state: RebalanceStatus, disks: list[BookieDisk], layouts: lis
         t.event("Normal", "RebalanceMove", f"ledger {move.ledger_id}: replica of ~{move.bytes} bytes from "
                 f"{move.source} to {move.target}")
     if state.moves:
-        _set_phase(t, state, "Moving", f"spread {state.spread or 0:.3f} > maxSpread {spec.max_spread}")
+        _set_phase(t, state, "Moving", f"spread {state.spread or 0:.3g} > maxSpread {spec.max_spread}")
     elif state.spread is not None and state.spread > spec.max_spread:
-        _set_phase(t, state, "Balanced", f"spread {state.spread:.3f}: no closed ledger's replica can move "
+        _set_phase(t, state, "Balanced", f"spread {state.spread:.3g}: no closed ledger's replica can move "
                    "without overshooting")
     else:
-        _set_phase(t, state, "Balanced", f"spread {state.spread or 0:.3f} within maxSpread {spec.max_spread}")
+        _set_phase(t, state, "Balanced", f"spread {state.spread or 0:.3g} within maxSpread {spec.max_spread}")
 
 
 def _set_phase(t: Tick, state: RebalanceStatus, phase: RebalancePhase, message: str) -> None:
