@@ -156,6 +156,31 @@ class BookieAdmin:
         if status >= 300:
             raise BookieApiError(f"recovery request refused: HTTP {status}: {text.strip()[:200]}", status)
 
+    async def move_replica(self, ledger_id: int, source: str, target: str, rate_bytes_per_s: int) -> None:
+        """Ask this bookie's autorecovery to move ``ledger_id``'s replica from ``source`` to ``target``."""
+        await self._json("PUT", "/api/v1/autorecovery/move_replica",
+                         {"ledger_id": ledger_id, "bookie_src": source, "bookie_dest": target,
+                          "rate_bytes_per_second": rate_bytes_per_s})
+
+    async def replica_move_state(self, ledger_id: int) -> tuple[str, str | None] | None:
+        """(state, error) of this bookie's move of ``ledger_id``: running, moved or failed; None if it knows
+        none (restarted, or never asked)."""
+        path = f"/api/v1/autorecovery/move_replica?ledger_id={ledger_id}"
+        status, text = await self._call("GET", path)
+        if status == 404:
+            return None
+        if status >= 300:
+            raise BookieApiError(f"GET {self.base}{path}: HTTP {status}: {text.strip()[:200]}", status)
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise BookieApiError(f"GET {self.base}{path}: not JSON: {text[:200]!r}") from exc
+        state = data.get("state") if isinstance(data, dict) else None
+        if state not in ("running", "moved", "failed"):
+            raise BookieApiError(f"GET {self.base}{path}: malformed answer: state {state!r}")
+        error = data.get("error")
+        return state, str(error)[:MAX_REASON_CHARS] if error else None
+
 
 async def read_bounded(resp: aiohttp.ClientResponse, where: str, limit: int = MAX_ANSWER_BYTES) -> bytes:
     """The body of ``resp``, at most ``limit`` bytes read; ``BookieApiError`` for a larger or compressed one."""

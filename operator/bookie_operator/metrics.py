@@ -31,3 +31,8 @@ RESTARTS = Counter("bookie_operator_rolling_restarts_total", "Bookie pods delete
 DISK_USED = Gauge("bookie_operator_bookie_disk_used_ratio", "Disk used fraction per bookie",
                   ["namespace", "cluster", "pod"])
 WRITABLE = Gauge("bookie_operator_writable_bookies", "Writable bookies per cluster", ["namespace", "cluster"])
+REBALANCE_MOVES = Counter("bookie_operator_rebalance_moves_total", "Replica moves finished by rebalancing",
+                          ["result"])
+REBALANCE_BYTES = Counter("bookie_operator_rebalance_moved_bytes_total", "Estimated bytes of the replicas moved")
+REBALANCE_SPREAD = Gauge("bookie_operator_rebalance_spread_ratio", "Fullest minus emptiest bookie's usage",
+                         ["namespace", "cluster"])

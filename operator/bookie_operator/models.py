@@ -626,6 +626,19 @@ class ImplementationSwitchSpec(Model):
                          "restarted finishes); false resumes it. Bookies already switched stay as they are.")
 
 
+class RebalanceSpec(Model):
+    """Moving closed ledgers' replicas from the fullest bookies to the emptiest (off by default)."""
+
+    enabled: bool = Field(default=False, description="Rebalance the bookies' data when their usage spreads more "
+                          "than maxSpread (bookie-fleet bookies: the move is their autorecovery's).")
+    paused: bool = Field(default=False, description="Start no new move (the ones running finish); false resumes.")
+    max_spread: float = Field(default=0.1, gt=0, lt=1, description="The largest accepted difference between the "
+                              "fullest and the emptiest bookie's usage (ledger data over disk size, 0..1).")
+    max_concurrent_moves: int = Field(default=1, ge=1, le=16, description="Replica moves running at once.")
+    bytes_per_second: int = Field(default=10 * 1024 * 1024, ge=1024, description="Byte rate of all moves "
+                                  "together (each gets its share; the copying bookie keeps to it).")
+
+
 def user_config_keys() -> list[str]:
     """The keys of our bookie's configuration a user may set in spec.config (directories are all owned)."""
     js = BookieConfig.model_json_schema(by_alias=True)
@@ -806,6 +819,8 @@ class BookieClusterSpec(Model):
     implementation_switch: ImplementationSwitchSpec = Field(
         default_factory=ImplementationSwitchSpec, description="Switching the bookies between implementations in "
         "place (a change of spec.implementation on a running cluster): pause and resume.")
+    rebalance: RebalanceSpec = Field(default_factory=RebalanceSpec, description="Rebalancing ledger replicas "
+                                     "between the bookies by disk usage.")
     resources: dict[str, Any] = _preserve(
         "Bookie container resources (core/v1 ResourceRequirements). Default requests: memory sized for the "
         "bookie's caches (dbStorage_writeCacheMaxSizeMb + dbStorage_readAheadCacheMaxSizeMb + the process), "
@@ -1254,6 +1269,35 @@ class ImplementationSwitchStatus(Model):
     message: str = ""
 
 
+RebalancePhase = Literal["Balanced", "Moving", "Held", "Paused"]
+
+
+class ReplicaMoveStatus(Model):
+    """One replica move, recorded before it is asked of the target bookie (so a restarted operator redoes it)."""
+
+    ledger_id: int = Field(ge=0)
+    source: str = Field(description="The bookie id the replica leaves.")
+    target: str = Field(description="The bookie id it moves to (its autorecovery copies it).")
+    bytes: int = Field(default=0, ge=0, description="The replica's estimated size.")
+    requested: bool = Field(default=False, description="The target accepted the move.")
+    started_at: str
+
+
+class RebalanceStatus(Model):
+    """spec.rebalance's progress (kept while it is enabled)."""
+
+    phase: RebalancePhase = Field(description="Balanced (usage within maxSpread), Moving, Held (a bookie not ready, "
+                                  "ledgers under-replicated, a decommission or a switch running: message says "
+                                  "which), Paused (spec.rebalance.paused).")
+    message: str = ""
+    spread: float | None = Field(default=None, description="Fullest minus emptiest bookie's usage (0..1).")
+    moves: list[ReplicaMoveStatus] = Field(default_factory=list, description="Moves in flight.")
+    moves_done: int = Field(default=0, ge=0)
+    bytes_moved: int = Field(default=0, ge=0)
+    moves_failed: int = Field(default=0, ge=0)
+    since: str | None = Field(default=None, description="When the phase began.")
+
+
 class BookieClusterStatus(Model):
     observed_generation: int | None = None
     replicas: int = 0
@@ -1278,6 +1322,8 @@ class BookieClusterStatus(Model):
     decommissioned: list[str] = Field(default_factory=list, description="Bookie ids decommissioned (newest last).")
     decommission_requests: list[DecommissionRequestStatus] = Field(
         default_factory=list, description="What became of each spec.decommission entry (in spec order).")
+    rebalance: RebalanceStatus | None = Field(default=None, description="Moving ledger replicas from the fullest "
+                                              "bookies to the emptiest (spec.rebalance).")
     adoption: AdoptionStatus | None = Field(default=None, description="Taking over the StatefulSet of "
                                             "spec.adopt, phase by phase.")
     scaled_up_by: int = Field(default=0, ge=0, description="Bookies the operator added for disk pressure: the "

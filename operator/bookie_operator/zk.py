@@ -21,6 +21,7 @@ from bookie.metadata.racks import BookieRack, InvalidRackInfo
 from bookie.metadata.security import ZkSecurity, read_digest
 from bookie.metadata.store import BadVersion, MetadataError, MetadataStore, NoNode
 
+from bookie_operator.decisions.rebalance import LedgerLayout
 from bookie_operator.memory_files import memory_file, path_of
 
 # The operator's own ZooKeeper identity (``python -m bookie_operator --zk-*`` sets them; the chart mounts the
@@ -86,6 +87,22 @@ class ClusterMetadata:
             return ledger_loss(ledger_id, md, {bookie_id})
 
         return [lost for lost in await asyncio.gather(*(loss(i) for i in ids)) if lost is not None]
+
+    async def ledger_layouts(self, parallel: int = 32) -> list[LedgerLayout]:
+        """Every ledger's ensembles, size and state, for rebalancing (ledgers deleted meanwhile are left out)."""
+        ids = await self.store.all_ledger_ids()
+        gate = asyncio.Semaphore(parallel)
+
+        async def layout(ledger_id: int) -> LedgerLayout | None:
+            async with gate:
+                try:
+                    md = (await self.store.read_ledger_metadata(ledger_id)).value
+                except NoNode:
+                    return None
+            return LedgerLayout(ledger_id, md.closed, md.length, md.last_entry_id, md.ensemble_size,
+                                md.write_quorum_size, tuple((first, tuple(b)) for first, b in md.ensembles.items()))
+
+        return [x for x in await asyncio.gather(*(layout(i) for i in ids)) if x is not None]
 
     async def give_up_lost_entries(self, ledger_id: int, bookie_id: str, live: list[str]) -> Repair | None:
         """Repair one ledger's metadata so that it no longer waits for ``bookie_id``'s lost entries; None when

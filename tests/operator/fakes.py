@@ -21,6 +21,7 @@ from bookie.metadata.data_loss import LedgerLoss, Repair, give_up_lost_entries, 
 from bookie.metadata.ledger_metadata import LedgerMetadata
 from bookie_operator import builders, models
 from bookie_operator.decisions import GcInfo
+from bookie_operator.decisions.rebalance import LedgerLayout
 from bookie_operator.kube import KubeError
 from bookie_operator.reconcile import Operator, Outcome, reconcile
 from bookie_operator.reconcile.ports import AdminTls
@@ -191,6 +192,7 @@ class FakeBookie:
     reachable: bool = True
     tokens: list[str | None] = field(default_factory=list)   # the admin token each client was made with
     read_only_reason: str = ""    # "journal-corrupt" or "forced": the REST switch can not make it writable
+    moves: dict[int, tuple[str, str, str]] = field(default_factory=dict)   # ledger -> (state, source, target)
 
     def _call(self, what: str) -> None:
         from bookie_operator.bookie_client import BookieApiError
@@ -232,6 +234,15 @@ class FakeBookie:
     async def recover_bookie(self, bookie_ids: list[str]) -> None:
         self._call(f"recover_bookie({','.join(bookie_ids)})")
 
+    async def move_replica(self, ledger_id: int, source: str, target: str, rate_bytes_per_s: int) -> None:
+        self._call(f"move_replica({ledger_id},{source},{target})")
+        self.moves[ledger_id] = ("running", source, target)
+
+    async def replica_move_state(self, ledger_id: int) -> tuple[str, str | None] | None:
+        self._call(f"replica_move_state({ledger_id})")
+        known = self.moves.get(ledger_id)
+        return (known[0], None) if known else None
+
 
 @dataclass
 class FakeClusterMetadata:
@@ -242,6 +253,7 @@ class FakeClusterMetadata:
     calls: list[str] = field(default_factory=list)
     racks: dict[str, dict[str, tuple[str, str | None]]] = field(default_factory=dict)   # the /bookies groups
     ledgers: dict[int, LedgerMetadata] = field(default_factory=dict)   # for the data-loss checks only
+    layouts: list[LedgerLayout] = field(default_factory=list)    # the ledgers' metadata, for rebalancing
 
     async def init_cluster(self) -> str:
         self.calls.append("init_cluster")
@@ -274,6 +286,9 @@ class FakeClusterMetadata:
     async def delete_cookie(self, bookie_id: str) -> None:
         self.calls.append(f"delete_cookie({bookie_id})")
         self.cookies.discard(bookie_id)
+
+    async def ledger_layouts(self) -> list[LedgerLayout]:
+        return list(self.layouts)
 
     async def publish_racks(self, group: str, racks: dict[str, tuple[str, str | None]]) -> bool:
         changed = self.racks.get(group, {}) != racks

@@ -16,6 +16,7 @@ from tests.support.rest import call
 DISCLOSING_OR_WRITING_GETS = {"/api/v1/bookie/sanity", "/api/v1/bookie/entry_logs", "/api/v1/config/server_config",
                               "/api/v1/bookie/list_disk_file", "/api/v1/bookie/list_bookie_info",
                               "/api/v1/autorecovery/list_under_replicated_ledger",
+                              "/api/v1/autorecovery/move_replica",
                               # no GET at all: a method a route does not list needs the admin credential
                               "/api/v1/bookie/gc/resume_compaction", "/api/v1/autorecovery/trigger_audit",
                               "/api/v1/autorecovery/bookie"}

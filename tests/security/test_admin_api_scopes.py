@@ -36,6 +36,7 @@ OPEN_GETS = {"/heartbeat", "/metrics", "/api/v1/bookie/state", "/api/v1/bookie/s
              "/api/v1/bookie/entry_location_compact", f"{AR}/status", f"{AR}/who_is_auditor",
              f"{AR}/lost_bookie_recovery_delay", f"{AR}/decommission"}
 READ_GETS = {"/api/v1/bookie/entry_logs", "/api/v1/bookie/entry_log_files", f"{AR}/list_under_replicated_ledger",
+             f"{AR}/move_replica",
              "/api/v1/config/server_config", "/api/v1/bookie/list_disk_file", "/api/v1/bookie/list_bookie_info",
              "/api/v1/ledger/list", "/api/v1/ledger/read"}
 ENTRY_LOG_FILE = "/api/v1/bookie/entry_log_files/0/0.log"

@@ -12,6 +12,8 @@ Everything lives in BookKeeper's ZooKeeper layout (``underreplication/``: audito
   replica copies that position's entries (read from the surviving replicas, digest verified) to a new bookie
   with recovery adds, then swaps the bookie in the metadata. An open ledger whose last ensemble lost a bookie
   is first recovered (fenced and closed) once ``open_ledger_grace_s`` has passed.
+* Replica moves (``replica_move``): one closed ledger's replica from a named bookie to another, the same copy
+  and ensemble swap, for the operator's rebalancing.
 * Decommission: every ledger holding the bookie is marked (the bookie may still be up); the report lists
   the ledgers moved and is done once no ledger references it.
 
@@ -31,11 +33,10 @@ from typing import Any
 
 from bookie.client import errors as e
 from bookie.client.bookkeeper import BookKeeper
-from bookie.client.ledger import LedgerHandle, write_set
+from bookie.client.ledger import LedgerHandle
+from bookie.client.replica_move import ReplicaMoves, copy_fragment
 from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.metadata.store import MetadataError, NoSuchLedger
-from bookie.protocol.codes import StatusCode
-from bookie.protocol.entry import package_entry
 from bookie.stats import OpStat
 from bookie.waits import wait_event
 
@@ -93,6 +94,7 @@ class Autorecovery:
         self._work_now = asyncio.Event()
         self.decommissions: dict[str, DecommissionReport] = {}
         self.replicated: list[int] = []
+        self.replica_moves = ReplicaMoves(bk, worker_id)   # rebalancing: PUT /api/v1/autorecovery/move_replica
         self.stats = AuditorStats()
 
     # ------------------------------------------------------------ lifecycle
@@ -105,6 +107,7 @@ class Autorecovery:
         return self
 
     async def stop(self) -> None:
+        await self.replica_moves.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -264,18 +267,7 @@ class Autorecovery:
         ensemble = md.ensembles[first]
         target = self.bk.placement.replace_bookie(ensemble, index, md.write_quorum_size, writable,
                                                   self.bk.client.health.quarantined(), exclude=missing)
-        copied = 0
-        for entry_id in range(first, last + 1):
-            if index not in write_set(entry_id, md.ensemble_size, md.write_quorum_size):
-                continue
-            entry = await handle.read_entry(entry_id)
-            body = package_entry(handle.digest, handle.ledger_id, entry_id, entry.last_add_confirmed,
-                                 entry.length, entry.payload)
-            response = await self.bk.client.add_entry(target, handle.ledger_id, entry_id, handle.master_key, body,
-                                                      recovery=True)
-            if response.status is not StatusCode.EOK:
-                raise e.status_error(response.status, f"re-replication of entry {entry_id}", target)
-            copied += 1
+        copied = await copy_fragment(self.bk, handle, first, last, index, target)
 
         def swap(current: LedgerMetadata) -> LedgerMetadata | None:
             members = list(current.ensembles.get(first, ()))

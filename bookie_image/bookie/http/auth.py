@@ -88,6 +88,7 @@ ROUTE_SCOPES: Mapping[str, Mapping[str, Scope]] = {
     "/api/v1/bookie/entry_logs": _READ_GET,
     _ENTRY_LOG_FILES: _READ_GET,
     f"{_AUTORECOVERY}/list_under_replicated_ledger": _READ_GET,
+    f"{_AUTORECOVERY}/move_replica": _READ_GET,           # a move's ledger, bookies and progress
     "/api/v1/config/server_config": _READ_GET,
     "/api/v1/bookie/list_disk_file": _READ_GET,
     "/api/v1/bookie/list_bookie_info": _READ_GET,         # a client to every other bookie per call

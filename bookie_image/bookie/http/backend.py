@@ -31,6 +31,21 @@ class DecommissionProgress(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
 
+class ReplicaMoveProgress(Protocol):
+    @property
+    def state(self) -> str: ...
+    def to_json(self) -> dict[str, Any]: ...
+
+
+class ReplicaMovesAdmin(Protocol):
+    """``/api/v1/autorecovery/move_replica``: one closed ledger's replica moved to another bookie."""
+
+    @property
+    def moves(self) -> Mapping[int, ReplicaMoveProgress]: ...
+    def start(self, ledger_id: int, source: str, target: str,
+              rate_bytes_per_s: int | None) -> ReplicaMoveProgress: ...
+
+
 class AutorecoveryAdmin(Protocol):
     """``/api/v1/autorecovery/*``: the auditor and replication worker running in this process."""
 
@@ -41,6 +56,8 @@ class AutorecoveryAdmin(Protocol):
     def trigger_audit(self) -> None: ...
     async def lost_bookie_recovery_delay(self) -> int: ...
     async def decommission(self, bookie: str) -> DecommissionProgress: ...
+    @property
+    def replica_moves(self) -> ReplicaMovesAdmin: ...
 
 
 @dataclass(frozen=True, slots=True)

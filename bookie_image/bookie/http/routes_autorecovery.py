@@ -6,10 +6,12 @@ Mounted by the bookie's admin API (``build_app``, when autorecovery runs in the 
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from bookie.http.backend import AutorecoveryAdmin
-from bookie.http.common import BadRequest, Handler, bool_value, json_body, methods, plain, pretty
+from bookie.http.common import BadRequest, Handler, bool_value, int_param, json_body, methods, plain, pretty
 
 PREFIX = "/api/v1/autorecovery"
 
@@ -85,6 +87,21 @@ def routes(ar: AutorecoveryAdmin) -> dict[str, Handler]:
             await ar.decommission(bookie)
         return plain("Success send recovery request command.")
 
+    async def put_move(request: web.Request) -> web.Response:
+        ledger_id, source, target, rate = _move_request(await json_body(request, required=True))
+        try:
+            move = ar.replica_moves.start(ledger_id, source, target, rate)
+        except ValueError as exc:   # MoveRefused: another move of that ledger is running
+            raise BadRequest(str(exc)) from None
+        return pretty(move.to_json(), status=202)
+
+    async def get_move(request: web.Request) -> web.Response:
+        ledger_id = int_param(request, "ledger_id")
+        move = ar.replica_moves.moves.get(ledger_id)
+        if move is None:
+            return plain(f"No move of ledger {ledger_id} known", status=404)
+        return pretty(move.to_json())
+
     return {
         f"{PREFIX}/status": methods(GET=get_status, PUT=put_status),
         f"{PREFIX}/list_under_replicated_ledger": methods(GET=list_ur),
@@ -93,4 +110,23 @@ def routes(ar: AutorecoveryAdmin) -> dict[str, Handler]:
         f"{PREFIX}/lost_bookie_recovery_delay": methods(GET=get_delay, PUT=put_delay),
         f"{PREFIX}/decommission": methods(PUT=put_decommission, GET=get_decommission),
         f"{PREFIX}/bookie": methods(PUT=put_bookie),
+        f"{PREFIX}/move_replica": methods(PUT=put_move, GET=get_move),
     }
+
+
+def _move_request(body: dict[str, Any]) -> tuple[int, str, str, int | None]:
+    """``{"ledger_id", "bookie_src", "bookie_dest", "rate_bytes_per_second"?}``, each checked."""
+    ledger_id = body.get("ledger_id")
+    if not isinstance(ledger_id, int) or isinstance(ledger_id, bool) or ledger_id < 0:
+        raise BadRequest("ledger_id must be a non-negative integer")
+    source, target = body.get("bookie_src"), body.get("bookie_dest")
+    for name, value in (("bookie_src", source), ("bookie_dest", target)):
+        if not isinstance(value, str) or ":" not in value:
+            raise BadRequest(f"{name} must be host:port")
+    if source == target:
+        raise BadRequest("bookie_src and bookie_dest are the same bookie")
+    rate = body.get("rate_bytes_per_second")
+    if rate is not None and (not isinstance(rate, int) or isinstance(rate, bool) or rate <= 0):
+        raise BadRequest("rate_bytes_per_second must be a positive integer")
+    assert isinstance(source, str) and isinstance(target, str)
+    return ledger_id, source, target, rate

@@ -23,6 +23,7 @@ from bookie_operator.reconcile.observe import ensure_metadata, observe, observe_
 from bookie_operator.reconcile.ports import Obj
 from bookie_operator.reconcile.racks import publish_racks
 from bookie_operator.reconcile.read_only import control_read_only, force_gc
+from bookie_operator.reconcile.rebalance import rebalance
 from bookie_operator.reconcile.retire import decommission_chosen
 from bookie_operator.reconcile.rolling import roll_outdated_pods, scale_for_disk_pressure
 from bookie_operator.reconcile.start_failures import reclaim_foreign_volumes, report_start_failures
@@ -54,6 +55,7 @@ async def steps(t: Tick) -> None:
     await apply_compaction_window(t)     # the bookies' own compaction only inside the window
     await run_audit_schedule(t)          # the storage audit: Spark runs, their findings in status.audit
     await switch_implementation(t)       # one bookie at a time onto the other implementation, same volumes
+    await rebalance(t)                   # spec.rebalance: replica moves from the fullest bookies to the emptiest
     await roll_outdated_pods(t)          # one outdated pod at a time
     await scale_for_disk_pressure(t)     # status.scaledUpBy: one more bookie under pressure, or one fewer
     await observe_registrations(t)       # which bookies ZooKeeper knows

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from bookie.metadata.data_loss import LedgerLoss, Repair
 
 from bookie_operator.decisions import GcInfo
+from bookie_operator.decisions.rebalance import LedgerLayout
 from bookie_operator.zk import ZkTlsIdentity
 
 Obj = dict[str, Any]
@@ -50,6 +51,10 @@ class BookieAdminApi(Protocol):
     async def suspend_compaction(self, suspend: bool) -> None: ...
 
     async def recover_bookie(self, bookie_ids: list[str]) -> None: ...
+
+    async def move_replica(self, ledger_id: int, source: str, target: str, rate_bytes_per_s: int) -> None: ...
+
+    async def replica_move_state(self, ledger_id: int) -> tuple[str, str | None] | None: ...
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,8 @@ class ClusterMetadataApi(Protocol):
     async def delete_cookie(self, bookie_id: str) -> None: ...
 
     async def publish_racks(self, group: str, racks: dict[str, tuple[str, str | None]]) -> bool: ...
+
+    async def ledger_layouts(self) -> list[LedgerLayout]: ...
 
 
 class MetadataApi(Protocol):

@@ -54,6 +54,8 @@ async def _gate(t: Tick, previous: list[DecommissionRequestStatus]) -> Gate:
         busy = "the implementation switch"
     elif t.current_replicas != t.desired_replicas:
         busy = f"the scaling of the StatefulSet to {t.desired_replicas} bookies"
+    elif t.status.rebalance is not None and t.status.rebalance.moves:
+        busy = f"the rebalance's {len(t.status.rebalance.moves)} replica move(s) in flight"
     under: int | None = None
     try:
         under = await (await t.cluster_metadata()).under_replicated()
