@@ -284,7 +284,26 @@ def run_point(broker: Any, cluster: Cluster, w: Workload, seconds: int, name: st
         delivered.stopped.set()
         _kill(consumer)
     delivered.join(10)
+    reclaim(broker, cluster, delivered.topics)
     return sent, pub, received, delivered.rate(), e2e, bookie_cpu, broker_cpu
+
+
+def reclaim(broker: Any, cluster: Cluster, topics: list[str]) -> None:
+    """After a point, outside its measurement: its topics deleted (the broker deletes their ledgers) and a forced
+    GC on every bookie. Without it a full run keeps tens of GB of acknowledged messages, and bookies whose disk
+    passes its usage threshold turn read-only in the middle of a point."""
+    from gc_bench import forced_gc
+
+    for topic in topics:
+        try:
+            broker.admin("DELETE", f"persistent/public/default/{topic}?force=true")
+        except (AssertionError, OSError) as exc:
+            print(f"deleting {topic} failed: {str(exc)[-300:]}", flush=True)
+    for bookie in cluster.bookies:
+        try:
+            forced_gc(bookie)
+        except Exception as exc:  # a GC that did not run leaves disk in use, not a wrong figure
+            print(f"forced GC on {bookie.bookie_id} failed: {str(exc)[-300:]}", flush=True)
 
 
 def measure(broker: Any, cluster: Cluster, w: Workload, seconds: int, r: int, workdir: Path) -> E2ePoint:
@@ -352,6 +371,7 @@ def run(rounds: int, seconds: int, count: int, ensemble: tuple[int, int, int], w
                           f"p99 {p.publish_p99_ms:7.1f} p99.9 {p.publish_p999_ms:7.1f} ms; consume "
                           f"{p.consume_rate:8.0f}/s e2e p50 {p.e2e_p50_ms:7.1f} p99 {p.e2e_p99_ms:7.1f} ms; "
                           f"bookie cpu {p.bookie_cpu_us_per_msg:6.1f} us/msg; load {p.load:.1f}", flush=True)
+                    print(f"point {json.dumps(asdict(p))}", flush=True)  # an interrupted run keeps its points
                 step += 1
     finally:
         for broker in brokers.values():
@@ -447,7 +467,8 @@ def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, An
         f"{settings['seconds']} s with at most {MAX_OUTSTANDING} messages in flight each (`-o {MAX_OUTSTANDING}`), "
         "batching at pulsar-perf's defaults (a 1 ms window, at most 1000 messages or 4 MiB a batch) or off "
         "(`-db`); the consumer drains "
-        "what is left and is stopped. New topics every point. Publish latency: send to acknowledgement, from "
+        "what is left and is stopped. New topics every point; after it, outside its measurement, its topics are "
+        "deleted and every bookie runs a forced GC (disk space). Publish latency: send to acknowledgement, from "
         "the producer's aggregate after its 1 s warm-up; end-to-end: publish time to receipt, from the "
         "consumer's aggregate (ms resolution); consume rate: the broker's count of messages delivered to the "
         f"subscription (`msgOutCounter`, sampled every {POLL_S} s) from the first sample that saw any to the first "
