@@ -3,7 +3,8 @@ PerformanceConsumer of pulsar-testclient) through a Pulsar broker on three of ou
 on three of Apache BookKeeper 4.17.3's, same machine, same run.
 
     python bench/pulsar_e2e_bench.py                 # 2 rounds; rewrites the Pulsar section of docs/benchmarks.md
-    python bench/pulsar_e2e_bench.py --quick         # one short point on both implementations, docs untouched
+    python bench/pulsar_e2e_bench.py --quick         # one short point on both implementations (the brokers at the
+                                                     # tests' fast-start JVM), docs untouched
     python bench/pulsar_e2e_bench.py --report-only   # the docs section again from bench/pulsar_e2e_results.json
 
 Each implementation gets its own broker (a broker writes to one BookKeeper cluster), both at the same settings:
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -326,19 +328,26 @@ def measure(broker: Any, cluster: Cluster, w: Workload, seconds: int, r: int, wo
 # ----------------------------------------------------------------------------------------------- the run
 
 def start_brokers(workdir: Path, zk_connect: str, clusters: dict[str, Cluster], ensemble: tuple[int, int, int],
-                  started: dict[str, Any]) -> None:
+                  jvm: tuple[str, ...], started: dict[str, Any]) -> None:
+    """One broker per cluster, both coming up at once (each start is minutes of JIT on a loaded machine);
+    ``started`` filled first, so a failure still stops what runs."""
     from bookie_fleet.pulsar import PulsarBroker
 
     for impl, c in clusters.items():
-        broker = PulsarBroker(workdir / f"broker-{impl}", zk_connect, c.root, chroot=f"/pulsar-{impl}",
-                              log_level="warn", settings=broker_settings(ensemble), jvm_opts=BROKER_JVM)
-        broker.setup_metadata()
-        started[impl] = broker
-        broker.start()
+        started[impl] = PulsarBroker(workdir / f"broker-{impl}", zk_connect, c.root, chroot=f"/pulsar-{impl}",
+                                     log_level="warn", settings=broker_settings(ensemble), jvm_opts=jvm)
+    with ThreadPoolExecutor(len(started)) as pool:
+        for done in [pool.submit(_bring_up, broker) for broker in started.values()]:
+            done.result()
+
+
+def _bring_up(broker: Any) -> None:
+    broker.setup_metadata()
+    broker.start()
 
 
 def run(rounds: int, seconds: int, count: int, ensemble: tuple[int, int, int], workloads: tuple[Workload, ...],
-        warmups: int, workdir: Path) -> tuple[list[E2ePoint], dict[str, Any]]:
+        warmups: int, broker_jvm: tuple[str, ...], workdir: Path) -> tuple[list[E2ePoint], dict[str, Any]]:
     from bookie_fleet.pulsar import NEWEST
     from bookie_fleet.zookeeper import ZooKeeperServer
 
@@ -354,7 +363,7 @@ def run(rounds: int, seconds: int, count: int, ensemble: tuple[int, int, int], w
     brokers: dict[str, Any] = {}
     try:
         start_clusters(workdir, zk.connect_string, count, ("java", "ours"), clusters)
-        start_brokers(workdir, zk.connect_string, clusters, ensemble, brokers)
+        start_brokers(workdir, zk.connect_string, clusters, ensemble, broker_jvm, brokers)
         # Warm-up: the brokers' and Java bookies' JIT, the first ledgers of each broker; not recorded.
         for i in range(warmups):
             for impl in ("java", "ours"):
@@ -450,8 +459,9 @@ def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, An
         f"{facts['load_during'][0]:.1f}-{facts['load_during'][1]:.1f} between points (the last column gives it at "
         f"the start of each point), on {facts['cores']} cores shared with other work; rounds alternate which "
         "implementation goes first so both see the same load, and only ratios within this run compare.  ",
-        f"Round-to-round noise of the publish rate (spread of a point's rounds over its median, median over points): "
-        f"ours {noise(points, 'ours'):.0f}%, Java {noise(points, 'java'):.0f}%.  ",
+        (f"Round-to-round noise of the publish rate (spread of a point's rounds over its median, median over "
+         f"points): ours {noise(points, 'ours'):.0f}%, Java {noise(points, 'java'):.0f}%.  " if settings["rounds"] > 1
+         else "One round: this run gives no round-to-round noise (see the reading below the table).  "),
         f"Broker: Apache Pulsar {facts['broker_version']} (`PulsarBrokerStarter`), one per implementation, the same "
         f"settings for both: persistence {'/'.join(map(str, settings['ensemble']))} (ensemble/write/ack quorum), "
         "v2 wire protocol and every other `bookkeeperClient*` option at Pulsar's defaults. broker.conf as written: "
@@ -509,13 +519,19 @@ def main(argv: list[str] | None = None) -> int:
     perf_classpath()  # a missing classpath fails now, not after the clusters started
     rounds, seconds, warmups, count, ensemble, workloads = (args.rounds, args.seconds, args.warmups, 3, PERSISTENCE,
                                                             WORKLOADS)
+    broker_jvm: tuple[str, ...] = BROKER_JVM
     if args.quick:
         rounds, seconds, warmups, count, ensemble, workloads = 1, 3, 0, 1, (1, 1, 1), (QUICK_WORKLOAD,)
+        # The quick run checks that the bench works, not how fast: the brokers get the tests' fast-start JVM
+        # (bookie_fleet.pulsar.JVM_OPTS: C1 only, serial GC, small heap), which starts in a fraction of the time.
+        from bookie_fleet.pulsar import JVM_OPTS
+
+        broker_jvm = JVM_OPTS
     base = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="pulsar-e2e-"))
     base.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(dir=base))
     try:
-        points, facts = run(rounds, seconds, count, ensemble, workloads, warmups, workdir)
+        points, facts = run(rounds, seconds, count, ensemble, workloads, warmups, broker_jvm, workdir)
     finally:
         if not os.environ.get("PULSAR_E2E_KEEP"):
             shutil.rmtree(workdir, ignore_errors=True)
