@@ -118,6 +118,7 @@ class PulsarBroker:
     log_level: str = "info"
     settings: dict[str, Any] = field(default_factory=dict)  # broker.conf keys over broker_conf()'s
     classpath: PulsarClasspath = NEWEST
+    jvm_opts: tuple[str, ...] = JVM_OPTS  # the broker's JVM (a benchmark runs it at Pulsar's production settings)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -161,8 +162,8 @@ class PulsarBroker:
         conf = self.data_dir / "broker.conf"
         write_properties(conf, {**broker_conf(self.zk_connect, self.chroot, self.bk_uri, self.broker_port,
                                               self.web_port), **self.settings})
-        self.proc = spawn(self._java("org.apache.pulsar.PulsarBrokerStarter", "--broker-conf", str(conf)),
-                          self.log_path)
+        self.proc = spawn(self._java("org.apache.pulsar.PulsarBrokerStarter", "--broker-conf", str(conf),
+                                     opts=self.jvm_opts), self.log_path)
         deadline = time.monotonic() + timeout
         while not self._ready():
             if self.proc.poll() is not None:

@@ -1,0 +1,552 @@
+"""Pulsar end to end: Pulsar's own load tools (``pulsar-perf produce`` / ``consume``, PerformanceProducer and
+PerformanceConsumer of pulsar-testclient) through a Pulsar broker on three of our bookies, next to the same broker
+on three of Apache BookKeeper 4.17.3's, same machine, same run.
+
+    python bench/pulsar_e2e_bench.py                 # 2 rounds; rewrites the Pulsar section of docs/benchmarks.md
+    python bench/pulsar_e2e_bench.py --quick         # one short point on both implementations (the brokers at the
+                                                     # tests' fast-start JVM), docs untouched
+    python bench/pulsar_e2e_bench.py --report-only   # the docs section again from bench/pulsar_e2e_results.json
+
+Each implementation gets its own broker (a broker writes to one BookKeeper cluster), both at the same settings:
+Pulsar's defaults except where ``BROKER_SETTINGS`` says why, persistence 3/2/2, the JVM of Pulsar's
+``pulsar_env.sh`` with half its memory (``BROKER_JVM``). The bookies are the suite's (bench/run_all.py): fsync on,
+Apache BookKeeper with DbLedgerStorage and its bin/bookkeeper JVM. Per point, a consumer subscribes first, then
+the producer publishes as fast as the broker acknowledges for ``--seconds`` (at most ``MAX_OUTSTANDING`` messages
+in flight per producer); the consumer drains what is left and is stopped. Points: batching on (the client's
+defaults) and off, 1 KiB and 16 KiB messages, 1 and 8 topics. Rounds alternate which implementation goes first;
+values are medians over rounds. Bookie CPU: utime + stime of the cluster's bookie processes from /proc over the
+point, per message published. Results also go to bench/pulsar_e2e_results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs" / "benchmarks.md"
+RESULTS = REPO / "bench" / "pulsar_e2e_results.json"
+BEGIN, END = "<!-- pulsar-e2e:begin -->", "<!-- pulsar-e2e:end -->"
+PERSISTENCE = (3, 2, 2)
+MAX_OUTSTANDING = 1000  # per producer, as BenchThroughputLatency's -throttle in the suite
+POLL_S = 0.5  # the broker's delivery counters, sampled for the consume rate
+DRAIN_S = 60  # at most this long for the consumer to receive what was published, after the producer ends
+UNTHROTTLED_RATE = 10_000_000  # msg/s: far above what either cluster reaches here, so the broker's acks pace it
+
+# Pulsar's conf/pulsar_env.sh for a broker (ZGC, pre-touched heap, Netty's leak detection off, its recycler cap),
+# with half its heap and direct memory (2g/4g there): two brokers, six bookies and the load tools share this
+# machine's memory with other work. The --add-opens are what the broker needs on Java 17.
+BROKER_JVM = ("-Xms1g", "-Xmx1g", "-XX:MaxDirectMemorySize=2g", "-XX:+UseZGC", "-XX:+PerfDisableSharedMem",
+              "-XX:+AlwaysPreTouch", "-Dio.netty.leakDetectionLevel=disabled",
+              "-Dio.netty.recycler.maxCapacityPerThread=4096", "-Djava.net.preferIPv4Stack=true",
+              "-Dio.netty.tryReflectionSetAccessible=true",
+              "--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
+              "--add-opens", "java.base/java.lang=ALL-UNNAMED", "--add-opens", "java.base/sun.net=ALL-UNNAMED",
+              "--add-opens", "java.management/sun.management=ALL-UNNAMED",
+              "--add-opens", "jdk.management/com.sun.management.internal=ALL-UNNAMED")
+# The load tools' JVM: as the benchmark client of the suite (BookKeeper's CLI settings), with direct memory for
+# the Pulsar client's buffers.
+TOOL_JVM = ("-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=10",
+            "-Djava.net.preferIPv4Stack=true", "-Dio.netty.leakDetectionLevel=disabled",
+            "-Dio.netty.tryReflectionSetAccessible=true", "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+            "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED")
+
+
+def broker_settings(ensemble: tuple[int, int, int]) -> dict[str, Any]:
+    """broker.conf over bookie_fleet.pulsar.broker_conf(), whose small ledgers and thread pools suit the tests:
+    Pulsar's own defaults again, except persistence and what the comments say."""
+    cores = os.cpu_count() or 1
+    e, w, a = ensemble
+    return {
+        "managedLedgerDefaultEnsembleSize": e, "managedLedgerDefaultWriteQuorum": w,
+        "managedLedgerDefaultAckQuorum": a,
+        # Pulsar's defaults (broker_conf() shrinks them for the tests).
+        "managedLedgerMaxEntriesPerLedger": 50000, "managedLedgerMinLedgerRolloverTimeMinutes": 10,
+        "retentionCheckIntervalInSeconds": 120, "brokerDeleteInactiveTopicsEnabled": True,
+        "numIOThreads": 2 * cores, "numHttpServerThreads": 8, "numExecutorThreadPoolSize": cores,
+        "bookkeeperNumberOfChannelsPerBookie": 16,
+        # Pulsar's default is a fifth of the direct memory, written out because broker_conf() sets 16 MB.
+        "managedLedgerCacheSizeMB": 2048 // 5,
+        # Four bundles (Pulsar's default) so the 8-topic points spread over the broker's ordered executors.
+        "defaultNumberOfNamespaceBundles": 4,
+    }
+
+
+@dataclass(frozen=True)
+class Workload:
+    batching: bool
+    size: int
+    topics: int
+
+    @property
+    def label(self) -> str:
+        return f"{'batch' if self.batching else 'nobatch'}-{self.size}-{self.topics}t"
+
+
+WORKLOADS = tuple(Workload(b, s, t) for b in (True, False) for s in (1024, 16384) for t in (1, 8))
+QUICK_WORKLOAD = Workload(True, 1024, 1)
+
+
+@dataclass
+class E2ePoint:
+    impl: str
+    round: int
+    batching: bool
+    size: int
+    topics: int
+    sent: int
+    publish_rate: float
+    publish_p50_ms: float
+    publish_p99_ms: float
+    publish_p999_ms: float
+    received: int
+    consume_rate: float
+    e2e_p50_ms: float
+    e2e_p99_ms: float
+    e2e_p999_ms: float
+    bookie_cpu_us_per_msg: float
+    broker_cpu_us_per_msg: float
+    load: float
+
+
+from run_all import (  # noqa: E402  (bench/ is on sys.path when a bench script runs)
+    Cluster,
+    cpu_seconds,
+    fdatasync_rate,
+    load_average,
+    prepare_interpreter,
+    start_clusters,
+    stop_clusters,
+    write_section,
+)
+
+# ----------------------------------------------------------------------------------------------- the load tools
+
+_NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
+_AGG_LATENCY = re.compile(r"Aggregated latency stats --- Latency: mean: +" + _NUM + r" ms - med: +" + _NUM
+                          + r" - 95pct: +" + _NUM + r" - 99pct: +" + _NUM + r" - 99\.9pct: +" + _NUM)
+_AGG_SENT = re.compile(r"Aggregated throughput stats --- +" + _NUM + r" records sent")
+_AGG_RECEIVED = re.compile(r"Aggregated throughput stats --- +" + _NUM + r" records received")
+
+
+def _f(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def perf_classpath() -> str:
+    lib = os.environ.get("BOOKIE_FLEET_PULSAR_PERF_LIB")
+    if not lib or not Path(lib).is_dir():
+        raise RuntimeError("$BOOKIE_FLEET_PULSAR_PERF_LIB must name the pulsar-testclient classpath that "
+                           "scripts/bootstrap.d/pulsar.sh assembles; run ./scripts/bootstrap and source its env file")
+    return f"{lib}/*"
+
+
+def perf_tool(command: str, args: list[str], workdir: Path, name: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """``pulsar-perf <command>`` (PulsarPerfTestTool) as its own process group, its output in a log file."""
+    conf = workdir / "perf-client.conf"  # PulsarPerfTestTool's first argument: client settings; ours are defaults
+    conf.touch()
+    log4j = workdir / "perf-log4j2.properties"
+    log4j.write_text("status = error\nappender.c.type = Console\nappender.c.name = c\n"
+                     "appender.c.layout.type = PatternLayout\nappender.c.layout.pattern = %-5p %c{1} - %m%n\n"
+                     "rootLogger.level = warn\nrootLogger.appenderRef.c.ref = c\n"
+                     "logger.t.name = org.apache.pulsar.testclient\nlogger.t.level = info\n")
+    log = workdir / f"{name}.log"
+    cmd = [shutil.which("java") or "java", *TOOL_JVM, f"-Dlog4j2.configurationFile={log4j}", "-cp", perf_classpath(),
+           "org.apache.pulsar.testclient.PulsarPerfTestTool", str(conf), command, *args]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    return proc, log
+
+
+def _kill(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _wait_for_line(proc: subprocess.Popen[bytes], log: Path, needle: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while needle not in log.read_text(errors="replace"):
+        if proc.poll() is not None:
+            raise RuntimeError(f"{log.name} exited ({proc.returncode}) before {needle!r}:\n{_tail(log)}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{log.name}: no {needle!r} in {timeout} s:\n{_tail(log)}")
+        time.sleep(0.2)
+
+
+def _tail(log: Path, chars: int = 3000) -> str:
+    return log.read_text(errors="replace")[-chars:]
+
+
+def parse_producer(text: str) -> tuple[int, tuple[float, float, float]]:
+    """Messages sent (acknowledged) and the publish latency p50/p99/p99.9 in ms. Its aggregated rate is not
+    used: it divides by the tool's whole life, which ends on its 10 s reporting tick, not at ``-time``."""
+    sent, latency = _AGG_SENT.search(text), _AGG_LATENCY.search(text)
+    if sent is None or latency is None:
+        raise RuntimeError(f"the producer printed no aggregated stats:\n{text[-3000:]}")
+    return int(_f(sent.group(1))), (_f(latency.group(2)), _f(latency.group(4)), _f(latency.group(5)))
+
+
+def parse_consumer(text: str) -> tuple[int, tuple[float, float, float]]:
+    """Messages received and the end-to-end latency p50/p99/p99.9 in ms."""
+    received, latency = _AGG_RECEIVED.search(text), _AGG_LATENCY.search(text)
+    if received is None or latency is None:
+        raise RuntimeError(f"the consumer printed no aggregated stats:\n{text[-3000:]}")
+    return int(_f(received.group(1))), (_f(latency.group(2)), _f(latency.group(4)), _f(latency.group(5)))
+
+
+class Delivered(threading.Thread):
+    """The broker's count of messages delivered to the subscription, summed over the point's topics, sampled
+    every ``POLL_S`` (``msgOutCounter`` of the topic stats). The load tools print their own rates every 10 s
+    only, and the consumer's aggregate divides by its whole life, most of it spent before the producer starts."""
+
+    def __init__(self, broker: Any, topics: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.broker, self.topics = broker, topics
+        self.samples: list[tuple[float, int]] = []
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            total = 0
+            for topic in self.topics:
+                with contextlib.suppress(AssertionError, OSError, KeyError, ValueError):
+                    stats = self.broker.admin("GET", f"persistent/public/default/{topic}/stats")
+                    total += int(stats["subscriptions"]["sub"]["msgOutCounter"])
+            self.samples.append((time.monotonic(), total))
+            self.stopped.wait(POLL_S)
+
+    @property
+    def count(self) -> int:
+        return self.samples[-1][1] if self.samples else 0
+
+    def rate(self) -> float:
+        """Messages per second from the first sample that saw any to the first that saw them all."""
+        return delivery_rate(self.samples)
+
+
+def delivery_rate(samples: list[tuple[float, int]]) -> float:
+    final = max((c for _, c in samples), default=0)
+    start = next(((t, c) for t, c in samples if c > 0), None)
+    end = next((t for t, c in samples if c == final), None)
+    if start is None or end is None or end <= start[0]:
+        return float("nan")
+    return (final - start[1]) / (end - start[0])
+
+
+# ----------------------------------------------------------------------------------------------- one point
+
+def run_point(broker: Any, cluster: Cluster, w: Workload, seconds: int, name: str, workdir: Path
+              ) -> tuple[int, tuple[float, float, float], int, float, tuple[float, float, float], float, float]:
+    """A consumer subscribed first, then the producer for ``seconds``, then the backlog drained (at most
+    ``DRAIN_S``). Returns the producer's and consumer's figures and the bookie and broker CPU seconds."""
+    topic = f"persistent://public/default/{name}"
+    common = ["-u", broker.service_url, "-t", str(w.topics)]
+    consumer, clog = perf_tool("consume", [*common, "-ss", "sub", topic], workdir, f"{name}-consumer")
+    delivered = Delivered(broker, [name] if w.topics == 1 else [f"{name}-{i}" for i in range(w.topics)])
+    try:
+        _wait_for_line(consumer, clog, "Start receiving from", 120)
+        delivered.start()
+        bookie_cpu, broker_cpu = cpu_seconds(cluster.pids), cpu_seconds([broker.proc.pid])
+        producer, plog = perf_tool("produce", [*common, "-s", str(w.size), "-r", str(UNTHROTTLED_RATE),
+                                               "-o", str(MAX_OUTSTANDING), "-time", str(seconds),
+                                               *([] if w.batching else ["-db"]), topic], workdir, f"{name}-producer")
+        try:
+            producer.wait(seconds + 180)
+        finally:
+            _kill(producer)
+        sent, pub = parse_producer(plog.read_text(errors="replace"))
+        deadline = time.monotonic() + DRAIN_S
+        while delivered.count < sent and time.monotonic() < deadline and consumer.poll() is None:
+            time.sleep(POLL_S)
+        bookie_cpu = cpu_seconds(cluster.pids) - bookie_cpu
+        broker_cpu = cpu_seconds([broker.proc.pid]) - broker_cpu
+        _kill(consumer, signal.SIGTERM)  # its shutdown hook prints the aggregated stats
+        consumer.wait(60)
+        received, e2e = parse_consumer(clog.read_text(errors="replace"))
+    finally:
+        delivered.stopped.set()
+        _kill(consumer)
+    delivered.join(10)
+    reclaim(broker, cluster, delivered.topics)
+    return sent, pub, received, delivered.rate(), e2e, bookie_cpu, broker_cpu
+
+
+def reclaim(broker: Any, cluster: Cluster, topics: list[str]) -> None:
+    """After a point, outside its measurement: its topics deleted (the broker deletes their ledgers) and a forced
+    GC on every bookie. Without it a full run keeps tens of GB of acknowledged messages, and bookies whose disk
+    passes its usage threshold turn read-only in the middle of a point."""
+    from gc_bench import forced_gc
+
+    for topic in topics:
+        try:
+            broker.admin("DELETE", f"persistent/public/default/{topic}?force=true")
+        except (AssertionError, OSError) as exc:
+            print(f"deleting {topic} failed: {str(exc)[-300:]}", flush=True)
+    for bookie in cluster.bookies:
+        try:
+            forced_gc(bookie)
+        except Exception as exc:  # a GC that did not run leaves disk in use, not a wrong figure
+            print(f"forced GC on {bookie.bookie_id} failed: {str(exc)[-300:]}", flush=True)
+
+
+def measure(broker: Any, cluster: Cluster, w: Workload, seconds: int, r: int, workdir: Path) -> E2ePoint:
+    load = load_average()
+    name = f"{cluster.impl}-r{r}-{w.label}-{time.monotonic_ns() % 10**9}"
+    try:
+        sent, pub, received, crate, e2e, bcpu, kcpu = run_point(broker, cluster, w, seconds, name, workdir)
+    except Exception as exc:  # one failed point must not lose the whole run
+        print(f"point {name} failed: {str(exc)[-2000:]}", flush=True)
+        nan = float("nan")
+        return E2ePoint(cluster.impl, r, w.batching, w.size, w.topics, 0, nan, nan, nan, nan, 0, nan, nan, nan, nan,
+                        nan, nan, load)
+    per_msg = 1e6 / max(1, sent)
+    # The producer sends for exactly ``seconds`` (its -time, from its producers' creation); what it counts as
+    # sent is what the broker acknowledged, the last of it just after that window.
+    return E2ePoint(cluster.impl, r, w.batching, w.size, w.topics, sent, sent / seconds, *pub, received, crate, *e2e,
+                    bcpu * per_msg, kcpu * per_msg, load)
+
+
+# ----------------------------------------------------------------------------------------------- the run
+
+def start_brokers(workdir: Path, zk_connect: str, clusters: dict[str, Cluster], ensemble: tuple[int, int, int],
+                  jvm: tuple[str, ...], started: dict[str, Any]) -> None:
+    """One broker per cluster, both coming up at once (each start is minutes of JIT on a loaded machine);
+    ``started`` filled first, so a failure still stops what runs."""
+    from bookie_fleet.pulsar import PulsarBroker
+
+    for impl, c in clusters.items():
+        started[impl] = PulsarBroker(workdir / f"broker-{impl}", zk_connect, c.root, chroot=f"/pulsar-{impl}",
+                                     log_level="warn", settings=broker_settings(ensemble), jvm_opts=jvm)
+    with ThreadPoolExecutor(len(started)) as pool:
+        for done in [pool.submit(_bring_up, broker) for broker in started.values()]:
+            done.result()
+
+
+def _bring_up(broker: Any) -> None:
+    broker.setup_metadata()
+    broker.start()
+
+
+def run(rounds: int, seconds: int, count: int, ensemble: tuple[int, int, int], workloads: tuple[Workload, ...],
+        warmups: int, broker_jvm: tuple[str, ...], workdir: Path) -> tuple[list[E2ePoint], dict[str, Any]]:
+    from bookie_fleet.pulsar import NEWEST
+    from bookie_fleet.zookeeper import ZooKeeperServer
+
+    facts: dict[str, Any] = {"cores": os.cpu_count(), "platform": platform.platform(),
+                             "python": platform.python_version(), "load_before": load_average(),
+                             "fdatasync_per_s": fdatasync_rate(workdir, 3 if rounds > 1 else 0.5),
+                             "broker_version": NEWEST.version, "tool_version": _tool_version()}
+    print(f"machine: {facts}", flush=True)
+    points: list[E2ePoint] = []
+    loads: list[float] = []
+    zk = ZooKeeperServer(workdir / "zk").start()
+    clusters: dict[str, Cluster] = {}
+    brokers: dict[str, Any] = {}
+    try:
+        start_clusters(workdir, zk.connect_string, count, ("java", "ours"), clusters)
+        start_brokers(workdir, zk.connect_string, clusters, ensemble, broker_jvm, brokers)
+        # Warm-up: the brokers' and Java bookies' JIT, the first ledgers of each broker; not recorded.
+        for i in range(warmups):
+            for impl in ("java", "ours"):
+                p = measure(brokers[impl], clusters[impl], QUICK_WORKLOAD, seconds, -1 - i, workdir)
+                print(f"warm-up {impl}: {p.publish_rate:.0f} msg/s", flush=True)
+        step = 0
+        for r in range(rounds):
+            for w in workloads:
+                for impl in (("java", "ours") if step % 2 == 0 else ("ours", "java")):
+                    p = measure(brokers[impl], clusters[impl], w, seconds, r, workdir)
+                    points.append(p)
+                    loads.append(load_average())
+                    print(f"r{r} {impl:<4} {w.label:<16} publish {p.publish_rate:8.0f}/s p50 {p.publish_p50_ms:7.1f} "
+                          f"p99 {p.publish_p99_ms:7.1f} p99.9 {p.publish_p999_ms:7.1f} ms; consume "
+                          f"{p.consume_rate:8.0f}/s e2e p50 {p.e2e_p50_ms:7.1f} p99 {p.e2e_p99_ms:7.1f} ms; "
+                          f"bookie cpu {p.bookie_cpu_us_per_msg:6.1f} us/msg; load {p.load:.1f}", flush=True)
+                    print(f"point {json.dumps(asdict(p))}", flush=True)  # an interrupted run keeps its points
+                step += 1
+    finally:
+        for broker in brokers.values():
+            broker.stop()
+        stop_clusters(clusters)
+        zk.stop()
+    facts["load_after"] = load_average()
+    seen = [*loads, facts["load_after"]]
+    facts["load_during"] = [min(seen), max(seen)]
+    return points, facts
+
+
+def _tool_version() -> str:
+    jars = sorted(Path(perf_classpath()[:-2]).glob("pulsar-testclient-*.jar"))
+    return jars[0].name.removeprefix("pulsar-testclient-").removesuffix(".jar") if jars else "?"
+
+
+# ----------------------------------------------------------------------------------------------- the report
+
+def _median(points: list[E2ePoint], impl: str, w: Workload, attr: str) -> float:
+    values = [getattr(p, attr) for p in points
+              if p.impl == impl and (p.batching, p.size, p.topics) == (w.batching, w.size, w.topics)]
+    values = [v for v in values if v == v]  # NaN: a failed point
+    return statistics.median(values) if values else float("nan")
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if a == a and b == b and b else "n/a"
+
+
+def noise(points: list[E2ePoint], impl: str) -> float:
+    """Round-to-round spread of the publish rate (max - min over the median), median over the points, in %."""
+    spreads = []
+    for w in {Workload(p.batching, p.size, p.topics) for p in points}:
+        rates = [p.publish_rate for p in points if p.impl == impl and (p.batching, p.size, p.topics)
+                 == (w.batching, w.size, w.topics) and p.publish_rate == p.publish_rate]
+        if len(rates) > 1 and statistics.median(rates):
+            spreads.append((max(rates) - min(rates)) / statistics.median(rates))
+    return 100 * statistics.median(spreads) if spreads else float("nan")
+
+
+def table(points: list[E2ePoint], workloads: tuple[Workload, ...]) -> list[str]:
+    rows = ["| batching | size | topics | ours publish msg/s | Java publish msg/s | ratio | ours p50 / p99 / p99.9 ms "
+            "| Java p50 / p99 / p99.9 ms | p99 ratio | ours e2e p50 / p99 ms | Java e2e p50 / p99 ms "
+            "| ours consume msg/s | Java consume msg/s | ours bookie CPU us/msg | Java bookie CPU us/msg "
+            "| ours broker CPU us/msg | Java broker CPU us/msg | load |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for w in workloads:
+        o = {f.name: _median(points, "ours", w, f.name) for f in fields(E2ePoint) if f.type == "float"}
+        j = {f.name: _median(points, "java", w, f.name) for f in fields(E2ePoint) if f.type == "float"}
+        rows.append(
+            f"| {'on' if w.batching else 'off'} | {w.size // 1024} KiB | {w.topics} | {o['publish_rate']:.0f} "
+            f"| {j['publish_rate']:.0f} | {_ratio(o['publish_rate'], j['publish_rate'])} "
+            f"| {o['publish_p50_ms']:.1f} / {o['publish_p99_ms']:.1f} / {o['publish_p999_ms']:.1f} "
+            f"| {j['publish_p50_ms']:.1f} / {j['publish_p99_ms']:.1f} / {j['publish_p999_ms']:.1f} "
+            f"| {_ratio(o['publish_p99_ms'], j['publish_p99_ms'])} | {o['e2e_p50_ms']:.0f} / {o['e2e_p99_ms']:.0f} "
+            f"| {j['e2e_p50_ms']:.0f} / {j['e2e_p99_ms']:.0f} | {o['consume_rate']:.0f} | {j['consume_rate']:.0f} "
+            f"| {o['bookie_cpu_us_per_msg']:.1f} | {j['bookie_cpu_us_per_msg']:.1f} "
+            f"| {o['broker_cpu_us_per_msg']:.1f} | {j['broker_cpu_us_per_msg']:.1f} "
+            f"| {statistics.median([o['load'], j['load']]):.1f} |")
+    return rows
+
+
+def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, Any], command: str) -> str:
+    workloads = tuple(w for w in WORKLOADS if any((p.batching, p.size, p.topics) == (w.batching, w.size, w.topics)
+                                                  for p in points))
+    changed = ", ".join(f"`{k}={v}`" for k, v in broker_settings(tuple(settings["ensemble"])).items())
+    return "\n".join([
+        BEGIN,
+        "## Pulsar end to end: Pulsar's load tools through a broker on our bookies and on Apache BookKeeper's",
+        "",
+        f"Command: `{command}`  ",
+        f"Machine: {facts['cores']} cores, {facts['platform']}, Python {facts['python']}; disk fdatasync "
+        f"{facts['fdatasync_per_s']:.0f}/s measured in the same run. **Shared and loaded**: load average (1 min) "
+        f"{facts['load_before']:.1f} before the run, {facts['load_after']:.1f} after, "
+        f"{facts['load_during'][0]:.1f}-{facts['load_during'][1]:.1f} between points (the last column gives it at "
+        f"the start of each point), on {facts['cores']} cores shared with other work; rounds alternate which "
+        "implementation goes first so both see the same load, and only ratios within this run compare.  ",
+        (f"Round-to-round noise of the publish rate (spread of a point's rounds over its median, median over "
+         f"points): ours {noise(points, 'ours'):.0f}%, Java {noise(points, 'java'):.0f}%.  " if settings["rounds"] > 1
+         else "One round: this run gives no round-to-round noise (see the reading below the table).  "),
+        f"Broker: Apache Pulsar {facts['broker_version']} (`PulsarBrokerStarter`), one per implementation, the same "
+        f"settings for both: persistence {'/'.join(map(str, settings['ensemble']))} (ensemble/write/ack quorum), "
+        "v2 wire protocol and every other `bookkeeperClient*` option at Pulsar's defaults. broker.conf as written: "
+        f"{changed}; everything else Pulsar's default. The JVM of Pulsar's `pulsar_env.sh` with half its memory "
+        f"(two brokers share this machine): `{' '.join(BROKER_JVM[:8])}`.  ",
+        f"Bookies: {settings['bookies']} per implementation, as in the suite (journal fsync on, 1 ms group wait; "
+        "Apache BookKeeper 4.17.3 with DbLedgerStorage and the JVM of its bin/bookkeeper).  ",
+        f"Load tools: Pulsar's `pulsar-perf produce` / `consume` (PerformanceProducer / PerformanceConsumer) from "
+        f"pulsar-testclient {facts['tool_version']}, the newest version the Maven repository we use serves (none "
+        f"of the {facts['broker_version'].rsplit('.', 1)[0]} line), with its own client; JVM "
+        f"`{' '.join(TOOL_JVM[:5])}`. Per point, one consumer per topic subscribes (exclusive, from the latest "
+        f"message) before the producer starts; one producer per topic publishes unthrottled for "
+        f"{settings['seconds']} s with at most {MAX_OUTSTANDING} messages in flight each (`-o {MAX_OUTSTANDING}`), "
+        "batching at pulsar-perf's defaults (a 1 ms window, at most 1000 messages or 4 MiB a batch) or off "
+        "(`-db`); the consumer drains "
+        "what is left and is stopped. New topics every point; after it, outside its measurement, its topics are "
+        "deleted and every bookie runs a forced GC (disk space). Publish latency: send to acknowledgement, from "
+        "the producer's aggregate after its 1 s warm-up; end-to-end: publish time to receipt, from the "
+        "consumer's aggregate (ms resolution); consume rate: the broker's count of messages delivered to the "
+        f"subscription (`msgOutCounter`, sampled every {POLL_S} s) from the first sample that saw any to the first "
+        "that saw them all. Publish rate: messages acknowledged over the producer's sending time (its "
+        "`-time`). Unthrottled producers measure the saturated point, so publish latency includes the queue "
+        "of the outstanding messages. Bookie and broker CPU: utime + stime from /proc of the cluster's bookie "
+        "processes and of its broker, from the producer's start until the consumer has every message, over the "
+        f"point, per message published. Warm-up: {settings['warmups']} pass(es) of the 1 KiB, batching, 1 topic "
+        f"point on each broker, not recorded. {settings['rounds']} round(s); medians over rounds.",
+        "",
+        *table(points, workloads),
+        "",
+        "Ratios: ours/Java; publish rate > 1 is ours faster, p99 < 1 is ours lower (better).",
+        "",
+        END,
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="one short point on both implementations; docs untouched")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--seconds", type=int, default=10, help="the producer's run per point")
+    parser.add_argument("--warmups", type=int, default=2, help="warm-up passes per implementation")
+    parser.add_argument("--workdir", default=None)
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite the docs section from bench/pulsar_e2e_results.json, measuring nothing")
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.seconds < 2 or args.warmups < 0:
+        parser.error(f"--rounds must be >= 1, --seconds >= 2 and --warmups >= 0 (got {args.rounds}, "
+                     f"{args.seconds}, {args.warmups})")
+    if args.report_only:
+        saved = json.loads(RESULTS.read_text())
+        write_section(DOCS, report([E2ePoint(**p) for p in saved["points"]], saved["facts"], saved["settings"],
+                                   saved["command"]), BEGIN, END)
+        return 0
+    prepare_interpreter()
+    perf_classpath()  # a missing classpath fails now, not after the clusters started
+    rounds, seconds, warmups, count, ensemble, workloads = (args.rounds, args.seconds, args.warmups, 3, PERSISTENCE,
+                                                            WORKLOADS)
+    broker_jvm: tuple[str, ...] = BROKER_JVM
+    if args.quick:
+        rounds, seconds, warmups, count, ensemble, workloads = 1, 3, 0, 1, (1, 1, 1), (QUICK_WORKLOAD,)
+        # The quick run checks that the bench works, not how fast: the brokers get the tests' fast-start JVM
+        # (bookie_fleet.pulsar.JVM_OPTS: C1 only, serial GC, small heap), which starts in a fraction of the time.
+        from bookie_fleet.pulsar import JVM_OPTS
+
+        broker_jvm = JVM_OPTS
+    base = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="pulsar-e2e-"))
+    base.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(dir=base))
+    try:
+        points, facts = run(rounds, seconds, count, ensemble, workloads, warmups, broker_jvm, workdir)
+    finally:
+        if not os.environ.get("PULSAR_E2E_KEEP"):
+            shutil.rmtree(workdir, ignore_errors=True)
+    command = "python bench/pulsar_e2e_bench.py" + (f" --rounds {rounds}" if rounds != 2 else "")
+    settings = {"rounds": rounds, "seconds": seconds, "warmups": warmups, "bookies": count,
+                "ensemble": list(ensemble)}
+    section = report(points, facts, settings, command)
+    print(section)
+    print(json.dumps([asdict(p) for p in points]))
+    if not args.quick:
+        RESULTS.write_text(json.dumps({"command": command, "facts": facts, "settings": settings,
+                                       "points": [asdict(p) for p in points]}, indent=1) + "\n")
+        write_section(DOCS, section, BEGIN, END)
+    return 0 if all(p.sent > 0 and p.received > 0 for p in points) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

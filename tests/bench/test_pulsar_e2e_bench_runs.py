@@ -1,0 +1,25 @@
+"""The Pulsar end-to-end benchmark (bench/pulsar_e2e_bench.py) runs end to end on one short point: Pulsar's load
+tools publish through a broker on each implementation's bookie and the consumer gets every message (numbers are
+not checked: no timings in tests)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "pulsar_e2e_bench.py"
+
+
+def test_pulsar_e2e_bench_quick_run_publishes_and_consumes_through_a_broker_on_both_implementations(
+        tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    points = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {p["impl"] for p in points} == {"java", "ours"}
+    for p in points:
+        assert p["sent"] > 0 and p["received"] == p["sent"], p
+        for figure in ("publish_rate", "publish_p99_ms", "consume_rate", "e2e_p99_ms", "bookie_cpu_us_per_msg"):
+            assert p[figure] > 0, (figure, p)
