@@ -237,6 +237,7 @@ class FakeClusterMetadata:
     cookies: set[str] = field(default_factory=set)
     calls: list[str] = field(default_factory=list)
     racks: dict[str, dict[str, tuple[str, str | None]]] = field(default_factory=dict)   # the /bookies groups
+    disabled_by: bytes | None = None     # underreplication/disable: None when replication is enabled
 
     async def init_cluster(self) -> str:
         self.calls.append("init_cluster")
@@ -250,6 +251,23 @@ class FakeClusterMetadata:
 
     async def under_replicated(self) -> int:
         return self.under_replicated_ledgers
+
+    async def replication_disabled_by(self) -> bytes | None:
+        return self.disabled_by
+
+    async def disable_replication_as(self, owner: bytes) -> bool:
+        if self.disabled_by is not None:
+            return False
+        self.calls.append("disable_replication")
+        self.disabled_by = owner
+        return True
+
+    async def enable_replication_of(self, owner: bytes) -> bool:
+        if self.disabled_by != owner:
+            return False
+        self.calls.append("enable_replication")
+        self.disabled_by = None
+        return True
 
     async def cookie_exists(self, bookie_id: str) -> bool:
         return bookie_id in self.cookies
