@@ -1298,6 +1298,15 @@ class RebalanceStatus(Model):
     since: str | None = Field(default=None, description="When the phase began.")
 
 
+class ReReplicationStatus(Model):
+    """BookKeeper's re-replication suspended for a planned restart of the bookies (gone once restored)."""
+
+    reason: str = Field(description="The planned restart it is suspended for.")
+    previously_disabled: bool = Field(description="Replication was already disabled by someone else when the "
+                                      "restart began: it is left disabled afterwards.")
+    since: str
+
+
 class BookieClusterStatus(Model):
     observed_generation: int | None = None
     replicas: int = 0
@@ -1317,6 +1326,9 @@ class BookieClusterStatus(Model):
                                              "listed before they are given up, and kept once they are.")
     implementation_switch: ImplementationSwitchStatus | None = Field(
         default=None, description="A change of spec.implementation rolled out one bookie at a time.")
+    re_replication_suspended: ReReplicationStatus | None = Field(
+        default=None, description="Re-replication disabled (underreplication/disable) while the operator restarts "
+        "bookies on purpose; what to restore once every bookie is back.")
     volume_expansion: VolumeExpansionStatus | None = Field(
         default=None, description="Growing the bookies' claims to larger spec.storage sizes, claim by claim.")
     decommissioned: list[str] = Field(default_factory=list, description="Bookie ids decommissioned (newest last).")

@@ -2,8 +2,9 @@
 
 Used only for what the REST API cannot tell: whether the metadata layout exists, which bookies are
 registered, which ledgers still reference a bookie being decommissioned, how many ledgers are
-under-replicated, and a bookie's cookie; and to publish the bookies' racks (``/bookies``, read by Pulsar's
-rack-aware placement and by our client's). One ``MetadataStore`` per metadata service, kept open between ticks.
+under-replicated, and a bookie's cookie; to suspend re-replication while bookies are restarted on purpose
+(``underreplication/disable``); and to publish the bookies' racks (``/bookies``, read by Pulsar's rack-aware
+placement and by our client's). One ``MetadataStore`` per metadata service, kept open between ticks.
 """
 
 from __future__ import annotations
@@ -126,6 +127,15 @@ class ClusterMetadata:
 
     async def under_replicated(self) -> int:
         return len(await self.store.list_underreplicated())
+
+    async def replication_disabled_by(self) -> bytes | None:
+        return await self.store.replication_disabled_by()
+
+    async def disable_replication_as(self, owner: bytes) -> bool:
+        return await self.store.disable_replication_as(owner)
+
+    async def enable_replication_of(self, owner: bytes) -> bool:
+        return await self.store.enable_replication_of(owner)
 
     async def cookie_exists(self, bookie_id: str) -> bool:
         return await self.store.read_cookie(bookie_id) is not None

@@ -254,6 +254,7 @@ class FakeClusterMetadata:
     racks: dict[str, dict[str, tuple[str, str | None]]] = field(default_factory=dict)   # the /bookies groups
     ledgers: dict[int, LedgerMetadata] = field(default_factory=dict)   # for the data-loss checks only
     layouts: list[LedgerLayout] = field(default_factory=list)    # the ledgers' metadata, for rebalancing
+    disabled_by: bytes | None = None     # underreplication/disable: None when replication is enabled
 
     async def init_cluster(self) -> str:
         self.calls.append("init_cluster")
@@ -279,6 +280,23 @@ class FakeClusterMetadata:
             return None
         self.ledgers[ledger_id] = repair.metadata
         return repair
+
+    async def replication_disabled_by(self) -> bytes | None:
+        return self.disabled_by
+
+    async def disable_replication_as(self, owner: bytes) -> bool:
+        if self.disabled_by is not None:
+            return False
+        self.calls.append("disable_replication")
+        self.disabled_by = owner
+        return True
+
+    async def enable_replication_of(self, owner: bytes) -> bool:
+        if self.disabled_by != owner:
+            return False
+        self.calls.append("enable_replication")
+        self.disabled_by = None
+        return True
 
     async def cookie_exists(self, bookie_id: str) -> bool:
         return bookie_id in self.cookies

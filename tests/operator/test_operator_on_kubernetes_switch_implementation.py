@@ -1,7 +1,9 @@
 """Three Apache BookKeeper bookies holding ledgers are switched in place to bookie-fleet's bookie one pod at a
 time, with the operator killed in the middle of the switch, and then back to Apache BookKeeper: every entry,
 those written by Java's bookies and those written by ours, is read back byte-identical; the claims are the same
-(UIDs), and so are the bookie ids, the cookies and every ledger's metadata (nothing was re-replicated)."""
+(UIDs), and so are the bookie ids, the cookies and every ledger's metadata (nothing was re-replicated): the
+operator disabled re-replication for each switch, no ledger was ever marked under-replicated, and replication is
+enabled again at the end, as it was before."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from tests.operator.conftest import (
     wait_ready,
 )
 from tests.operator.ledger_identities import identities
+from tests.operator.re_replication_watch import ReplicationWatch
 from tests.support.kube import KubeTarget, pod_ready, wait_for
 
 OURS = {"implementation": "bookie-fleet", "image": BOOKIE_IMAGE}
@@ -66,6 +69,13 @@ def switched(kube: KubeTarget, ns: str, implementation: str) -> Callable[[], dic
     return done
 
 
+def restored(kube: KubeTarget, ns: str) -> Callable[[], dict[str, Any] | None]:
+    def done() -> dict[str, Any] | None:
+        obj = get_cluster(kube, ns, "bk")
+        return obj if "reReplicationSuspended" not in obj["status"] else None
+    return done
+
+
 async def test_three_java_bookies_switch_to_ours_and_back_in_place_through_an_operator_kill(
         kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
         operator_factory: Callable[[str], OperatorProcess]) -> None:
@@ -79,28 +89,41 @@ async def test_three_java_bookies_switch_to_ours_and_back_in_place_through_an_op
     volumes = claims(kube, ns)
     assert len(before["bookies"]) == 3 and len(volumes) == 6
 
-    started = time.monotonic()
-    patch_spec(kube, ns, "bk", OURS)
-    # The operator dies once the second bookie's restart is under way, and resumes from status.
-    await_events(kube, ns, "bk", "ImplementationSwitching", at_least=2, timeout=SWITCH_TIMEOUT)
-    op.kill()
-    kept = get_cluster(kube, ns, "bk")["status"]["implementationSwitch"]
-    assert kept["target"] == "bookie-fleet" and kept["source"] == "apache-bookkeeper"
-    await asyncio.sleep(3)
-    op.start()
-    wait_for(switched(kube, ns, "bookie-fleet"), SWITCH_TIMEOUT, interval=1, what="every bookie on bookie-fleet")
-    print(f"switch to bookie-fleet: {time.monotonic() - started:.0f}s")
-    assert [e["message"].split()[0] for e in sorted(events(kube, ns, "bk", "ImplementationSwitching"),
-                                                      key=lambda e: e["firstTimestamp"])] == ["bk-2", "bk-1", "bk-0"]
-    written.update(await write_ledgers(config, "ours"))       # written by our bookies, read back by Java's
-    middle = await identities(zookeeper.connect_string, root, list(written))
+    async with ReplicationWatch(zookeeper.connect_string, root) as watch:
+        started = time.monotonic()
+        patch_spec(kube, ns, "bk", OURS)
+        # The operator dies once the second bookie's restart is under way, and resumes from status.
+        await asyncio.to_thread(await_events, kube, ns, "bk", "ImplementationSwitching", at_least=2,
+                                timeout=SWITCH_TIMEOUT)
+        op.kill()
+        status = get_cluster(kube, ns, "bk")["status"]
+        kept = status["implementationSwitch"]
+        assert kept["target"] == "bookie-fleet" and kept["source"] == "apache-bookkeeper"
+        assert status["reReplicationSuspended"]["previouslyDisabled"] is False, "what to restore, in status"
+        await asyncio.sleep(3)
+        op.start()
+        await asyncio.to_thread(wait_for, switched(kube, ns, "bookie-fleet"), SWITCH_TIMEOUT, 1,
+                                "every bookie on bookie-fleet")
+        print(f"switch to bookie-fleet: {time.monotonic() - started:.0f}s")
+        await asyncio.to_thread(wait_for, restored(kube, ns), 120, 1, "re-replication restored after the switch")
+        assert [e["message"].split()[0] for e in sorted(events(kube, ns, "bk", "ImplementationSwitching"),
+                                                          key=lambda e: e["firstTimestamp"])] == ["bk-2", "bk-1",
+                                                                                                   "bk-0"]
+        written.update(await write_ledgers(config, "ours"))       # written by our bookies, read back by Java's
+        middle = await identities(zookeeper.connect_string, root, list(written))
 
-    started = time.monotonic()
-    patch_spec(kube, ns, "bk", JAVA)
-    wait_for(switched(kube, ns, "apache-bookkeeper"), SWITCH_TIMEOUT, interval=1,
-             what="every bookie back on apache-bookkeeper")
-    print(f"switch back to apache-bookkeeper: {time.monotonic() - started:.0f}s")
-    wait_ready(kube, ns, "bk", timeout=120)
+        started = time.monotonic()
+        patch_spec(kube, ns, "bk", JAVA)
+        await asyncio.to_thread(wait_for, switched(kube, ns, "apache-bookkeeper"), SWITCH_TIMEOUT, 1,
+                                "every bookie back on apache-bookkeeper")
+        print(f"switch back to apache-bookkeeper: {time.monotonic() - started:.0f}s")
+        await asyncio.to_thread(wait_ready, kube, ns, "bk", timeout=120)
+        await asyncio.to_thread(wait_for, restored(kube, ns), 120, 1, "re-replication restored")
+        assert await watch.now_disabled_by() is None, "re-replication enabled again, as it was before"
+    assert watch.marked == set(), f"ledgers marked under-replicated during the switches: {sorted(watch.marked)}"
+    assert len(watch.disabled_by - {None}) == 1, f"disabled by the operator meanwhile: {watch.disabled_by}"
+    suspended = events(kube, ns, "bk", "ReReplicationSuspended")
+    assert len(suspended) == 2 and len(events(kube, ns, "bk", "ReReplicationRestored")) == 2, "one for each switch"
 
     after = await identities(zookeeper.connect_string, root, list(written))
     assert after["bookies"] == before["bookies"]

@@ -7,7 +7,8 @@ Everything lives in BookKeeper's ZooKeeper layout (``underreplication/``: audito
 * Auditor (the lowest ``auditorelection/V_`` vote): a bookie that appears in some ledger's ensembles and is
   registered neither under ``available/`` nor ``available/readonly/`` is lost; once it has been lost for
   ``lostBookieRecoveryDelay`` seconds every ledger holding it is marked under-replicated with it as the
-  missing replica. ``trigger_audit()`` audits now.
+  missing replica, unless replication is disabled (``underreplication/disable``): then, as BookKeeper's auditor
+  waits, nothing lost is marked until it is enabled again. ``trigger_audit()`` audits now.
 * Worker (every instance): takes a mark under its lock, and for every ensemble segment holding a missing
   replica copies that position's entries (read from the surviving replicas, digest verified) to a new bookie
   with recovery adds, then swaps the bookie in the metadata. An open ledger whose last ensemble lost a bookie
@@ -163,11 +164,16 @@ class Autorecovery:
         for bookie in list(self._lost_since):
             if bookie not in lost:
                 del self._lost_since[bookie]
+        # As BookKeeper's auditor: while replication is disabled (``underreplication/disable``, set for planned
+        # restarts) a lost bookie is not marked; it is once replication is enabled again, if it is still lost
+        # by then and its delay has passed. A decommissioned bookie that still runs was asked for explicitly and
+        # is marked regardless.
+        enabled = await self.store.is_replication_enabled()
         marked: list[int] = []
         sizes: dict[int, int] = {}
         for bookie in sorted(lost | set(self.decommissions)):
             since = self._lost_since.setdefault(bookie, now)
-            if bookie in lost and now - since < delay:
+            if bookie in lost and (now - since < delay or not enabled):
                 continue
             for ledger_id in holders.get(bookie, []):
                 await self.store.mark_ledger_underreplicated(ledger_id, [bookie])

@@ -117,6 +117,38 @@ class UnderreplicationManager(ZkSession):
         else:
             await self._ensure(self.layout.ur_disable)
 
+    async def replication_disabled_by(self) -> bytes | None:
+        """What the ``disable`` znode holds (BookKeeper's own tools write it empty), or None: replication is
+        enabled. Whoever disables it may say who they are in the data; BookKeeper reads only its existence."""
+        try:
+            data, _ = await self._get(self.layout.ur_disable)
+        except NoNode:
+            return None
+        return data
+
+    async def disable_replication_as(self, owner: bytes) -> bool:
+        """Create ``disable`` holding ``owner``; False if replication was already disabled (by anyone)."""
+        try:
+            await self._create(self.layout.ur_disable, owner, makepath=True)
+        except NodeExists:
+            return False
+        return True
+
+    async def enable_replication_of(self, owner: bytes) -> bool:
+        """Delete ``disable`` only if it still holds ``owner``: somebody else's disable is never lifted. True if
+        replication is enabled now by this call."""
+        try:
+            data, stat = await self._get(self.layout.ur_disable)
+        except NoNode:
+            return False
+        if data != owner:
+            return False
+        try:
+            await self._delete(self.layout.ur_disable, stat.version)
+        except (NoNode, BadVersion):
+            return False
+        return True
+
     async def lost_bookie_recovery_delay(self) -> int | None:
         try:
             data, _ = await self._get(self.layout.ur_lost_bookie_recovery_delay)

@@ -22,6 +22,7 @@ from bookie_operator.reconcile.implementation_switch import begin_implementation
 from bookie_operator.reconcile.observe import ensure_metadata, observe, observe_registrations, parse_spec
 from bookie_operator.reconcile.ports import Obj
 from bookie_operator.reconcile.racks import publish_racks
+from bookie_operator.reconcile.re_replication import suspend_re_replication
 from bookie_operator.reconcile.read_only import control_read_only, force_gc
 from bookie_operator.reconcile.rebalance import rebalance
 from bookie_operator.reconcile.retire import decommission_chosen
@@ -54,6 +55,7 @@ async def steps(t: Tick) -> None:
     await run_compaction_schedule(t)     # scheduled compaction, one bookie at a time
     await apply_compaction_window(t)     # the bookies' own compaction only inside the window
     await run_audit_schedule(t)          # the storage audit: Spark runs, their findings in status.audit
+    await suspend_re_replication(t)      # re-replication off while bookies are restarted on purpose, then back
     await switch_implementation(t)       # one bookie at a time onto the other implementation, same volumes
     await rebalance(t)                   # spec.rebalance: replica moves from the fullest bookies to the emptiest
     await roll_outdated_pods(t)          # one outdated pod at a time

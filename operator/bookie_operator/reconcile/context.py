@@ -135,6 +135,7 @@ class Tick:
         self.nodes: dict[int, str] = {}                      # ordinal -> the node its pod is on
         self.racks: dict[int, str] = {}                      # ordinal -> its rack (published in /bookies)
         self.failure_reason: str | None = None               # the Degraded reason they give, if any
+        self.restart_hold: str | None = None   # why no bookie may be restarted this tick (re-replication)
 
     # ----------------------------------------------------------------------------------- recording
     def event(self, type_: str, reason: str, message: str) -> None:

@@ -65,7 +65,9 @@ async def switch_implementation(t: Tick) -> None:
         return
     facts = await _facts(t, state.source)
     step = decide.switch_step(state, facts, t.now)
-    if step.restart is not None:
+    if step.restart is not None and t.restart_hold:
+        t.wait(f"implementation switch: restarting {step.restart.pod} waits for {t.restart_hold}")
+    elif step.restart is not None:
         try:
             await t.op.kube.delete("Pod", t.namespace, step.restart.pod)
         except KubeError as exc:

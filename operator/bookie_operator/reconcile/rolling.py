@@ -20,7 +20,9 @@ async def roll_outdated_pods(t: Tick) -> None:
     pod, waiting = decisions.pod_to_restart(t.bookies, revision, t.under_replicated, int(sts["spec"]["replicas"]))
     if waiting:
         t.wait(f"rolling restart: waiting for {waiting}")
-    if pod is not None:
+    if pod is not None and t.restart_hold:
+        t.wait(f"rolling restart: waiting for {t.restart_hold}")
+    elif pod is not None:
         await t.op.kube.delete("Pod", t.namespace, pod.pod)
         metrics.RESTARTS.inc()
         t.event("Normal", "RollingRestart", f"{pod.pod} restarted to apply revision {revision}")
