@@ -90,7 +90,7 @@ def hold_reason(*, not_ready: list[str], under_replicated: int | None, decommiss
     if under_replicated:
         return f"{under_replicated} ledgers under-replicated: autorecovery goes first"
     if decommissioning:
-        return f"decommission of {decommissioning} running"
+        return f"the decommission of {decommissioning} goes first"
     if switching:
         return "implementation switch running"
     return None

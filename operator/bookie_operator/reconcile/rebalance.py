@@ -53,12 +53,20 @@ async def _hold(t: Tick) -> str | None:
         not_ready.append(f"{t.desired_replicas - len(t.bookies)} missing")
     if t.under_replicated is None:
         t.under_replicated = await observe_under_replication(t)
-    chosen = retire.in_progress(t.status.decommission_requests)
-    decommissioning = (t.status.decommission.pod if t.status.decommission
-                       else chosen.entry if chosen is not None else None)
+    decommissioning = t.status.decommission.pod if t.status.decommission else _chosen_decommission(t)
     return hold_reason(not_ready=not_ready, under_replicated=t.under_replicated, decommissioning=decommissioning,
                        switching=t.status.implementation_switch is not None,
                        implementation=t.spec.implementation)
+
+
+def _chosen_decommission(t: Tick) -> str | None:
+    """A spec.decommission entry running or waiting to run: new moves wait for it (a decommission waits for the
+    moves in flight, so planning more would keep it waiting for ever)."""
+    settled = {r.entry for r in t.status.decommission_requests if r.phase in ("Done", "Refused")}
+    running = retire.in_progress(t.status.decommission_requests)
+    if running is not None:
+        return running.entry
+    return next((entry for entry in t.spec.decommission if entry not in settled), None)
 
 
 def _plan(t: Tick, state: RebalanceStatus, disks: list[BookieDisk], layouts: list[LedgerLayout]) -> None:
