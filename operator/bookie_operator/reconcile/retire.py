@@ -27,8 +27,8 @@ async def decommission_chosen(t: Tick) -> None:
     sts = builders.statefulset_name(t.name)
     resolved = {e: retire.resolve_entry(e, sts, replicas, t.bookie_id) for e in t.spec.decommission}
     refusals = {o: retire.refusal(o, replicas, t.spec) for o in resolved.values() if isinstance(o, int)}
-    plan = retire.plan_requests(t.spec.decommission, previous, resolved, refusals, await _gate(t, previous),
-                                t.now)
+    gate = await _gate(t, previous, resolved)
+    plan = retire.plan_requests(t.spec.decommission, previous, resolved, refusals, gate, t.now)
     requests = plan.requests
     if plan.start is not None:
         requests = [await _started(t, r) if r is plan.start else r for r in requests]
@@ -42,8 +42,11 @@ async def decommission_chosen(t: Tick) -> None:
     t.status.decommission_requests = [r for r in requests if r.phase != "Done" or r.entry in t.spec.decommission]
 
 
-async def _gate(t: Tick, previous: list[DecommissionRequestStatus]) -> Gate:
-    """What a start waits for; ZooKeeper is asked only when a request could start."""
+async def _gate(t: Tick, previous: list[DecommissionRequestStatus], resolved: dict[str, int | str]) -> Gate:
+    """What a start waits for; ZooKeeper is asked only when a request could start.
+
+    A bookie named in spec.decommission holds no start by being down: a dead one (its disk lost) is the one
+    a user names, and its own under-replication marks are what its decommission clears."""
     done = {r.entry for r in previous if r.phase in (*retire.ACTIVE, "Done")}
     if retire.in_progress(previous) is not None or not set(t.spec.decommission) - done:
         return Gate(busy=None, under_replicated=0, not_ready=[])
@@ -54,13 +57,17 @@ async def _gate(t: Tick, previous: list[DecommissionRequestStatus]) -> Gate:
         busy = "the implementation switch"
     elif t.current_replicas != t.desired_replicas:
         busy = f"the scaling of the StatefulSet to {t.desired_replicas} bookies"
+    named = {o for o in resolved.values() if isinstance(o, int)}
     under: int | None = None
     try:
-        under = await (await t.cluster_metadata()).under_replicated()
+        metadata = await t.cluster_metadata()
+        dead = {t.bookie_id(o) for o in named} - await metadata.registered_bookies()
+        under = await metadata.under_replicated(excluding=dead)
     except MetadataError as exc:
         t.wait(f"ZooKeeper: {exc}")
     return Gate(busy=busy, under_replicated=under,
-                not_ready=[b.pod for b in t.bookies if not (b.exists and b.ready and b.reachable)])
+                not_ready=[b.pod for b in t.bookies
+                           if b.ordinal not in named and not (b.exists and b.ready and b.reachable)])
 
 
 async def _started(t: Tick, r: DecommissionRequestStatus) -> DecommissionRequestStatus:
