@@ -11,7 +11,7 @@ from typing import assert_never
 
 from bookie_operator import builders, metrics
 from bookie_operator.bookie_client import BookieApiError
-from bookie_operator.decisions import iso, parse_time, retire
+from bookie_operator.decisions import iso, parse_time, retire, start_failures
 from bookie_operator.decisions.retire import Gate, RetireAction, RetireFacts
 from bookie_operator.kube import KubeError
 from bookie_operator.models import DecommissionRequestStatus
@@ -157,6 +157,8 @@ async def _facts(t: Tick, state: DecommissionRequestStatus) -> RetireFacts:
         facts["pod_uid"] = (live or {}).get("metadata", {}).get("uid")
         if state.phase == "AwaitingNewBookie" and facts["pod_uid"] == state.old_pod_uid:
             facts["new_bookie_ready"] = False          # the old pod, still terminating
+        elif state.phase == "AwaitingNewBookie" and live is not None:
+            facts["new_bookie_blocked_by_cookie"] = start_failures.blocked_by_cookie(live, state.ordinal)
     return RetireFacts(**facts)  # type: ignore[arg-type]
 
 
