@@ -612,10 +612,6 @@ class ScaleDownSpec(Model):
         "Retain keeps the cookie so the ordinal can come back with the same identity.")
     recovery_timeout_seconds: int = Field(
         default=3600, ge=60, description="After this, a decommission waiting for re-replication reports Degraded.")
-    accept_data_loss: list[Annotated[int, Field(ge=0)]] = Field(
-        default_factory=list, max_length=10000, description="Ledger ids whose entries with no surviving replica "
-        "may be given up so that a dead bookie's decommission can finish (status.dataLoss lists them first). "
-        "Refused while a lost ledger is missing from this list.")
 
 
 class ImplementationSwitchSpec(Model):
@@ -816,6 +812,11 @@ class BookieClusterSpec(Model):
         "replicas). Done once per entry (status.decommissionRequests); remove the entry to run it again later. "
         "Removing it before the cookie is deleted cancels it.",
         json_schema_extra={"x-kubernetes-list-type": "set"})
+    accept_data_loss: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=list, max_length=10000, description="Ledger ids whose entries with no surviving replica "
+        "may be given up so that the decommission of a dead bookie (the one a scale-down removes or one named "
+        "in spec.decommission) can finish; status.dataLoss lists them first. Refused while a lost ledger is "
+        "missing from this list.")
     implementation_switch: ImplementationSwitchSpec = Field(
         default_factory=ImplementationSwitchSpec, description="Switching the bookies between implementations in "
         "place (a change of spec.implementation on a running cluster): pause and resume.")
@@ -1126,12 +1127,12 @@ class DataLossStatus(Model):
     """Ledgers a dead bookie being decommissioned took entries of with it (no surviving replica)."""
 
     bookie_id: str
-    phase: DataLossPhase = Field(description="AwaitingAcceptance (spec.scaleDown.acceptDataLoss lacks some of "
+    phase: DataLossPhase = Field(description="AwaitingAcceptance (spec.acceptDataLoss lacks some of "
                                  "them: nothing changes), GivingUp (accepted: their metadata is being "
                                  "repaired), GivenUp (done: what was lost stays listed here).")
     ledgers: list[LostLedgerStatus] = Field(default_factory=list)
     not_accepted: list[int] = Field(default_factory=list, description="Lost ledgers missing from "
-                                    "spec.scaleDown.acceptDataLoss.")
+                                    "spec.acceptDataLoss.")
     since: str
     message: str = ""
 

@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -125,8 +125,21 @@ class ClusterMetadata:
                 return None
             return repair
 
-    async def under_replicated(self) -> int:
-        return len(await self.store.list_underreplicated())
+    async def under_replicated(self, excluding: Collection[str] = (), parallel: int = 32) -> int:
+        """Ledgers marked under-replicated; with ``excluding``, not those missing only these bookies (a dead
+        bookie's own marks, which its decommission clears)."""
+        ids = await self.store.list_underreplicated()
+        if not excluding:
+            return len(ids)
+        gate = asyncio.Semaphore(parallel)
+
+        async def someone_elses(ledger_id: int) -> bool:
+            async with gate:
+                mark = await self.store.get_underreplicated(ledger_id)
+            # A mark gone meanwhile was replicated; one naming no bookie cannot be told whose it is.
+            return mark is not None and (not mark.replicas or not set(mark.replicas) <= set(excluding))
+
+        return sum(await asyncio.gather(*(someone_elses(i) for i in ids)))
 
     async def replication_disabled_by(self) -> bytes | None:
         return await self.store.replication_disabled_by()

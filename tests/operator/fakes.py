@@ -14,6 +14,7 @@ import base64
 import builtins
 import copy
 import datetime as dt
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,6 +250,7 @@ class FakeClusterMetadata:
     registered: set[str] = field(default_factory=set)
     referencing: dict[str, int] = field(default_factory=dict)     # bookie id -> ledgers that reference it
     under_replicated_ledgers: int = 0
+    marked_missing_only: dict[str, int] = field(default_factory=dict)   # bookie id -> its share of the above
     cookies: set[str] = field(default_factory=set)
     calls: list[str] = field(default_factory=list)
     racks: dict[str, dict[str, tuple[str, str | None]]] = field(default_factory=dict)   # the /bookies groups
@@ -266,8 +268,8 @@ class FakeClusterMetadata:
     async def ledgers_referencing(self, bookie_id: str) -> int:
         return self.referencing.get(bookie_id, 0)
 
-    async def under_replicated(self) -> int:
-        return self.under_replicated_ledgers
+    async def under_replicated(self, excluding: Collection[str] = ()) -> int:
+        return self.under_replicated_ledgers - sum(self.marked_missing_only.get(b, 0) for b in set(excluding))
 
     async def ledgers_losing(self, bookie_id: str) -> builtins.list[LedgerLoss]:
         losses = (ledger_loss(i, md, {bookie_id}) for i, md in sorted(self.ledgers.items()))

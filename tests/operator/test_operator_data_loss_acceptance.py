@@ -1,5 +1,5 @@
 """The pure decision of a forced decommission: a dead bookie's lost ledgers are refused (said once per change)
-until spec.scaleDown.acceptDataLoss names every one; then their list is kept (GivingUp) before anything is
+until spec.acceptDataLoss names every one; then their list is kept (GivingUp) before anything is
 repaired, resumes as such, and stays as the record of what was given up; a live bookie loses nothing."""
 
 from __future__ import annotations

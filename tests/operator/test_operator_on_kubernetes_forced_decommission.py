@@ -1,9 +1,10 @@
-"""Forced decommission of a dead bookie, on our bookies: bk-2 is killed with its disk (its claims deleted)
-while some single-replica ledgers lived only there. Lowering replicas lists exactly those ledgers in
-status.dataLoss, with their Pulsar topic, and changes nothing while spec.scaleDown.acceptDataLoss misses one of
-them; once it names them all, exactly those are given up (an EntriesGivenUp Event each, the loss recorded in
-their metadata), the decommission completes, and every other ledger is fully replicated off bk-2: no ledger
-references it, nothing is under-replicated, and every entry of every other ledger reads back."""
+"""Forced decommission of a dead bookie, on our bookies: the middle one, bk-1 of three, is killed with its disk
+(its claims deleted) while some single-replica ledgers lived only there. Naming it in spec.decommission lists
+exactly those ledgers in status.dataLoss, with their Pulsar topic, and changes nothing while spec.acceptDataLoss
+misses one of them; once it names them all, exactly those are given up (an EntriesGivenUp Event each, the loss
+recorded in their metadata), the decommission completes with the ordinal re-created empty (the StatefulSet still
+at three), and every other ledger is fully replicated off the dead bookie: no ledger references it, nothing is
+under-replicated, and every entry of every other ledger reads back."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ async def test_a_dead_bookies_lost_ledgers_are_given_up_only_once_all_are_named(
     operator_factory(ns)
     kube.apply(bookie_cluster("bk", zookeeper.connect_string, root, replicas=3), namespace=ns)
     wait_ready(kube, ns, "bk", timeout=240)
-    gone = f"bk-2.bk-headless.{ns}.svc.cluster.local:3181"
+    gone = f"bk-1.bk-headless.{ns}.svc.cluster.local:3181"
     config = ClientConfig(zk_servers=zookeeper.connect_string, ledgers_root=root)
     async with BookKeeper(config) as bk:
         written, lost = await write_ledgers(bk, gone)
@@ -96,7 +97,7 @@ async def test_a_dead_bookies_lost_ledgers_are_given_up_only_once_all_are_named(
                               and gone in (await bk.ledger_metadata(lid)).value.bookies()]
     assert replicated_on_gone, "no replicated ledger on the bookie to kill"
 
-    kill_with_its_disk(kube, ns, "bk-2")
+    kill_with_its_disk(kube, ns, "bk-1")
     async with MetadataStore(zookeeper.connect_string, root) as store:
         async def unregistered() -> bool:
             return gone not in await store.list_bookies() and gone not in await store.list_bookies(readonly=True)
@@ -106,7 +107,7 @@ async def test_a_dead_bookies_lost_ledgers_are_given_up_only_once_all_are_named(
             await asyncio.sleep(0.2)
         assert await unregistered()
 
-    patch_spec(kube, ns, "bk", {"replicas": 2})
+    patch_spec(kube, ns, "bk", {"decommission": ["bk-1"]})
 
     def loss(phase: str) -> dict[str, Any] | None:
         found = get_cluster(kube, ns, "bk")["status"].get("dataLoss")
@@ -119,23 +120,25 @@ async def test_a_dead_bookies_lost_ledgers_are_given_up_only_once_all_are_named(
     await_events(kube, ns, "bk", "DataLossNotAccepted")
 
     short = sorted(lost)[1:]                     # one lost ledger left out: still refused, nothing changes
-    patch_spec(kube, ns, "bk", {"scaleDown": {"acceptDataLoss": short}})
+    patch_spec(kube, ns, "bk", {"acceptDataLoss": short})
     wait_for(lambda: (lg := loss("AwaitingAcceptance")) and lg["notAccepted"] == sorted(lost)[:1], 60,
              interval=0.5, what="the refusal naming the ledger left out")
-    assert get_cluster(kube, ns, "bk")["status"]["decommission"]["phase"] in ("MarkingReadOnly", "Recovering",
-                                                                                "AwaitingReplication")
+    assert get_cluster(kube, ns, "bk")["status"]["decommissionRequests"][0]["phase"] in (
+        "MarkingReadOnly", "Recovering", "AwaitingReplication")
     async with BookKeeper(config) as bk:
         assert {lid: (await bk.ledger_metadata(lid)).value for lid in lost} == before
 
-    patch_spec(kube, ns, "bk", {"scaleDown": {"acceptDataLoss": sorted(lost)}})
+    patch_spec(kube, ns, "bk", {"acceptDataLoss": sorted(lost)})
     wait_for(lambda: gone in get_cluster(kube, ns, "bk")["status"].get("decommissioned", []), 300, interval=1,
-             what="the forced decommission of bk-2 to finish")
+             what="the forced decommission of bk-1 to finish")
+    assert (kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/bk") or {}).get("spec", {}).get("replicas") == 3
     given_up = get_cluster(kube, ns, "bk")["status"]["dataLoss"]
     assert given_up["phase"] == "GivenUp" and {lg["ledgerId"] for lg in given_up["ledgers"]} == lost
     assert len(await_events(kube, ns, "bk", "EntriesGivenUp", at_least=len(lost))) == len(lost)
 
     async with MetadataStore(zookeeper.connect_string, root) as store:
         assert await store.list_underreplicated() == []
+        assert gone in await store.list_bookies()           # the new, empty bookie under the same id
     async with BookKeeper(config) as bk:
         for lid, payloads in written.items():
             md = (await bk.ledger_metadata(lid)).value

@@ -1,6 +1,6 @@
 """The whole reconcile through a forced decommission, without a cluster: a dead bookie held the only replica
 of some ledgers' entries; they are listed in status with their Pulsar topic and nothing changes until
-spec.scaleDown.acceptDataLoss names every one of them; then exactly those are given up (an Event per ledger),
+spec.acceptDataLoss names every one of them; then exactly those are given up (an Event per ledger),
 the others are left to autorecovery, and the decommission finishes. An operator that dies after the
 acceptance resumes the repair from status."""
 
@@ -50,14 +50,14 @@ async def test_refused_until_every_lost_ledger_is_named_then_exactly_those_are_g
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
     assert degraded["status"] == "True" and "missing: 10, 11" in degraded["message"]
 
-    w.kube.patch_spec("bk", {"scaleDown": {"acceptDataLoss": [10, 12]}})    # one short (12 loses nothing)
+    w.kube.patch_spec("bk", {"acceptDataLoss": [10, 12]})    # one short (12 loses nothing)
     for _ in range(3):
         await w.tick()
     assert w.status["dataLoss"]["notAccepted"] == [11]
     assert w.zk.ledgers == before and not [c for c in w.zk.calls if c.startswith("give_up")]
     assert w.status["decommission"]["phase"] == "MarkingReadOnly"
 
-    w.kube.patch_spec("bk", {"scaleDown": {"acceptDataLoss": [10, 11, 12]}})
+    w.kube.patch_spec("bk", {"acceptDataLoss": [10, 11, 12]})
     for _ in range(3):
         await w.tick()
     loss = w.status["dataLoss"]
@@ -82,7 +82,7 @@ async def test_refused_until_every_lost_ledger_is_named_then_exactly_those_are_g
 async def test_an_operator_killed_after_the_acceptance_resumes_the_repair_from_status(ticks_before_crash: int) \
         -> None:
     w = await dead_bookie_world()
-    w.kube.patch_spec("bk", {"scaleDown": {"acceptDataLoss": [10, 11]}})
+    w.kube.patch_spec("bk", {"acceptDataLoss": [10, 11]})
     await w.tick()                                  # the decommission starts
     for _ in range(ticks_before_crash):
         await w.tick()

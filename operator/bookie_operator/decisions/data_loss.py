@@ -1,12 +1,12 @@
 """Forced decommission of a dead bookie: may its ledgers' unrecoverable entries be given up? (status.dataLoss)
 
-A bookie being decommissioned that is dead (not registered in ZooKeeper, its admin API unreachable) may hold
-the only replica of some entries. Autorecovery cannot copy those, so the decommission would wait forever. The
-ledgers are listed in ``status.dataLoss`` (AwaitingAcceptance) and nothing changes until
-``spec.scaleDown.acceptDataLoss`` names every one of them; then the list is kept in status first (GivingUp),
-so an operator killed in the middle knows what it gave up, and the ledgers' metadata is repaired
-(``bookie.metadata.data_loss``) until GivenUp. Naming ledgers that lose nothing is harmless: only lost ones
-are touched.
+A bookie being decommissioned (by a scale-down, or named in ``spec.decommission``) that is dead (not registered
+in ZooKeeper, its admin API unreachable) may hold the only replica of some entries. Autorecovery cannot copy
+those, so the decommission would wait forever. The ledgers are listed in ``status.dataLoss``
+(AwaitingAcceptance) and nothing changes until ``spec.acceptDataLoss`` names every one of them; then the list
+is kept in status first (GivingUp), so an operator killed in the middle knows what it gave up, and the ledgers'
+metadata is repaired (``bookie.metadata.data_loss``) until GivenUp. Naming ledgers that lose nothing is
+harmless: only lost ones are touched.
 """
 
 from __future__ import annotations
@@ -19,10 +19,35 @@ from dataclasses import dataclass
 from bookie.metadata.data_loss import LedgerLoss
 
 from bookie_operator.decisions.observed import iso
-from bookie_operator.models import DataLossStatus, LostLedgerStatus
+from bookie_operator.models import (
+    DataLossStatus,
+    DecommissionRequestStatus,
+    DecommissionStatus,
+    LostLedgerStatus,
+)
 
 # Before the cookie is deleted: the decommission still waits for its ledgers to be re-replicated.
 CHECKED_PHASES = ("MarkingReadOnly", "Recovering", "AwaitingReplication")
+
+
+@dataclass(frozen=True)
+class Leaving:
+    """The bookie whose decommission still waits for its ledgers to be re-replicated."""
+
+    ordinal: int
+    bookie_id: str
+    chosen: bool    # named in spec.decommission (status.decommissionRequests), not removed by a scale-down
+
+
+def leaving(decommission: DecommissionStatus | None, requests: Sequence[DecommissionRequestStatus]) \
+        -> Leaving | None:
+    """The scale-down's or the chosen bookie's decommission before its cookie is deleted (at most one runs)."""
+    if decommission is not None and decommission.phase in CHECKED_PHASES:
+        return Leaving(decommission.ordinal, decommission.bookie_id, chosen=False)
+    chosen = next((r for r in requests if r.phase in CHECKED_PHASES), None)
+    if chosen is not None and chosen.ordinal is not None and chosen.bookie_id is not None:
+        return Leaving(chosen.ordinal, chosen.bookie_id, chosen=True)
+    return None
 
 
 class DataLossAction(enum.StrEnum):
@@ -67,7 +92,7 @@ def data_loss_step(previous: DataLossStatus | None, bookie_id: str, dead: bool, 
 
 def refusal(bookie_id: str, ledgers: Sequence[LostLedgerStatus], missing: Sequence[int]) -> str:
     return (f"{bookie_id} is dead and held the only replica of entries of {len(ledgers)} ledgers "
-            f"({describe(ledgers)}); the decommission waits until spec.scaleDown.acceptDataLoss names every one "
+            f"({describe(ledgers)}); the decommission waits until spec.acceptDataLoss names every one "
             f"of them; missing: {', '.join(str(i) for i in missing)}")
 
 

@@ -157,6 +157,9 @@ class RetireFacts:
     cookie_exists: bool | None = None
     pod_uid: str | None = None          # the uid of the pod at the ordinal now (None: no pod)
     new_bookie_ready: bool = False      # its successor: pod ready, admin API answered writable, registered
+    # Its successor, on empty volumes, is stopped by a cookie in ZooKeeper: one the old pod wrote when its
+    # container restarted after DeletingCookie (a dead bookie crash-looping on its lost disk does).
+    new_bookie_blocked_by_cookie: bool = False
 
 
 class RetireAction(enum.StrEnum):
@@ -202,6 +205,9 @@ def retire_step(state: DecommissionRequestStatus, facts: RetireFacts, spec: Book
         # Empty was checked before the cookie went: the new bookie may take new ledgers at once.
         if facts.new_bookie_ready and facts.cookie_exists:
             return RetireStep(to("Done", completed_at=iso(now)), [], None)
+        if facts.new_bookie_blocked_by_cookie and facts.cookie_exists:
+            what = f"the new empty {state.pod} to start: the old bookie's cookie written again is deleted"
+            return RetireStep(state.model_copy(update={"message": what}), [RetireAction.DELETE_COOKIE], what)
         what = f"the new empty {state.pod} to start, register and be writable"
         return RetireStep(state.model_copy(update={"message": what}), [], what)
     raise AssertionError(f"no step for phase {state.phase}")

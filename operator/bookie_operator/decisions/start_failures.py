@@ -130,6 +130,17 @@ def pod_failure(pod: Obj, ordinal: int) -> StartFailure | None:
                         terminating=bool(pod["metadata"].get("deletionTimestamp")))
 
 
+def blocked_by_cookie(pod: Obj, ordinal: int) -> bool:
+    """The pod's bookie, not running now, last stopped because ZooKeeper holds a cookie of its own instance that
+    its volumes lack. Never while it runs: the cookie may then be the one it has just written."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    container = next((c for c in statuses if c.get("name") == CONTAINER), None)
+    if container is None or "running" in (container.get("state") or {}):
+        return False
+    failure = pod_failure(pod, ordinal)
+    return failure is not None and failure.reason == COOKIE_MISMATCH and failure.instance_ids is None
+
+
 def observe(cluster: str, pods: Iterable[Obj]) -> dict[int, StartFailure]:
     """Ordinal -> start failure, for the cluster's pods whose bookie cannot start."""
     failures = {}

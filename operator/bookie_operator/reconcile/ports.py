@@ -7,6 +7,7 @@ unit tests run the same code against in-memory ones.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -84,7 +85,7 @@ class ClusterMetadataApi(Protocol):
 
     async def ledgers_referencing(self, bookie_id: str) -> int: ...
 
-    async def under_replicated(self) -> int: ...
+    async def under_replicated(self, excluding: Collection[str] = ()) -> int: ...
 
     async def ledgers_losing(self, bookie_id: str) -> list[LedgerLoss]: ...
 

@@ -11,7 +11,7 @@ from typing import assert_never
 
 from bookie_operator import builders, metrics
 from bookie_operator.bookie_client import BookieApiError
-from bookie_operator.decisions import iso, parse_time, retire
+from bookie_operator.decisions import iso, parse_time, retire, start_failures
 from bookie_operator.decisions.retire import Gate, RetireAction, RetireFacts
 from bookie_operator.kube import KubeError
 from bookie_operator.models import DecommissionRequestStatus
@@ -27,8 +27,8 @@ async def decommission_chosen(t: Tick) -> None:
     sts = builders.statefulset_name(t.name)
     resolved = {e: retire.resolve_entry(e, sts, replicas, t.bookie_id) for e in t.spec.decommission}
     refusals = {o: retire.refusal(o, replicas, t.spec) for o in resolved.values() if isinstance(o, int)}
-    plan = retire.plan_requests(t.spec.decommission, previous, resolved, refusals, await _gate(t, previous),
-                                t.now)
+    gate = await _gate(t, previous, resolved)
+    plan = retire.plan_requests(t.spec.decommission, previous, resolved, refusals, gate, t.now)
     requests = plan.requests
     if plan.start is not None:
         requests = [await _started(t, r) if r is plan.start else r for r in requests]
@@ -42,8 +42,11 @@ async def decommission_chosen(t: Tick) -> None:
     t.status.decommission_requests = [r for r in requests if r.phase != "Done" or r.entry in t.spec.decommission]
 
 
-async def _gate(t: Tick, previous: list[DecommissionRequestStatus]) -> Gate:
-    """What a start waits for; ZooKeeper is asked only when a request could start."""
+async def _gate(t: Tick, previous: list[DecommissionRequestStatus], resolved: dict[str, int | str]) -> Gate:
+    """What a start waits for; ZooKeeper is asked only when a request could start.
+
+    A bookie named in spec.decommission holds no start by being down: a dead one (its disk lost) is the one
+    a user names, and its own under-replication marks are what its decommission clears."""
     done = {r.entry for r in previous if r.phase in (*retire.ACTIVE, "Done")}
     if retire.in_progress(previous) is not None or not set(t.spec.decommission) - done:
         return Gate(busy=None, under_replicated=0, not_ready=[])
@@ -56,13 +59,17 @@ async def _gate(t: Tick, previous: list[DecommissionRequestStatus]) -> Gate:
         busy = f"the scaling of the StatefulSet to {t.desired_replicas} bookies"
     elif t.status.rebalance is not None and t.status.rebalance.moves:
         busy = f"the rebalance's {len(t.status.rebalance.moves)} replica move(s) in flight"
+    named = {o for o in resolved.values() if isinstance(o, int)}
     under: int | None = None
     try:
-        under = await (await t.cluster_metadata()).under_replicated()
+        metadata = await t.cluster_metadata()
+        dead = {t.bookie_id(o) for o in named} - await metadata.registered_bookies()
+        under = await metadata.under_replicated(excluding=dead)
     except MetadataError as exc:
         t.wait(f"ZooKeeper: {exc}")
     return Gate(busy=busy, under_replicated=under,
-                not_ready=[b.pod for b in t.bookies if not (b.exists and b.ready and b.reachable)])
+                not_ready=[b.pod for b in t.bookies
+                           if b.ordinal not in named and not (b.exists and b.ready and b.reachable)])
 
 
 async def _started(t: Tick, r: DecommissionRequestStatus) -> DecommissionRequestStatus:
@@ -152,6 +159,8 @@ async def _facts(t: Tick, state: DecommissionRequestStatus) -> RetireFacts:
         facts["pod_uid"] = (live or {}).get("metadata", {}).get("uid")
         if state.phase == "AwaitingNewBookie" and facts["pod_uid"] == state.old_pod_uid:
             facts["new_bookie_ready"] = False          # the old pod, still terminating
+        elif state.phase == "AwaitingNewBookie" and live is not None:
+            facts["new_bookie_blocked_by_cookie"] = start_failures.blocked_by_cookie(live, state.ordinal)
     return RetireFacts(**facts)  # type: ignore[arg-type]
 
 
