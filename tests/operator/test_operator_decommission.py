@@ -61,9 +61,21 @@ def test_the_full_path_with_the_delete_policy() -> None:
     assert decommission_step(step.status, facts(), DOWN_TO_3, NOW).actions == ["shrink"]
     step = decommission_step(step.status, facts(pod_exists=False), DOWN_TO_3, NOW)
     assert step.status is not None and step.status.phase == "ApplyingPvcPolicy"
-    assert decommission_step(step.status, facts(pod_exists=False), DOWN_TO_3, NOW).actions == ["delete-claims"]
-    done = decommission_step(step.status, facts(pod_exists=False, claims_remaining=0), DOWN_TO_3, NOW)
+    gone = facts(pod_exists=False, cookie_exists=False)
+    assert decommission_step(step.status, gone, DOWN_TO_3, NOW).actions == ["delete-claims"]
+    done = decommission_step(step.status, facts(pod_exists=False, cookie_exists=False, claims_remaining=0),
+                             DOWN_TO_3, NOW)
     assert done.finished and done.status is None
+
+
+def test_a_cookie_the_dying_pod_wrote_again_is_deleted_before_the_volumes() -> None:
+    """A dead bookie's pod, restarting on an empty disk after DeletingCookie, can write its cookie again before
+    the StatefulSet ends it; a bookie later scaled up at that ordinal would then fail on it (CookieMismatch)."""
+    step = decommission_step(at("ApplyingPvcPolicy"), facts(pod_exists=False, cookie_exists=True), DOWN_TO_3, NOW)
+    assert step.actions == ["delete-cookie"] and not step.finished
+    retain = spec(replicas=3, ensembleSize=2, scaleDown={"pvcPolicy": "Retain"})
+    kept = decommission_step(at("ApplyingPvcPolicy"), facts(pod_exists=False, cookie_exists=True), retain, NOW)
+    assert kept.finished and kept.actions == []      # Retain keeps the identity: its cookie stays
 
 
 def test_a_bookie_without_ledgers_skips_recovery() -> None:

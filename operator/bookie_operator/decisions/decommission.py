@@ -110,6 +110,10 @@ def decommission_step(state: DecommissionStatus, facts: DecommissionFacts, spec:
             return DecommissionStep(to("ApplyingPvcPolicy"), [], None)
         return DecommissionStep(state, [DecommissionAction.SHRINK], f"pod {state.pod} to terminate")
     if phase == "ApplyingPvcPolicy":
+        if spec.scale_down.pvc_policy == "Delete" and facts.cookie_exists:
+            # A dead bookie's pod, restarting on its empty disk between DeletingCookie and its end, wrote its
+            # cookie again; left there, it would refuse the empty bookie a later scale-up puts at this ordinal.
+            return DecommissionStep(state, [DecommissionAction.DELETE_COOKIE], "the cookie its pod wrote again")
         if spec.scale_down.pvc_policy == "Retain" or facts.claims_remaining == 0:
             return DecommissionStep(None, [], None, finished=True)
         return DecommissionStep(state, [DecommissionAction.DELETE_CLAIMS], f"volumes of {state.pod} to be deleted")

@@ -77,7 +77,7 @@ async def _facts(t: Tick, state: DecommissionStatus) -> DecommissionFacts:
             metadata = await t.cluster_metadata()
             ledgers = await metadata.ledgers_referencing(state.bookie_id)
             under_replicated = await metadata.under_replicated()
-        elif state.phase == "DeletingCookie":
+        elif state.phase in ("DeletingCookie", "ApplyingPvcPolicy"):
             cookie = await (await t.cluster_metadata()).cookie_exists(state.bookie_id)
     except MetadataError as exc:
         t.wait(f"ZooKeeper: {exc}")
