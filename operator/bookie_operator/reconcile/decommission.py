@@ -91,6 +91,16 @@ async def _facts(t: Tick, state: DecommissionStatus) -> DecommissionFacts:
         claims_remaining=claims)
 
 
+async def request_recovery(t: Tick, ordinal: int, bookie_id: str) -> None:
+    """Asks a surviving bookie's autorecovery to re-replicate every ledger of the leaving bookie."""
+    survivors = [t.admins[b.ordinal] for b in t.bookies
+                 if b.ordinal != ordinal and b.reachable and b.ordinal in t.admins]
+    if not survivors:
+        raise BookieApiError("no reachable bookie to run the recovery")
+    await survivors[0].recover_bookie([bookie_id])
+    t.event("Normal", "RecoveryRequested", f"re-replication of {bookie_id} requested")
+
+
 async def _perform(t: Tick, action: DecommissionAction, state: DecommissionStatus,
                    new_state: DecommissionStatus | None) -> DecommissionStatus | None:
     """Carry out one action; returns the (possibly updated) new state."""
@@ -100,12 +110,7 @@ async def _perform(t: Tick, action: DecommissionAction, state: DecommissionStatu
             if admin is not None:   # unreachable: the decision moves on after its grace period
                 await admin.set_read_only(action is DecommissionAction.SET_READ_ONLY)
         case DecommissionAction.REQUEST_RECOVERY:
-            survivors = [t.admins[b.ordinal] for b in t.bookies
-                         if b.ordinal != state.ordinal and b.reachable and b.ordinal in t.admins]
-            if not survivors:
-                raise BookieApiError("no reachable bookie to run the recovery")
-            await survivors[0].recover_bookie([state.bookie_id])
-            t.event("Normal", "RecoveryRequested", f"re-replication of {state.bookie_id} requested")
+            await request_recovery(t, state.ordinal, state.bookie_id)
             if new_state is not None:
                 return new_state.model_copy(update={"recovery_requested_at": iso(t.now)})
         case DecommissionAction.DELETE_COOKIE:

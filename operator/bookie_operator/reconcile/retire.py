@@ -16,6 +16,7 @@ from bookie_operator.decisions.retire import Gate, RetireAction, RetireFacts
 from bookie_operator.kube import KubeError
 from bookie_operator.models import DecommissionRequestStatus
 from bookie_operator.reconcile.context import Tick
+from bookie_operator.reconcile.decommission import request_recovery
 from bookie_operator.zk import MetadataError
 
 
@@ -174,12 +175,7 @@ async def _perform(t: Tick, action: RetireAction, state: DecommissionRequestStat
             if admin is not None:   # unreachable: the decision moves on after its grace period
                 await admin.set_read_only(action is RetireAction.SET_READ_ONLY)
         case RetireAction.REQUEST_RECOVERY:
-            survivors = [t.admins[b.ordinal] for b in t.bookies
-                         if b.ordinal != state.ordinal and b.reachable and b.ordinal in t.admins]
-            if not survivors:
-                raise BookieApiError("no reachable bookie to run the recovery")
-            await survivors[0].recover_bookie([state.bookie_id])
-            t.event("Normal", "RecoveryRequested", f"re-replication of {state.bookie_id} requested")
+            await request_recovery(t, state.ordinal, state.bookie_id)
             return new.model_copy(update={"recovery_requested_at": iso(t.now)})
         case RetireAction.DELETE_COOKIE:
             await (await t.cluster_metadata()).delete_cookie(state.bookie_id)
