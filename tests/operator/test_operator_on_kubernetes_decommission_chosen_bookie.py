@@ -27,6 +27,7 @@ from tests.operator.conftest import (
     patch_spec,
     wait_ready,
 )
+from tests.operator.ledgers_written import write_ledgers
 from tests.support.kube import KubeTarget, wait_for
 
 
@@ -39,25 +40,6 @@ def _requests(kube: KubeTarget, ns: str) -> list[dict[str, Any]]:
     return list(get_cluster(kube, ns, "bk")["status"].get("decommissionRequests", []))
 
 
-async def _write(config: ClientConfig, gone: str) -> dict[int, list[bytes]]:
-    written: dict[int, list[bytes]] = {}
-    async with BookKeeper(config) as bk:
-        for _ in range(100):                      # Ready means registered; writable may follow a moment later
-            if len(await bk.writable_bookies()) == 5:
-                break
-            await asyncio.sleep(0.2)
-        for n in range(10):
-            handle = await bk.create_ledger(ensemble_size=3, write_quorum=3, ack_quorum=2)
-            written[handle.ledger_id] = [f"ledger {n} entry {i}".encode() for i in range(20)]
-            for payload in written[handle.ledger_id]:
-                await handle.add(payload)
-            await handle.close()
-        on_gone = [lid for lid in written
-                   if any(gone in e for e in (await bk.ledger_metadata(lid)).value.ensembles.values())]
-    assert on_gone, "no ledger was placed on the bookie to decommission"
-    return written
-
-
 async def test_the_middle_bookie_of_five_is_decommissioned_and_comes_back_empty(
         kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
         operator_factory: Callable[[str], OperatorProcess]) -> None:
@@ -68,7 +50,7 @@ async def test_the_middle_bookie_of_five_is_decommissioned_and_comes_back_empty(
     wait_ready(kube, ns, "bk", timeout=300)
     gone = f"bk-2.bk-headless.{ns}.svc.cluster.local:3181"
     config = ClientConfig(zk_servers=zookeeper.connect_string, ledgers_root=root)
-    written = await _write(config, gone)
+    written = await write_ledgers(config, 5, gone, ledgers=10, entries=20)
     print(f"five bookies ready and written: {time.monotonic() - begin:.0f}s")
 
     # An entry that names no bookie: refused, said in status and in an Event, and nothing moves.

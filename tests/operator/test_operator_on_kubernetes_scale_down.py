@@ -26,6 +26,7 @@ from tests.operator.conftest import (
     patch_spec,
     wait_ready,
 )
+from tests.operator.ledgers_written import write_ledgers
 from tests.support.kube import KubeTarget, wait_for
 
 
@@ -42,21 +43,7 @@ async def test_scale_down_with_an_operator_restart_loses_nothing_and_scale_up_wo
 
     # Data on every bookie, including the one that will be removed.
     config = ClientConfig(zk_servers=zookeeper.connect_string, ledgers_root=root)
-    written: dict[int, list[bytes]] = {}
-    async with BookKeeper(config) as bk:
-        for _ in range(100):                      # Ready means registered; writable may follow a moment later
-            if len(await bk.writable_bookies()) == 4:
-                break
-            await asyncio.sleep(0.2)
-        for n in range(8):
-            handle = await bk.create_ledger(ensemble_size=3, write_quorum=3, ack_quorum=2)
-            written[handle.ledger_id] = [f"ledger {n} entry {i}".encode() for i in range(25)]
-            for payload in written[handle.ledger_id]:
-                await handle.add(payload)
-            await handle.close()
-        on_gone = [lid for lid in written
-                   if any(gone in e for e in (await bk.ledger_metadata(lid)).value.ensembles.values())]
-    assert on_gone, "no ledger was placed on the bookie to remove"
+    written = await write_ledgers(config, 4, gone, ledgers=8, entries=25)
 
     patch_spec(kube, ns, "bk", {"replicas": 3})
 
