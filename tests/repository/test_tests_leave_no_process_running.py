@@ -1,0 +1,61 @@
+"""A process that a test starts and leaves running is killed after the test's teardown, and the test errors
+naming it (tests/support/leftovers.py); what a fixture starts during setup, for the session, is not a leftover.
+
+Each case runs an inner pytest session in its own process, with the plugin, on a real child process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run_inner(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.support.leftovers"]\n')
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(body))
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(tmp_path),
+                           f"--rootdir={tmp_path}"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_a_process_left_by_a_test_is_killed_and_fails_its_test(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    result = _run_inner(tmp_path, f"""
+        import subprocess
+        def test_leaves_a_sleeper():
+            proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+            open({str(pidfile)!r}, "w").write(str(proc.pid))
+        """)
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out
+    assert "1 passed, 1 error" in out and "sleep 300" in out and "still ran after its teardown" in out, out
+    pid = int(pidfile.read_text())
+    assert not Path(f"/proc/{pid}").exists(), "the left process still runs"
+
+
+def test_a_session_fixtures_process_and_a_stopped_process_are_not_leftovers(tmp_path: Path) -> None:
+    result = _run_inner(tmp_path, """
+        import subprocess
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def server():
+            proc = subprocess.Popen(["sleep", "300"])
+            yield proc
+            proc.kill()
+            proc.wait()
+
+        def test_uses_the_session_server(server):
+            assert server.poll() is None
+
+        def test_stops_what_it_starts(server):
+            proc = subprocess.Popen(["sleep", "300"])
+            proc.terminate()
+            proc.wait()
+        """)
+    assert result.returncode == 0, result.stdout + result.stderr
