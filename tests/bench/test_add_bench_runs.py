@@ -4,16 +4,15 @@ checked: no timings in tests)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "add_bench.py"
 
 
 def test_add_bench_quick_run_measures_both_implementations(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path / "new")],
-                            capture_output=True, text=True, timeout=600)
+    result = run_bench(BENCH, "--quick", "--workdir", str(tmp_path / "new"), timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = json.loads(result.stdout.strip().splitlines()[-1])
     assert {(r["impl"], r["size"]) for r in rows} == {(i, s) for i in ("python", "java") for s in (100, 1024, 16384)}

@@ -4,19 +4,18 @@ numbers are not checked."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "add_cpu.py"
 
 
 @pytest.mark.parametrize("impl", ["ours", "java"])
 def test_add_cpu_quick_run_reports_cpu_per_add(impl: str) -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--impl", impl], capture_output=True, text=True,
-                            timeout=300)
+    result = run_bench(BENCH, "--quick", "--impl", impl, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rounds = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(rounds) == 1

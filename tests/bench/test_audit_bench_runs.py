@@ -4,16 +4,18 @@ workers, and the metadata mode; numbers are not checked (no timings in tests), o
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "audit_bench.py"
 
 
+@pytest.mark.timeout(1100)  # the quick run may take 900 s on a loaded machine, then stops its processes
 def test_audit_bench_quick_run_reads_every_record(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path)],
-                            capture_output=True, text=True, timeout=900)
+    result = run_bench(BENCH, "--quick", "--workdir", str(tmp_path), timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     res = json.loads(result.stdout.strip().splitlines()[-1])
     assert res["logs"] == 2 and res["records"] > 0 and res["metadata_rows"] > 0

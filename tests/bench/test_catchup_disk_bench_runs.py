@@ -5,15 +5,15 @@ files left in the page cache after the drop, and the bookies reading at least th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "catchup_disk_bench.py"
 
 
 def test_catchup_disk_quick_run_reads_the_backlog_from_disk_on_both_implementations() -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, timeout=600)
+    result = run_bench(BENCH, "--quick", timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     rows = report["rounds"]

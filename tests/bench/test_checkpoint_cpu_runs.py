@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "checkpoint_cpu.py"
 
 
 def test_checkpoint_cpu_quick_run_reports_each_size(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path)],
-                            capture_output=True, text=True, timeout=120)
+    result = run_bench(BENCH, "--quick", "--workdir", str(tmp_path), timeout=120)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     sizes = json.loads(result.stdout.strip().splitlines()[-1])
     assert [s["size"] for s in sizes] == [100, 1024]

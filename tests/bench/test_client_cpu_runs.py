@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "client_cpu.py"
 
 
 def test_client_cpu_quick_run_reports_cpu_per_append() -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, timeout=300)
+    result = run_bench(BENCH, "--quick", timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rounds = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(rounds) == 1

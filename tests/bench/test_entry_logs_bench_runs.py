@@ -4,16 +4,15 @@ without ledgers maps in its logs; numbers are not checked (no timings in tests),
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "entry_logs_bench.py"
 
 
 def test_entry_logs_bench_quick_run_counts_the_logs_it_wrote(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path)],
-                            capture_output=True, text=True, timeout=600)
+    result = run_bench(BENCH, "--quick", "--workdir", str(tmp_path), timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     res = json.loads(result.stdout.strip().splitlines()[-1])
     assert res["maps"]["logs"] >= 100 and res["maps"]["scanned"] == 0

@@ -5,24 +5,20 @@ through them; numbers are not checked (no timings in tests), only that each poin
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "inspector_bench.py"
 
 
+@pytest.mark.timeout(1100)  # the quick run may take 900 s on a loaded machine, then stops its processes
 def test_inspector_bench_quick_run_measures_both_modes() -> None:
-    proc = subprocess.Popen([sys.executable, str(BENCH), "--quick"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        out, err = proc.communicate(timeout=900)
-    except BaseException:   # a timeout or an interrupted test: SIGTERM, so the bench stops its bookies
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=120)
-        raise
-    assert proc.returncode == 0, out[-3000:] + err[-3000:]
+    result = run_bench(BENCH, "--quick", timeout=900)
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
     points = json.loads(out.strip().splitlines()[-1])
     assert [p["mode"] for p in points] == ["no inspector",
                                            "inspectors: explain every 2 s and an audit reading through them"]

@@ -3,11 +3,11 @@ values, instead of a table of failed points."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "pulsar_e2e_bench.py"
 
@@ -15,8 +15,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "pulsar_e2e_bench.py"
 @pytest.mark.parametrize("args", [["--rounds", "0"], ["--seconds", "1"], ["--warmups", "-1"]])
 def test_bad_arguments_are_refused_naming_the_problem(args: list[str], tmp_path: Path) -> None:
     workdir = tmp_path / "work"
-    result = subprocess.run([sys.executable, str(BENCH), *args, "--workdir", str(workdir)],
-                            capture_output=True, text=True, timeout=60)
+    result = run_bench(BENCH, *args, "--workdir", str(workdir), timeout=60)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "--rounds must be >= 1, --seconds >= 2 and --warmups >= 0" in result.stderr
     assert args[1] in result.stderr

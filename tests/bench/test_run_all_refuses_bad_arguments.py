@@ -3,11 +3,11 @@ value, instead of a traceback half-way through a run."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "run_all.py"
 
@@ -27,8 +27,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "run_all.py"
 ])
 def test_bad_arguments_are_refused_naming_the_problem(args: list[str], message: str, tmp_path: Path) -> None:
     workdir = tmp_path / "work"
-    result = subprocess.run([sys.executable, str(BENCH), *args, "--workdir", str(workdir), "--no-docs"],
-                            capture_output=True, text=True, timeout=60)
+    result = run_bench(BENCH, *args, "--workdir", str(workdir), "--no-docs", timeout=60)
     assert result.returncode == 2, result.stdout + result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr

@@ -6,29 +6,18 @@ checked (no timings in tests), only that every workload produced a successful po
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "run_all.py"
 
 
-def run_quick(tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """The quick run, stopped with SIGTERM if it takes too long or the test is interrupted (the test run's own
-    timeout included): the harness then stops its clusters, which a SIGKILL would leave running."""
-    args = [sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path)]
-    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        try:
-            out, err = proc.communicate(timeout=540)  # under the test run's 600 s per test
-        except BaseException:
-            proc.terminate()
-            proc.communicate(timeout=120)
-            raise
-    return subprocess.CompletedProcess(args, proc.returncode, out, err)
-
-
+@pytest.mark.timeout(1300)  # two clusters of each implementation, one after the other, on 2 shared cores
 def test_run_all_quick_measures_every_workload_on_both_implementations(tmp_path: Path) -> None:
-    result = run_quick(tmp_path)
+    result = run_bench(BENCH, "--quick", "--workdir", str(tmp_path), timeout=1100)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     points = json.loads(result.stdout.strip().splitlines()[-1])
     seen = {(p["workload"], p["impl"], p["params"].get("proto")) for p in points}

@@ -4,16 +4,15 @@ alive afterwards, serves a real client and has lost none of the entries written 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "socket_fuzz.py"
 
 
 def test_socket_fuzz_quick_run_leaves_the_bookie_serving(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path)],
-                            capture_output=True, text=True, timeout=600)
+    result = run_bench(BENCH, "--quick", "--workdir", str(tmp_path), timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     assert outcome["alive"] and outcome["served_and_nothing_lost"]

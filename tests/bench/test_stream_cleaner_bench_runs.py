@@ -4,16 +4,18 @@ the Spark one both keep the latest record of each key and reclaim the rest; numb
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "stream_cleaner_bench.py"
 
 
+@pytest.mark.timeout(1100)  # the quick run may take 900 s on a loaded machine, then stops its processes
 def test_stream_cleaner_bench_quick_run_cleans_with_both_cleaners(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick", "--workdir", str(tmp_path)],
-                            capture_output=True, text=True, timeout=900)
+    result = run_bench(BENCH, "--quick", "--workdir", str(tmp_path), timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
     res, _ = json.JSONDecoder().raw_decode(out[out.index("{"):])

@@ -6,15 +6,15 @@ count."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.bench_runs import run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "thread_cpu.py"
 
 
 def test_thread_cpu_quick_run_names_the_busy_threads_of_both_bookies() -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, timeout=600)
+    result = run_bench(BENCH, "--quick", timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     models = json.loads(result.stdout.strip().splitlines()[-1])["models"]
     for impl, loop, journal in (("ours", "event loop", "journal"), ("java", "bookie-io", "BookieJournal")):
