@@ -1,6 +1,8 @@
 """Kill one of the bookies while a writer adds (E3/W3/A2): no acknowledged entry is lost, and autorecovery
 (auditor + replication worker) brings every ledger back to full replication within a bounded time, with the
-under-replication marks gone. Decommission through REST ends with no ledger referencing the bookie."""
+under-replication marks gone. Decommission through REST ends with no ledger referencing the bookie and, asked
+with Apache BookKeeper 4.18's ``delete_cookie``, with the bookie's cookie deleted; a ``delete_cookie`` that is
+not a boolean is refused before anything is marked."""
 
 from __future__ import annotations
 
@@ -91,18 +93,24 @@ async def test_decommission_through_rest(cluster_factory: Callable[..., BookieCl
         base = f"http://127.0.0.1:{port}/api/v1/autorecovery"
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30), headers=ADMIN_HEADERS) as http:
-                async with http.put(f"{base}/decommission", json={"bookie_src": target}) as r:
+                async with http.put(f"{base}/decommission", json={"bookie_src": target, "delete_cookie": "maybe"}) as r:
+                    assert r.status == 400 and "delete_cookie must be true or false" in await r.text()
+                assert await bk.store.list_underreplicated() == []
+                assert await bk.store.read_cookie(target) is not None
+                async with http.put(f"{base}/decommission", json={"bookie_src": target, "delete_cookie": "true"}) as r:
                     assert r.status == 200 and "Success send decommission" in await r.text()
                 report: dict[str, object] = {}
                 deadline = time.monotonic() + BOUND_S
                 while time.monotonic() < deadline:
                     async with http.get(f"{base}/decommission", params={"bookie_src": target}) as r:
                         report = await r.json()
-                    if report["done"]:
+                    if report["done"] and report["cookie_deleted"]:
                         break
                     await asyncio.sleep(0.5)
                 assert report["done"] is True, report
                 assert report["ledgers_moved"] == sorted(held) and report["remaining"] == []
+                assert report["delete_cookie"] is True and report["cookie_deleted"] is True, report
+                assert await bk.store.read_cookie(target) is None
                 async with http.get(f"{base}/who_is_auditor") as r:
                     assert await r.text() == "Auditor: autorecovery-rest"
                 async with http.get(f"{base}/list_under_replicated_ledger") as r:

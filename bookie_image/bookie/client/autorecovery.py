@@ -16,7 +16,9 @@ Everything lives in BookKeeper's ZooKeeper layout (``underreplication/``: audito
 * Replica moves (``replica_move``): one closed ledger's replica from a named bookie to another, the same copy
   and ensemble swap, for the operator's rebalancing.
 * Decommission: every ledger holding the bookie is marked (the bookie may still be up); the report lists
-  the ledgers moved and is done once no ledger references it.
+  the ledgers moved and is done once no ledger references it. With ``delete_cookie`` (Apache BookKeeper 4.18's
+  decommission call), the bookie's cookie is then deleted from ZooKeeper, so that a new bookie can later take
+  its id on empty disks without a cookie mismatch.
 
 The auditor's stats (``AuditorStats``) are BookKeeper's (``replication_auditor_*`` in the bookie's
 ``/metrics``, docs/monitoring.md).
@@ -51,11 +53,14 @@ class DecommissionReport:
     ledgers: list[int] = field(default_factory=list)  # ledgers that held the bookie when it started
     remaining: list[int] = field(default_factory=list)
     done: bool = False
+    delete_cookie: bool = False   # once done, delete the bookie's cookie
+    cookie_deleted: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"bookie": self.bookie, "done": self.done, "ledgers_moved": sorted(set(self.ledgers)
                                                                                  - set(self.remaining)),
-                "remaining": sorted(self.remaining), "started": self.started}
+                "remaining": sorted(self.remaining), "started": self.started,
+                "delete_cookie": self.delete_cookie, "cookie_deleted": self.cookie_deleted}
 
 
 @dataclass
@@ -94,6 +99,7 @@ class Autorecovery:
         self._audit_now = asyncio.Event()
         self._work_now = asyncio.Event()
         self.decommissions: dict[str, DecommissionReport] = {}
+        self._decommission_tasks: dict[str, asyncio.Task[None]] = {}
         self.replicated: list[int] = []
         self.replica_moves = ReplicaMoves(bk, worker_id)   # rebalancing: PUT /api/v1/autorecovery/move_replica
         self.stats = AuditorStats()
@@ -109,9 +115,10 @@ class Autorecovery:
 
     async def stop(self) -> None:
         await self.replica_moves.stop()
-        for task in self._tasks:
+        tasks = [*self._tasks, *self._decommission_tasks.values()]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._vote is not None:
             with contextlib.suppress(MetadataError):
                 await self.store.withdraw_auditor_vote(self._vote)
@@ -180,9 +187,6 @@ class Autorecovery:
                 marked.append(ledger_id)
                 if ledger_id not in already:
                     sizes[ledger_id] = lengths.get(ledger_id, 0)
-        for report in self.decommissions.values():
-            report.remaining = sorted(holders.get(report.bookie, []))
-            report.done = not report.remaining
         self.stats.under_replicated = len(already | set(marked))
         if sizes:  # newly marked: a lost bookie stays marked at every audit, recorded once
             self.stats.num_under_replicated.record(len(sizes))
@@ -194,20 +198,55 @@ class Autorecovery:
 
     # ------------------------------------------------------------ decommission
 
-    async def decommission(self, bookie: str) -> DecommissionReport:
-        """Start moving every fragment off ``bookie``; progress in ``self.decommissions[bookie]``."""
-        report = DecommissionReport(bookie)
-        for ledger_id in await self.store.all_ledger_ids():
-            with contextlib.suppress(NoSuchLedger):
-                md = (await self.store.read_ledger_metadata(ledger_id)).value
-                if bookie in md.bookies():
-                    report.ledgers.append(ledger_id)
-                    await self.store.mark_ledger_underreplicated(ledger_id, [bookie])
+    async def decommission(self, bookie: str, delete_cookie: bool = False) -> DecommissionReport:
+        """Start moving every fragment off ``bookie``; progress in ``self.decommissions[bookie]``, followed here
+        (whichever instance is the auditor) until no ledger references the bookie, then its cookie deleted if
+        ``delete_cookie``."""
+        report = DecommissionReport(bookie, delete_cookie=delete_cookie)
+        report.ledgers = await self._ledgers_holding(bookie)
+        for ledger_id in report.ledgers:
+            await self.store.mark_ledger_underreplicated(ledger_id, [bookie])
         report.remaining = list(report.ledgers)
-        report.done = not report.ledgers
+        previous = self._decommission_tasks.pop(bookie, None)
+        if previous is not None:
+            previous.cancel()
         self.decommissions[bookie] = report
+        self._decommission_tasks[bookie] = asyncio.create_task(self._follow_decommission(report),
+                                                               name=f"decommission {bookie}")
         self._work_now.set()
         return report
+
+    async def _ledgers_holding(self, bookie: str) -> list[int]:
+        held = []
+        for ledger_id in await self.store.all_ledger_ids():
+            with contextlib.suppress(NoSuchLedger):
+                if bookie in (await self.store.read_ledger_metadata(ledger_id)).value.bookies():
+                    held.append(ledger_id)
+        return held
+
+    async def _follow_decommission(self, report: DecommissionReport) -> None:
+        while not report.done:
+            try:
+                report.remaining = await self._ledgers_holding(report.bookie)
+                report.done = not report.remaining
+            except MetadataError as exc:
+                log.warning("decommission of %s: progress not read (will retry): %s", report.bookie, exc)
+            if not report.done:
+                await asyncio.sleep(self.check_interval_s)
+        while report.delete_cookie and not report.cookie_deleted:
+            try:
+                await self._delete_cookie(report.bookie)
+                report.cookie_deleted = True
+            except MetadataError as exc:
+                log.warning("decommission of %s: cookie not deleted (will retry): %s", report.bookie, exc)
+                await asyncio.sleep(self.check_interval_s)
+
+    async def _delete_cookie(self, bookie: str) -> None:
+        """Delete the cookie at the version read (a bookie writing it meanwhile makes this retry)."""
+        cookie = await self.store.read_cookie(bookie)
+        if cookie is not None:
+            await self.store.delete_cookie(bookie, cookie.version)
+        log.info("decommission of %s: its cookie is deleted", bookie)
 
     # ------------------------------------------------------------ replication worker
 

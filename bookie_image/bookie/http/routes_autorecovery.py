@@ -68,7 +68,7 @@ def routes(ar: AutorecoveryAdmin) -> dict[str, Handler]:
         bookie = body.get("bookie_src")
         if not isinstance(bookie, str) or ":" not in bookie:
             raise BadRequest("bookie_src must be host:port")
-        await ar.decommission(bookie)
+        await ar.decommission(bookie, _delete_cookie(body))
         return plain(f"Success send decommission Bookie command {bookie}")
 
     async def get_decommission(request: web.Request) -> web.Response:
@@ -83,8 +83,9 @@ def routes(ar: AutorecoveryAdmin) -> dict[str, Handler]:
         sources = body.get("bookie_src")
         if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
             raise BadRequest("bookie_src must be a list of host:port")
+        delete_cookie = _delete_cookie(body)
         for bookie in sources:
-            await ar.decommission(bookie)
+            await ar.decommission(bookie, delete_cookie)
         return plain("Success send recovery request command.")
 
     async def put_move(request: web.Request) -> web.Response:
@@ -112,6 +113,17 @@ def routes(ar: AutorecoveryAdmin) -> dict[str, Handler]:
         f"{PREFIX}/bookie": methods(PUT=put_bookie),
         f"{PREFIX}/move_replica": methods(PUT=put_move, GET=get_move),
     }
+
+
+def _delete_cookie(body: dict[str, Any]) -> bool:
+    """``delete_cookie`` as Apache BookKeeper 4.18 takes it: a JSON boolean or the string "true" / "false"
+    (its documentation's own example), false when absent."""
+    value = body.get("delete_cookie", False)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise BadRequest(f"delete_cookie must be true or false, not {value!r}")
 
 
 def _move_request(body: dict[str, Any]) -> tuple[int, str, str, int | None]:
