@@ -24,7 +24,7 @@ from bookie.client.autorecovery import Autorecovery
 from bookie.config import BookieConfig
 from bookie.gc.collector import GarbageCollector
 from bookie.http.api import build_app
-from bookie.http.auth import AdminAuth, TokenFileError
+from bookie.http.auth import AdminAuth
 from bookie.http.https import HttpsConfigError, ServerCertificates
 from bookie.listener import BookieConnection, Connections
 from bookie.metadata import service_info
@@ -36,6 +36,7 @@ from bookie.state import DiskThresholds, DiskUsage, ReadOnlyReason, StateManager
 from bookie.storage.engine import StorageEngine
 from bookie.storage.index_format import IncompatibleDiskError
 from bookie.termination import INCOMPATIBLE_DISK, INVALID_CONFIG, METADATA_UNREACHABLE, StartFailure, reason_for_error
+from bookie.tokens import TokenFileError
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,13 @@ from bookie_operator import models
 from bookie_operator.builders import (
     ADMIN_TOKEN_KEY,
     CLUSTER_LABEL,
+    READ_HASHES_KEY,
     Owner,
     audit_token_secret_name,
     bookie_id,
     headless_service_name,
     pod_name,
+    token_hashes_secret_name,
 )
 from bookie_operator.models import HTTP_PORT, INSPECTOR_PORT, AuditSpec, BookieClusterSpec
 
@@ -34,6 +36,7 @@ REPORTS_PORT = 8000
 REPORTS_DIR = "/reports"
 SPARK_UID = 185  # the audit image's user (Apache Spark's image's)
 TOKEN_DIR = "/opt/audit/audit-token"
+TOKEN_HASH_DIR = "/opt/audit/audit-token-hash"  # the report store's: the audit token's hash, never the token
 ADMIN_TLS_DIR = "/opt/audit/admin-tls"
 ZK_TLS_DIR = "/opt/audit/zk-tls"          # spec.tls.zookeeper's Secret, in the driver (the snapshot's session)
 ZK_DIGEST_DIR = "/opt/audit/zk-digest"    # spec.metadataService.digestSecret's Secret, in the driver
@@ -120,7 +123,9 @@ def reports_claim(owner: Owner, audit: AuditSpec) -> Obj:
 
 
 def reports_deployment(owner: Owner, spec: BookieClusterSpec) -> Obj:
-    """The report store: the only user of its volume (so a ReadWriteOnce claim does), uploads need the token."""
+    """The report store: the only user of its volume (so a ReadWriteOnce claim does), uploads need the audit
+    token, which it checks against the token's hash (``<cluster>-token-hashes``): a compromised report store holds
+    no token that reads from the bookies."""
     audit = spec.audit
     name = reports_name(owner.name)
     selector = {"app.kubernetes.io/name": "bookie-audit", "app.kubernetes.io/instance": owner.name,
@@ -128,13 +133,13 @@ def reports_deployment(owner: Owner, spec: BookieClusterSpec) -> Obj:
     container = {
         "name": "reports", "image": audit.image, "imagePullPolicy": spec.image_pull_policy,
         "args": ["bookie-audit", "serve-reports", "--dir", REPORTS_DIR, "--port", str(REPORTS_PORT),
-                 "--keep", str(audit.reports_kept), "--token-file", f"{TOKEN_DIR}/{ADMIN_TOKEN_KEY}"],
+                 "--keep", str(audit.reports_kept), "--token-file", f"{TOKEN_HASH_DIR}/{READ_HASHES_KEY}"],
         "ports": [{"name": "http", "containerPort": REPORTS_PORT, "protocol": "TCP"}],
         "readinessProbe": {"httpGet": {"path": "/runs.json", "port": REPORTS_PORT}, "periodSeconds": 5},
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
         "securityContext": _restricted(),
         "volumeMounts": [{"name": "reports", "mountPath": REPORTS_DIR},
-                         {"name": "audit-token", "mountPath": TOKEN_DIR, "readOnly": True},
+                         {"name": "audit-token-hash", "mountPath": TOKEN_HASH_DIR, "readOnly": True},
                          {"name": "tmp", "mountPath": "/tmp"}],
     }
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, owner, "reports"), "spec": {
@@ -147,8 +152,9 @@ def reports_deployment(owner: Owner, spec: BookieClusterSpec) -> Obj:
             "automountServiceAccountToken": False,
             "containers": [container],
             "volumes": [{"name": "reports", "persistentVolumeClaim": {"claimName": name}},
-                        {"name": "audit-token", "secret": {"secretName": audit_token_secret_name(owner.name),
-                                                           "defaultMode": 0o444}},
+                        {"name": "audit-token-hash", "secret": {
+                            "secretName": token_hashes_secret_name(owner.name),
+                            "items": [{"key": READ_HASHES_KEY, "path": READ_HASHES_KEY}], "defaultMode": 0o444}},
                         {"name": "tmp", "emptyDir": {}}]}}}}
 
 

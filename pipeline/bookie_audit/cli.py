@@ -145,11 +145,16 @@ def _zk_security(args: argparse.Namespace) -> ZkSecurity:
 def _serve_reports(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from bookie.tokens import TokenFileError
+
     from bookie_audit.reports import serve
 
     if args.keep < 1:
         raise AuditInputError(f"--keep must be at least 1, not {args.keep}")
-    server = serve(Path(args.dir), args.port, args.keep, Path(args.token_file) if args.token_file else None)
+    try:
+        server = serve(Path(args.dir), args.port, args.keep, Path(args.token_file) if args.token_file else None)
+    except TokenFileError as exc:
+        raise AuditInputError(str(exc)) from None
     print(f"serving audit runs of {args.dir} on port {args.port}", flush=True)
     try:
         server.serve_forever()

@@ -18,7 +18,6 @@ directory. Uploads go to a temporary file renamed into place, so a reader never 
 
 from __future__ import annotations
 
-import hmac
 import html
 import json
 import os
@@ -31,6 +30,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from bookie.tokens import TokenFile
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 COMPLETE = ".complete"
@@ -106,7 +107,9 @@ def _index(store: ReportStore) -> bytes:
     return body.encode()
 
 
-def handler_class(store: ReportStore, token_file: Path | None) -> type[BaseHTTPRequestHandler]:
+def handler_class(store: ReportStore, tokens: TokenFile | None) -> type[BaseHTTPRequestHandler]:
+    tokens_lock = threading.Lock()
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "bookie-audit-reports"
 
@@ -169,14 +172,15 @@ def handler_class(store: ReportStore, token_file: Path | None) -> type[BaseHTTPR
             self._send(201, b"stored\n")
 
         def _authorized(self) -> bool:
-            if token_file is None:
+            if tokens is None:
                 return False
             header = self.headers.get("Authorization") or ""
             scheme, _, presented = header.partition(" ")
             if scheme.lower() != "bearer":
                 return False
-            tokens = [t.strip() for t in token_file.read_text().splitlines() if t.strip() and not t.startswith("#")]
-            return any(hmac.compare_digest(t.encode(), presented.strip().encode()) for t in tokens)
+            with tokens_lock:  # the server's threads share one token file
+                tokens.refresh()
+                return tokens.identify(presented.strip()) is not None
 
         def log_message(self, format: str, *args: Any) -> None:
             print(f"[reports] {self.address_string()} {format % args}", flush=True)
@@ -185,10 +189,16 @@ def handler_class(store: ReportStore, token_file: Path | None) -> type[BaseHTTPR
 
 
 def serve(root: Path, port: int, keep: int, token_file: Path | None, host: str = "0.0.0.0") -> ThreadingHTTPServer:
-    """The store's HTTP server (call ``serve_forever``)."""
+    """The store's HTTP server (call ``serve_forever``). ``token_file`` lists the tokens allowed to store runs,
+    as the bookies' token files do: each token or ``sha256:<hex>`` of it, so the store need not hold the token;
+    a file that cannot be used raises ``TokenFileError`` naming it."""
+    tokens = None
+    if token_file is not None:
+        tokens = TokenFile(token_file, "--token-file")
+        tokens.load()
     store = ReportStore(root, keep)
     store.prune()
-    return ThreadingHTTPServer((host, port), handler_class(store, token_file))
+    return ThreadingHTTPServer((host, port), handler_class(store, tokens))
 
 
 def publish(out_dir: str, url: str, run: str, token: str | None) -> list[str]:

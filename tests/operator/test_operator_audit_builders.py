@@ -42,7 +42,10 @@ def test_standing_objects_of_a_scheduled_audit() -> None:
     pod = objs["Deployment"]["spec"]["template"]["spec"]
     args = pod["containers"][0]["args"]
     assert args[:2] == ["bookie-audit", "serve-reports"] and args[args.index("--keep") + 1] == "4"
-    assert pod["volumes"][1]["secret"]["secretName"] == "bk-audit-token"   # the read scope, never the admin token
+    # The audit token's hash only: the report store holds no token, neither the audit's nor the admin's.
+    assert pod["volumes"][1]["secret"] == {"secretName": "bk-token-hashes", "defaultMode": 0o444,
+                                           "items": [{"key": "read", "path": "read"}]}
+    assert args[args.index("--token-file") + 1] == f"{ab.TOKEN_HASH_DIR}/read"
     assert pod["securityContext"]["runAsNonRoot"] and pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"]
     for obj in objs.values():
         assert obj["metadata"]["ownerReferences"][0]["uid"] == "uid-1"

@@ -1,9 +1,12 @@
 """The report store of audits run on Kubernetes (``bookie-audit serve-reports``): a run's output published file
 by file with the store's token, complete once its summary arrived, served to anyone who can reach it, the newest
-``keep`` complete runs kept; uploads without the token and names that would leave its directory refused."""
+``keep`` complete runs kept; uploads without the token and names that would leave its directory refused. The store
+may hold only the token's hash (``sha256:<hex>``, as the operator mounts it); a token file it cannot use stops it
+at start with the file and line named."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import urllib.error
@@ -12,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bookie.tokens import TokenFileError
 from bookie_audit.reports import publish, serve
 
 TOKEN = "report-store-token-0123456789"
@@ -87,3 +91,27 @@ def test_uploads_need_the_token_and_safe_names(store: tuple[str, Path], tmp_path
     assert sorted(p.name for p in root.iterdir()) == []
     with pytest.raises(OSError, match="HTTP 401"):
         publish(str(_out(tmp_path / "out", "r2")), url, "r2", "wrong-token")
+
+
+def test_a_store_holding_only_the_tokens_hash_takes_uploads_with_the_token(tmp_path: Path) -> None:
+    (tmp_path / "hashes").write_text("sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest() + "\n")
+    server = serve(tmp_path / "reports", 0, 2, tmp_path / "hashes", host="127.0.0.1")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert _put(f"{url}/runs/r1/report.html", b"x", TOKEN) == 201
+        hashed = (tmp_path / "hashes").read_text().strip()
+        assert _put(f"{url}/runs/r1/summary.json", b"{}", hashed) == 401, "the hash itself is no token"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize(("content", "problem"), [("short\n", "a token must have at least 16 characters"),
+                                                  ("sha256:abc\n", "a hashed token is sha256: then 64")])
+def test_a_token_file_it_cannot_use_stops_the_store_at_start(tmp_path: Path, content: str, problem: str) -> None:
+    (tmp_path / "token").write_text(content)
+    with pytest.raises(TokenFileError, match=f"--token-file {tmp_path / 'token'}:1: {problem}"):
+        serve(tmp_path / "reports", 0, 2, tmp_path / "token", host="127.0.0.1")

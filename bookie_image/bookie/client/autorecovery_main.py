@@ -17,7 +17,7 @@ from bookie.client.autorecovery import Autorecovery
 from bookie.client.bookkeeper import BookKeeper
 from bookie.client.config import ClientConfig
 from bookie.http import AdminAuth, build_autorecovery_app
-from bookie.http.auth import TokenFileError
+from bookie.tokens import TokenFileError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -19,12 +19,13 @@ from aiohttp import web
 from bookie import metrics
 from bookie.config import BookieConfig
 from bookie.http.api import build_inspector_app
-from bookie.http.auth import AdminAuth, TokenFileError
+from bookie.http.auth import AdminAuth
 from bookie.http.https import HttpsConfigError, ServerCertificates
 from bookie.inspector.service import Inspector
 from bookie.log_reads import EntryLogReads
 from bookie.metadata.store import MetadataStore
 from bookie.termination import INVALID_CONFIG, PORT_IN_USE, StartFailure
+from bookie.tokens import TokenFileError
 
 log = logging.getLogger(__name__)
 
