@@ -1284,6 +1284,17 @@ class ReplicaMoveStatus(Model):
     started_at: str
 
 
+class FailedReplicaMove(Model):
+    """A ledger whose replica move failed: not planned again before ``retryAfter`` (the wait doubles with each
+    failure, up to an hour), so a move that cannot succeed is not retried in a loop."""
+
+    ledger_id: int = Field(ge=0)
+    target: str = Field(description="The bookie id it failed to move to.")
+    failures: int = Field(ge=1, description="Failures in a row.")
+    retry_after: str = Field(description="When the ledger may be planned again.")
+    last_error: str = ""
+
+
 class RebalanceStatus(Model):
     """spec.rebalance's progress (kept while it is enabled)."""
 
@@ -1296,6 +1307,9 @@ class RebalanceStatus(Model):
     moves_done: int = Field(default=0, ge=0)
     bytes_moved: int = Field(default=0, ge=0)
     moves_failed: int = Field(default=0, ge=0)
+    failed_moves: list[FailedReplicaMove] = Field(
+        default_factory=list, max_length=100,
+        description="Ledgers whose last move failed, each held back until its retryAfter (the 100 latest).")
     since: str | None = Field(default=None, description="When the phase began.")
 
 

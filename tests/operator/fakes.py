@@ -242,7 +242,9 @@ class FakeBookie:
     async def replica_move_state(self, ledger_id: int) -> tuple[str, str | None] | None:
         self._call(f"replica_move_state({ledger_id})")
         known = self.moves.get(ledger_id)
-        return (known[0], None) if known else None
+        if known is None:
+            return None
+        return known[0], "the target could not read the replica" if known[0] == "failed" else None
 
 
 @dataclass

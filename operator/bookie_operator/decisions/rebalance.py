@@ -5,13 +5,24 @@ The disk's own figure would lag every move by the source's garbage collection (i
 over-replicated ledger GC, and the space freed only by compaction), so planning on it would keep moving data
 off a bookie that has already given it away. Moves go from the fullest bookie to the emptiest, largest first
 among the replicas that do not overshoot (the source stays at least as full as the target), one ledger at a
-time per move, until the spread between the fullest and the emptiest is within ``maxSpread``.
+time per move, until the spread between the fullest and the emptiest is within ``maxSpread``. A ledger whose
+move failed is held back before it is planned again, one minute after its first failure, doubling with each
+failure in a row up to an hour: a move that cannot succeed (a target that refuses it, a replica that cannot be
+read) is retried, not hammered.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from bookie_operator.decisions.observed import iso, parse_time
+from bookie_operator.models import FailedReplicaMove
+
+RETRY_FIRST_S = 60.0
+RETRY_MAX_S = 3600.0
+FAILED_KEPT = 100   # status.rebalance.failedMoves' bound
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,28 @@ def spread(disks: Iterable[BookieDisk], used: Mapping[str, int]) -> float | None
     return max(fractions) - min(fractions) if len(fractions) >= 2 else None
 
 
+def retry_delay_s(failures: int) -> float:
+    """How long a ledger whose move failed ``failures`` times in a row waits before it is planned again."""
+    return min(RETRY_MAX_S, RETRY_FIRST_S * 2 ** max(0, failures - 1))
+
+
+def record_failure(failed: list[FailedReplicaMove], move: Move, error: str,
+                   now: dt.datetime) -> list[FailedReplicaMove]:
+    """``failed`` with this move's failure counted (one entry per ledger, the latest last, at most FAILED_KEPT)."""
+    previous = next((f for f in failed if f.ledger_id == move.ledger_id), None)
+    failures = previous.failures + 1 if previous is not None else 1
+    entry = FailedReplicaMove(ledger_id=move.ledger_id, target=move.target, failures=failures,
+                              retry_after=iso(now + dt.timedelta(seconds=retry_delay_s(failures))),
+                              last_error=error[:500])
+    others = [f for f in failed if f.ledger_id != move.ledger_id]
+    return [*others[-(FAILED_KEPT - 1):], entry]
+
+
+def held_back(failed: Iterable[FailedReplicaMove], now: dt.datetime) -> set[int]:
+    """Ledgers that may not be planned yet: their last move failed and their retryAfter is still ahead."""
+    return {f.ledger_id for f in failed if (parse_time(f.retry_after) or now) > now}
+
+
 def hold_reason(*, not_ready: list[str], under_replicated: int | None, decommissioning: str | None,
                 switching: bool, implementation: str) -> str | None:
     """Why no move may start now, or None. In-flight moves are still followed to their end."""
@@ -97,16 +130,16 @@ def hold_reason(*, not_ready: list[str], under_replicated: int | None, decommiss
 
 
 def plan_moves(disks: list[BookieDisk], ledgers: list[LedgerLayout], in_flight: list[Move], max_spread: float,
-               slots: int) -> list[Move]:
-    """Up to ``slots`` new moves, each on a ledger not already moving, planned on the usage the moves in flight
-    will leave. Empty when the spread is within ``max_spread`` or no replica fits."""
+               slots: int, held: Iterable[int] = ()) -> list[Move]:
+    """Up to ``slots`` new moves, each on a ledger not already moving nor ``held`` back, planned on the usage the
+    moves in flight will leave. Empty when the spread is within ``max_spread`` or no replica fits."""
     by_id = {d.bookie_id: d for d in disks if d.total_bytes > 0}
     used = usage(by_id.values(), ledgers)
     for move in in_flight:
         if move.source in used and move.target in used:
             used[move.source] -= move.bytes
             used[move.target] += move.bytes
-    busy = {m.ledger_id for m in in_flight}
+    busy = {m.ledger_id for m in in_flight} | set(held)
     planned: list[Move] = []
     while len(planned) < slots:
         nxt = _next_move(by_id, ledgers, used, busy, max_spread)

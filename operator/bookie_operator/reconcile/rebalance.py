@@ -11,7 +11,17 @@ from __future__ import annotations
 from bookie_operator import metrics
 from bookie_operator.bookie_client import BookieApiError
 from bookie_operator.decisions import iso, retire
-from bookie_operator.decisions.rebalance import BookieDisk, LedgerLayout, Move, hold_reason, plan_moves, spread, usage
+from bookie_operator.decisions.rebalance import (
+    BookieDisk,
+    LedgerLayout,
+    Move,
+    held_back,
+    hold_reason,
+    plan_moves,
+    record_failure,
+    spread,
+    usage,
+)
 from bookie_operator.models import RebalancePhase, RebalanceStatus, ReplicaMoveStatus
 from bookie_operator.reconcile.context import Tick
 from bookie_operator.reconcile.observe import observe_under_replication
@@ -73,7 +83,7 @@ def _plan(t: Tick, state: RebalanceStatus, disks: list[BookieDisk], layouts: lis
     spec = t.spec.rebalance
     in_flight = [Move(m.ledger_id, m.source, m.target, m.bytes) for m in state.moves]
     planned = plan_moves(disks, layouts, in_flight, spec.max_spread,
-                         slots=spec.max_concurrent_moves - len(state.moves))
+                         slots=spec.max_concurrent_moves - len(state.moves), held=held_back(state.failed_moves, t.now))
     for move in planned:
         state.moves.append(ReplicaMoveStatus(ledger_id=move.ledger_id, source=move.source, target=move.target,
                                              bytes=move.bytes, started_at=iso(t.now)))
@@ -105,11 +115,13 @@ async def _follow(t: Tick, state: RebalanceStatus, layouts: dict[int, LedgerLayo
     admins = {b.bookie_id: t.admins.get(b.ordinal) for b in t.bookies}
     rate = max(1, t.spec.rebalance.bytes_per_second // t.spec.rebalance.max_concurrent_moves)
     kept: list[ReplicaMoveStatus] = []
+    state.failed_moves = [f for f in state.failed_moves if f.ledger_id in layouts]   # deleted ledgers forgotten
     for move in state.moves:
         layout = layouts.get(move.ledger_id)
         if layout is None:
             continue
         if move.source not in layout.bookies and move.target in layout.bookies:
+            state.failed_moves = [f for f in state.failed_moves if f.ledger_id != move.ledger_id]
             state.moves_done += 1
             state.bytes_moved += move.bytes
             metrics.REBALANCE_MOVES.labels("moved").inc()
@@ -123,10 +135,13 @@ async def _follow(t: Tick, state: RebalanceStatus, layouts: dict[int, LedgerLayo
         try:
             known = await admin.replica_move_state(move.ledger_id) if move.requested else None
             if known is not None and known[0] == "failed":
+                error = known[1] or "no reason given"
                 state.moves_failed += 1
+                state.failed_moves = record_failure(state.failed_moves, Move(move.ledger_id, move.source,
+                                                                             move.target, move.bytes), error, t.now)
                 metrics.REBALANCE_MOVES.labels("failed").inc()
                 t.event("Warning", "RebalanceMoveFailed", f"ledger {move.ledger_id} from {move.source} to "
-                        f"{move.target}: {known[1]}")
+                        f"{move.target}: {error}; not planned again before {state.failed_moves[-1].retry_after}")
                 continue
             if known is None:
                 await admin.move_replica(move.ledger_id, move.source, move.target, rate)
