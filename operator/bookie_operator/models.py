@@ -1219,7 +1219,9 @@ class AuditSummary(Model):
     top_pinning_ledgers: list[PinningLedger] = Field(default_factory=list, max_length=5,
                                                      description="Ledgers pinning the most garbage.")
     data_loss_entries: int = Field(default=0, description="Entries with no replica on any bookie of their write "
-                                   "set (full mode).")
+                                   "set (full mode), except those given up on purpose.")
+    given_up_entries: int = Field(default=0, description="Entries with no replica in ranges their ledgers' "
+                                  "metadata records as given up (spec.acceptDataLoss): known holes (full mode).")
     under_replicated_entries: int = Field(default=0, description="Entries with fewer replicas than their write "
                                           "quorum (full mode).")
     under_replicated_ledgers: int = Field(default=0, description="Ledgers marked under-replicated in ZooKeeper.")

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bookie.metadata.data_loss import LOST_ENTRIES_KEY, recorded_losses
 from bookie.metadata.pulsar import CURSOR_KEY, MANAGED_LEDGER_KEY, MANAGED_LEDGER_NAME
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -235,9 +236,10 @@ def replication(found: DataFrame, snap: Snapshot, scanned_bookies: Sequence[str]
     """Per expected entry: replicas found in its write set vs the write quorum, and copies elsewhere.
 
     ``status``: ``ok`` (replicas >= write quorum), ``under`` (some but fewer), ``missing`` (no replica on any
-    bookie of its write set, all of them scanned: data loss), ``unverified`` (the missing replicas are on
-    bookies whose logs were not given). ``misplaced`` counts copies on bookies outside the write set
-    (over-replication: garbage).
+    bookie of its write set, all of them scanned: data loss), ``given_up`` (no replica either, but in a range the
+    ledger's metadata records as given up on purpose when a dead bookie was decommissioned with its loss
+    accepted: a known hole, not a new loss), ``unverified`` (the missing replicas are on bookies whose logs were
+    not given). ``misplaced`` counts copies on bookies outside the write set (over-replication: garbage).
     """
     expected = expected_entries(found, snap)
     copies = found.groupBy("ledger_id", "entry_id").agg(F.collect_set("bookie").alias("found_on"))
@@ -247,13 +249,34 @@ def replication(found: DataFrame, snap: Snapshot, scanned_bookies: Sequence[str]
               .withColumn("found_on", F.coalesce("found_on", F.array().cast("array<string>"))))
     replicas = F.size(F.array_intersect("write_set", "found_on"))
     unscanned = F.size(F.array_except("write_set", scanned))
-    out = (joined.withColumn("replicas", replicas)
+    out = (_mark_given_up(joined, snap).withColumn("replicas", replicas)
            .withColumn("misplaced", F.size(F.array_except("found_on", "write_set")))
            .withColumn("unscanned", unscanned))
+    none_found = (F.col("replicas") == 0) & (F.col("unscanned") == 0)
     return out.withColumn("status", F.when(F.col("replicas") >= F.col("write_quorum"), "ok")
                           .when(F.col("replicas") + F.col("unscanned") >= F.col("write_quorum"), "unverified")
-                          .when((F.col("replicas") == 0) & (F.col("unscanned") == 0), "missing")
-                          .otherwise("under"))
+                          .when(none_found & F.col("given_up"), "given_up")
+                          .when(none_found, "missing")
+                          .otherwise("under")).drop("given_up")
+
+
+def _mark_given_up(entries: DataFrame, snap: Snapshot) -> DataFrame:
+    """``entries`` with ``given_up``: the entry lies in a range its ledger's metadata records as given up
+    (``bookie.metadata.data_loss``). Few ledgers carry such a record: they are read on the driver, their ranges
+    parsed by the code that writes them, and joined back as a small table."""
+    recorded = (snap.ledgers.select("ledger_id", F.col("custom_metadata").getItem(LOST_ENTRIES_KEY).alias("lost"))
+                .filter(F.col("lost").isNotNull()).collect())
+    ranges = [(row.ledger_id, r.first, r.last) for row in recorded for r in recorded_losses(row.lost)]
+    if not ranges:
+        return entries.withColumn("given_up", F.lit(False))
+    schema = T.StructType([T.StructField("ledger_id", T.LongType()), T.StructField("first", T.LongType()),
+                           T.StructField("last", T.LongType())])
+    table = entries.sparkSession.createDataFrame(ranges, schema)
+    inside = (F.col("entry_id") >= F.col("first")) & (F.col("last").isNull() | (F.col("entry_id") <= F.col("last")))
+    hits = (entries.select("ledger_id", "entry_id").join(table, "ledger_id").filter(inside)
+            .select("ledger_id", "entry_id").distinct().withColumn("given_up", F.lit(True)))
+    return (entries.join(hits, ["ledger_id", "entry_id"], "left")
+            .withColumn("given_up", F.coalesce("given_up", F.lit(False))))
 
 
 def replication_by_ledger(entries: DataFrame, snap: Snapshot) -> DataFrame:
@@ -262,7 +285,7 @@ def replication_by_ledger(entries: DataFrame, snap: Snapshot) -> DataFrame:
 
     per = (entries.groupBy("ledger_id")
            .agg(F.count("*").alias("entries"), n("ok").alias("ok"), n("under").alias("under"),
-                n("missing").alias("missing"), n("unverified").alias("unverified"),
+                n("missing").alias("missing"), n("given_up").alias("given_up"), n("unverified").alias("unverified"),
                 F.count(F.when(F.col("misplaced") > 0, 1)).alias("over_replicated"),
                 F.sum("misplaced").alias("misplaced_copies")))
     meta = snap.ledgers.select("ledger_id", "state", "write_quorum", "ensemble_size",

@@ -340,6 +340,9 @@ def findings(out_dir: str, summary: Summary) -> list[str]:
     r = summary.replication
     if r.get("missing"):
         found.append(f"DATA LOSS: {r['missing']} entries have no replica on any bookie of their write set")
+    if r.get("given_up"):
+        found.append(f"{r['given_up']} entries have no replica in ranges their ledgers' metadata records as given "
+                     "up (a dead bookie decommissioned with its loss accepted): known, not new")
     if r.get("under"):
         found.append(f"{r['under']} entries have fewer replicas than their write quorum")
     if r.get("over_replicated"):

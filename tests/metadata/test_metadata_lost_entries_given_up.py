@@ -1,7 +1,7 @@
 """Which entries a dead bookie took with it, and the metadata repair that gives exactly those up: an all-lost
 position gets a live bookie, a position whose entries survive elsewhere is left to autorecovery, the loss is
-recorded in the ledger's custom metadata, an open ledger is closed before its hole, and a position holding
-both lost and surviving entries is refused."""
+recorded in the ledger's custom metadata (and read back from it, as the storage audit does), an open ledger is
+closed before its hole, and a position holding both lost and surviving entries is refused."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from bookie.metadata.data_loss import (
     UnrepairableLoss,
     give_up_lost_entries,
     lost_entries,
+    recorded_losses,
 )
 from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
 
@@ -87,3 +88,11 @@ def test_a_position_holding_lost_and_surviving_entries_is_refused() -> None:
 def test_no_live_bookie_outside_the_ensemble_is_refused() -> None:
     with pytest.raises(UnrepairableLoss, match="no live bookie"):
         give_up_lost_entries(ledger({0: (A,)}, 1, 3), {A}, [A])
+
+
+def test_the_record_reads_back_as_the_ranges_given_up_and_a_damaged_part_names_nothing() -> None:
+    md = ledger({0: (A, B, C)}, 1, 9, {LOST_ENTRIES_KEY: b"z:3181:20-"})
+    record = give_up_lost_entries(md, {A}, [D]).metadata.custom_metadata[LOST_ENTRIES_KEY].decode()
+    assert recorded_losses(record) == [EntryRange(20, None), EntryRange(0, 0), EntryRange(3, 3), EntryRange(6, 6),
+                                       EntryRange(9, 9)]
+    assert recorded_losses("a:3181,b:3181:4-7;garbage;c:3181:x-2,5-") == [EntryRange(4, 7), EntryRange(5, None)]

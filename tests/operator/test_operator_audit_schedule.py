@@ -80,3 +80,11 @@ def test_data_loss_is_said_only_by_a_full_audit() -> None:
     assert decide.data_loss(None)[:2] == (False, "NotAudited")
     assert decide.data_loss(decide.summarize({"mode": "metadata"}))[:2] == (False, "NotChecked")
     assert decide.data_loss(decide.summarize({"mode": "full", "replication": {"ok": 10}}))[:2] == (False, "NoneFound")
+
+
+def test_entries_given_up_on_purpose_are_not_data_loss_but_a_new_hole_beside_them_is() -> None:
+    given_up = decide.summarize({"mode": "full", "replication": {"ok": 10, "given_up": 4}})
+    assert given_up.given_up_entries == 4 and given_up.data_loss_entries == 0
+    assert decide.data_loss(given_up)[:2] == (False, "OnlyGivenUpEntries")
+    both = decide.summarize({"mode": "full", "replication": {"ok": 10, "given_up": 4, "missing": 1}})
+    assert decide.data_loss(both)[:2] == (True, "EntriesWithoutReplica")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any
 
 import pytest
+from bookie.metadata.data_loss import LOST_ENTRIES_KEY
 from bookie_audit import audits
+from pyspark.sql import functions as F
 
 from tests.pipeline.expected import replication_status
 from tests.pipeline.fleetgen import BOOKIES
@@ -58,3 +61,22 @@ def test_per_ledger_summary(entries: Any, snap: Any, fleet: Any) -> None:
             len(mine), sum(s == "ok" for s, _ in mine), sum(s == "under" for s, _ in mine),
             sum(s == "missing" for s, _ in mine))
     assert next(iter(rows)) == 8  # data loss first
+
+
+@pytest.mark.parametrize(("record", "status"), [("gone:3181:{e}-{e}", "given_up"), ("gone:3181:{e}-", "given_up"),
+                                                ("gone:3181:{n}-{n}", "missing")])
+def test_a_hole_its_ledger_records_as_given_up_is_not_missing(spark: Any, fleet: Any, snap: Any, record: str,
+                                                             status: str) -> None:
+    """The planted lost entry of ledger 8, with a record of given-up entries in the ledger's custom metadata
+    (as a forced decommission writes it): given up when the record covers it, missing when it names others."""
+    records = spark.read.format("entrylog").option("mode", "scan").load(fleet.fleet.root)
+    found = audits.found_entries(records)
+    lost = next(e for (lid, e), (s, _) in replication_status(fleet.fleet).items() if lid == 8 and s == "missing")
+    value = record.format(e=lost, n=lost + 1000)
+    ledgers = snap.ledgers.withColumn("custom_metadata", F.when(
+        F.col("ledger_id") == 8, F.map_concat("custom_metadata", F.create_map(F.lit(LOST_ENTRIES_KEY), F.lit(value))))
+        .otherwise(F.col("custom_metadata")))
+    entries = audits.replication(found, dataclasses.replace(snap, ledgers=ledgers), BOOKIES)
+    by = Counter((r.ledger_id, r.status) for r in entries.select("ledger_id", "status").collect())
+    assert by[(8, status)] == 1 and by[(8, "missing" if status == "given_up" else "given_up")] == 0
+    assert {lid for (lid, s) in by if s != "ok"} == {7, 8}

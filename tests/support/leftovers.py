@@ -5,8 +5,10 @@ A left process is more than untidy on a two-core machine: one that spins takes a
 so a whole run slows down and long tests start to hit their timeouts far from the leak. Processes are recognised
 by a marker in their environment, which this plugin sets in the test process and every child inherits (orphans
 included, which a parent-child walk would miss). Processes of session- and module-scoped fixtures are started
-during a test's setup, so only those started during its call or teardown count. Containers of the local
-Kubernetes get a fresh environment: the local control plane's own teardown answers for them.
+during a test's setup, so only those started during its call or teardown count, and not those whose parent
+ran before the call either: a session's process may start helpers while tests use it (Spark's JVM starts its
+Python workers on demand, and reuses them). Containers of the local Kubernetes get a fresh environment: the
+local control plane's own teardown answers for them.
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ def _marked(token: str) -> dict[int, int]:
             if started is not None:
                 found[int(entry.name)] = started
     return found
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _describe(pid: int) -> str:
@@ -101,7 +110,23 @@ class _Leftovers:
         return result
 
     def _started_during_call(self) -> set[int]:
-        return {pid for pid, started in _marked(self.token).items() if self.before_call.get(pid) != started}
+        """New processes, except the descendants of a process (other than this one) that ran before the call."""
+        now = _marked(self.token)
+        new = {pid for pid, started in now.items() if self.before_call.get(pid) != started}
+        older = {pid for pid, started in now.items() if self.before_call.get(pid) == started}
+        return {pid for pid in new if not self._descends_from(pid, older)}
+
+    @staticmethod
+    def _descends_from(pid: int, ancestors: set[int]) -> bool:
+        me = os.getpid()
+        parent = _parent(pid)
+        for _ in range(64):
+            if parent is None or parent in (0, 1, me):
+                return False
+            if parent in ancestors:
+                return True
+            parent = _parent(parent)
+        return False
 
 
 def pytest_configure(config: pytest.Config) -> None:

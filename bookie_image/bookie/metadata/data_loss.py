@@ -164,6 +164,20 @@ def _record(custom: Mapping[str, bytes], dead: set[str], lost: Sequence[EntryRan
     return {**custom, LOST_ENTRIES_KEY: value.encode()}
 
 
+def recorded_losses(value: str) -> list[EntryRange]:
+    """The ranges given up on a ledger, from its ``LOST_ENTRIES_KEY`` record (``_record``'s format). A part that
+    does not parse is skipped: what it named is then reported missing, never hidden."""
+    ranges = []
+    for part in value.split(";"):
+        _, _, listed = part.rpartition(":")
+        for text in listed.split(","):
+            first, dash, last = text.strip().partition("-")
+            if not dash or not first.isdigit() or (last and not last.isdigit()):
+                continue
+            ranges.append(EntryRange(int(first), int(last) if last else None))
+    return ranges
+
+
 def _close_before(md: LedgerMetadata, first_lost: int) -> LedgerMetadata:
     """Closed at ``first_lost - 1``; segments that start after that are dropped (they hold no entry)."""
     last = first_lost - 1

@@ -128,6 +128,7 @@ def summarize(raw: dict[str, Any]) -> AuditSummary:
         garbage_bytes=int(totals.get("garbage_bytes") or 0),
         reclaimable_bytes={str(k): int(v) for k, v in (raw.get("garbage_by_bookie") or {}).items()},
         top_pinning_ledgers=pins, data_loss_entries=int(replication.get("missing") or 0),
+        given_up_entries=int(replication.get("given_up") or 0),
         under_replicated_entries=int(replication.get("under") or 0),
         under_replicated_ledgers=int(totals.get("underreplicated_marks") or 0),
         flagged=int(totals.get("flagged") or 0), findings=[str(f) for f in raw.get("findings") or []][:FINDINGS_KEPT])
@@ -151,4 +152,8 @@ def data_loss(summary: AuditSummary | None) -> tuple[bool, str, str]:
     if summary.data_loss_entries:
         return True, "EntriesWithoutReplica", (f"the last audit found {summary.data_loss_entries} entries with no "
                                                "replica on any bookie of their write set")
+    if summary.given_up_entries:
+        return False, "OnlyGivenUpEntries", (f"the last audit found no entry lost beyond the {summary.given_up_entries}"
+                                             " given up on purpose (spec.acceptDataLoss, recorded in their ledgers' "
+                                             "metadata)")
     return False, "NoneFound", "the last audit found every entry it checked on some bookie of its write set"
