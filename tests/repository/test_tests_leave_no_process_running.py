@@ -1,5 +1,6 @@
 """A process that a test starts and leaves running is killed after the test's teardown, and the test errors
-naming it (tests/support/leftovers.py); what a fixture starts during setup, for the session, is not a leftover.
+naming it (tests/support/leftovers.py); what a fixture starts during setup, for the session, is not a leftover,
+nor are the helpers such a process starts later.
 
 Each case runs an inner pytest session in its own process, with the plugin, on a real child process."""
 
@@ -46,19 +47,29 @@ def _gone_or_zombie(pid: int) -> bool:
         return True
 
 
-def test_a_session_fixtures_process_and_a_stopped_process_are_not_leftovers(tmp_path: Path) -> None:
+def test_a_session_fixtures_process_its_helpers_and_a_stopped_process_are_not_leftovers(tmp_path: Path) -> None:
     result = _run_inner(tmp_path, """
+        import os
         import subprocess
+        import sys
+        import time
+
         import pytest
+
+        # A session server that starts a helper of its own when asked (as Spark's JVM starts Python workers).
+        SERVER = "import subprocess, sys; sys.stdin.readline(); subprocess.Popen(['sleep', '300']); sys.stdin.read()"
 
         @pytest.fixture(scope="session")
         def server():
-            proc = subprocess.Popen(["sleep", "300"])
+            proc = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, start_new_session=True)
             yield proc
-            proc.kill()
+            os.killpg(proc.pid, 9)
             proc.wait()
 
         def test_uses_the_session_server(server):
+            server.stdin.write(b"start a helper\\n")
+            server.stdin.flush()
+            time.sleep(1)
             assert server.poll() is None
 
         def test_stops_what_it_starts(server):
