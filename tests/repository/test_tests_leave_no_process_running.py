@@ -1,6 +1,7 @@
-"""A process that a test starts and leaves running is killed after the test's teardown, and the test errors
-naming it (tests/support/leftovers.py); what a fixture starts during setup, for the session, is not a leftover,
-nor are the helpers such a process starts later.
+"""A process that a test starts and leaves running without an owner (its parent gone) is killed after the test's
+teardown, and the test errors naming it (tests/support/leftovers.py); what a fixture starts during setup, for
+the session, is not a leftover, nor are the helpers such a process starts later, nor a process the test process
+itself still holds (a session cluster's member that a test restarted).
 
 Each case runs an inner pytest session in its own process, with the plugin, on a real child process."""
 
@@ -24,17 +25,17 @@ def _run_inner(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
-def test_a_process_left_by_a_test_is_killed_and_fails_its_test(tmp_path: Path) -> None:
+def test_an_orphan_left_by_a_test_is_killed_and_fails_its_test(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     result = _run_inner(tmp_path, f"""
         import subprocess
-        def test_leaves_a_sleeper():
-            proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
-            open({str(pidfile)!r}, "w").write(str(proc.pid))
+        def test_leaves_an_orphan():
+            # A harness that starts a sleeper in its own session and exits: nothing will stop the sleeper.
+            subprocess.run(["sh", "-c", "setsid sleep 300 > /dev/null 2>&1 & echo $! > {pidfile}"], check=True)
         """)
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
-    assert "1 passed, 1 error" in out and "sleep 300" in out and "still ran after its teardown" in out, out
+    assert "1 passed, 1 error" in out and "sleep 300" in out and "orphaned (now killed)" in out, out
     pid = int(pidfile.read_text())
     assert _gone_or_zombie(pid), "the left process still runs"
 
@@ -72,9 +73,20 @@ def test_a_session_fixtures_process_its_helpers_and_a_stopped_process_are_not_le
             time.sleep(1)
             assert server.poll() is None
 
+        @pytest.fixture(scope="session")
+        def members():
+            held = []
+            yield held
+            for proc in held:
+                proc.kill()
+                proc.wait()
+
         def test_stops_what_it_starts(server):
             proc = subprocess.Popen(["sleep", "300"])
             proc.terminate()
             proc.wait()
+
+        def test_restarts_a_member_the_session_holds(members):
+            members.append(subprocess.Popen(["sleep", "300"]))
         """)
     assert result.returncode == 0, result.stdout + result.stderr

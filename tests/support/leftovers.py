@@ -1,14 +1,16 @@
-"""Nothing a test starts outlives it: a process started while a test ran and still running once its teardown is
-over is killed, and the test errors at teardown naming it.
+"""Nothing a test starts is left running without an owner: a process started while a test ran, still running
+once its teardown is over, and orphaned (its parent gone, so nothing will ever stop it) is killed, and the test
+errors at teardown naming it.
 
-A left process is more than untidy on a two-core machine: one that spins takes a core from every test after it,
-so a whole run slows down and long tests start to hit their timeouts far from the leak. Processes are recognised
-by a marker in their environment, which this plugin sets in the test process and every child inherits (orphans
-included, which a parent-child walk would miss). Processes of session- and module-scoped fixtures are started
-during a test's setup, so only those started during its call or teardown count, and not those whose parent
-ran before the call either: a session's process may start helpers while tests use it (Spark's JVM starts its
-Python workers on demand, and reuses them). Containers of the local Kubernetes get a fresh environment: the
-local control plane's own teardown answers for them.
+An orphan is more than untidy on a two-core machine: one that spins takes a core from every test after it, so a
+whole run slows down and long tests start to hit their timeouts far from the leak. The typical one is a
+harness killed by a timeout whose bookies, JVMs and load generators live on. Processes are recognised by a
+marker in their environment, which this plugin sets in the test process and every child inherits (orphans
+included, which a parent-child walk from here would miss). A process whose parent is still this test process,
+or a process that ran before the test (a session fixture's server starting helpers, as Spark's JVM starts its
+Python workers), has an owner: a test may restart a member of a session's cluster, which that cluster stops.
+Containers of the local Kubernetes get a fresh environment: the local control plane's own teardown answers for
+them.
 """
 
 from __future__ import annotations
@@ -61,6 +63,17 @@ def _parent(pid: int) -> int | None:
         return None
 
 
+def _descends_from(pid: int, owners: set[int]) -> bool:
+    parent = _parent(pid)
+    for _ in range(64):  # a bound: a chain is short, and pids could be reused while walking it
+        if parent is None or parent <= 1:
+            return False
+        if parent in owners:
+            return True
+        parent = _parent(parent)
+    return False
+
+
 def _describe(pid: int) -> str:
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -106,27 +119,16 @@ class _Leftovers:
             described = [_describe(pid) for pid in sorted(left)]
             _stop(sorted(left))
             raise AssertionError(f"{len(described)} process(es) started by this test still ran after its "
-                                 f"teardown (now killed):\n  " + "\n  ".join(described))
+                                 f"teardown, orphaned (now killed):\n  " + "\n  ".join(described))
         return result
 
     def _started_during_call(self) -> set[int]:
-        """New processes, except the descendants of a process (other than this one) that ran before the call."""
+        """Processes started since the call began that have no owner: neither this process nor one that ran
+        before the call is among their ancestors."""
         now = _marked(self.token)
-        new = {pid for pid, started in now.items() if self.before_call.get(pid) != started}
-        older = {pid for pid, started in now.items() if self.before_call.get(pid) == started}
-        return {pid for pid in new if not self._descends_from(pid, older)}
-
-    @staticmethod
-    def _descends_from(pid: int, ancestors: set[int]) -> bool:
-        me = os.getpid()
-        parent = _parent(pid)
-        for _ in range(64):
-            if parent is None or parent in (0, 1, me):
-                return False
-            if parent in ancestors:
-                return True
-            parent = _parent(parent)
-        return False
+        owners = {pid for pid, started in now.items() if self.before_call.get(pid) == started} | {os.getpid()}
+        return {pid for pid, started in now.items() if self.before_call.get(pid) != started
+                and not _descends_from(pid, owners)}
 
 
 def pytest_configure(config: pytest.Config) -> None:
