@@ -32,6 +32,7 @@ from bookie.protocol import messages as m
 from bookie.protocol.entry import DigestType, digest_manager, generate_master_key, package_entry
 from bookie_fleet.java_bookies import plan_java_bookies
 from bookie_fleet.local_bookies import plan_bookies
+from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import write_section  # bench/ is on sys.path when a bench script runs
 
@@ -206,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=100)
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args(argv)
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.rounds, args.seconds, args.window = 1, 0.5, 10
     if args.workdir is not None:

@@ -20,7 +20,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -34,6 +33,7 @@ import add_bench
 from bookie.protocol import client_codec
 from bookie.protocol import messages as m
 from bookie.protocol.entry import package_entry
+from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 STALL_S = 60.0  # a bookie that stops answering fails the run instead of hanging it
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="py-spy profile of the bookie during the second round (pip-installs py-spy): a flame "
                              "graph (SVG), or collapsed stacks when the name ends in .txt")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's SIGTERM still stops the bookie and ZK
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.adds, args.rounds = 500, 1
     results = []

@@ -25,6 +25,7 @@ from typing import Any
 
 from bookie.protocol import entry as bke
 from bookie.storage import entrylog_format as ef
+from bookie_fleet.processes import stop_on_sigterm
 from docs_section import publish  # bench/ is on sys.path when a bench script runs
 
 MIB = 1 << 20
@@ -214,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cluster", dest="cluster", action="store_false")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args(argv)
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.logs, args.log_mib, args.split_mib, args.small_logs, args.cluster = 2, 4, 2, 200, False
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:

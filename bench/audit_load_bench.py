@@ -34,6 +34,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bookie_fleet.processes import stop_on_sigterm
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
@@ -220,6 +222,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="1 round of 5 s points, 16 MB: docs untouched")
     parser.add_argument("--report-only", action="store_true", help="the docs section from the last results")
     args = parser.parse_args()
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.report_only:
         saved = json.loads(RESULTS.read_text())
         publish("audit-load", section(saved["points"], saved["rounds"], saved["seconds"], saved["megabytes"]),

@@ -30,7 +30,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import run_all
+from bookie_fleet.processes import stop_on_sigterm
 
 READ_BATCH = 100  # entries per read, as run_all.py's catch-up point
 
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=positive, default=1024, help="entry size, bytes")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's SIGTERM still stops the bookies and ZK
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.rounds, args.entries, args.warmup = 1, 2000, 500
     from bookie_fleet.zookeeper import ZooKeeperServer

@@ -29,6 +29,7 @@ from typing import Any
 from bookie.storage.entrylog import EntryLogger
 from bookie.storage.index import LocationIndex
 from bookie.storage.ledger_dir import WriteCache
+from bookie_fleet.processes import stop_on_sigterm
 
 
 def filled_cache(entries: int, size: int, ledgers: int) -> WriteCache:
@@ -100,6 +101,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
     parser.add_argument("--quick", action="store_true", help="2,000 entries, one round")
     args = parser.parse_args(argv)
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.entries, args.rounds = 2_000, 1
     results = []

@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -41,6 +40,7 @@ from appends import AppendWindow
 from bookie.client.bookkeeper import BookKeeper
 from bookie.client.config import ClientConfig
 from bookie.protocol.entry import DigestType
+from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                              "version's client against another's bookies")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's SIGTERM still stops the bookie and ZK
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.seconds, args.rounds, args.window = 0.5, 1, 20
     with tempfile.TemporaryDirectory() as tmp:

@@ -34,6 +34,7 @@ from typing import Any
 from bookie.client import BookKeeper, ClientConfig
 from bookie.storage import entrylog_format as ef
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
+from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import publish  # bench/ is on sys.path when a bench script runs
 
@@ -180,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--adds", type=int, default=200, help="adds timed in each phase")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args(argv)
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.logs, args.adds = 100, 50
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from bookie.client import BookKeeper, ClientConfig
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
+from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import publish  # bench/ is on sys.path when a bench script runs
 
@@ -222,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--entries-rate", type=int, default=500)
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args(argv)
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.mib, args.small_mib, args.seq_mib = 16, 8, 16
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import platform
-import signal
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,8 @@ import threading
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from bookie_fleet.processes import stop_on_sigterm
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
@@ -207,7 +208,7 @@ def main() -> int:
         publish("inspector", section(saved["points"], saved["rounds"], saved["seconds"]), saved["points"], write=True)
         return 0
     run_all.prepare_interpreter()
-    signal.signal(signal.SIGTERM, run_all.exit_once)  # stop the bookies and inspectors on the way out
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     rounds, seconds, fill_s = (1, 8, 8) if args.quick else (3, POINT_S, FILL_S)
     points = run(rounds, seconds, fill_s)
     if not args.quick:

@@ -39,6 +39,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from bookie_fleet.processes import stop_on_sigterm
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "benchmarks.md"
 RESULTS = REPO / "bench" / "pulsar_e2e_results.json"
@@ -507,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true",
                         help="rewrite the docs section from bench/pulsar_e2e_results.json, measuring nothing")
     args = parser.parse_args(argv)
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.rounds < 1 or args.seconds < 2 or args.warmups < 0:
         parser.error(f"--rounds must be >= 1, --seconds >= 2 and --warmups >= 0 (got {args.rounds}, "
                      f"{args.seconds}, {args.warmups})")

@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import run_all
+from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                         "BenchReadThroughputLatency stops on, as run_all.py does)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.rounds, args.entries = 1, 300
     work = Path(tempfile.mkdtemp(prefix="read-cpu-"))

@@ -68,6 +68,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bookie_fleet.processes import stop_on_sigterm
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "benchmarks.md"
 PROFILES = REPO / "docs" / "profiles"
@@ -1317,7 +1319,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.workdir).mkdir(parents=True, exist_ok=True)
     global IMPLS
     IMPLS = tuple(args.impls.split(","))
-    signal.signal(signal.SIGTERM, exit_once)  # stop the clusters on the way out
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.profile:
         prepare_profiler()
     ensembles = args.ensembles
@@ -1348,14 +1350,6 @@ def main(argv: list[str] | None = None) -> int:
         write_docs(section)
     print(json.dumps(results["points"]))
     return 0
-
-
-def exit_once(*_: object) -> None:
-    """SIGTERM: leave through the ``finally`` blocks that stop the clusters. Further SIGTERMs (``timeout`` and
-    ``pkill`` both signal, and ``timeout`` forwards its own) are ignored, or they would abort that cleanup half
-    way and leave bookies running."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    sys.exit(143)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ from bookie_fleet.local_bookies import plan_bookies
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bookie_fleet.processes import stop_on_sigterm
+
 from tests.support.raw_client import RawConnection, entry
 
 BURST = 100
@@ -244,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny run for the test suite")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args(argv)
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     frames = 5_000 if args.quick else args.frames
     with tempfile.TemporaryDirectory(prefix="socket-fuzz-") as tmp:
         result = run(frames, args.connections, args.seed, args.workdir or Path(tmp))

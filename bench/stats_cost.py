@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from add_cpu import cpu, drive, frames
 from bookie.stats import NullOpStat, OpStat
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
+from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import write_section  # bench/ is on sys.path when a bench script runs
 
@@ -141,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-docs", action="store_true")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.rounds, args.adds, args.no_docs = 2, 500, True
     data = run(args.rounds, args.adds, args.size, args.window)

@@ -31,6 +31,7 @@ from bookie.streams import Policies, Streams
 from bookie.streams.cleaner import Cleaner
 from bookie.streams.compaction import OffsetMap
 from bookie_fleet.local_bookies import plan_bookies, stop_all
+from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import write_section  # bench/ is on sys.path when a bench script runs
 
@@ -145,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default=None)
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args(argv)
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.records, args.map_keys = 5_000, 50_000
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:

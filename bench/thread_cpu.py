@@ -30,7 +30,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import add_bench
 import add_cpu
+from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 CORES = (4, 8, 16)
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{key} must be positive, got {getattr(args, key)}")
     if args.adds < args.connections:
         parser.error(f"--adds ({args.adds}) must be at least --connections ({args.connections})")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout's SIGTERM still stops the bookies and ZK
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.adds, args.rounds = 8000, 1
     rounds: list[dict[str, Any]] = []

@@ -33,6 +33,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bookie_fleet.processes import stop_on_sigterm
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "benchmarks.md"
 RESULTS = REPO / "bench" / "tls_results.json"
@@ -251,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true",
                         help="rewrite the docs section from bench/tls_results.json, measuring nothing")
     args = parser.parse_args(argv)
+    stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.report_only:
         saved = json.loads(RESULTS.read_text())
         points = [TlsPoint(**p) for p in saved["points"]]

@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -68,6 +69,17 @@ def spawn(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
     with open(log_path, "ab") as log:
         return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (a ``timeout``, a test's stop, ``kill``) leave through the ``finally`` blocks that stop the
+    bookies and JVMs a harness started, instead of killing the interpreter on the spot. Further SIGTERMs are
+    ignored (``timeout`` forwards its own, ``pkill`` matches twice): they would abort that cleanup half way."""
+    def handler(*_: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.exit(143)
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
