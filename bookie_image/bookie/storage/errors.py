@@ -63,3 +63,8 @@ class LedgerDirFullError(StorageError):
         super().__init__(f"ledger directory {path}: {free} bytes free, {pending} waiting in the write cache, "
                          f"{reserve} kept free (diskUsageThreshold, room for compaction)")
         self.path = path
+
+
+class IndexRolledBackError(StorageError):
+    """The location index opened older than its last checkpoint left it (RocksDB recovered a damaged manifest
+    or write-ahead log by dropping writes): it would answer "no such entry" for entries on disk."""

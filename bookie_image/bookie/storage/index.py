@@ -17,12 +17,14 @@ from rocksdict import Rdict, WriteBatch
 
 from bookie.storage import durable, index_format
 from bookie.storage._write_path import put_locations, yield_gil
+from bookie.storage.errors import IndexRolledBackError
 
 _LEDGER_KEY = struct.Struct(">q")
 _LOCATION_KEY = struct.Struct(">qq")
 _LOCATION = struct.Struct(">q")
 MAX_ENTRY_ID = 2**63 - 1
 STORAGE_FLAGS_KEY = -0xEEFD  # special ledgers key holding storage-state flags, skipped when listing
+SEQUENCE_FILE = "locations.sequence"  # RocksDB's sequence number of the location index at its last sync
 PUT_BATCH = 512  # locations per RocksDB write: well under a millisecond of GIL each
 
 
@@ -135,11 +137,39 @@ class LedgerIndex:
 
 
 class LocationIndex:
-    """``<indexDir>/current/locations``: (ledger id, entry id) -> location."""
+    """``<indexDir>/current/locations``: (ledger id, entry id) -> location.
+
+    Every sync records RocksDB's sequence number in ``locations.sequence`` beside it. An index that opens below
+    that number lost writes it had made durable: RocksDB recovers some damage to its manifest or write-ahead log
+    by dropping what it cannot read, and opens without an error. Serving from it would answer "no such entry"
+    for acknowledged entries that are on disk, so the bookie refuses to start instead (a disk without the file,
+    one Apache BookKeeper wrote, is taken as it is and gets the file at its first checkpoint)."""
 
     def __init__(self, current_dir: Path) -> None:
         self.db = _open(current_dir / "locations")
+        self._sequence_file = current_dir / SEQUENCE_FILE
         self._lock = threading.Lock()  # one writer at a time: checkpoint vs compaction vs deletes
+        try:
+            self._check_not_rolled_back()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _check_not_rolled_back(self) -> None:
+        try:
+            recorded = int(self._sequence_file.read_text())
+        except FileNotFoundError:
+            return
+        except ValueError:
+            raise IndexRolledBackError(f"{self._sequence_file}: not a sequence number; the location index cannot be "
+                                       "checked against its last checkpoint") from None
+        opened = self.db.latest_sequence_number()
+        if opened < recorded:
+            raise IndexRolledBackError(
+                f"RocksDB location index {self._sequence_file.parent / 'locations'} opened at sequence {opened}, "
+                f"below the {recorded} its last checkpoint made durable: its manifest or write-ahead log is damaged "
+                "and writes were dropped, so entries on disk would be answered as missing. Restore the index, or "
+                "take the bookie out of the cluster (its data is on the other replicas) and start it on empty disks")
 
     def get(self, ledger_id: int, entry_id: int) -> int | None:
         raw = self.db.get(_LOCATION_KEY.pack(ledger_id, entry_id))
@@ -202,7 +232,9 @@ class LocationIndex:
             self.db.delete(_LOCATION_KEY.pack(ledger_id, MAX_ENTRY_ID))
 
     def sync(self) -> None:
+        """The index's writes made durable, and its sequence number recorded for the next start's check."""
         self.db.flush_wal(True)
+        durable.write_file(self._sequence_file, str(self.db.latest_sequence_number()).encode())
 
     def close(self) -> None:
         self.db.close()
