@@ -18,7 +18,9 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "pulsar_e2e_bench.py"
 def test_pulsar_e2e_bench_quick_run_publishes_and_consumes_through_a_broker_on_both_implementations(
         tmp_path: Path) -> None:
     result = run_bench(BENCH, "--quick", "--workdir", str(tmp_path), timeout=900)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # A failed point says why in its own line, long before the tables at the end of the output.
+    failures = "\n".join(line for line in result.stdout.splitlines() if " failed: " in line)
+    assert result.returncode == 0, failures + "\n" + result.stdout[-3000:] + result.stderr[-3000:]
     points = json.loads(result.stdout.strip().splitlines()[-1])
     assert {p["impl"] for p in points} == {"java", "ours"}
     for p in points:
