@@ -244,8 +244,10 @@ class Autorecovery:
     async def _delete_cookie(self, bookie: str) -> None:
         """Delete the cookie at the version read (a bookie writing it meanwhile makes this retry)."""
         cookie = await self.store.read_cookie(bookie)
-        if cookie is not None:
-            await self.store.delete_cookie(bookie, cookie.version)
+        if cookie is None:
+            log.info("decommission of %s: it has no cookie to delete", bookie)
+            return
+        await self.store.delete_cookie(bookie, cookie.version)
         log.info("decommission of %s: its cookie is deleted", bookie)
 
     # ------------------------------------------------------------ replication worker

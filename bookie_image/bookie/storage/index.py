@@ -148,6 +148,7 @@ class LocationIndex:
     def __init__(self, current_dir: Path) -> None:
         self.db = _open(current_dir / "locations")
         self._sequence_file = current_dir / SEQUENCE_FILE
+        self._recorded: int | None = None  # what the file holds, once this process wrote it
         self._lock = threading.Lock()  # one writer at a time: checkpoint vs compaction vs deletes
         try:
             self._check_not_rolled_back()
@@ -232,9 +233,13 @@ class LocationIndex:
             self.db.delete(_LOCATION_KEY.pack(ledger_id, MAX_ENTRY_ID))
 
     def sync(self) -> None:
-        """The index's writes made durable, and its sequence number recorded for the next start's check."""
+        """The index's writes made durable, and its sequence number recorded for the next start's check (the
+        file rewritten only when the number moved: a checkpoint without entries costs no extra fsyncs)."""
         self.db.flush_wal(True)
-        durable.write_file(self._sequence_file, str(self.db.latest_sequence_number()).encode())
+        sequence = self.db.latest_sequence_number()
+        if sequence != self._recorded:
+            durable.write_file(self._sequence_file, str(sequence).encode())
+            self._recorded = sequence
 
     def close(self) -> None:
         self.db.close()
