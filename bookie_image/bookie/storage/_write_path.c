@@ -40,7 +40,8 @@ typedef struct {
     PyObject *journals;   /* tuple of JournalWriter */
     PyObject *trigger_checkpoint;
     double disk_usage_threshold;
-    long long min_usable_size;
+    long long min_usable_size;               /* minUsableSizeForEntryLogCreation */
+    long long min_usable_size_high_priority; /* minUsableSizeForHighPriorityWrites */
     char closed;
 } WritePath;
 
@@ -48,7 +49,24 @@ static PyTypeObject WritePathType;
 
 static PyObject *str_write_cache, *str_flushing, *str_free_bytes, *str_total_bytes;
 
-/* The directory's disk would keep its reserve once the entry is checkpointed (StorageEngine._check_room). */
+/* The disk-room rule of every add, of this path and of StorageEngine._check_room (through
+ * WritePath.reserve_breached): an entry is admitted when the directory's disk keeps its reserve once the entry
+ * and every entry still in its write caches are checkpointed. The reserve of a normal add is the part of the
+ * disk above diskUsageThreshold, at least minUsableSizeForEntryLogCreation (the room compaction needs to rewrite
+ * the live part of a log); a recovery (high-priority) add may go down to minUsableSizeForHighPriorityWrites. */
+static long long disk_reserve(const WritePath *wp, long long total, int high_priority) {
+    if (high_priority)
+        return wp->min_usable_size_high_priority;
+    long long reserve = (long long)((double)total * (1.0 - wp->disk_usage_threshold));
+    return reserve < wp->min_usable_size ? wp->min_usable_size : reserve;
+}
+
+static int entry_keeps_reserve(const WritePath *wp, long long free_bytes, long long total, long long pending,
+                               long long len, int high_priority) {
+    return free_bytes - pending - len >= disk_reserve(wp, total, high_priority);
+}
+
+/* 1 when the directory's disk has room for the entry (a normal add), 0 when not, -1 with an error. */
 static int dir_has_disk_room(WritePath *wp, PyObject *dir, WriteCache *cache, Py_ssize_t len) {
     PyObject *free_obj = PyObject_GetAttr(dir, str_free_bytes);
     if (free_obj == NULL)
@@ -69,10 +87,19 @@ static int dir_has_disk_room(WritePath *wp, PyObject *dir, WriteCache *cache, Py
     Py_XDECREF(flushing);
     if (PyErr_Occurred())
         return -1;
-    long long reserve = (long long)((double)total * (1.0 - wp->disk_usage_threshold));
-    if (reserve < wp->min_usable_size)
-        reserve = wp->min_usable_size;
-    return free_bytes - pending - len >= reserve;
+    return entry_keeps_reserve(wp, free_bytes, total, pending, len, 0);
+}
+
+static PyObject *WritePath_reserve_breached(WritePath *self, PyObject *args, PyObject *kwds) {
+    static char *keywords[] = {"free_bytes", "total_bytes", "pending_bytes", "size", "high_priority", NULL};
+    long long free_bytes, total, pending, len;
+    int high_priority;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "LLLLp:reserve_breached", keywords, &free_bytes, &total, &pending,
+                                     &len, &high_priority))
+        return NULL;
+    if (entry_keeps_reserve(self, free_bytes, total, pending, len, high_priority))
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(disk_reserve(self, total, high_priority));
 }
 
 static int write_path_try_add(PyObject *self, const uint8_t *entry, Py_ssize_t len, const uint8_t *master_key,
@@ -150,11 +177,12 @@ out:
 
 static int WritePath_init(WritePath *self, PyObject *args, PyObject *kwds) {
     static char *keywords[] = {"dirs", "home_dirs", "ledgers", "journals", "trigger_checkpoint",
-                               "disk_usage_threshold", "min_usable_size", NULL};
+                               "disk_usage_threshold", "min_usable_size", "min_usable_size_high_priority", NULL};
     PyObject *dirs, *home_dirs, *ledgers, *journals, *trigger;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!O!OdL:WritePath", keywords, &PyTuple_Type, &dirs,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!O!OdLL:WritePath", keywords, &PyTuple_Type, &dirs,
                                      &PyDict_Type, &home_dirs, &PyDict_Type, &ledgers, &PyTuple_Type, &journals,
-                                     &trigger, &self->disk_usage_threshold, &self->min_usable_size))
+                                     &trigger, &self->disk_usage_threshold, &self->min_usable_size,
+                                     &self->min_usable_size_high_priority))
         return -1;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(journals); i++) {
         if (!Py_IS_TYPE(PyTuple_GET_ITEM(journals, i), &JournalWriterType)) {
@@ -194,6 +222,14 @@ static void WritePath_dealloc(WritePath *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static PyMethodDef WritePath_methods[] = {
+    {"reserve_breached", (PyCFunction)(void (*)(void))WritePath_reserve_breached, METH_VARARGS | METH_KEYWORDS,
+     "reserve_breached(free_bytes, total_bytes, pending_bytes, size, high_priority) -> int | None\n\nNone when an "
+     "entry of size bytes keeps the disk's reserve once it and the pending bytes are checkpointed, else the "
+     "reserve it would breach: the one disk-room rule of both add paths."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMemberDef WritePath_members[] = {
     {"closed", T_BOOL, offsetof(WritePath, closed), 0, "The engine is closing: every add takes the Python path."},
     {NULL, 0, 0, 0, NULL},
@@ -205,13 +241,15 @@ static PyTypeObject WritePathType = {
     .tp_basicsize = sizeof(WritePath),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "WritePath(dirs, home_dirs, ledgers, journals, trigger_checkpoint, disk_usage_threshold, "
-              "min_usable_size): the storage engine's add for the request hot path (C interface only).",
+              "min_usable_size, min_usable_size_high_priority): the storage engine's add for the request hot path "
+              "(C interface) and the disk-room rule both add paths apply (reserve_breached).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)WritePath_init,
     .tp_dealloc = (destructor)WritePath_dealloc,
     .tp_traverse = (traverseproc)WritePath_traverse,
     .tp_clear = (inquiry)WritePath_clear,
     .tp_members = WritePath_members,
+    .tp_methods = WritePath_methods,
 };
 
 /* ============================================================================================== module */

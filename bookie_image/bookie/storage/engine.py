@@ -122,7 +122,8 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         # directories, ledger states and journals (kept the same objects for the engine's life).
         self.write_path = WritePath(tuple(self.dirs), self._home_dir, self.ledgers,
                                     tuple(j.writer for j in self.journals), self._trigger_checkpoint,
-                                    conf.disk_usage_threshold, conf.min_usable_size_for_entry_log_creation)
+                                    conf.disk_usage_threshold, conf.min_usable_size_for_entry_log_creation,
+                                    conf.min_usable_size_for_high_priority_writes)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -245,18 +246,14 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
                 d.free_bytes, d.total_bytes = measured
 
     def _check_room(self, d: LedgerDirStorage, size: int, high_priority: bool) -> None:
-        """Refuse an entry that, once checkpointed, would take ``d`` past diskUsageThreshold (or, for recovery
-        writes, below minUsableSizeForHighPriorityWrites); keeps minUsableSizeForEntryLogCreation free for
-        compaction, which needs room for the live part of every log it rewrites."""
+        """Refuse an entry that, once checkpointed, would take ``d`` past its disk reserve (diskUsageThreshold and
+        minUsableSizeForEntryLogCreation; for recovery writes minUsableSizeForHighPriorityWrites). The rule is
+        the hot path's own (WritePath.reserve_breached), so the two add paths cannot disagree on it."""
         if d.free_bytes is None:
             return
-        c = self.conf
-        if high_priority:
-            reserve = c.min_usable_size_for_high_priority_writes
-        else:
-            reserve = max(int(d.total_bytes * (1 - c.disk_usage_threshold)), c.min_usable_size_for_entry_log_creation)
         pending = d.pending_bytes()
-        if d.free_bytes - pending - size >= reserve:
+        reserve = self.write_path.reserve_breached(d.free_bytes, d.total_bytes, pending, size, high_priority)
+        if reserve is None:
             return
         error = LedgerDirFullError(str(d.ledger_dir), d.free_bytes, pending, reserve)
         if self.on_disk_full is not None:
