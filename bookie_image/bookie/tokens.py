@@ -46,6 +46,12 @@ def token_digest(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
+def hashed_line(token: str) -> str:
+    """The line a token file holds for ``token`` when whoever reads the file must not learn it: ``sha256:<hex>``
+    (a line that is a hash already stays as it is)."""
+    return token if HASHED.fullmatch(token) else "sha256:" + token_digest(token).hex()
+
+
 def token_identity(token: str) -> str:
     """What the audit log says about a token: a fingerprint, never the token (the same for its hash)."""
     return "token:" + hashlib.sha256(token.encode()).hexdigest()[:12]

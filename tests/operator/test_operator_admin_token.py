@@ -90,7 +90,7 @@ async def test_a_short_token_after_the_first_stops_the_reconcile() -> None:
     outcome = await w.tick()
     assert outcome.waiting and ("Secret", NS, "bk-token-hashes") not in w.kube.objects
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
-    assert degraded["reason"] == "AdminTokenUnavailable" and "token 2" in degraded["message"], degraded
+    assert degraded["reason"] == "AdminTokenUnavailable" and "key token:2:" in degraded["message"], degraded
 
 
 def test_hashed_lines_are_kept_and_comments_dropped() -> None:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import re
 import secrets
+
+from bookie.tokens import HASHED, TokenFileError, hashed_line, parse_tokens
 
 from bookie_operator import builders
 from bookie_operator.kube import KubeError
@@ -27,8 +27,6 @@ from bookie_operator.reconcile.context import Tick
 from bookie_operator.reconcile.ports import Obj
 
 RECHECK_S = 60.0
-MIN_TOKEN_LENGTH = 16  # as the bookie requires
-HASHED = re.compile(r"sha256:[0-9a-f]{64}")  # a hashed line, as the bookies read it
 
 
 class AdminTokenProblem(Exception):
@@ -115,41 +113,31 @@ def secret_text(secret: Obj) -> str:
         raise AdminTokenProblem(f"key {builders.ADMIN_TOKEN_KEY} is not base64 of UTF-8 text") from None
 
 
-def _token_lines(text: str) -> list[str]:
-    """The lines the bookies read as tokens: blank lines and ``#`` comments skipped, as they do."""
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+def _tokens(text: str) -> tuple[str, ...]:
+    """The tokens of a token Secret's text, checked by the bookies' own reader of token files (bookie.tokens): a
+    token they would refuse is refused here, named by its line."""
+    try:
+        return parse_tokens(text, f"key {builders.ADMIN_TOKEN_KEY}")
+    except TokenFileError as exc:
+        raise AdminTokenProblem(str(exc)) from None
 
 
 def token_hashes(text: str) -> str:
     """A token file's lines as the bookies may hold them: ``sha256:<hex>`` of each token, a line already hashed
     kept as it is (a consumer known to the bookies by its hash only). A token shorter than the bookies accept is
     refused here: hashed, it would pass their length check."""
-    lines = []
-    for number, line in enumerate(_token_lines(text), 1):
-        if HASHED.fullmatch(line):
-            lines.append(line)
-        elif line.startswith("sha256:"):
-            raise AdminTokenProblem(f"token {number} of key {builders.ADMIN_TOKEN_KEY}: a hashed token is sha256: "
-                                    "then 64 lowercase hex digits")
-        elif len(line) < MIN_TOKEN_LENGTH:
-            raise AdminTokenProblem(f"token {number} of key {builders.ADMIN_TOKEN_KEY} has {len(line)} characters: "
-                                    f"at least {MIN_TOKEN_LENGTH} (the bookies refuse shorter ones)")
-        else:
-            lines.append("sha256:" + hashlib.sha256(line.encode()).hexdigest())
-    return "".join(line + "\n" for line in lines)
+    return "".join(hashed_line(token) + "\n" for token in _tokens(text))
 
 
 def first_token_of(text: str) -> str:
     """The first token of a token file's text, which the operator presents (the bookies accept every line)."""
-    lines = _token_lines(text)
-    token = lines[0] if lines else ""
-    if HASHED.fullmatch(token):
+    tokens = _tokens(text)
+    if not tokens:
+        raise AdminTokenProblem(f"key {builders.ADMIN_TOKEN_KEY} holds no token")
+    if HASHED.fullmatch(tokens[0]):
         raise AdminTokenProblem(f"the first line of key {builders.ADMIN_TOKEN_KEY} is a hash: the operator "
                                 "presents the first token, so it must be the token itself")
-    if len(token) < MIN_TOKEN_LENGTH:
-        raise AdminTokenProblem(f"key {builders.ADMIN_TOKEN_KEY} must hold a token of at least {MIN_TOKEN_LENGTH} "
-                                "characters (the bookies refuse shorter ones)")
-    return token
+    return tokens[0]
 
 
 def first_token(secret: Obj) -> str:
