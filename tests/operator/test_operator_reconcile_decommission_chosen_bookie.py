@@ -111,3 +111,31 @@ async def test_a_re_replication_that_outlasts_the_recovery_timeout_makes_the_clu
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
     assert degraded["status"] == "True" and "decommission of bk-2 stalled" in degraded["message"]
     assert request(w)["phase"] == "AwaitingReplication"
+
+
+def _decommissioning(w: World) -> dict[str, str]:
+    return next(c for c in w.status["conditions"] if c["type"] == "Decommissioning")
+
+
+async def test_the_decommissioning_condition_names_the_chosen_bookie_in_every_phase() -> None:
+    w = World()
+    w.kube.create_cluster("bk", cluster_spec(replicas=5, ensembleSize=3))
+    await w.tick()
+    await w.tick()
+    assert _decommissioning(w)["status"] == "False"
+    w.zk.referencing[w.bookie_id(2)] = 5
+    w.kube.patch_spec("bk", {"decommission": ["bk-2"]})
+    for _ in range(40):
+        await w.tick()
+        phase = str(request(w)["phase"])
+        if phase == "Done":
+            break
+        condition = _decommissioning(w)
+        assert condition["status"] == "True" and condition["reason"] == phase, condition
+        assert condition["message"].startswith(f"bk-2 ({w.bookie_id(2)})"), condition
+        if phase == "AwaitingReplication":
+            w.zk.referencing.clear()
+        if phase == "AwaitingNewBookie":
+            w.bookie(2).read_only = False
+    assert request(w)["phase"] == "Done"
+    assert _decommissioning(w)["status"] == "False" and _decommissioning(w)["reason"] == "Idle"

@@ -9,7 +9,12 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from bookie_operator.decisions.observed import iso
-from bookie_operator.models import CONDITION_MESSAGE_MAX, Condition, DecommissionStatus
+from bookie_operator.models import (
+    CONDITION_MESSAGE_MAX,
+    Condition,
+    DecommissionRequestStatus,
+    DecommissionStatus,
+)
 
 
 def set_condition(conditions: list[Condition], type_: str, status: bool | None, reason: str, message: str,
@@ -57,11 +62,13 @@ class ClusterFacts:
     scaling: bool                       # the StatefulSet's replicas differ from what the spec asks
     outdated: list[str]                 # pods not at the StatefulSet's update revision
     compaction_run: str | None          # the fire time of the compaction run in progress
-    decommission: DecommissionStatus | None
+    decommission: DecommissionStatus | None          # the scale-down's, of the highest ordinal
     unregistered: list[str]             # pods whose bookie is not registered in ZooKeeper
     under_replicated: int | None
     problems: list[str] = field(default_factory=list)   # what the steps could not do this tick
     problem_reason: str | None = None                   # a specific Degraded reason (bookies that cannot start)
+    # spec.decommission's requests in one of their active phases (a chosen bookie leaving, forced or not)
+    chosen_decommissions: list[DecommissionRequestStatus] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -88,12 +95,7 @@ def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
            ConditionValue("Reconciling", bool(progressing) and not stalled,
                           "Stalled" if stalled else ("Reconciling" if progressing else "Settled"),
                           "; ".join(progressing))]
-    if f.decommission is not None:
-        d = f.decommission
-        message = f"{d.pod} ({d.bookie_id}): {d.message}".rstrip(": ")
-        out.append(ConditionValue("Decommissioning", True, d.phase, message))
-    else:
-        out.append(ConditionValue("Decommissioning", False, "Idle"))
+    out.append(_decommissioning(f))
     problems = list(f.problems)
     if f.writable < f.ensemble_size and f.ready >= f.ensemble_size:
         problems.append(f"only {f.writable} writable bookies, ensembleSize is {f.ensemble_size}")
@@ -116,6 +118,20 @@ def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
         if not all_ready:
             waiting.append(f"{f.ready}/{f.desired_replicas} bookies ready")
     return ClusterConditions(out, waiting)
+
+
+def _decommissioning(f: ClusterFacts) -> ConditionValue:
+    """True while a bookie leaves, by a scale-down or by spec.decommission; the reason is the phase of the first
+    (the scale-down's, else the chosen one's in progress), the message names every bookie leaving."""
+    leaving: list[tuple[str, str | None, str | None, str]] = [
+        (d.phase, d.pod, d.bookie_id, d.message) for d in ([f.decommission] if f.decommission else [])]
+    leaving += [(r.phase, r.pod, r.bookie_id, r.message) for r in f.chosen_decommissions]
+    if not leaving:
+        return ConditionValue("Decommissioning", False, "Idle")
+    messages = [f"{pod} ({bookie_id}): {message}".rstrip(": ") for _, pod, bookie_id, message in leaving]
+    if len(leaving) > 1:
+        messages = [f"{m} [{phase}]" for m, (phase, *_) in zip(messages, leaving, strict=True)]
+    return ConditionValue("Decommissioning", True, leaving[0][0], "; ".join(messages))
 
 
 def invalid_spec_conditions(message: str) -> list[ConditionValue]:

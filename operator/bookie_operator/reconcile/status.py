@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from bookie_operator import builders, decisions, metrics
-from bookie_operator.decisions import ClusterFacts, ObservedBookie, iso, start_failures
+from bookie_operator.decisions import ClusterFacts, ObservedBookie, iso, retire, start_failures
 from bookie_operator.models import BookieStatus
 from bookie_operator.reconcile.context import Tick
 
@@ -35,6 +35,7 @@ def record_status(t: Tick) -> None:
         outdated=[b.pod for b in t.bookies if b.exists and revision and b.revision != revision],
         compaction_run=s.compaction.run.scheduled_for if s.compaction.run else None,
         decommission=s.decommission,
+        chosen_decommissions=[r for r in s.decommission_requests if r.phase in retire.ACTIVE],
         unregistered=[b.pod for b in t.bookies if b.exists and t.registered is not None
                       and b.bookie_id not in t.registered],
         under_replicated=t.under_replicated, problems=t.problems, problem_reason=t.failure_reason)
