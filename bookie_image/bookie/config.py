@@ -263,6 +263,12 @@ class BookieConfig(BaseModel):
         None, description="Ours: file of bearer tokens (one per line, at least 16 characters, or sha256:<hex> of "
                           "one) that may call every endpoint of the admin API (the admin scope); re-read when it "
                           "changes, so a rotated Kubernetes Secret applies without a restart.")
+    http_server_metrics_token_file: Path | None = Field(
+        None, description="Ours: file of bearer tokens (one per line, or sha256:<hex> of one) that may read /metrics "
+                          "and nothing else (Prometheus's credential). Set, /metrics needs a credential on the admin "
+                          "API's port and on prometheusStatsHttpPort: one of these tokens, a read or admin token, or "
+                          "an allowed certificate role. Unset, /metrics is open, as BookKeeper's is; its topic and "
+                          "ledger labels name the fleet's topics.")
     http_server_read_token_file: Path | None = Field(
         None, description="Ours: file of bearer tokens (one per line, or sha256:<hex> of one) that may call the "
                           "admin API's read endpoints only (the explain endpoint, entry-log files, ledger lists "
@@ -530,9 +536,10 @@ class BookieConfig(BaseModel):
             raise ValueError("httpServerAllowedRoles needs client certificates: set httpServerTlsEnable=true and "
                              "httpServerTlsTrustStorePath (the CA bundle that signs them)")
         if self.http_server_auth_disabled and (self.http_server_auth_token_file or self.http_server_allowed_roles
-                                               or self.http_server_read_token_file):
+                                               or self.http_server_read_token_file
+                                               or self.http_server_metrics_token_file):
             raise ValueError("httpServerAuthDisabled=true contradicts httpServerAuthTokenFile/httpServerReadTokenFile/"
-                             "httpServerAllowedRoles: remove one or the other")
+                             "httpServerMetricsTokenFile/httpServerAllowedRoles: remove one or the other")
 
     def _check_zk_security(self) -> None:
         tls_files = {"zkTlsCertificatePath": self.zk_tls_certificate_path, "zkTlsKeyPath": self.zk_tls_key_path,

@@ -474,14 +474,16 @@ async def rollover_forever(server: MetricsSource) -> None:
             server.gc.runtimes.rotate()  # under the GC's lock: its threads record into them
 
 
-async def serve_dedicated_port(conf: BookieConfig, metrics_text: Callable[[], tuple[bytes, str]]) -> web.AppRunner:
+async def serve_dedicated_port(conf: BookieConfig, metrics_text: Callable[[], tuple[bytes, str]],
+                               middlewares: Sequence[Any] = ()) -> web.AppRunner:
     """``/metrics`` alone on ``prometheusStatsHttpAddress:prometheusStatsHttpPort`` (a bookie's, or an
-    inspector's): monitoring reaches it without reaching the admin API."""
+    inspector's): monitoring reaches it without reaching the admin API. ``middlewares``: the admin API's credential
+    check, so that /metrics asks here what it asks there."""
     async def metrics(_: web.Request) -> web.Response:
         body, content_type = metrics_text()
         return web.Response(body=body, headers={"Content-Type": content_type})
 
-    app = web.Application()
+    app = web.Application(middlewares=list(middlewares))
     app.router.add_get("/metrics", metrics)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()

@@ -24,7 +24,7 @@ from bookie.client.autorecovery import Autorecovery
 from bookie.config import BookieConfig
 from bookie.gc.collector import GarbageCollector
 from bookie.http.api import build_app
-from bookie.http.auth import AdminAuth
+from bookie.http.auth import AdminAuth, auth_middleware
 from bookie.http.https import HttpsConfigError, ServerCertificates
 from bookie.listener import BookieConnection, Connections
 from bookie.metadata import service_info
@@ -118,10 +118,12 @@ class BookieServer:
                                      security),
             self.conf.listening_interface_address, self.conf.bookie_port, reuse_address=True)
         self._prepare_autorecovery()
+        auth = await self._admin_auth()
         if self.conf.http_server_enabled:
-            await self._start_http()
+            await self._start_http(auth)
         if self.conf.prometheus_stats_http_enable:
-            self._metrics_http = await metrics.serve_dedicated_port(self.conf, self.metrics_text)
+            self._metrics_http = await metrics.serve_dedicated_port(self.conf, self.metrics_text,
+                                                                    [auth_middleware(auth)])
         if self.gc is not None and hasattr(self.gc, "start"):
             await self.gc.start()
         await self.state.start()
@@ -136,14 +138,21 @@ class BookieServer:
         log.info("bookie %s ready (protocol port %d, http port %d)", self.bookie_id, self.conf.bookie_port,
                  self.conf.http_server_port)
 
-    async def _start_http(self) -> None:
-        """The admin REST API: on the bookie's own address, HTTPS when configured, mutating calls
-        authenticated (``bookie.http.auth``)."""
+    async def _admin_auth(self) -> AdminAuth:
+        """The credential check of the admin API and of the metrics port, its token files loaded."""
         auth = AdminAuth.from_config(self.conf)
         try:
             await auth.start()
+        except TokenFileError as exc:
+            raise StartupError(str(exc), INVALID_CONFIG) from None
+        return auth
+
+    async def _start_http(self, auth: AdminAuth) -> None:
+        """The admin REST API: on the bookie's own address, HTTPS when configured, mutating calls
+        authenticated (``bookie.http.auth``)."""
+        try:
             certificates = await asyncio.to_thread(ServerCertificates.from_config, self.conf)
-        except (TokenFileError, HttpsConfigError) as exc:
+        except HttpsConfigError as exc:
             raise StartupError(str(exc), INVALID_CONFIG) from None
         self._http = web.AppRunner(build_app(self.admin, auth), access_log=None)
         await self._http.setup()

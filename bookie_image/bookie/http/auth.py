@@ -4,7 +4,10 @@ Apache BookKeeper's admin server has no authentication at all; here nothing that
 ledger data, topic names or the bookie's configuration is reachable without a credential
 (docs/security.md, "The admin API"). ``ROUTE_SCOPES`` is the one rule: each path and method needs one scope,
 
-- ``OPEN``: ``GET``/``HEAD`` of health, state, space and GC status, and ``/metrics`` (probes and monitoring);
+- ``OPEN``: ``GET``/``HEAD`` of health, state, space and GC status (probes and monitoring);
+- ``METRICS``: ``GET``/``HEAD`` of ``/metrics`` (its ``topic`` and ``ledger`` labels name topics and ledgers), on
+  this port and on ``prometheusStatsHttpPort``; open when no ``httpServerMetricsTokenFile`` is set, as
+  BookKeeper's is (the NetworkPolicy then decides who reaches it);
 - ``READ``: what discloses ledger ids, topic names, entry data or the configuration without changing anything:
   the explain endpoint, the entry-log files (the storage audit), the ledger list and entries, the
   under-replicated ledgers, ``config/server_config``, the disk listings, and ``list_bookie_info`` (it opens a
@@ -13,8 +16,9 @@ ledger data, topic names or the bookie's configuration is reachable without a cr
   decommission), the sanity check (it writes an entry), the raw ledger metadata (it holds the ledgers'
   passwords), and any path or method not in the table (added later, or spelled otherwise).
 
-A credential is a bearer token listed in ``httpServerAuthTokenFile`` (``ADMIN``, which includes ``READ``) or
-``httpServerReadTokenFile`` (``READ`` only), either as the token itself or as ``sha256:<hex>`` of it, so a bookie
+A credential is a bearer token listed in ``httpServerAuthTokenFile`` (``ADMIN``, which includes the others),
+``httpServerReadTokenFile`` (``READ`` and ``METRICS``) or ``httpServerMetricsTokenFile`` (``METRICS`` only: what
+Prometheus presents), either as the token itself or as ``sha256:<hex>`` of it, so a bookie
 need not hold the tokens it accepts (compared in constant time; each file is re-read when it changes, so a
 rotated Kubernetes Secret applies without a restart), or a client certificate verified by the HTTPS server whose
 role (OU, as BookKeeper's ``BookieAuthZFactory`` reads it) is in ``httpServerAllowedRoles`` (``ADMIN``). Without
@@ -53,8 +57,9 @@ class Scope(enum.IntEnum):
     """What a call needs; a credential of a higher scope may do everything of the lower ones."""
 
     OPEN = 0
-    READ = 1
-    ADMIN = 2
+    METRICS = 1
+    READ = 2
+    ADMIN = 3
 
 
 _OPEN_GET = {"GET": Scope.OPEN}
@@ -66,7 +71,7 @@ _ENTRY_LOG_FILES = "/api/v1/bookie/entry_log_files"
 # not listed need ADMIN: a route added later is closed until it is classified here.
 ROUTE_SCOPES: Mapping[str, Mapping[str, Scope]] = {
     "/heartbeat": _OPEN_GET,
-    "/metrics": _OPEN_GET,
+    "/metrics": {"GET": Scope.METRICS},                   # topic and ledger labels: open unless configured
     "/api/v1/bookie/state": _OPEN_GET,
     "/api/v1/bookie/state/readonly": _OPEN_GET,
     "/api/v1/bookie/is_ready": _OPEN_GET,
@@ -163,21 +168,30 @@ class AdminAuth:
     """The admin API's credential check (one per HTTP server)."""
 
     def __init__(self, token_file: Path | None = None, allowed_roles: Iterable[str] = (),
-                 disabled: bool = False, read_token_file: Path | None = None) -> None:
+                 disabled: bool = False, read_token_file: Path | None = None,
+                 metrics_token_file: Path | None = None) -> None:
         self.tokens = TokenFile(token_file) if token_file is not None else None
         self.read_tokens = TokenFile(read_token_file, "httpServerReadTokenFile") if read_token_file else None
+        self.metrics_tokens = TokenFile(metrics_token_file, "httpServerMetricsTokenFile") \
+            if metrics_token_file else None
         self.allowed_roles = frozenset(allowed_roles)
         self.disabled = disabled
         self.refusals = RefusalLog()
 
     @classmethod
     def from_config(cls, conf: BookieConfig) -> AdminAuth:
-        """httpServerAuthTokenFile, httpServerReadTokenFile, httpServerAllowedRoles, httpServerAuthDisabled."""
+        """httpServerAuthTokenFile, httpServerReadTokenFile, httpServerMetricsTokenFile, httpServerAllowedRoles,
+        httpServerAuthDisabled."""
         return cls(conf.http_server_auth_token_file, conf.http_server_allowed_roles, conf.http_server_auth_disabled,
-                   conf.http_server_read_token_file)
+                   conf.http_server_read_token_file, conf.http_server_metrics_token_file)
+
+    def is_open(self, needed: Scope) -> bool:
+        """A call of this scope needs no credential here: ``OPEN``, and ``METRICS`` on a bookie that lists no
+        metrics tokens."""
+        return needed is Scope.OPEN or (needed is Scope.METRICS and self.metrics_tokens is None)
 
     def _token_files(self) -> list[tuple[Scope, TokenFile]]:
-        files = [(Scope.ADMIN, self.tokens), (Scope.READ, self.read_tokens)]
+        files = [(Scope.ADMIN, self.tokens), (Scope.READ, self.read_tokens), (Scope.METRICS, self.metrics_tokens)]
         return [(scope, f) for scope, f in files if f is not None]
 
     async def start(self) -> None:
@@ -307,7 +321,7 @@ def auth_middleware(auth: AdminAuth) -> Any:
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         needed = required_scope(request.method, request.path)
-        if needed is Scope.OPEN:
+        if auth.is_open(needed):
             return await handler(request)
         decision = await auth.decide(request, needed)
         if decision.verdict is not Verdict.ALLOWED:
@@ -315,6 +329,8 @@ def auth_middleware(auth: AdminAuth) -> Any:
             if unlogged is not None:
                 audit(request, decision, decision.verdict.value, unlogged)
             return refusal(decision)
+        if needed is Scope.METRICS:
+            return await handler(request)  # a scrape every few seconds: refusals are logged, not each scrape
         try:
             response = await handler(request)
         except web.HTTPException as exc:

@@ -19,7 +19,7 @@ from aiohttp import web
 from bookie import metrics
 from bookie.config import BookieConfig
 from bookie.http.api import build_inspector_app
-from bookie.http.auth import AdminAuth
+from bookie.http.auth import AdminAuth, auth_middleware
 from bookie.http.https import HttpsConfigError, ServerCertificates
 from bookie.inspector.service import Inspector
 from bookie.log_reads import EntryLogReads
@@ -72,7 +72,8 @@ async def serve(conf: BookieConfig, stop: asyncio.Event) -> None:
                                f"{exc.strerror}", PORT_IN_USE) from None
         if conf.prometheus_stats_http_enable:
             try:
-                metrics_runner = await metrics.serve_dedicated_port(conf, inspector.metrics_text)
+                metrics_runner = await metrics.serve_dedicated_port(conf, inspector.metrics_text,
+                                                                    [auth_middleware(auth)])
             except OSError as exc:
                 raise StartFailure(f"cannot listen on {conf.prometheus_stats_http_address}:"
                                    f"{conf.prometheus_stats_http_port} for /metrics: {exc.strerror}",
