@@ -32,9 +32,11 @@ RUN_DIR = "/opt/bookie/run"
 # a subPath) so that the kubelet's updates reach the bookie, which re-reads the files when they change.
 TOKEN_HASHES_DIR = "/opt/bookie/secrets/token-hashes"
 ADMIN_HASHES_KEY = "admin"
+METRICS_HASHES_KEY = "metrics"  # Prometheus's tokens, with spec.adminApi.metricsTokenSecretName
 READ_HASHES_KEY = "read"   # the audit's token: the bookies accept it for reads only (httpServerReadTokenFile)
 ADMIN_TOKEN_FILE = f"{TOKEN_HASHES_DIR}/{ADMIN_HASHES_KEY}"
 READ_TOKEN_FILE = f"{TOKEN_HASHES_DIR}/{READ_HASHES_KEY}"
+METRICS_TOKEN_FILE = f"{TOKEN_HASHES_DIR}/{METRICS_HASHES_KEY}"
 ZK_DIGEST_DIR = "/opt/bookie/secrets/zk-digest"
 ZK_DIGEST_FILE = "digest"
 ADMIN_TOKEN_KEY = "token"
@@ -247,6 +249,7 @@ def bookie_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict[st
     if spec.implementation == "bookie-fleet":
         values["httpServerAuthTokenFile"] = ADMIN_TOKEN_FILE
         values["httpServerReadTokenFile"] = READ_TOKEN_FILE
+        values.update(_metrics_token_config(spec))
         if spec.metadata_service.digest_secret is not None:
             values["zkDigestAuthFile"] = f"{ZK_DIGEST_DIR}/{ZK_DIGEST_FILE}"
     if spec.implementation == "apache-bookkeeper":
@@ -273,6 +276,7 @@ def inspector_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict
         "httpServerPort": INSPECTOR_PORT,
         "httpServerAuthTokenFile": ADMIN_TOKEN_FILE,
         "httpServerReadTokenFile": READ_TOKEN_FILE,
+        **_metrics_token_config(spec),
         "prometheusStatsHttpEnable": True,
         "prometheusStatsHttpPort": INSPECTOR_METRICS_PORT,
         "compactionReadRateByBytes": spec.inspector.read_rate_bytes,
@@ -408,16 +412,23 @@ def audit_token_secret(owner: Owner, token: str) -> Obj:
             "stringData": {ADMIN_TOKEN_KEY: token + "\n"}}
 
 
-def token_hashes_secret(owner: Owner, admin_hashes: str, read_hashes: str) -> Obj:
+def token_hashes_secret(owner: Owner, admin_hashes: str, read_hashes: str, metrics_hashes: str | None = None) -> Obj:
     """What the bookie pods mount instead of the tokens: ``sha256:<hex>`` lines (``reconcile.admin_token``
     derives them), applied whenever the tokens are read so that a rotated token reaches the bookies. In a
     Secret all the same: the hash of a weak token chosen by hand could be guessed."""
     def b64(text: str) -> str:
         return base64.b64encode(text.encode()).decode()
 
+    data = {ADMIN_HASHES_KEY: b64(admin_hashes), READ_HASHES_KEY: b64(read_hashes)}
+    if metrics_hashes is not None:
+        data[METRICS_HASHES_KEY] = b64(metrics_hashes)
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": _meta(token_hashes_secret_name(owner.name), owner),
-            "data": {ADMIN_HASHES_KEY: b64(admin_hashes), READ_HASHES_KEY: b64(read_hashes)}}
+            "metadata": _meta(token_hashes_secret_name(owner.name), owner), "data": data}
+
+
+def _metrics_token_config(spec: BookieClusterSpec) -> dict[str, str]:
+    """/metrics behind Prometheus's tokens (their hashes), when the spec names them."""
+    return {"httpServerMetricsTokenFile": METRICS_TOKEN_FILE} if spec.admin_api.metrics_token_secret_name else {}
 
 
 def _ports() -> list[Obj]:
@@ -678,7 +689,7 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int, lay: Layou
         mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
                    {"name": "run", "mountPath": RUN_DIR},
                    {"name": "token-hashes", "mountPath": TOKEN_HASHES_DIR, "readOnly": True}]
-        volumes += [{"name": "run", "emptyDir": {}}, _token_hashes_volume(name)]
+        volumes += [{"name": "run", "emptyDir": {}}, _token_hashes_volume(name, spec)]
         digest = spec.metadata_service.digest_secret
         if digest is not None:  # read once at the bookie's start (zkDigestAuthFile)
             mounts.append({"name": "zk-digest", "mountPath": ZK_DIGEST_DIR, "readOnly": True})
@@ -758,7 +769,7 @@ def inspector_container(owner: Owner, spec: BookieClusterSpec, lay: Layout | Non
                {"name": "inspector-run", "mountPath": RUN_DIR},
                {"name": "tmp", "mountPath": TMP_DIR},
                {"name": "token-hashes", "mountPath": TOKEN_HASHES_DIR, "readOnly": True}]
-    volumes: list[Obj] = [{"name": "inspector-run", "emptyDir": {}}, _token_hashes_volume(owner.name)]
+    volumes: list[Obj] = [{"name": "inspector-run", "emptyDir": {}}, _token_hashes_volume(owner.name, spec)]
     if spec.tls is not None and spec.tls.zookeeper is not None:
         mounts.append({"name": "tls-zookeeper", "mountPath": tls_dir("zookeeper"), "readOnly": True})
     env = [e for e in _env(owner, spec, lay) if e["name"] in ("POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID")]
@@ -783,12 +794,13 @@ def inspector_container(owner: Owner, spec: BookieClusterSpec, lay: Layout | Non
     return container, volumes
 
 
-def _token_hashes_volume(cluster: str) -> Obj:
+def _token_hashes_volume(cluster: str, spec: BookieClusterSpec) -> Obj:
     """The tokens' hashes as a volume, read-only for everyone in the pod (the processes run as the image's user,
     not root)."""
+    keys = [ADMIN_HASHES_KEY, READ_HASHES_KEY] + ([METRICS_HASHES_KEY] if _metrics_token_config(spec) else [])
     return {"name": "token-hashes", "secret": {
         "secretName": token_hashes_secret_name(cluster),
-        "items": [{"key": key, "path": key} for key in (ADMIN_HASHES_KEY, READ_HASHES_KEY)],
+        "items": [{"key": key, "path": key} for key in keys],
         "defaultMode": 0o444}}
 
 

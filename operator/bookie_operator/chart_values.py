@@ -91,6 +91,10 @@ class PodMonitor(Values):
     enabled: bool = False
     interval: str = Field(default="30s", pattern=DURATION_PATTERN)
     labels: dict[str, str] = Field(default_factory=dict, description="For the Prometheus' podMonitorSelector.")
+    token_secret: str = Field(default="", pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$", max_length=253,
+                              description="A Secret in the release's namespace whose key `token` Prometheus "
+                              "presents on our bookies' /metrics: a token of the BookieClusters' "
+                              "spec.adminApi.metricsTokenSecretName. Empty: scraped without a credential.")
 
 
 class ServiceMonitor(Values):

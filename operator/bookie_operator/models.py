@@ -76,6 +76,8 @@ OWNED_CONFIG_KEYS: dict[str, str] = {
                                "(spec.adminApi.tokenSecretName) from <cluster>-token-hashes",
     "httpServerReadTokenFile": "the operator mounts the hashes of the audit's read-scope token (<cluster>-audit-token) "
                                "from <cluster>-token-hashes",
+    "httpServerMetricsTokenFile": "set spec.adminApi.metricsTokenSecretName: the operator mounts the hashes of its "
+                                  "tokens from <cluster>-token-hashes",
     "readOnlyModeEnabled": "the operator's read-only control needs it (apache/bookkeeper#3972)",
     "forceAllowCompaction": "forced compactions must run on a full disk (apache/bookkeeper#3205)",
     "isForceGCAllowWhenNoSpace": "forced compactions must run on a full disk",
@@ -416,6 +418,14 @@ class AdminApiSpec(Model):
         description="An existing Secret whose key `token` holds the bearer token(s), one per line, at least 16 "
         "characters each; the operator presents the first. Default: the operator creates <cluster>-admin-token "
         "once, with a random token, owned by the BookieCluster.")
+    metrics_token_secret_name: str | None = Field(
+        default=None, pattern=DNS_SUBDOMAIN_PATTERN, max_length=253,
+        description="An existing Secret whose key `token` holds the bearer token(s) that may read /metrics and "
+        "nothing else (what Prometheus presents: a PodMonitor's authorization). Set, our bookies and the "
+        "inspectors serve /metrics, whose topic and ledger labels name the fleet's topics, only with a "
+        "credential; they hold the tokens' hashes only. Unset, /metrics is open to whoever the NetworkPolicy "
+        "admits (the monitoring namespace). Name it <cluster>-metrics-token, or a Secret several clusters share "
+        "(one PodMonitor scrapes them all) if the operator allows foreignSecrets.")
 
 
 class PdbSpec(Model):

@@ -23,6 +23,7 @@ BINARY = "/usr/bin/prometheus"
 class Target:
     address: str  # host:port serving /metrics
     labels: dict[str, str]
+    credentials_file: Path | None = None  # a bearer token Prometheus presents (a job of its own)
 
 
 @dataclass
@@ -43,11 +44,19 @@ class Prometheus:
         return {
             "global": {"scrape_interval": interval, "evaluation_interval": interval},
             "rule_files": [str(p) for p in self.rule_files],
-            "scrape_configs": [{
-                "job_name": "bookie", "metrics_path": "/metrics",
-                "static_configs": [{"targets": [t.address], "labels": t.labels} for t in self.targets],
-            }],
+            "scrape_configs": [self._job(i, credentials) for i, credentials in
+                               enumerate(dict.fromkeys(t.credentials_file for t in self.targets))],
         }
+
+    def _job(self, index: int, credentials: Path | None) -> dict[str, Any]:
+        """The targets that present ``credentials`` (None: none); the first job is ``bookie``."""
+        job: dict[str, Any] = {
+            "job_name": "bookie" if index == 0 else f"bookie-{index}", "metrics_path": "/metrics",
+            "static_configs": [{"targets": [t.address], "labels": t.labels} for t in self.targets
+                               if t.credentials_file == credentials]}
+        if credentials is not None:
+            job["authorization"] = {"type": "Bearer", "credentials_file": str(credentials)}
+        return job
 
     def start(self) -> Prometheus:
         if not Path(BINARY).exists():

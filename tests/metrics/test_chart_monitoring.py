@@ -31,8 +31,17 @@ def test_pod_and_service_monitors() -> None:
     for endpoint in (ours, java):
         labels = {r["targetLabel"] for r in endpoint["relabelings"] if "targetLabel" in r}
         assert labels == {"job", "kubernetes_pod_name", "cluster"}
+        assert "authorization" not in endpoint, "no credential unless a token Secret is named"
     service = docs["ServiceMonitor"]["spec"]
     assert service["endpoints"][0]["port"] == "metrics"
+
+
+def test_the_pod_monitor_presents_the_metrics_token_to_our_bookies() -> None:
+    docs = {d["kind"]: d for d in render_chart("monitoring.podMonitor.enabled=true",
+                                                "monitoring.podMonitor.tokenSecret=bookie-metrics-token")}
+    ours, java = docs["PodMonitor"]["spec"]["podMetricsEndpoints"]
+    assert ours["authorization"] == {"type": "Bearer", "credentials": {"name": "bookie-metrics-token", "key": "token"}}
+    assert "authorization" not in java, "Apache BookKeeper's admin port takes no token"
 
 
 def test_alert_rules_pass_promtool(tmp_path: Path) -> None:

@@ -89,6 +89,8 @@ def secret_references(spec: BookieClusterSpec) -> Iterator[tuple[str, str]]:
     not among them: the kubelet uses those, the pod never sees them."""
     if spec.admin_api.token_secret_name:
         yield "spec.adminApi.tokenSecretName", spec.admin_api.token_secret_name
+    if spec.admin_api.metrics_token_secret_name:
+        yield "spec.adminApi.metricsTokenSecretName", spec.admin_api.metrics_token_secret_name
     if spec.metadata_service.digest_secret is not None:
         yield "spec.metadataService.digestSecret.secretName", spec.metadata_service.digest_secret.secret_name
     if spec.tls is not None:

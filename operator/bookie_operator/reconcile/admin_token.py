@@ -8,7 +8,11 @@ brings it to the bookies. ``<cluster>-audit-token`` is created once the same way
 reads only (``httpServerReadTokenFile``) and the audit's pods get it instead of the admin token, so a leaked
 audit token deletes nothing.
 
-The bookie pods mount neither: the operator derives ``<cluster>-token-hashes`` (``sha256:<hex>`` of each token
+With ``spec.adminApi.metricsTokenSecretName`` the bookies and inspectors also ask Prometheus for one of that
+Secret's tokens on /metrics; a missing Secret stops the reconcile as a missing admin token Secret does, since the
+bookies would not start without the hashes their configuration names.
+
+The bookie pods mount no token: the operator derives ``<cluster>-token-hashes`` (``sha256:<hex>`` of each token
 line, the form the bookies' token files accept) and applies it every time it reads the tokens, so a compromised
 bookie holds no token it could present to another bookie, and a rotated token still reaches every bookie.
 """
@@ -57,14 +61,38 @@ async def ensure_admin_token(t: Tick) -> bool:
         return False
     t.admin_token = token
     try:
+        metrics_hashes = await _metrics_hashes(t)
+    except (AdminTokenProblem, KubeError) as exc:
+        # The bookies would not start without the file their configuration names: nothing is applied.
+        message = f"metrics token Secret {t.spec.admin_api.metrics_token_secret_name}: {exc}"
+        if t.was("Degraded") != "True" or t.previous_message("Degraded") != message:
+            t.event("Warning", "MetricsTokenUnavailable", message)
+        t.condition("Degraded", True, "MetricsTokenUnavailable", message)
+        t.condition("Ready", False, "MetricsTokenUnavailable", message)
+        t.wait(message)
+        return False
+    try:
         read_hashes = token_hashes(secret_text(await _ensure_audit_token(t)))
-        await _ensure_token_hashes(t, builders.token_hashes_secret(t.owner, admin_hashes, read_hashes))
+        await _ensure_token_hashes(t, builders.token_hashes_secret(t.owner, admin_hashes, read_hashes,
+                                                                   metrics_hashes))
     except (AdminTokenProblem, KubeError) as exc:
         # Not cached: the next tick tries again. Bookies already running keep the hashes they have.
         t.problems.append(f"token hashes Secret {builders.token_hashes_secret_name(t.name)}: {exc}")
         return True
     t.op.admin_tokens[key] = (token, t.op.monotonic())
     return True
+
+
+async def _metrics_hashes(t: Tick) -> str | None:
+    """The hashes of spec.adminApi.metricsTokenSecretName's tokens (None when the spec names no Secret)."""
+    name = t.spec.admin_api.metrics_token_secret_name
+    if name is None:
+        return None
+    secret = await t.op.kube.get("Secret", t.namespace, name)
+    if secret is None:
+        raise AdminTokenProblem(f"not found: create it with Prometheus's bearer token under the key "
+                                f"{builders.ADMIN_TOKEN_KEY}")
+    return token_hashes(secret_text(secret))
 
 
 async def _ensure_token_hashes(t: Tick, desired: Obj) -> None:
