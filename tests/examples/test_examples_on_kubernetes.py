@@ -2,10 +2,12 @@
 
 Only what depends on this machine is changed before applying: ZooKeeper's address (and a ledgers root of
 the test's own), and, for Apache BookKeeper bookies, the Java bookie image the local pod runner runs
-(tests/operator/conftest.py's JAVA)."""
+(tests/operator/conftest.py's JAVA). A metrics token Secret an example names is created first, as its header
+says."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +29,10 @@ def test_example_reaches_ready(kube: KubeTarget, kube_namespace: str, zookeeper:
     if spec.get("implementation") == "apache-bookkeeper":
         spec["image"] = JAVA["image"]
     operator_factory(kube_namespace)
+    metrics_token = spec.get("adminApi", {}).get("metricsTokenSecretName")
+    if metrics_token:  # created first, as the example's header says
+        kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": metrics_token},
+                    "stringData": {"token": secrets.token_urlsafe(32)}}, namespace=kube_namespace)
     kube.apply(obj, namespace=kube_namespace)
     name = obj["metadata"]["name"]
     ready = wait_ready(kube, kube_namespace, name, timeout=420)
