@@ -2,8 +2,8 @@
 
 ``ledgers``: int64 ledger id -> ``LedgerData`` (exists, fenced, masterKey, explicitLac, limbo; protobuf).
 ``locations``: (int64 ledger id, int64 entry id) -> int64 location ``(logId << 32) | offset``.
-``locations`` has a ``locations.sequence`` file beside it, only this bookie's: RocksDB's sequence number at the
-index's last sync, which it must not open below (``RocksIndex``).
+Each has a ``<name>.sequence`` file beside it, only this bookie's: RocksDB's sequence number at the index's last
+sync, which it must not open below (``RocksIndex``).
 Calls block on RocksDB: the engine makes them from its worker threads, never from the event loop.
 """
 
@@ -164,11 +164,13 @@ class RocksIndex:
         self.db.close()
 
 
-class LedgerIndex:
+class LedgerIndex(RocksIndex):
     """``<indexDir>/current/ledgers``: ledger id -> LedgerData."""
 
-    def __init__(self, current_dir: Path) -> None:
-        self.db = _open(current_dir / "ledgers")
+    NAME = "ledgers"
+    KIND = "ledgers index"
+    LOST = ("ledgers would lose their fenced flag (a fenced ledger writable again by its old writer), master key "
+            "or explicit LAC")
 
     def load_all(self) -> dict[int, LedgerData]:
         result: dict[int, LedgerData] = {}
@@ -186,12 +188,6 @@ class LedgerIndex:
 
     def delete(self, ledger_id: int) -> None:
         self.db.delete(_LEDGER_KEY.pack(ledger_id))
-
-    def sync(self) -> None:
-        self.db.flush_wal(True)
-
-    def close(self) -> None:
-        self.db.close()
 
 
 class LocationIndex(RocksIndex):
