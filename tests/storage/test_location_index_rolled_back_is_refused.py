@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from bookie.storage.errors import IndexRolledBackError
-from bookie.storage.index import SEQUENCE_FILE, LocationIndex
+from bookie.storage.index import LocationIndex
+
+SEQUENCE_FILE = "locations.sequence"
 
 
 def _write_and_sync(current: Path, entries: int) -> int:

@@ -66,5 +66,6 @@ class LedgerDirFullError(StorageError):
 
 
 class IndexRolledBackError(StorageError):
-    """The location index opened older than its last checkpoint left it (RocksDB recovered a damaged manifest
-    or write-ahead log by dropping writes): it would answer "no such entry" for entries on disk."""
+    """A RocksDB index opened older than its last sync left it (RocksDB recovered a damaged manifest or
+    write-ahead log by dropping writes): the location index would answer "no such entry" for entries on disk,
+    the ledgers index would lose fences and master keys."""

@@ -2,6 +2,8 @@
 
 ``ledgers``: int64 ledger id -> ``LedgerData`` (exists, fenced, masterKey, explicitLac, limbo; protobuf).
 ``locations``: (int64 ledger id, int64 entry id) -> int64 location ``(logId << 32) | offset``.
+Each has a ``<name>.sequence`` file beside it, only this bookie's: RocksDB's sequence number at the index's last
+sync, which it must not open below (``RocksIndex``).
 Calls block on RocksDB: the engine makes them from its worker threads, never from the event loop.
 """
 
@@ -12,6 +14,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 from rocksdict import Rdict, WriteBatch
 
@@ -24,7 +27,6 @@ _LOCATION_KEY = struct.Struct(">qq")
 _LOCATION = struct.Struct(">q")
 MAX_ENTRY_ID = 2**63 - 1
 STORAGE_FLAGS_KEY = -0xEEFD  # special ledgers key holding storage-state flags, skipped when listing
-SEQUENCE_FILE = "locations.sequence"  # RocksDB's sequence number of the location index at its last sync
 PUT_BATCH = 512  # locations per RocksDB write: well under a millisecond of GIL each
 
 
@@ -106,11 +108,69 @@ def _open(path: Path) -> Rdict:
     return db
 
 
-class LedgerIndex:
-    """``<indexDir>/current/ledgers``: ledger id -> LedgerData."""
+class RocksIndex:
+    """One RocksDB index of a ledger directory, ``<indexDir>/current/<NAME>``, refused when it opens rolled back.
+
+    Every sync records RocksDB's sequence number in ``<NAME>.sequence`` beside it. An index that opens below
+    that number lost writes it had made durable: RocksDB recovers some damage to its manifest or write-ahead log
+    by dropping what it cannot read, and opens without an error. Serving from it would lose what those writes
+    said (``LOST``), so the bookie refuses to start instead. A disk without the file (one Apache BookKeeper
+    wrote) is taken as it is and gets the file at its first sync; Apache BookKeeper's own later writes on the
+    disk only raise the number, so the disk can go back and forth between the two."""
+
+    NAME: ClassVar[str]  # the RocksDB directory under current/
+    KIND: ClassVar[str]  # what messages call the index
+    LOST: ClassVar[str]  # what serving it rolled back would do
 
     def __init__(self, current_dir: Path) -> None:
-        self.db = _open(current_dir / "ledgers")
+        self.path = current_dir / self.NAME
+        self.db = _open(self.path)
+        self.sequence_file = current_dir / f"{self.NAME}.sequence"
+        self._recorded: int | None = None  # what the file holds, once read or written by this process
+        try:
+            self._check_not_rolled_back()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _check_not_rolled_back(self) -> None:
+        try:
+            recorded = int(self.sequence_file.read_text())
+        except FileNotFoundError:
+            return
+        except ValueError:
+            raise IndexRolledBackError(f"{self.sequence_file}: not a sequence number; the {self.KIND} cannot be "
+                                       "checked against its last sync") from None
+        opened = self.db.latest_sequence_number()
+        if opened < recorded:
+            raise IndexRolledBackError(
+                f"RocksDB {self.KIND} {self.path} opened at sequence {opened}, "
+                f"below the {recorded} its last sync made durable: its manifest or write-ahead log is damaged "
+                f"and writes were dropped, so {self.LOST}. Restore the index, or take the bookie out of the "
+                "cluster (its data is on the other replicas) and start it on empty disks")
+        self._recorded = recorded
+
+    def sync(self) -> None:
+        """The index's writes made durable, and its sequence number recorded for the next start's check (the
+        file rewritten only when the number moved: a sync without writes costs no extra fsyncs). Only after a
+        successful flush; the number is read before it, so the writes it counts are all in the flushed log."""
+        sequence = self.db.latest_sequence_number()
+        self.db.flush_wal(True)
+        if sequence != self._recorded:
+            durable.write_file(self.sequence_file, str(sequence).encode())
+            self._recorded = sequence
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class LedgerIndex(RocksIndex):
+    """``<indexDir>/current/ledgers``: ledger id -> LedgerData."""
+
+    NAME = "ledgers"
+    KIND = "ledgers index"
+    LOST = ("ledgers would lose their fenced flag (a fenced ledger writable again by its old writer), master key "
+            "or explicit LAC")
 
     def load_all(self) -> dict[int, LedgerData]:
         result: dict[int, LedgerData] = {}
@@ -129,48 +189,17 @@ class LedgerIndex:
     def delete(self, ledger_id: int) -> None:
         self.db.delete(_LEDGER_KEY.pack(ledger_id))
 
-    def sync(self) -> None:
-        self.db.flush_wal(True)
 
-    def close(self) -> None:
-        self.db.close()
+class LocationIndex(RocksIndex):
+    """``<indexDir>/current/locations``: (ledger id, entry id) -> location."""
 
-
-class LocationIndex:
-    """``<indexDir>/current/locations``: (ledger id, entry id) -> location.
-
-    Every sync records RocksDB's sequence number in ``locations.sequence`` beside it. An index that opens below
-    that number lost writes it had made durable: RocksDB recovers some damage to its manifest or write-ahead log
-    by dropping what it cannot read, and opens without an error. Serving from it would answer "no such entry"
-    for acknowledged entries that are on disk, so the bookie refuses to start instead (a disk without the file,
-    one Apache BookKeeper wrote, is taken as it is and gets the file at its first checkpoint)."""
+    NAME = "locations"
+    KIND = "location index"
+    LOST = "entries on disk would be answered as missing"
 
     def __init__(self, current_dir: Path) -> None:
-        self.db = _open(current_dir / "locations")
-        self._sequence_file = current_dir / SEQUENCE_FILE
-        self._recorded: int | None = None  # what the file holds, once this process wrote it
         self._lock = threading.Lock()  # one writer at a time: checkpoint vs compaction vs deletes
-        try:
-            self._check_not_rolled_back()
-        except BaseException:
-            self.db.close()
-            raise
-
-    def _check_not_rolled_back(self) -> None:
-        try:
-            recorded = int(self._sequence_file.read_text())
-        except FileNotFoundError:
-            return
-        except ValueError:
-            raise IndexRolledBackError(f"{self._sequence_file}: not a sequence number; the location index cannot be "
-                                       "checked against its last checkpoint") from None
-        opened = self.db.latest_sequence_number()
-        if opened < recorded:
-            raise IndexRolledBackError(
-                f"RocksDB location index {self._sequence_file.parent / 'locations'} opened at sequence {opened}, "
-                f"below the {recorded} its last checkpoint made durable: its manifest or write-ahead log is damaged "
-                "and writes were dropped, so entries on disk would be answered as missing. Restore the index, or "
-                "take the bookie out of the cluster (its data is on the other replicas) and start it on empty disks")
+        super().__init__(current_dir)
 
     def get(self, ledger_id: int, entry_id: int) -> int | None:
         raw = self.db.get(_LOCATION_KEY.pack(ledger_id, entry_id))
@@ -231,15 +260,3 @@ class LocationIndex:
         with self._lock:
             self.db.delete_range(_LOCATION_KEY.pack(ledger_id, 0), _LOCATION_KEY.pack(ledger_id, MAX_ENTRY_ID))
             self.db.delete(_LOCATION_KEY.pack(ledger_id, MAX_ENTRY_ID))
-
-    def sync(self) -> None:
-        """The index's writes made durable, and its sequence number recorded for the next start's check (the
-        file rewritten only when the number moved: a checkpoint without entries costs no extra fsyncs)."""
-        self.db.flush_wal(True)
-        sequence = self.db.latest_sequence_number()
-        if sequence != self._recorded:
-            durable.write_file(self._sequence_file, str(sequence).encode())
-            self._recorded = sequence
-
-    def close(self) -> None:
-        self.db.close()
