@@ -50,6 +50,28 @@ async def test_a_ledgers_index_put_back_to_before_a_fence_is_refused_naming_it(t
         StorageEngine(engine_conf(tmp_path))
     assert "fenced flag" in str(refused.value)
     assert reason_for_error(refused.value) == STARTUP_FAILED  # the bookie's termination message: StartupFailed
+    # What to do after a deliberate rebuild is in the message: Apache BookKeeper's command, and the file to delete.
+    assert "`bookkeeper shell rebuild-db-ledgers-index`" in str(refused.value)
+    assert f"delete {ledgers.parent / SEQUENCE_FILE}" in str(refused.value)
+
+
+async def test_an_index_rebuilt_on_purpose_opens_once_its_record_is_deleted(tmp_path: Path) -> None:
+    # A rebuilt index (Apache BookKeeper's rebuild-db-ledgers-index) is a new RocksDB, numbered from 0 again.
+    await _run(tmp_path, "add", "fence")
+    ledgers = tmp_path / "l0" / "current" / "ledgers"
+    shutil.rmtree(ledgers)
+    rebuilt = index_format.open_db(ledgers)
+    rebuilt.put((7).to_bytes(8, "big"), LedgerData(master_key=MASTER_KEY, fenced=True).encode())
+    rebuilt.close()
+    with pytest.raises(IndexRolledBackError):
+        StorageEngine(engine_conf(tmp_path))
+    (ledgers.parent / SEQUENCE_FILE).unlink()  # as the refusal says
+    engine = StorageEngine(engine_conf(tmp_path))
+    await engine.start()
+    try:
+        assert engine.ledgers[7].data.fenced
+    finally:
+        await engine.close()
 
 
 def test_an_index_that_opens_where_its_last_sync_left_it_opens(tmp_path: Path) -> None:

@@ -146,8 +146,10 @@ class RocksIndex:
             raise IndexRolledBackError(
                 f"RocksDB {self.KIND} {self.path} opened at sequence {opened}, "
                 f"below the {recorded} its last sync made durable: its manifest or write-ahead log is damaged "
-                f"and writes were dropped, so {self.LOST}. Restore the index, or take the bookie out of the "
-                "cluster (its data is on the other replicas) and start it on empty disks")
+                f"and writes were dropped, so {self.LOST}. Restore the index together with {self.sequence_file.name}, "
+                "or take the bookie out of the cluster (its data is on the other replicas) and start it on empty "
+                f"disks. If you rebuilt this index on purpose ({index_format.rebuild_advice([self.NAME])}), delete "
+                f"{self.sequence_file}: a rebuilt index numbers its writes from 0 again")
         self._recorded = recorded
 
     def sync(self) -> None:

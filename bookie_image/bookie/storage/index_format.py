@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import struct
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from rocksdict import BlockBasedOptions, BottommostLevelCompaction, CompactOptions, Options, Rdict
@@ -30,6 +31,14 @@ log = logging.getLogger(__name__)
 # The newest block-based table format RocksDB 7.10 reads (format_version 6 came with RocksDB 8.6).
 TABLE_FORMAT_VERSION = 5
 INDEX_NAMES = ("ledgers", "locations")
+# Apache BookKeeper's command that rebuilds each index from the entry logs (the bookie stopped).
+REBUILD_COMMANDS = {"ledgers": "bookkeeper shell rebuild-db-ledgers-index",
+                    "locations": "bookkeeper shell rebuild-db-ledger-locations-index"}
+
+
+def rebuild_advice(names: Iterable[str]) -> str:
+    """How to rebuild these indexes: Apache BookKeeper's commands, in backquotes."""
+    return " and ".join(f"`{REBUILD_COMMANDS[name]}`" for name in names)
 _FOOTER_VERSION = struct.Struct("<I")  # a table's footer ends with format_version (uint32) and the magic (8 bytes)
 
 
@@ -113,8 +122,7 @@ def check_takeover(ledger_dir: Path, index_dir: Path) -> None:
             f"ledger directory {ledger_dir} holds {len(logs)} entry log(s) and its index directory {index_dir} "
             f"has the RocksDB index {' and '.join(present)} but not {' and '.join(missing)} under current/: "
             "the entries of those logs could not be found. Restore the index directory, or rebuild the index "
-            "with Apache BookKeeper's `bookkeeper shell rebuild-db-ledger-locations-index` while the bookie is "
-            "stopped")
+            f"with Apache BookKeeper's {rebuild_advice(missing)} while the bookie is stopped")
     idx_files = next(current.glob("*/*/*.idx"), None)
     if idx_files is not None:
         raise IncompatibleDiskError(
@@ -127,5 +135,5 @@ def check_takeover(ledger_dir: Path, index_dir: Path) -> None:
         raise IncompatibleDiskError(
             f"ledger directory {ledger_dir} holds {len(logs)} entry log(s) but its index directory {index_dir} "
             f"has no RocksDB index ({' and '.join(INDEX_NAMES)} under current/): the ledgers of those logs could "
-            "not be found. Restore the index directory (check indexDirectories), or rebuild the index with "
-            "Apache BookKeeper's `bookkeeper shell rebuild-db-ledger-locations-index` before switching")
+            "not be found. Restore the index directory (check indexDirectories), or rebuild the indexes with "
+            f"Apache BookKeeper's {rebuild_advice(INDEX_NAMES)} before switching")
