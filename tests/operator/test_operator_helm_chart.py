@@ -44,7 +44,7 @@ def test_helm_lint_install_and_the_deployed_operator_reconciles(
     role = kube.get(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles/bkop-bookie-operator")
     assert role is not None
     verbs = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
-    assert verbs[(("",), ("pods",))] == {"list", "delete"}
+    assert verbs[(("",), ("pods",))] == {"get", "list", "patch", "delete"}
     assert all("*" not in v for v in verbs.values())
     # Narrowed to the watched namespace: the service account may act there and nowhere else.
     account = f"system:serviceaccount:{ns}:bkop-bookie-operator"

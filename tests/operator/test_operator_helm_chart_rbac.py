@@ -1,13 +1,20 @@
 """The chart's RBAC as ``helm template`` renders it: cluster-wide rules only when every namespace is watched;
 with ``watchNamespaces`` listed, a Role and RoleBinding in each of them, and cluster-wide only what no Role can
-grant: the operator's own CRD (with ``crds.manage``) and reads of StorageClasses and Nodes."""
+grant: the operator's own CRD (with ``crds.manage``) and reads of StorageClasses and Nodes. The namespaced rules
+are exactly what the operator's calls need, verb by verb."""
 
 from __future__ import annotations
 
+import re
 import subprocess
+from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
+import bookie_operator
+import pytest
 import yaml
+from bookie_operator import builders, kube, models
 
 from tests.operator.test_operator_helm_chart import CHART
 
@@ -41,10 +48,18 @@ def operator_cluster_role(docs: list[Obj]) -> Obj:
     return role
 
 
+def operator_roles(docs: list[Obj]) -> dict[str, Obj]:
+    """Namespace -> the operator's Role there (not the leader election's)."""
+    return {r["metadata"]["namespace"]: r for r in of_kind(docs, "Role")
+            if r["metadata"]["name"] == "bkop-bookie-operator"}
+
+
 def test_watching_every_namespace_the_rules_are_cluster_wide() -> None:
     docs = render()
     cluster_role = operator_cluster_role(docs)
-    assert NAMESPACED | {"customresourcedefinitions", "namespaces"} <= resources(cluster_role)
+    # Kopf watches CRDs when it watches every namespace; it lists no namespaces then (none granted).
+    assert NAMESPACED | {"customresourcedefinitions"} <= resources(cluster_role)
+    assert "namespaces" not in resources(cluster_role)
     assert [r["metadata"]["namespace"] for r in of_kind(docs, "Role")] == ["ops"]   # the leader Lease only
     deploy = of_kind(docs, "Deployment")[0]
     assert "--all-namespaces" in deploy["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -100,6 +115,89 @@ def test_no_rule_grants_everything() -> None:
         for role in of_kind(docs, "ClusterRole") + of_kind(docs, "Role"):
             for rule in role["rules"]:
                 assert "*" not in rule["verbs"] and "*" not in rule["resources"], rule
+
+
+# ------------------------------------------------------------------ the rules are what the operator's calls need
+OPERATOR = Path(bookie_operator.__file__).parent
+# Reads and deletes name their kind in the call: kube.get("Pod", ...), kube.delete(models.KIND, ...).
+CALL = re.compile(r"kube\.(get|list|delete)\(\s*(?:\"(\w+)\"|(models\.KIND))")
+# The objects the operator builds, and how it writes each kind: server-side apply after a get to compare
+# (apply creates what is missing, so create too), or create alone.
+BUILT = re.compile(r"\"apiVersion\":\s*\"[^\"]*\",\s*\"kind\":\s*\"(\w+)\"")
+APPLIED = {"ConfigMap", "Service", "PodDisruptionBudget", "NetworkPolicy", "StatefulSet", "PersistentVolumeClaim",
+           "ServiceAccount", "RoleBinding", "Deployment",
+           "Secret"}    # the tokens created once (create), the Secret of their hashes applied
+WRITES = {**{kind: {"get", "create", "patch"} for kind in APPLIED},
+          "Job": {"create"},                       # one per audit run
+          "Pod": {"patch"}}                        # adoption labels the pods it takes over
+NOT_WRITTEN = {"ClusterRole",   # the audit's, which the chart creates (the builder keeps the two equal)
+               "Pod"}           # also the Spark pod template, inside a ConfigMap
+# Kopf lists, watches and patches (finalizer, annotations) what it serves and posts Events; the reconcile
+# patches the status subresource and posts Events; a RoleBinding to the audit ClusterRole needs bind on it.
+FRAMEWORK = {("bookie-fleet.dev", "bookieclusters"): {"list", "watch", "patch"},
+             ("bookie-fleet.dev", "bookieclusters/status"): {"patch"},
+             ("", "events"): {"create"},
+             ("rbac.authorization.k8s.io", "clusterroles"): {"bind"}}
+
+
+def group_resource(kind: str) -> tuple[str, str]:
+    prefix, plural = kube._RESOURCES[kind]
+    return ("" if prefix == "/api/v1" else prefix.split("/")[2]), plural
+
+
+def needed() -> tuple[dict[tuple[str, str], set[str]], dict[tuple[str, str], set[str]]]:
+    """(namespaced, cluster-scoped): the verbs the operator's calls need, by (apiGroup, resource)."""
+    calls: dict[str, set[str]] = defaultdict(set)
+    built: set[str] = set()
+    for path in OPERATOR.rglob("*.py"):
+        text = path.read_text()
+        for verb, kind, constant in CALL.findall(text):
+            calls[models.KIND if constant else kind].add(verb)
+        if path.name in ("builders.py", "audit_builders.py") or path.parent.name == "reconcile":
+            built.update(BUILT.findall(text))
+    unknown = built - set(WRITES) - NOT_WRITTEN
+    assert not unknown, f"say in WRITES how the operator writes {unknown}"
+    assert set(WRITES) <= built, f"WRITES names a kind the operator no longer builds: {set(WRITES) - built}"
+    # What the spec turns off is deleted (reconcile/apply.py, _delete_own).
+    off = builders.unwanted_objects(builders.Owner("bk", "ns", "uid"), models.parse_spec(
+        {"metadataService": {"zkServers": "zk:2181"}, "networkPolicy": {"enabled": False}}))
+    for kind, _ in off:
+        calls[kind].add("delete")
+    for kind, verbs in WRITES.items():
+        calls[kind] |= verbs
+    namespaced: dict[tuple[str, str], set[str]] = defaultdict(set)
+    cluster: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for kind, verbs in calls.items():
+        (cluster if kind in kube.CLUSTER_SCOPED else namespaced)[group_resource(kind)] |= verbs
+    for key, verbs in FRAMEWORK.items():
+        namespaced[key] |= verbs
+    return dict(namespaced), dict(cluster)
+
+
+def granted(role: Obj) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                out[(group, resource)] |= set(rule["verbs"])
+    return dict(out)
+
+
+@pytest.mark.parametrize("sets", [("watchNamespaces={ops}",), ()], ids=["role", "cluster-wide"])
+def test_the_rules_are_exactly_what_the_operators_calls_need(sets: tuple[str, ...]) -> None:
+    namespaced, cluster = needed()
+    docs = render(*sets)
+    cluster_role = granted(operator_cluster_role(docs))
+    for key in (("apiextensions.k8s.io", "customresourcedefinitions"),         # the CRD (checked above)
+                ("apiextensions.k8s.io", "customresourcedefinitions/status")):
+        cluster_role.pop(key, None)
+    if not sets:
+        cluster_role[("bookie-fleet.dev", "bookieclusters")] -= {"update"}   # moving stored objects (above)
+        assert cluster_role == {**namespaced, **cluster}
+    else:
+        cluster_role.pop(("bookie-fleet.dev", "bookieclusters"))           # moving stored objects (above)
+        assert granted(operator_roles(docs)["ops"]) == namespaced
+        assert cluster_role == cluster
 
 
 def test_the_operator_pods_meet_the_restricted_profile_and_name_themselves() -> None:
