@@ -258,9 +258,10 @@ class Story:
         with contextlib.suppress(Exception):
             self.kube().create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                       "metadata": {"name": NAMESPACE}})
+        # The chart's default scope: the operator watches the namespace it is installed in, where the cluster is.
         self.tool("helm", "install", "bookie-operator", str(CHART), "--namespace", NAMESPACE, "--wait",
-                  "--timeout", "240s", *operator_image_values(), "--set", f"watchNamespaces={{{NAMESPACE}}}",
-                  "--set", "reconcileInterval=3", "--set", "logFormat=plain")
+                  "--timeout", "240s", *operator_image_values(), "--set", "reconcileInterval=3",
+                  "--set", "logFormat=plain")
         say("   operator pod Ready")
 
     def manifest(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from bookie_operator import models
@@ -151,8 +151,18 @@ def _security_context() -> Json:
     return {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
 
 
+# Helm checks what the model's validator checks: with namespaces listed, clusterWide cannot be on (helm says
+# "at '/clusterWide': value must be false").
+_CLUSTER_WIDE_ALONE: Json = {
+    "if": {"properties": {"watchNamespaces": {"minItems": 1}}, "required": ["watchNamespaces"]},
+    "then": {"properties": {"clusterWide": {"const": False}}},
+}
+
+
 class ChartValues(Values):
     """helm/bookie-operator/values.yaml."""
+
+    model_config = ConfigDict(json_schema_extra=_CLUSTER_WIDE_ALONE)
 
     name_override: str = Field(default="", description="Replaces the chart's name in the objects' names.")
     image: Image = Field(default_factory=Image)
@@ -162,8 +172,11 @@ class ChartValues(Values):
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
     pod_disruption_budget: PodDisruptionBudget = Field(default_factory=PodDisruptionBudget)
     watch_namespaces: list[Namespace] = Field(
-        default_factory=list, description="Namespaces whose BookieClusters the operator manages; empty: every "
-        "namespace.")
+        default_factory=list, description="Namespaces whose BookieClusters the operator manages, with a Role in "
+        "each; empty: the release's namespace only.")
+    cluster_wide: bool = Field(
+        default=False, description="Every namespace, with a ClusterRole (the operator may then create and patch "
+        "StatefulSets and read Secrets in any namespace); watchNamespaces must then be empty.")
     allow_escalations: list[Literal["serviceAccountName", "hostPath", "sidecars", "privileged", "foreignSecrets"]] = \
         Field(default_factory=list, description="BookieCluster fields the operator accepts although they give the "
               "spec's writer more than the bookies need (docs/operator.md, \"What the operator's settings must "
@@ -186,6 +199,12 @@ class ChartValues(Values):
                                      "nodes.")
     pod_annotations: dict[str, str] = Field(default_factory=dict)
     monitoring: Monitoring = Field(default_factory=Monitoring)
+
+    @model_validator(mode="after")
+    def _cluster_wide_or_listed(self) -> ChartValues:
+        if self.cluster_wide and self.watch_namespaces:
+            raise ValueError("clusterWide watches every namespace: leave watchNamespaces empty")
+        return self
 
 
 def _inline(node: Any, defs: dict[str, Any]) -> Any:

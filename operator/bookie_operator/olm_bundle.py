@@ -3,15 +3,17 @@
     python -m bookie_operator.olm_bundle OUTDIR      # OUTDIR/manifests/*.yaml and OUTDIR/metadata/annotations.yaml
 
 The chart is rendered by ``helm template`` with the values OLM needs (CRDs installed by OLM, not by the operator:
-``crds.manage=false``; leader election on) and turned into a ClusterServiceVersion: the chart's Deployment as the
-install strategy, its ClusterRole's rules as ``clusterPermissions`` and its Role's as ``permissions`` of the
-operator's ServiceAccount. The CRD is the checked-in one (generated from ``models``), the examples are the
-chart's Artifact Hub examples (``chart_values``), and the objects a CSV cannot hold but a bundle can (the audit
-ClusterRole the operator binds for its Spark pods, the metrics Service, the PodDisruptionBudget) go beside it.
+``crds.manage=false``; every namespace: ``clusterWide=true``; leader election on) and turned into a
+ClusterServiceVersion: the chart's Deployment as the install strategy, its ClusterRole's rules as
+``clusterPermissions`` and its Role's as ``permissions`` of the operator's ServiceAccount. The CRD is the
+checked-in one (generated from ``models``), the examples are the chart's Artifact Hub examples
+(``chart_values``), and the objects a CSV cannot hold but a bundle can (the audit ClusterRole the operator binds
+for its Spark pods, the metrics Service, the PodDisruptionBudget) go beside it.
 
 OLM installs the Deployment in the namespace the user subscribes in; the chart's pod reads its namespace from
-the downward API, so the same template is right under Helm and OLM. The operator watches every namespace, so
-the bundle supports the AllNamespaces install mode only (OLM's target-namespace annotation is not read).
+the downward API, so the same template is right under Helm and OLM. The operator watches every namespace (the
+chart's opt-in, not its default), so the bundle supports the AllNamespaces install mode only (OLM's
+target-namespace annotation is not read).
 tests/operator/test_operator_olm_bundle.py validates the result with operator-framework's own validators.
 """
 
@@ -45,9 +47,10 @@ BESIDE_CSV = ("ClusterRole", "Service", "PodDisruptionBudget")
 
 
 def render_chart(helm: str, namespace: str = "bookie-operator") -> list[Obj]:
-    """The chart's objects as OLM would install them (values: CRDs left to OLM)."""
+    """The chart's objects as OLM would install them (values: CRDs left to OLM, every namespace watched)."""
     run = subprocess.run([helm, "template", RELEASE, str(chart_values.CHART), "--namespace", namespace,
-                          "--set", "crds.manage=false", "--skip-crds"], capture_output=True, text=True, timeout=120)
+                          "--set", "crds.manage=false", "--set", "clusterWide=true", "--skip-crds"],
+                         capture_output=True, text=True, timeout=120)
     if run.returncode != 0:
         raise RuntimeError(f"helm template {chart_values.CHART} failed: {run.stderr.strip()}")
     return [doc for doc in yaml.safe_load_all(run.stdout) if doc]

@@ -1,7 +1,8 @@
 """The README's quick start, run exactly as written (the shell block between its ``quick-start`` markers) on a
 fresh local Kubernetes of its own: `cluster up` (which creates nothing the chart then collides with), the
-operator installed by `helm install` into the README's namespace, the example ZooKeeper, the minimal
-BookieCluster reaching Ready. The cluster is stopped and its files deleted afterwards, nothing left running."""
+operator installed by `helm install` into the README's namespace with the chart's defaults (it watches that
+namespace only), the example ZooKeeper, the minimal BookieCluster created there reaching Ready. The cluster is
+stopped and its files deleted afterwards, nothing left running."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def test_the_readme_quick_start_reaches_a_ready_bookie_cluster(tmp_path: Path) -
            "HELM_CONFIG_HOME": str(tmp_path / "helm-config"), "HELM_DATA_HOME": str(tmp_path / "helm-data")}
     env.pop("KUBECONFIG", None)
     status_file = tmp_path / "status.json"
-    script = "set -euo pipefail\n" + quick_start() + f"kubectl get bookiecluster minimal -o json > {status_file}\n"
+    script = "set -euo pipefail\n" + quick_start() + \
+        f"kubectl get -n bookie-fleet bookiecluster minimal -o json > {status_file}\n"
     try:
         run = subprocess.run(["bash", "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
                              timeout=1100)

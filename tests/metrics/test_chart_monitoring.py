@@ -44,6 +44,17 @@ def test_the_pod_monitor_presents_the_metrics_token_to_our_bookies() -> None:
     assert "authorization" not in java, "Apache BookKeeper's admin port takes no token"
 
 
+def test_the_pod_monitor_looks_where_the_operator_watches() -> None:
+    def selector(*sets: str) -> dict[str, object]:
+        docs = render_chart("monitoring.podMonitor.enabled=true", *sets)
+        (monitor,) = [d for d in docs if d["kind"] == "PodMonitor"]
+        return dict(monitor["spec"]["namespaceSelector"])
+
+    assert selector() == {"matchNames": ["default"]}         # the release's namespace (helm template's: default)
+    assert selector("watchNamespaces={team-a,team-b}") == {"matchNames": ["team-a", "team-b"]}
+    assert selector("clusterWide=true") == {"any": True}
+
+
 def test_alert_rules_pass_promtool(tmp_path: Path) -> None:
     path = rule_file(tmp_path / "rules.yaml")
     check = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60)

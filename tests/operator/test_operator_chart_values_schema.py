@@ -44,11 +44,19 @@ def test_values_yaml_holds_the_models_defaults_and_passes_the_schema() -> None:
     (["--set", "metrics.port=70000"], "/metrics/port", "maximum"),
     (["--set", "watchNamespaces={Team_A}"], "/watchNamespaces/0", "Team_A"),
     (["--set", "monitoring.alerts.diskFor=5 minutes"], "/monitoring/alerts/diskFor", "5 minutes"),
-], ids=["misspelt-nested", "misspelt-deep", "string-for-integer", "enum", "range", "namespace", "duration"])
+    (["--set", "clusterWide=true", "--set", "watchNamespaces={team-a}"], "/clusterWide", "must be false"),
+], ids=["misspelt-nested", "misspelt-deep", "string-for-integer", "enum", "range", "namespace", "duration",
+        "cluster-wide-and-listed"])
 def test_a_misspelt_or_mistyped_value_fails_naming_its_path(args: list[str], path: str, says: str) -> None:
     result = helm_template(*args)
     assert result.returncode != 0, result.stdout[:500]
     assert f"'{path}'" in result.stderr and says in result.stderr, result.stderr
+
+
+def test_the_model_refuses_cluster_wide_with_listed_namespaces_as_the_schema_does() -> None:
+    with pytest.raises(ValueError, match="leave watchNamespaces empty"):
+        ChartValues.model_validate({"clusterWide": True, "watchNamespaces": ["team-a"]})
+    assert ChartValues.model_validate({"clusterWide": True}).cluster_wide
 
 
 def test_a_misspelt_top_level_key_in_a_values_file_fails(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The chart as a user renders it (`helm template`, default values and the optional parts switched on) is
+"""The chart as a user renders it (`helm template`, default values, the cluster-wide opt-in, listed namespaces) is
 accepted by the real API server object by object (`kubectl apply --dry-run=server`), and lints strictly."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ def test_rendered_chart_is_accepted_by_the_api_server(kube: KubeTarget, kube_nam
     lint = kube.helm("lint", str(CHART), "--strict")
     assert "0 chart(s) failed" in lint.stdout
     rbac = "rbac.authorization.k8s.io"
-    for values, expected in (([], {"clusterrole", "clusterrolebinding"}),
+    for values, expected in (([], {"clusterrole", "clusterrolebinding", "role", "rolebinding"}),
+                             (["--set", "clusterWide=true"], {"clusterrole", "clusterrolebinding"}),
                              (["--set", f"watchNamespaces={{{kube_namespace}}}", "--set", "crds.manage=false"],
                               {"clusterrole", "role", "rolebinding"})):
         rendered = kube.helm("template", "bkop", str(CHART), "--namespace", kube_namespace, *values).stdout

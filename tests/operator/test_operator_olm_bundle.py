@@ -61,6 +61,8 @@ def test_the_bundle_installs_what_the_chart_installs(bundle_dir: Path) -> None:
     assert strategy["permissions"][0]["rules"] == role["rules"]
     # OLM owns the CRD: the operator neither applies it nor holds RBAC for it.
     assert "--no-manage-crd" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    # AllNamespaces, the one install mode: the chart's cluster-wide opt-in.
+    assert "--all-namespaces" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert not any("customresourcedefinitions" in r["resources"] and "patch" in r["verbs"]
                    for r in cluster_role["rules"])
     assert load(bundle_dir / "manifests" / "bookie-fleet.dev_bookieclusters.yaml") == load(REPO / "crds" /

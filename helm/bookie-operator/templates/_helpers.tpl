@@ -30,17 +30,26 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- end -}}
 
-{{/* The rules the operator needs, and no more. */}}
+{{/* The rules the operator needs in a namespace it watches, each verb for what uses it, and no more
+(tests/operator/test_operator_helm_chart_rbac.py checks them against the operator's calls). */}}
 {{- define "bookie-operator.namespacedRules" -}}
+# Kopf lists, watches and patches BookieClusters (its finalizer and annotations); the reconcile reads one fresh
+# (get) and writes its status.
 - apiGroups: ["bookie-fleet.dev"]
   resources: ["bookieclusters"]
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["bookie-fleet.dev"]
   resources: ["bookieclusters/status"]
-  verbs: ["get", "patch"]
+  verbs: ["patch"]
+# The bookies' configuration, Services, PodDisruptionBudget: server-side apply (get to compare, create and
+# patch). Adopting an existing fleet (spec.adopt) deletes its headless Service when it is somebody else's, so
+# that the operator's own takes its name.
 - apiGroups: [""]
-  resources: ["configmaps", "services"]
+  resources: ["configmaps"]
   verbs: ["get", "create", "patch"]
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["get", "create", "patch", "delete"]
 # The admin and audit tokens: read (the cluster's, or the one its spec names) and created once; the Secret of
 # their hashes, which the bookie pods mount instead, applied (patch) when the tokens change. Never listed,
 # watched or deleted (the BookieCluster's owner reference deletes the generated ones); create and patch cannot
@@ -51,18 +60,25 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["get", "create", "patch"]
+# spec.networkPolicy, deleted when turned off.
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["get", "create", "patch", "delete"]
+# The bookies; deleted with orphaned pods when an immutable field changes (volume growth) or on adoption.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
   verbs: ["get", "create", "patch", "delete"]
+# The bookie pods: listed to observe them, deleted for rolling restarts, decommissions, start failures and the
+# audit's finished Spark pods; a decommission reads the pod it retires (get); adoption labels the pods it takes
+# over (patch).
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list", "delete"]
+  verbs: ["get", "list", "patch", "delete"]
+# Claims: listed and deleted by decommissions and start failures, grown by volume expansion (patch), the audit's
+# report store applied.
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
-  verbs: ["get", "list", "create", "delete", "patch"]
+  verbs: ["get", "list", "create", "patch", "delete"]
 # The storage audit (spec.audit): the report store, the identity of its Spark pods bound to the audit
 # ClusterRole (bind: that role alone, so the operator grants nothing it could not grant before), a Job per run.
 - apiGroups: [""]
@@ -81,7 +97,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["get", "create", "delete"]
-- apiGroups: ["", "events.k8s.io"]
+# Events about the BookieCluster, the operator's and Kopf's (core v1, created only).
+- apiGroups: [""]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["create"]
 {{- end -}}
