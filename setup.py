@@ -39,7 +39,9 @@ def extension(name: str, sources: list[str], headers: list[str]) -> Extension:
 
 
 EXTENSIONS = [
-    extension("bookie.protocol._native", [f"{PACKAGE}/protocol/_native.c"], [PROTOCOL_API]),
+    extension("bookie.protocol._native",
+              [f"{PACKAGE}/protocol/{name}.c" for name in ("_add_decode", "_add_encode", "_frame_reader", "_native")],
+              [PROTOCOL_API, f"{PACKAGE}/protocol/_native_internal.h"]),
     extension("bookie.storage._write_path",
               [f"{PACKAGE}/storage/{name}.c" for name in ("_write_cache", "_ledger_state", "_journal_writer",
                                                           "_journal", "_write_path", "_entry_log_records")],
