@@ -48,7 +48,8 @@ EXTENSIONS = [
               [CRC32C, WRITE_PATH_API, f"{PACKAGE}/storage/_write_path_internal.h"]),
     extension("bookie.client._native", [f"{PACKAGE}/client/_client_stream.c", f"{PACKAGE}/client/_native.c"],
               [CRC32C, PROTOCOL_API, f"{PACKAGE}/client/_native_internal.h"]),
-    extension("bookie._requests", [f"{PACKAGE}/_requests.c"], [PROTOCOL_API, WRITE_PATH_API]),
+    extension("bookie._requests", [f"{PACKAGE}/{name}.c" for name in ("_inflight_counts", "_add_stats", "_requests")],
+              [PROTOCOL_API, WRITE_PATH_API, f"{PACKAGE}/_requests_internal.h"]),
 ]
 
 
