@@ -39,14 +39,17 @@ def extension(name: str, sources: list[str], headers: list[str]) -> Extension:
 
 
 EXTENSIONS = [
-    extension("bookie.protocol._native", [f"{PACKAGE}/protocol/_native.c"], [PROTOCOL_API]),
+    extension("bookie.protocol._native",
+              [f"{PACKAGE}/protocol/{name}.c" for name in ("_add_decode", "_add_encode", "_frame_reader", "_native")],
+              [PROTOCOL_API, f"{PACKAGE}/protocol/_native_internal.h"]),
     extension("bookie.storage._write_path",
               [f"{PACKAGE}/storage/{name}.c" for name in ("_write_cache", "_ledger_state", "_journal_writer",
                                                           "_journal", "_write_path", "_entry_log_records")],
               [CRC32C, WRITE_PATH_API, f"{PACKAGE}/storage/_write_path_internal.h"]),
     extension("bookie.client._native", [f"{PACKAGE}/client/_client_stream.c", f"{PACKAGE}/client/_native.c"],
               [CRC32C, PROTOCOL_API, f"{PACKAGE}/client/_native_internal.h"]),
-    extension("bookie._requests", [f"{PACKAGE}/_requests.c"], [PROTOCOL_API, WRITE_PATH_API]),
+    extension("bookie._requests", [f"{PACKAGE}/{name}.c" for name in ("_inflight_counts", "_add_stats", "_requests")],
+              [PROTOCOL_API, WRITE_PATH_API, f"{PACKAGE}/_requests_internal.h"]),
 ]
 
 

@@ -19,285 +19,23 @@
  * would have taken with the same checks (authenticated connection, writable bookie, pending limit, valid ids,
  * not a recovery add, a protocol version the bookie speaks), and everything else is handed to them unchanged, in
  * the order it arrived.
+ *
+ * One file per type (_requests_internal.h lists them and holds what they share): InFlightCounts is in
+ * _inflight_counts.c, AddStats in _add_stats.c; this one holds RequestStream and the module itself.
  */
+#include "_requests_internal.h"
+
+#include <stddef.h>
+#include <structmember.h>
+
+#include "_native_common.h"
 #include "protocol/_native_api.h"
 #include "storage/_write_path_api.h"
-#include "_native_common.h"
-
-#include <math.h>
-#include <stddef.h>
-#include <string.h>
-#include <structmember.h>
-#include <time.h>
 
 static const BookieProtocolApi *protocol;
 static const BookieStorageApi *storage;
 
-/* ============================================================================================== InFlightCounts */
-
-typedef struct {
-    PyObject_HEAD
-    long long count, bytes;
-    long long pending_limit;      /* maxPending*RequestsPerThread: refuse beyond it (0: no limit) */
-    long long in_progress_limit;  /* max*InProgressLimit: stop reading the connection at it (0: no limit) */
-    long long bytes_limit;        /* maxAddsInProgressBytes (0: no limit) */
-    int waiting;                  /* connections waiting for a slot (InFlight.wait_below_limit) */
-} InFlightCounts;
-
-static PyObject *str_wake, *str_read_only, *str_ok, *str_failed, *str_count, *str_sum, *str_current,
-    *str_current_max;
-
-static int over_pending_limit(InFlightCounts *c) { return 0 < c->pending_limit && c->pending_limit <= c->count; }
-
-static int must_pause(InFlightCounts *c) {
-    return (0 < c->in_progress_limit && c->in_progress_limit <= c->count)
-           || (0 < c->bytes_limit && c->bytes_limit <= c->bytes);
-}
-
-/* One request done: its slot and bytes freed, and the connections waiting for a slot woken. */
-static int inflight_leave(InFlightCounts *c, long long size) {
-    c->count--;
-    c->bytes -= size;
-    if (c->waiting <= 0)
-        return 0;
-    PyObject *result = PyObject_CallMethodNoArgs((PyObject *)c, str_wake);
-    Py_XDECREF(result);
-    return result == NULL ? -1 : 0;
-}
-
-static int InFlightCounts_init(InFlightCounts *self, PyObject *args, PyObject *kwds) {
-    static char *keywords[] = {"pending_limit", "in_progress_limit", "bytes_limit", NULL};
-    self->bytes_limit = 0;
-    return PyArg_ParseTupleAndKeywords(args, kwds, "LL|L:InFlightCounts", keywords, &self->pending_limit,
-                                       &self->in_progress_limit, &self->bytes_limit)
-               ? 0
-               : -1;
-}
-
-static int parse_size(PyObject *const *args, Py_ssize_t nargs, long long *size) {
-    *size = 0;
-    if (nargs > 1) {
-        PyErr_Format(PyExc_TypeError, "takes at most one size (%zd given)", nargs);
-        return -1;
-    }
-    if (nargs == 1) {
-        *size = PyLong_AsLongLong(args[0]);
-        if (*size == -1 && PyErr_Occurred())
-            return -1;
-    }
-    return 0;
-}
-
-static PyObject *InFlightCounts_enter(InFlightCounts *self, PyObject *const *args, Py_ssize_t nargs) {
-    long long size;
-    if (parse_size(args, nargs, &size) < 0)
-        return NULL;
-    self->count++;
-    self->bytes += size;
-    Py_RETURN_NONE;
-}
-
-static PyObject *InFlightCounts_leave(InFlightCounts *self, PyObject *const *args, Py_ssize_t nargs) {
-    long long size;
-    if (parse_size(args, nargs, &size) < 0 || inflight_leave(self, size) < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *InFlightCounts_over_pending_limit(InFlightCounts *self, PyObject *unused) {
-    return PyBool_FromLong(over_pending_limit(self));
-}
-
-static PyObject *InFlightCounts_must_pause(InFlightCounts *self, PyObject *unused) {
-    return PyBool_FromLong(must_pause(self));
-}
-
-static PyMethodDef InFlightCounts_methods[] = {
-    {"enter", (PyCFunction)(void (*)(void))InFlightCounts_enter, METH_FASTCALL, "enter(size=0)\n\nOne more in progress."},
-    {"leave", (PyCFunction)(void (*)(void))InFlightCounts_leave, METH_FASTCALL,
-     "leave(size=0)\n\nOne fewer in progress; waiting connections are woken (self._wake())."},
-    {"over_pending_limit", (PyCFunction)InFlightCounts_over_pending_limit, METH_NOARGS,
-     "over_pending_limit() -> bool\n\nA new request must be refused."},
-    {"must_pause", (PyCFunction)InFlightCounts_must_pause, METH_NOARGS,
-     "must_pause() -> bool\n\nConnections must stop reading until a slot frees."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyMemberDef InFlightCounts_members[] = {
-    {"count", T_LONGLONG, offsetof(InFlightCounts, count), READONLY, "Requests in progress."},
-    {"bytes", T_LONGLONG, offsetof(InFlightCounts, bytes), READONLY, "Their bytes (an add's entry)."},
-    {"pending_limit", T_LONGLONG, offsetof(InFlightCounts, pending_limit), 0, "Refuse beyond this (0: none)."},
-    {"in_progress_limit", T_LONGLONG, offsetof(InFlightCounts, in_progress_limit), 0, "Pause at this (0: none)."},
-    {"bytes_limit", T_LONGLONG, offsetof(InFlightCounts, bytes_limit), 0, "Pause at these bytes (0: none)."},
-    {"waiting", T_INT, offsetof(InFlightCounts, waiting), 0, "Connections waiting for a slot."},
-    {NULL, 0, 0, 0, NULL},
-};
-
-static PyTypeObject InFlightCountsType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "bookie._requests.InFlightCounts",
-    .tp_basicsize = sizeof(InFlightCounts),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "InFlightCounts(pending_limit, in_progress_limit, bytes_limit=0): requests of one kind in progress.",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)InFlightCounts_init,
-    .tp_methods = InFlightCounts_methods,
-    .tp_members = InFlightCounts_members,
-};
-
-/* ============================================================================================== AddStats */
-
-typedef struct {
-    long long count;
-    double sum, max;
-    long long *buckets;
-    int touched;
-} Side;
-
-typedef struct {
-    PyObject_HEAD
-    int enabled, sub, min_exp, nbuckets;
-    Side ok, failed;
-    long long write_bytes;
-} AddStats;
-
-/* bookie/stats.py's OpStat.record bucket: _SUB linear steps per power of two from 2**_MIN_EXP. */
-static void side_record(AddStats *s, Side *side, double value) {
-    side->count++;
-    side->sum += value;
-    int index = 0;
-    if (value > 0) {
-        int exp;
-        double mantissa = frexp(value, &exp);
-        index = (exp - s->min_exp) * s->sub + (int)((mantissa - 0.5) * (2 * s->sub));
-        index = index < 0 ? 0 : (index < s->nbuckets ? index : s->nbuckets - 1);
-    }
-    side->buckets[index]++;
-    if (!side->touched || value > side->max)
-        side->max = value;
-    side->touched = 1;
-}
-
-/* An add answered: its latency (only with enableStatistics), and its bytes (bookie_WRITE_BYTES counts always). */
-static void stats_record(AddStats *s, int ok, double ms, long long size) {
-    if (ok)
-        s->write_bytes += size;
-    if (s->enabled)
-        side_record(s, ok ? &s->ok : &s->failed, ms);
-}
-
-static int AddStats_init(AddStats *self, PyObject *args, PyObject *kwds) {
-    static char *keywords[] = {"enabled", "sub", "min_exp", "nbuckets", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "piii:AddStats", keywords, &self->enabled, &self->sub,
-                                     &self->min_exp, &self->nbuckets))
-        return -1;
-    if (self->ok.buckets != NULL || self->sub <= 0 || self->nbuckets <= 0) {
-        PyErr_SetString(PyExc_ValueError, "AddStats: initialized twice, or sub and nbuckets not positive");
-        return -1;
-    }
-    self->ok.buckets = PyMem_Calloc((size_t)self->nbuckets, sizeof(long long));
-    self->failed.buckets = PyMem_Calloc((size_t)self->nbuckets, sizeof(long long));
-    if (self->ok.buckets == NULL || self->failed.buckets == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    return 0;
-}
-
-static void AddStats_dealloc(AddStats *self) {
-    PyMem_Free(self->ok.buckets);
-    PyMem_Free(self->failed.buckets);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static int add_to_attr(PyObject *obj, PyObject *name, PyObject *amount) {
-    PyObject *old = PyObject_GetAttr(obj, name);
-    PyObject *sum = old == NULL ? NULL : PyNumber_Add(old, amount);
-    int rc = sum == NULL ? -1 : PyObject_SetAttr(obj, name, sum);
-    Py_XDECREF(old);
-    Py_XDECREF(sum);
-    return rc;
-}
-
-/* Adds a side's events to an OpStat side (stats._Side: count, sum, current buckets, current_max), then resets it. */
-static int side_drain(AddStats *s, Side *side, PyObject *target) {
-    if (!side->touched)
-        return 0;
-    PyObject *count = PyLong_FromLongLong(side->count), *sum = PyFloat_FromDouble(side->sum);
-    int rc = count == NULL || sum == NULL || add_to_attr(target, str_count, count) < 0
-             || add_to_attr(target, str_sum, sum) < 0 ? -1 : 0;
-    Py_XDECREF(count);
-    Py_XDECREF(sum);
-    PyObject *current = rc == 0 ? PyObject_GetAttr(target, str_current) : NULL;
-    if (current == NULL || !PyList_Check(current) || PyList_GET_SIZE(current) != s->nbuckets) {
-        if (current != NULL)
-            PyErr_SetString(PyExc_ValueError, "AddStats: the OpStat's buckets differ from these");
-        Py_XDECREF(current);
-        return -1;
-    }
-    for (int i = 0; i < s->nbuckets; i++) {
-        if (side->buckets[i] == 0)
-            continue;
-        PyObject *n = PyLong_FromLongLong(side->buckets[i]);
-        PyObject *total = n == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(current, i), n);
-        Py_XDECREF(n);
-        if (total == NULL || PyList_SetItem(current, i, total) < 0) {
-            Py_DECREF(current);
-            return -1;
-        }
-    }
-    Py_DECREF(current);
-    PyObject *max = PyObject_GetAttr(target, str_current_max);
-    double was = max == NULL ? 0 : PyFloat_AsDouble(max);
-    Py_XDECREF(max);
-    if (PyErr_Occurred())
-        return -1;
-    if (side->max > was) {
-        PyObject *value = PyFloat_FromDouble(side->max);
-        rc = value == NULL ? -1 : PyObject_SetAttr(target, str_current_max, value);
-        Py_XDECREF(value);
-        if (rc < 0)
-            return -1;
-    }
-    memset(side->buckets, 0, sizeof(long long) * (size_t)s->nbuckets);
-    side->count = 0;
-    side->sum = 0;
-    side->touched = 0;
-    return 0;
-}
-
-/* drain_into(opstat) -> int: this recorder's events added to the OpStat's current window; returns the entry bytes
- * of the successful adds since the last drain. */
-static PyObject *AddStats_drain_into(AddStats *self, PyObject *opstat) {
-    PyObject *ok = PyObject_GetAttr(opstat, str_ok), *failed = PyObject_GetAttr(opstat, str_failed);
-    int rc = ok == NULL || failed == NULL || side_drain(self, &self->ok, ok) < 0
-             || side_drain(self, &self->failed, failed) < 0 ? -1 : 0;
-    Py_XDECREF(ok);
-    Py_XDECREF(failed);
-    if (rc < 0)
-        return NULL;
-    long long bytes = self->write_bytes;
-    self->write_bytes = 0;
-    return PyLong_FromLongLong(bytes);
-}
-
-static PyMethodDef AddStats_methods[] = {
-    {"drain_into", (PyCFunction)AddStats_drain_into, METH_O,
-     "drain_into(opstat) -> int\n\nAdd the recorded latencies to the OpStat; the entry bytes added meanwhile."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyTypeObject AddStatsType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "bookie._requests.AddStats",
-    .tp_basicsize = sizeof(AddStats),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "AddStats(enabled, sub, min_exp, nbuckets): the hot path's add latencies, in OpStat's buckets.",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)AddStats_init,
-    .tp_dealloc = (destructor)AddStats_dealloc,
-    .tp_methods = AddStats_methods,
-};
+static PyObject *str_read_only;
 
 /* ============================================================================================== RequestStream */
 
@@ -855,11 +593,8 @@ PyMODINIT_FUNC PyInit__requests(void) {
     storage = bookie_storage_import();
     if (protocol == NULL || storage == NULL)
         return NULL;
-    const InternedName names[] = {
-        {&str_wake, "_wake"}, {&str_read_only, "read_only"}, {&str_ok, "ok"}, {&str_failed, "failed"},
-        {&str_count, "count"}, {&str_sum, "sum"}, {&str_current, "current"}, {&str_current_max, "current_max"},
-    };
-    if (intern_names(names, COUNT_OF(names)) < 0)
+    const InternedName names[] = {{&str_read_only, "read_only"}};
+    if (intern_names(names, COUNT_OF(names)) < 0 || inflight_counts_intern_names() < 0 || add_stats_intern_names() < 0)
         return NULL;
     const ModuleType types[] = {
         {&InFlightCountsType, "InFlightCounts"}, {&AddStatsType, "AddStats"}, {&RequestStreamType, "RequestStream"},
