@@ -1,10 +1,14 @@
-"""Faults put on real processes' disks, for the scenarios of tests/faults/ (docs/reliability.md).
+"""Faults put on real processes, for the scenarios of tests/faults/ (docs/reliability.md).
 
-``small_disk_over(dir, size_mb)``: a size-limited tmpfs (a real file system that answers ENOSPC) mounted
-over a stopped bookie's directory, with the directory's files copied in first, so a bookie of either
+Disks: ``small_disk_over(dir, size_mb)``: a size-limited tmpfs (a real file system that answers ENOSPC)
+mounted over a stopped bookie's directory, with the directory's files copied in first, so a bookie of either
 implementation restarts on it with its cookie and data; on exit the files are copied back and the mount
 removed, whatever happened. ``fill(dir, leave)`` fills it up to ``leave`` free bytes, ``free(filler)``
 gives the space back. ``flip_bit(file, offset, bit)``: damage at rest.
+
+ZooKeeper sessions: ``SessionExpiry(zk_connect, ledgers_root)`` expires the session a running bookie (either
+implementation) registered itself with, for real, on ZooKeeper's side (``expire``), and waits for the bookie to
+register again (``wait_registered``); ``expire_session`` does it for any session id.
 
 A fault that cannot be set up here (no permission to mount, say) raises ``FaultSetupError`` naming what was
 tried and why it failed: scenarios fail with it, they never skip.
@@ -16,9 +20,13 @@ import contextlib
 import os
 import shutil
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
+
+from kazoo.client import KazooClient
 
 
 class FaultSetupError(RuntimeError):
@@ -99,3 +107,118 @@ def flip_bit(path: Path, offset: int, bit: int) -> bytes:
         f.flush()
         os.fsync(f.fileno())
     return before
+
+
+# ------------------------------------------------------------------ ZooKeeper session expiry
+#
+# How a session is expired, and why this way: the standard technique, a second connection that presents the
+# victim's session id and password and then closes the session. ZooKeeper itself then expires it: it deletes
+# the session's ephemeral znodes (a bookie's registration) and answers the victim's next reconnection with
+# "session expired", exactly as after a timeout; the victim has to start a new session and register again.
+# It needs nothing from the victim process, so it works the same on our bookie and on Apache BookKeeper's:
+# - the session id is the ``ephemeralOwner`` of the bookie's registration znode (the session whose expiry
+#   matters), read from ZooKeeper;
+# - the password is not secret from ZooKeeper's side: the server derives it from the session id
+#   (``ZooKeeperServer.generatePasswd``: ``java.util.Random(sessionId ^ 0xB3415C00)``, 16 bytes, unchanged
+#   from 3.4 to 3.9) and checks a reconnection against that. A server that derived it otherwise would refuse
+#   the second connection, and ``expire_session`` says so (``FaultSetupError``) rather than pretend.
+# The other ways were worse for this: exposing the password from the bookie (its admin API, a log line) covers
+# our bookie only; cutting the process off ZooKeeper for longer than its session timeout needs a per-socket
+# firewall or network namespace (root, and the bookie's client connections must stay up while only its
+# ZooKeeper traffic is cut), takes a whole session timeout each time, and lands at an imprecise moment;
+# pausing the process (SIGSTOP) also stops it serving the writes the scenario is about.
+
+_ZK_PASSWORD_SECRET = 0xB3415C00  # ZooKeeperServer.superSecret
+_JAVA_RANDOM_MULTIPLIER = 0x5DEECE66D
+_48_BITS = (1 << 48) - 1
+
+
+def zookeeper_session_password(session_id: int) -> bytes:
+    """The password ZooKeeper gave session ``session_id`` (``ZooKeeperServer.generatePasswd``): java.util.Random
+    seeded with the id xor the server's constant, ``nextBytes`` of 16."""
+    seed = ((session_id ^ _ZK_PASSWORD_SECRET) ^ _JAVA_RANDOM_MULTIPLIER) & _48_BITS
+    password = b""
+    while len(password) < 16:
+        seed = (seed * _JAVA_RANDOM_MULTIPLIER + 0xB) & _48_BITS
+        password += (seed >> 16).to_bytes(4, "little")[:16 - len(password)]  # next(32), low byte first
+    return password
+
+
+def expire_session(zk_connect: str, session_id: int, *, attempts: int = 5, timeout: float = 10.0) -> None:
+    """Expire the live ZooKeeper session ``session_id``: take it over with its id and password, close it.
+
+    Confirmed on ZooKeeper's side: a last takeover attempt must be refused as expired. The victim can win its
+    session back between the takeover and the close (it reconnects at once); then it is taken over again.
+    """
+    password = zookeeper_session_password(session_id)
+    for attempt in range(attempts):
+        twin = KazooClient(hosts=zk_connect, client_id=(session_id, password), timeout=timeout)
+        try:
+            twin.start(timeout=timeout)
+            taken = twin.client_id is not None and twin.client_id[0] == session_id
+        finally:
+            twin.stop()  # when it holds the victim's session, this is the close that expires it
+            twin.close()
+        if not taken:
+            if attempt == 0:
+                raise FaultSetupError(f"expiring ZooKeeper session 0x{session_id:x} at {zk_connect}: the server "
+                                      "refused its id and derived password (the session was not alive, or this "
+                                      "ZooKeeper derives passwords otherwise than generatePasswd)")
+            return  # refused as expired: the previous close ended it
+    raise FaultSetupError(f"expiring ZooKeeper session 0x{session_id:x} at {zk_connect}: still alive after "
+                          f"{attempts} takeovers and closes")
+
+
+class SessionExpiry:
+    """Expires bookies' ZooKeeper sessions on one cluster; an observer connection of its own reads who holds
+    each registration. ``with SessionExpiry(zk, root) as zk_faults: old = zk_faults.expire(bookie_id)`` then
+    ``zk_faults.wait_registered(bookie_id, old)``. Blocking calls: from async code, ``asyncio.to_thread``."""
+
+    def __init__(self, zk_connect: str, ledgers_root: str) -> None:
+        self.zk_connect = zk_connect
+        self.ledgers_root = ledgers_root.rstrip("/")
+        self._zk = KazooClient(hosts=zk_connect, timeout=10.0)
+
+    def __enter__(self) -> SessionExpiry:
+        self._zk.start(timeout=30)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._zk.stop()
+        self._zk.close()
+
+    def registration(self, bookie_id: str) -> tuple[str, int] | None:
+        """``(path, session id)`` of the bookie's registration, writable or read-only; None when it has none."""
+        for path in (f"{self.ledgers_root}/available/{bookie_id}",
+                     f"{self.ledgers_root}/available/readonly/{bookie_id}"):
+            stat = self._zk.exists(path)
+            if stat is not None and stat.ephemeralOwner:
+                return path, int(stat.ephemeralOwner)
+        return None
+
+    def expire(self, bookie_id: str) -> int:
+        """Expire the session holding the bookie's registration; returns that session's id."""
+        found = self.registration(bookie_id)
+        if found is None:
+            raise FaultSetupError(f"expiring {bookie_id}'s ZooKeeper session: it is not registered under "
+                                  f"{self.ledgers_root}/available")
+        path, session_id = found
+        expire_session(self.zk_connect, session_id)
+        after = self.registration(bookie_id)
+        if after is not None and after[1] == session_id:  # ZooKeeper deletes ephemerals before it answers
+            raise FaultSetupError(f"{path} still held by session 0x{session_id:x} after it was expired")
+        return session_id
+
+    def wait_registered(self, bookie_id: str, expired: int, within: float) -> tuple[str, int]:
+        """Until the bookie is registered again by another session than ``expired``: ``(path, session id)``.
+        Raises ``TimeoutError`` after ``within`` seconds."""
+        deadline = time.monotonic() + within
+        while True:
+            found = self.registration(bookie_id)
+            if found is not None and found[1] != expired:
+                return found
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{bookie_id} not registered again within {within} s of the expiry of its "
+                                   f"session 0x{expired:x} (now: {found})")
+            time.sleep(0.05)

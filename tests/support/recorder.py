@@ -8,6 +8,7 @@ timeout, a cut connection) as an unknown outcome.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from bookie.client import BookKeeper, LedgerHandle
@@ -82,10 +83,12 @@ class Recorder:
         self._add("lac", handle.ledger_id, start, True, last=value)
         return value
 
-    async def read_back(self, handle: LedgerHandle) -> None:
-        """Every entry of a closed or recovered ledger, one read each."""
-        for entry in range(handle.metadata.last_entry_id + 1):
-            await self.read(handle, entry)
+    async def read_back(self, handle: LedgerHandle, *, concurrency: int = 1) -> None:
+        """Every entry of a closed or recovered ledger, one read each, ``concurrency`` of them at a time."""
+        last = handle.metadata.last_entry_id
+        for first in range(0, last + 1, concurrency):
+            batch = range(first, min(first + concurrency, last + 1))
+            await asyncio.gather(*(self.read(handle, entry) for entry in batch))
 
     def _add(self, kind: str, ledger: int, start: int, ok: bool, **fields: object) -> None:
         self.history.add(Op(kind, self.process, ledger, start, self.history.clock(), ok, **fields))  # type: ignore[arg-type]
