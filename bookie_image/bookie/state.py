@@ -126,10 +126,22 @@ class StateManager:
             await self._registrar(ro)
             self.status.running = True
 
-    async def reregister(self) -> None:
-        """After a ZooKeeper session expiry: register again in the current state."""
-        async with self._lock:
-            await self._registrar(self.status.read_only)
+    async def reregister(self, first_delay_s: float = 0.1, max_delay_s: float = 5.0) -> None:
+        """After a ZooKeeper session expiry: register again in the current state, until that succeeds. A failed
+        attempt (the connection lost again, ZooKeeper busy) is retried after ``first_delay_s``, doubling up to
+        ``max_delay_s``: a bookie that serves but is not registered gets no new ensembles and looks lost to the
+        auditor. (Apache BookKeeper's bookie shuts itself down instead; this one stays up and keeps trying.)"""
+        delay = first_delay_s
+        while True:
+            try:
+                async with self._lock:
+                    await self._registrar(self.status.read_only)
+                return
+            except Exception as exc:
+                log.warning("registering again after the ZooKeeper session expired failed (%s): retrying in "
+                            "%.1f s", exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, max_delay_s)
 
     async def set_manual(self, read_only: bool) -> None:
         """The REST API's switch. Raises ValueError when the configuration forbids it."""
