@@ -4,7 +4,7 @@
  * bookie.protocol._native exports one ``BookieProtocolApi`` in the capsule named below; a module that uses it
  * calls ``bookie_protocol_import()`` once, in its init function. Only bytes cross this interface: frames in,
  * decoded add fields and encoded adds and answers out. Nothing here knows about storage. The client's hot path
- * (bookie/client/_native.c) uses it too.
+ * (bookie/client/_client_stream.c) uses it too.
  */
 #ifndef BOOKIE_PROTOCOL_NATIVE_API_H
 #define BOOKIE_PROTOCOL_NATIVE_API_H
