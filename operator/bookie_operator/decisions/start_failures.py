@@ -196,35 +196,36 @@ class Degraded:
 
 
 def degraded(failures: Mapping[int, StartFailure], cluster: str, spec: BookieClusterSpec,
-             instance_id: str | None) -> Degraded | None:
+             instance_id: str | None, lay: builders.Layout | None = None) -> Degraded | None:
     """The Degraded condition for bookies that cannot start: the most specific reason, every bookie named
-    under its reason, and what to do."""
+    under its reason, and what to do. ``lay``: the cluster's names (an adopted StatefulSet keeps its claim
+    templates, so the claims to delete are named after them)."""
     if not failures:
         return None
     by_reason: dict[str, list[StartFailure]] = {}
     for _, f in sorted(failures.items()):
         by_reason.setdefault(f.reason, []).append(f)
-    parts = [_explain(reason, group, cluster, spec, instance_id)
+    parts = [_explain(reason, group, cluster, spec, instance_id, lay)
              for reason in REASONS for group in [by_reason.get(reason)] if group]
     first = next(r for r in REASONS if r in by_reason)
     return Degraded(first, "; ".join(parts))
 
 
 def _explain(reason: str, group: list[StartFailure], cluster: str, spec: BookieClusterSpec,
-             instance_id: str | None) -> str:
+             instance_id: str | None, lay: builders.Layout | None) -> str:
     pods = ", ".join(f.pod for f in group)
     if reason == COOKIE_MISMATCH:
         ids = next((f.instance_ids for f in group if f.instance_ids), None)
         if ids is not None:
-            return _foreign_volumes(group, ids, cluster, spec, instance_id)
+            return _foreign_volumes(group, ids, cluster, spec, instance_id, lay)
     detail = group[0].message if len(group) == 1 else f"{group[0].pod}: {group[0].message}"
     return f"{pods} cannot start ({reason}): {detail} ({ADVICE[reason]})"
 
 
 def _foreign_volumes(group: list[StartFailure], ids: tuple[str | None, str | None], cluster: str,
-                     spec: BookieClusterSpec, instance_id: str | None) -> str:
+                     spec: BookieClusterSpec, instance_id: str | None, lay: builders.Layout | None) -> str:
     expected, found = ids
-    claims = [c for f in group for c in builders.volume_claim_names(cluster, spec, f.ordinal)]
+    claims = [c for f in group for c in builders.volume_claim_names(cluster, spec, f.ordinal, lay)]
     where = f"{spec.metadata_service.zk_servers}{spec.metadata_service.ledgers_root}"
     return (f"{', '.join(f.pod for f in group)} cannot start (CookieMismatch): their volumes hold cookies of "
             f"BookKeeper instance {found!r} but the metadata service {where} is instance "
