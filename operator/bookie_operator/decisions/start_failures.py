@@ -22,6 +22,7 @@ from bookie.termination import (
     METADATA_UNREACHABLE,
     PORT_IN_USE,
     STARTUP_FAILED,
+    WRONG_IMAGE,
 )
 
 from bookie_operator import builders
@@ -31,9 +32,10 @@ Obj = dict[str, Any]
 CONTAINER = "bookie"
 
 # The reasons our bookie writes (bookie.termination), most specific first: the Degraded condition's
-# reason is the first of these that any bookie has.
-REASONS = (COOKIE_MISMATCH, INCOMPATIBLE_DISK, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, DISK_FULL, METADATA_UNREACHABLE,
-           PORT_IN_USE, STARTUP_FAILED)
+# reason is the first of these that any bookie has. WrongImage (also the operator's start script's, for an image
+# without our bookie) comes first: whatever else that image says follows from it.
+REASONS = (WRONG_IMAGE, COOKIE_MISMATCH, INCOMPATIBLE_DISK, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, DISK_FULL,
+           METADATA_UNREACHABLE, PORT_IN_USE, STARTUP_FAILED)
 
 _PREFIX = re.compile(r"^(?P<reason>[A-Z][A-Za-z]+): (?P<rest>.*)$", re.S)
 # Ours: "instance id 'A' != 'B'"; Apache BookKeeper's: "instanceId A is not matching with B" (A expected).
@@ -59,6 +61,7 @@ ADVICE = {
     METADATA_UNREACHABLE: "check spec.metadataService and that ZooKeeper is reachable from the pods",
     PORT_IN_USE: "another process holds the bookie's port",
     STARTUP_FAILED: "see the message and the pod's log",
+    WRONG_IMAGE: "set spec.image to an image of spec.implementation's bookie, or spec.implementation to the image's",
 }
 
 
@@ -219,6 +222,9 @@ def _explain(reason: str, group: list[StartFailure], cluster: str, spec: BookieC
         if ids is not None:
             return _foreign_volumes(group, ids, cluster, spec, instance_id, lay)
     detail = group[0].message if len(group) == 1 else f"{group[0].pod}: {group[0].message}"
+    if reason == WRONG_IMAGE:
+        return (f"{pods} cannot start ({reason}): {detail} (spec.image {spec.image} does not run "
+                f"{spec.implementation}'s bookie: {ADVICE[reason]})")
     return f"{pods} cannot start ({reason}): {detail} ({ADVICE[reason]})"
 
 
