@@ -28,8 +28,16 @@ def _print_json(value: Any) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run a bookie; a start-up failure is also the container's termination message (``bookie.termination``)."""
+    import os
+
+    from bookie import termination
     from bookie.server import run_bookie
 
+    wrong = termination.wrong_image(os.environ)
+    if wrong is not None:      # before the configuration: a pod built for another bookie has none of ours
+        termination.write(termination.WRONG_IMAGE, wrong, args.termination_log)
+        print(f"bookie: bookie cannot start ({termination.WRONG_IMAGE}): {wrong}", file=sys.stderr)
+        return 1
     return _run_service("bookie", run_bookie, args)
 
 

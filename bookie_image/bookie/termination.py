@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -28,8 +29,14 @@ DISK_FULL = "DiskFull"
 PORT_IN_USE = "PortInUse"
 INCOMPATIBLE_DISK = "IncompatibleDisk"  # a ledger directory in a layout this bookie cannot serve (not opened)
 STARTUP_FAILED = "StartupFailed"
+WRONG_IMAGE = "WrongImage"  # the pod is built for Apache BookKeeper's bookie, the image runs this one
 REASONS = (COOKIE_MISMATCH, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, METADATA_UNREACHABLE, DISK_FULL, PORT_IN_USE,
-           INCOMPATIBLE_DISK, STARTUP_FAILED)
+           INCOMPATIBLE_DISK, STARTUP_FAILED, WRONG_IMAGE)
+
+# The implementation a pod is built for, set by the operator in the bookie container (its spec.implementation):
+# ``bookie serve`` refuses to start in a pod built for another one (an image that does not match it).
+IMPLEMENTATION_ENV = "BOOKIE_FLEET_IMPLEMENTATION"
+IMPLEMENTATION = "bookie-fleet"
 
 _SPACE_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 
@@ -64,6 +71,17 @@ def render(reason: str, message: str) -> bytes:
     if len(data) <= MAX_BYTES:
         return data
     return data[:MAX_BYTES - 3].decode(errors="ignore").encode() + b"..."
+
+
+def wrong_image(env: Mapping[str, str]) -> str | None:
+    """Why this bookie must not start in a pod built for another implementation (``IMPLEMENTATION_ENV``); None
+    when the pod is built for it, or says nothing (outside the operator's pods)."""
+    wanted = env.get(IMPLEMENTATION_ENV, "")
+    if not wanted or wanted == IMPLEMENTATION:
+        return None
+    return (f"this image runs bookie-fleet's bookie, but the pod is built for {wanted} ({IMPLEMENTATION_ENV}, "
+            f"the cluster's spec.implementation): set spec.image to an image of {wanted}'s bookie, or "
+            f"spec.implementation to {IMPLEMENTATION}")
 
 
 def configured_path(flag: str | None) -> tuple[str, bool]:

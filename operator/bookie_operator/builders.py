@@ -15,6 +15,7 @@ from typing import Any
 
 import javaproperties
 from bookie.config import BookieConfig
+from bookie.termination import IMPLEMENTATION_ENV, WRONG_IMAGE
 
 from bookie_operator import models
 from bookie_operator.models import BOOKIE_PORT, HTTP_PORT, INSPECTOR_METRICS_PORT, INSPECTOR_PORT, BookieClusterSpec
@@ -66,9 +67,20 @@ TMP_DIR = "/tmp"
 METRICS_PORT = 8000
 DNS_PORT = 53
 
-# Our image: the ConfigMap's file plus the per-pod identity, then `bookie serve`.
+# Our image: the ConfigMap's file plus the per-pod identity, then `bookie serve`. An image without the `bookie`
+# command (Apache BookKeeper's, for one) is not ours: it stops there, saying so in its termination message.
+WRONG_IMAGE_MESSAGE = (f"{WRONG_IMAGE}: the image has no bookie command, so it does not run bookie-fleet's bookie, "
+                       "which the pod is built for (spec.implementation bookie-fleet): set spec.image to "
+                       "bookie-fleet's bookie image, or spec.implementation to the image's")
 PYTHON_START = (
     "set -e\n"
+    "if ! command -v bookie >/dev/null 2>&1; then\n"
+    f"  msg=\"{WRONG_IMAGE_MESSAGE}\"\n"
+    "  echo \"$msg\" >&2\n"
+    "  log=${BOOKIE_TERMINATION_LOG-/dev/termination-log}\n"
+    "  if [ -n \"$log\" ]; then printf '%s' \"$msg\" > \"$log\" || true; fi\n"
+    "  exit 1\n"
+    "fi\n"
     f"conf={RUN_DIR}/bk_server.conf\n"
     f"cp {CONF_DIR}/bk_server.conf \"$conf\"\n"
     "printf 'bookieId=%s\\nadvertisedAddress=%s\\nlisteningAddress=%s\\nhttpServerHost=%s\\n' "
@@ -584,6 +596,8 @@ def _env(owner: Owner, spec: BookieClusterSpec, lay: Layout | None = None) -> li
         {"name": "BOOKIE_ID", "value": f"$(POD_NAME).{(lay.service if lay else headless_service_name(owner.name))}"
                                        ".$(POD_NAMESPACE)"
                                        f".svc.{spec.cluster_domain}:{BOOKIE_PORT}"},
+        # The bookie the pod is built for: bookie-fleet's refuses to start in a pod built for the other one.
+        {"name": IMPLEMENTATION_ENV, "value": spec.implementation},
     ]
     if spec.implementation == "apache-bookkeeper":
         env += [{"name": "BK_bookieId", "value": "$(BOOKIE_ID)"},

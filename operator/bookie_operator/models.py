@@ -12,9 +12,11 @@ of the resource, and each field's description, type, range and CEL rule sit next
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Annotated, Any, Literal
 
 from bookie.config import BookieConfig
+from bookie.termination import IMPLEMENTATION_ENV
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -48,8 +50,42 @@ DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 
+# Images whose implementation is known from their repository, whatever the registry in front and the tag or
+# digest behind: the project's own and Apache's. spec.image naming one of them with the other spec.implementation
+# is refused (the CRD's CEL rule and the operator). Any other image is checked when its bookie starts: the pod is
+# built for spec.implementation, and an image that does not run that bookie stops with a WrongImage termination
+# message (builders.PYTHON_START, bookie.termination.wrong_image).
+KNOWN_IMAGES: dict[str, tuple[str, ...]] = {
+    "bookie-fleet": ("bookie-fleet/bookie",),
+    "apache-bookkeeper": ("bookie-fleet/apache-bookkeeper", "apache/bookkeeper", "apachepulsar/pulsar",
+                          "apachepulsar/pulsar-all"),
+}
+
+
+IMAGE_MISMATCH = ("spec.image is an image of the other implementation than spec.implementation (bookie-fleet/bookie "
+                  "runs bookie-fleet's bookie; bookie-fleet/apache-bookkeeper, apache/bookkeeper and apachepulsar/"
+                  "pulsar Apache BookKeeper's): change them together")
+
+def known_image_pattern(implementation: str) -> str:
+    """An RE2 (and Python) regular expression matching the known images of an implementation."""
+    names = "|".join(KNOWN_IMAGES[implementation])
+    return f"^([^@]*/)?({names})(:[^/@]*)?(@.*)?$"
+
+
+def image_implementation(image: str) -> str | None:
+    """The implementation a known image runs (``KNOWN_IMAGES``); None for any other image."""
+    return next((impl for impl in KNOWN_IMAGES if re.fullmatch(known_image_pattern(impl), image)), None)
+
+
+def _image_rule() -> tuple[str, str]:
+    other = {"bookie-fleet": "apache-bookkeeper", "apache-bookkeeper": "bookie-fleet"}
+    rule = " && ".join(f"!(self.implementation == '{impl}' && self.image.matches('{known_image_pattern(theirs)}'))"
+                       for impl, theirs in other.items())
+    return rule, IMAGE_MISMATCH
+
+
 # What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
-OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS"}
+OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS", IMPLEMENTATION_ENV}
 OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-", "token-hashes", "zk-digest")
 OWNED_VOLUME_NAMES = ("tmp",)
 OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
@@ -771,6 +807,7 @@ class BookieClusterSpec(Model):
     model_config = ConfigDict(json_schema_extra=_rules(
         ("self.replicas >= self.ensembleSize",
          "spec.replicas must be >= spec.ensembleSize (fewer bookies cannot hold an ensemble)"),
+        _image_rule(),
         _config_keys_rule(),
         ("!has(self.jvmOptions) || size(self.jvmOptions) == 0 || self.implementation == 'apache-bookkeeper'",
          "spec.jvmOptions: only for implementation apache-bookkeeper"),
@@ -784,8 +821,10 @@ class BookieClusterSpec(Model):
     replicas: int = Field(default=3, ge=1, le=100, description="Number of bookies.")
     ensemble_size: int = Field(default=3, ge=1, le=100, description="Ensemble size the clients use: the operator never "
                                "leaves fewer writable bookies than this, and never scales below it.")
-    image: str = Field(default=BOOKIE_IMAGE, description="Bookie container image.", min_length=1,
-                       max_length=512)
+    image: str = Field(default=BOOKIE_IMAGE, description="Bookie container image, of spec.implementation's bookie "
+                       "(the default is bookie-fleet's: set it with implementation apache-bookkeeper). Known images "
+                       "of the other implementation are refused; any other that does not run that bookie stops "
+                       "at start with a WrongImage termination message.", min_length=1, max_length=512)
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(default="IfNotPresent",
                                                                          description="Image pull policy.")
     implementation: Literal["bookie-fleet", "apache-bookkeeper"] = Field(
@@ -901,6 +940,10 @@ class BookieClusterSpec(Model):
         problems = self._escape_hatch_problems()
         if problems:
             raise ValueError("; ".join(problems))
+        known = image_implementation(self.image)
+        if known is not None and known != self.implementation:
+            raise ValueError(f"spec.image {self.image} runs {known}'s bookie, not spec.implementation "
+                             f"{self.implementation}'s: change spec.image and spec.implementation together")
         return self
 
     @property

@@ -65,6 +65,24 @@ def test_the_path_comes_from_the_environment_too(tmp_path: Path) -> None:
     assert "diskUsageThreshold" in message.read_text()
 
 
+def test_a_pod_built_for_apache_bookkeeper_is_wrong_image_before_any_configuration(tmp_path: Path) -> None:
+    # The operator's pod for Java bookies mounts no configuration where ours reads it: the image is the cause.
+    message = tmp_path / "termination-log"
+    result = serve(tmp_path / "no-such.conf", "--termination-log", str(message),
+                   env={"BOOKIE_FLEET_IMPLEMENTATION": "apache-bookkeeper"})
+    assert result.returncode == 1
+    assert message.read_text().startswith("WrongImage: this image runs bookie-fleet's bookie, but the pod is built "
+                                          "for apache-bookkeeper")
+    assert "set spec.image to an image of apache-bookkeeper's bookie" in message.read_text()
+
+
+def test_a_pod_built_for_bookie_fleet_starts_as_before(tmp_path: Path) -> None:
+    message = tmp_path / "termination-log"
+    conf = write_conf(tmp_path, tmp_path / "journal", tmp_path / "ledgers", "bookiePort=70000")
+    result = serve(conf, "--termination-log", str(message), env={"BOOKIE_FLEET_IMPLEMENTATION": "bookie-fleet"})
+    assert result.returncode == 2 and message.read_text().startswith("InvalidConfig: ")
+
+
 def test_nothing_is_written_outside_a_container(tmp_path: Path) -> None:
     assert not os.path.exists(DEFAULT_PATH), "this machine is not a container with a termination log"
     conf = write_conf(tmp_path, tmp_path / "journal", tmp_path / "ledgers", "bookiePort=70000")

@@ -129,7 +129,8 @@ def test_an_unusable_secret_is_named(data: dict[str, str], message: str) -> None
 @pytest.mark.parametrize("implementation", ["bookie-fleet", "apache-bookkeeper"])
 def test_our_bookies_and_the_inspectors_mount_the_hashes_and_read_them_from_their_configuration(
         implementation: str) -> None:
-    spec = models.parse_spec(cluster_spec(implementation=implementation))
+    image = "bookie-fleet/bookie:0.1.0" if implementation == "bookie-fleet" else "bookie-fleet/apache-bookkeeper:4.17.3"
+    spec = models.parse_spec(cluster_spec(implementation=implementation, image=image))
     owner = builders.Owner("bk", NS, "uid")
     pod = builders.statefulset(owner, spec, 3)["spec"]["template"]["spec"]
     ours = "bookie" if implementation == "bookie-fleet" else "inspector"
@@ -145,7 +146,7 @@ def test_our_bookies_and_the_inspectors_mount_the_hashes_and_read_them_from_thei
 
 
 def test_java_bookies_get_no_token_key_and_the_key_is_the_operators() -> None:
-    java = models.parse_spec(cluster_spec(implementation="apache-bookkeeper"))
+    java = models.parse_spec(cluster_spec(implementation="apache-bookkeeper", image="apache/bookkeeper:4.17.3"))
     assert "httpServerAuthTokenFile" not in builders.bookie_config(java)
     with pytest.raises(models.InvalidSpec, match="httpServerAuthTokenFile: owned by the operator"):
         models.parse_spec(cluster_spec(config={"httpServerAuthTokenFile": "/x"}))

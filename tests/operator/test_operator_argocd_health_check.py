@@ -1,11 +1,14 @@
 """Argo CD reads a BookieCluster's health with deploy/argocd's Lua check: run here by Lua 5.1 (gopher-lua's
 language, with the libraries Argo CD gives a check) over the statuses the operator's own decisions write in
 each state: Progressing while it creates or rolls, Healthy when Ready, Degraded when a bookie cannot start or the
-spec is invalid, Suspended during a decommission, and Progressing, never Healthy, for what it does not know."""
+spec is invalid, Suspended during a decommission and while a long operation waits for the user (a paused switch or
+rebalance, an adoption awaiting approval: statuses the whole reconcile writes against fakes), and Progressing, never
+Healthy, for what it does not know."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,9 +16,12 @@ from bookie_operator import decisions
 from bookie_operator.decisions import start_failures
 from bookie_operator.models import BookieClusterStatus
 
+from tests.operator.fakes import World, cluster_spec
 from tests.operator.gitops_health import ARGOCD_CHECK, argocd_health
 from tests.operator.health_objects import GENERATION, cluster, facts, invalid_spec, recovering, written
 from tests.operator.helpers import NOW, spec
+from tests.operator.test_operator_reconcile_adopt import chart_world
+from tests.operator.test_operator_reconcile_implementation_switch import fail_to_start
 
 REPO = Path(__file__).resolve().parents[2]
 ARGOCD_CM = REPO / "deploy" / "argocd" / "argocd-cm.yaml"
@@ -75,3 +81,80 @@ def test_a_status_it_does_not_know_is_progressing_never_healthy(status: BookieCl
 def test_the_argocd_cm_snippet_holds_the_same_check() -> None:
     data = yaml.safe_load(ARGOCD_CM.read_text())["data"]
     assert data == {"resource.customizations.health.bookie-fleet.dev_BookieCluster": ARGOCD_CHECK.read_text()}
+
+
+# ------------------------------------------------------------------ long operations held by the user
+JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
+OURS = {"implementation": "bookie-fleet", "image": "bookie-fleet/bookie:0.1.0"}
+
+
+async def _settled(w: World, **spec: Any) -> World:
+    w.kube.create_cluster(w.name, cluster_spec(**spec))
+    await w.tick()
+    await w.tick()
+    return w
+
+
+async def test_a_paused_implementation_switch_is_suspended_and_resumed_it_progresses() -> None:
+    w = await _settled(World(), **JAVA)
+    w.kube.patch_spec("bk", OURS)
+    while not any(d == "Pod/bk-2" for d in w.kube.deleted):
+        await w.tick()
+    assert argocd_health(w.kube.cluster("bk"))[0] == "Progressing"
+    w.kube.patch_spec("bk", {"implementationSwitch": {"paused": True}})
+    for _ in range(4):
+        await w.tick()
+    assert w.status["implementationSwitch"]["phase"] == "Paused"
+    assert argocd_health(w.kube.cluster("bk")) == (
+        "Suspended", "ImplementationSwitchPaused: apache-bookkeeper to bookie-fleet, 1 switched, 2 to go: "
+        "spec.implementationSwitch.paused")
+    w.kube.patch_spec("bk", {"implementationSwitch": {"paused": False}})
+    await w.tick()
+    assert argocd_health(w.kube.cluster("bk"))[0] == "Progressing"
+
+
+async def test_a_failed_implementation_switch_is_degraded_even_when_paused() -> None:
+    w = await _settled(World(), **JAVA)
+    w.kube.patch_spec("bk", OURS)
+    while not any(d == "Pod/bk-2" for d in w.kube.deleted):
+        await w.tick()
+    w.statefulsets.settle("bk")
+    fail_to_start(w, 2, "IncompatibleDisk: /bookie/ledgers-0: a table this bookie cannot open")
+    w.kube.patch_spec("bk", {"implementationSwitch": {"paused": True}})
+    for _ in range(3):
+        await w.tick()
+    assert w.status["implementationSwitch"]["phase"] == "Failed"
+    assert argocd_health(w.kube.cluster("bk"))[0] == "Degraded"
+
+
+async def test_a_paused_rebalance_is_suspended() -> None:
+    w = await _settled(World(), rebalance={"enabled": True, "paused": True})
+    await w.tick()
+    assert w.status["rebalance"]["phase"] == "Paused"
+    assert argocd_health(w.kube.cluster("bk")) == ("Suspended", "RebalancePaused: spec.rebalance.paused")
+    w.kube.patch_spec("bk", {"rebalance": {"paused": False}})
+    await w.tick()
+    await w.tick()
+    assert argocd_health(w.kube.cluster("bk"))[0] == "Healthy"
+
+
+async def test_an_adoption_awaiting_approval_is_suspended() -> None:
+    w = chart_world()
+    await w.tick()
+    assert w.status["adoption"]["phase"] == "AwaitingApproval"
+    status, message = argocd_health(w.kube.cluster(w.name))
+    assert status == "Suspended"
+    assert message == "AwaitingApproval: StatefulSet pulsar-bookie: set spec.adopt.approve to take it over"
+    w.kube.patch_spec(w.name, {"adopt": {"approve": True}})
+    await w.tick()
+    assert w.status["adoption"]["phase"] == "Replacing"
+    assert argocd_health(w.kube.cluster(w.name))[0] == "Progressing"
+
+
+async def test_a_refused_adoption_is_degraded() -> None:
+    w = chart_world()
+    w.kube.patch_spec(w.name, {"replicas": 4})
+    await w.tick()
+    assert w.status["adoption"]["phase"] == "Refused"
+    status, message = argocd_health(w.kube.cluster(w.name))
+    assert status == "Degraded" and message.startswith("ReplicasDiffer: "), message

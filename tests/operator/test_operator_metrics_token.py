@@ -54,7 +54,8 @@ async def test_a_missing_metrics_secret_stops_the_reconcile_until_it_exists() ->
 
 @pytest.mark.parametrize("implementation", ["bookie-fleet", "apache-bookkeeper"])
 def test_our_bookies_and_the_inspectors_read_the_hashes_from_their_configuration(implementation: str) -> None:
-    spec = models.parse_spec(cluster_spec(implementation=implementation,
+    image = "bookie-fleet/bookie:0.1.0" if implementation == "bookie-fleet" else "apache/bookkeeper:4.17.3"
+    spec = models.parse_spec(cluster_spec(implementation=implementation, image=image,
                                           adminApi={"metricsTokenSecretName": "bk-metrics-token"}))
     pod = builders.statefulset(builders.Owner("bk", NS, "uid"), spec, 3)["spec"]["template"]["spec"]
     [volume] = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == "bk-token-hashes"]

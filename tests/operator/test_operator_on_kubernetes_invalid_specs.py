@@ -1,6 +1,7 @@
 """Bad input: the API server refuses invalid specs with a message naming the field (the generated schema and
 its CEL rules); what only the operator can judge becomes an InvalidSpec condition and a Warning Event, and
-nothing is applied (no half-applied change, no crash loop). Fields that would give the spec's writer more than
+nothing is applied (no half-applied change, no crash loop). A known image of the other implementation than
+spec.implementation is refused by the API server's rule. Fields that would give the spec's writer more than
 the bookies need (here a hostPath volume and another ServiceAccount) are refused that way too, naming the field."""
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ ZK = "127.0.0.1:2181"
     # Java bookies would still serve plaintext clients: only BookieAuthZFactory refuses them.
     ({**JAVA, "tls": {"bookie": {"secretName": "bk-tls"}, "clientAuthentication": True}},
      "spec.tls.clientAuthentication on implementation apache-bookkeeper needs spec.tls.authorizedRoles"),
+    # spec.image of the other implementation (the default image is bookie-fleet's).
+    ({"image": "registry.example.com/apache/bookkeeper:4.17.3@sha256:0123"},
+     "spec.image is an image of the other implementation than spec.implementation"),
+    ({"implementation": "apache-bookkeeper"}, "spec.image is an image of the other implementation"),
 ])
 def test_the_api_server_refuses_invalid_specs_naming_the_field(
         kube: KubeTarget, kube_namespace: str, bookie_crd: str, spec: dict[str, Any], message: str) -> None:

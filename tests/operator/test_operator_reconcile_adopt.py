@@ -164,3 +164,22 @@ async def test_without_spec_adopt_the_statefulset_of_that_name_is_left_alone() -
     assert "StatefulSet/" + NAME not in w.kube.applied + w.kube.deleted and pods(w) == before
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
     assert f"StatefulSet {NAME} exists and is not this cluster's" in degraded["message"]
+
+
+async def test_after_adoption_a_cookie_mismatch_names_the_claims_the_cluster_uses() -> None:
+    w = chart_world()
+    await w.tick()
+    w.kube.patch_spec(NAME, {"adopt": {"approve": True}})
+    await run_to_end(w, None)
+    w.statefulsets.settle(NAME)
+    pod = w.kube.objects[("Pod", NS, f"{NAME}-1")]
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    pod["status"]["containerStatuses"] = [{"name": "bookie", "ready": False, "restartCount": 2, "lastState": {
+        "terminated": {"exitCode": 1, "finishedAt": "2026-11-24T02:50:00Z", "message":
+                       "org.apache.bookkeeper.bookie.BookieException$InvalidCookieException: instanceId "
+                       f"{w.status['instanceId']} is not matching with 3bf5-02"}}}]
+    await w.tick()
+    degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
+    assert degraded["status"] == "True" and degraded["reason"] == "CookieMismatch", degraded
+    assert f"delete the claims {NAME}-journal-{NAME}-1, {NAME}-ledgers-{NAME}-1 and then the pods" \
+        in degraded["message"], degraded["message"]

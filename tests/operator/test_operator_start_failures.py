@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bookie_operator import builders
 from bookie_operator.decisions import start_failures as sf
 from bookie_operator.models import BookieStatus, StartFailureStatus
 
@@ -81,6 +82,17 @@ def test_cookie_mismatch_between_instances_names_bookies_ids_claims_and_both_fix
     assert f"instance '{OLD}'" in found.message and f"is instance '{NEW}'" in found.message
     assert "journal-0-bk-0, ledgers-0-bk-0, journal-0-bk-1" in found.message
     assert "point spec.metadataService at the metadata service of instance" in found.message
+
+
+def test_cookie_mismatch_names_the_claims_of_the_layout_the_cluster_uses() -> None:
+    failures = sf.observe("pulsar-bookie", [pod("pulsar-bookie-2", MISMATCH)])
+    adopted = builders.Layout("pulsar-bookie", "pulsar-bookie-client",
+                              (builders.Volume("pulsar-bookie-journal", "/pulsar/data/bookkeeper/journal", "10Gi"),),
+                              (builders.Volume("pulsar-bookie-ledgers", "/pulsar/data/bookkeeper/ledgers", "50Gi"),))
+    found = sf.degraded(failures, "pulsar-bookie", spec(), NEW, adopted)
+    assert found is not None
+    assert "delete the claims pulsar-bookie-journal-pulsar-bookie-2, pulsar-bookie-ledgers-pulsar-bookie-2 and " \
+        "then the pods" in found.message, found.message
 
 
 def test_the_most_specific_reason_leads_and_every_bookie_is_named() -> None:

@@ -22,6 +22,7 @@ from bookie.termination import (
     METADATA_UNREACHABLE,
     PORT_IN_USE,
     STARTUP_FAILED,
+    WRONG_IMAGE,
 )
 
 from bookie_operator import builders
@@ -31,9 +32,10 @@ Obj = dict[str, Any]
 CONTAINER = "bookie"
 
 # The reasons our bookie writes (bookie.termination), most specific first: the Degraded condition's
-# reason is the first of these that any bookie has.
-REASONS = (COOKIE_MISMATCH, INCOMPATIBLE_DISK, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, DISK_FULL, METADATA_UNREACHABLE,
-           PORT_IN_USE, STARTUP_FAILED)
+# reason is the first of these that any bookie has. WrongImage (also the operator's start script's, for an image
+# without our bookie) comes first: whatever else that image says follows from it.
+REASONS = (WRONG_IMAGE, COOKIE_MISMATCH, INCOMPATIBLE_DISK, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, DISK_FULL,
+           METADATA_UNREACHABLE, PORT_IN_USE, STARTUP_FAILED)
 
 _PREFIX = re.compile(r"^(?P<reason>[A-Z][A-Za-z]+): (?P<rest>.*)$", re.S)
 # Ours: "instance id 'A' != 'B'"; Apache BookKeeper's: "instanceId A is not matching with B" (A expected).
@@ -59,6 +61,7 @@ ADVICE = {
     METADATA_UNREACHABLE: "check spec.metadataService and that ZooKeeper is reachable from the pods",
     PORT_IN_USE: "another process holds the bookie's port",
     STARTUP_FAILED: "see the message and the pod's log",
+    WRONG_IMAGE: "set spec.image to an image of spec.implementation's bookie, or spec.implementation to the image's",
 }
 
 
@@ -196,35 +199,39 @@ class Degraded:
 
 
 def degraded(failures: Mapping[int, StartFailure], cluster: str, spec: BookieClusterSpec,
-             instance_id: str | None) -> Degraded | None:
+             instance_id: str | None, lay: builders.Layout | None = None) -> Degraded | None:
     """The Degraded condition for bookies that cannot start: the most specific reason, every bookie named
-    under its reason, and what to do."""
+    under its reason, and what to do. ``lay``: the cluster's names (an adopted StatefulSet keeps its claim
+    templates, so the claims to delete are named after them)."""
     if not failures:
         return None
     by_reason: dict[str, list[StartFailure]] = {}
     for _, f in sorted(failures.items()):
         by_reason.setdefault(f.reason, []).append(f)
-    parts = [_explain(reason, group, cluster, spec, instance_id)
+    parts = [_explain(reason, group, cluster, spec, instance_id, lay)
              for reason in REASONS for group in [by_reason.get(reason)] if group]
     first = next(r for r in REASONS if r in by_reason)
     return Degraded(first, "; ".join(parts))
 
 
 def _explain(reason: str, group: list[StartFailure], cluster: str, spec: BookieClusterSpec,
-             instance_id: str | None) -> str:
+             instance_id: str | None, lay: builders.Layout | None) -> str:
     pods = ", ".join(f.pod for f in group)
     if reason == COOKIE_MISMATCH:
         ids = next((f.instance_ids for f in group if f.instance_ids), None)
         if ids is not None:
-            return _foreign_volumes(group, ids, cluster, spec, instance_id)
+            return _foreign_volumes(group, ids, cluster, spec, instance_id, lay)
     detail = group[0].message if len(group) == 1 else f"{group[0].pod}: {group[0].message}"
+    if reason == WRONG_IMAGE:
+        return (f"{pods} cannot start ({reason}): {detail} (spec.image {spec.image} does not run "
+                f"{spec.implementation}'s bookie: {ADVICE[reason]})")
     return f"{pods} cannot start ({reason}): {detail} ({ADVICE[reason]})"
 
 
 def _foreign_volumes(group: list[StartFailure], ids: tuple[str | None, str | None], cluster: str,
-                     spec: BookieClusterSpec, instance_id: str | None) -> str:
+                     spec: BookieClusterSpec, instance_id: str | None, lay: builders.Layout | None) -> str:
     expected, found = ids
-    claims = [c for f in group for c in builders.volume_claim_names(cluster, spec, f.ordinal)]
+    claims = [c for f in group for c in builders.volume_claim_names(cluster, spec, f.ordinal, lay)]
     where = f"{spec.metadata_service.zk_servers}{spec.metadata_service.ledgers_root}"
     return (f"{', '.join(f.pod for f in group)} cannot start (CookieMismatch): their volumes hold cookies of "
             f"BookKeeper instance {found!r} but the metadata service {where} is instance "

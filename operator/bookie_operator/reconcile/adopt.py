@@ -94,6 +94,7 @@ async def _check(t: Tick) -> bool:
     t.condition("Ready", False, "AdoptionPending", f"StatefulSet {name} is not the operator's yet")
     t.condition("Degraded", False, "AdoptionPending", "")
     if phase != "Replacing":
+        t.status.observed_generation = t.generation     # this spec is seen: it waits for approval (or a fix)
         return False
     t.event("Normal", "AdoptionApproved", f"StatefulSet {name}: replacing it with the operator's, pods orphaned "
             "(not restarted), then one pod at a time")
@@ -113,6 +114,7 @@ def _refuse(t: Tick, refusal: Refusal) -> None:
     t.condition(CONDITION, False, refusal.reason, refusal.message)
     t.condition("Ready", False, refusal.reason, refusal.message)
     t.condition("Degraded", True, refusal.reason, refusal.message)
+    t.status.observed_generation = t.generation
 
 
 async def _replace(t: Tick, state: AdoptionStatus) -> bool:

@@ -29,7 +29,7 @@ async def reclaim_foreign_volumes(t: Tick) -> None:
 def report_start_failures(t: Tick) -> None:
     for f in start_failures.transitions(t.start_failures, t.previous.bookies):
         t.event("Warning", f.reason, start_failures.event_message(f))
-    found = start_failures.degraded(t.start_failures, t.name, t.spec, t.status.instance_id)
+    found = start_failures.degraded(t.start_failures, t.name, t.spec, t.status.instance_id, t.layout)
     if found is None:
         return
     t.problems.insert(0, found.message)

@@ -5,7 +5,11 @@
 --   Degraded     Degraded=True (an invalid spec, bookies that cannot start, too few writable bookies,
 --                under-replicated ledgers, ...) or DataLoss=True (the last audit found entries with no replica)
 --   Suspended    Decommissioning=True: a bookie is leaving through the safe decommission, which waits on
---                autorecovery's re-replication before the cluster shrinks
+--                autorecovery's re-replication before the cluster shrinks; or a long operation held until the
+--                user lets it go on: an adoption awaiting spec.adopt.approve (Adopting=True AwaitingApproval),
+--                an implementation switch paused by spec.implementationSwitch.paused
+--                (status.implementationSwitch.phase Paused), a rebalance paused by spec.rebalance.paused
+--                (status.rebalance.phase Paused)
 --   Progressing  the operator has not seen this generation of the spec yet, Progressing=True (creating,
 --                scaling, a rolling restart, a compaction run), Ready=False, or anything this script does
 --                not know (a status it cannot read is never Healthy)
@@ -67,6 +71,27 @@ local decommissioning = condition(conditions, "Decommissioning")
 if is_true(decommissioning) then
   hs.status = "Suspended"
   hs.message = "Decommissioning " .. describe(decommissioning)
+  return hs
+end
+local adopting = condition(conditions, "Adopting")
+if is_true(adopting) and adopting.reason == "AwaitingApproval" then
+  hs.status = "Suspended"
+  hs.message = describe(adopting)
+  return hs
+end
+local switch = status.implementationSwitch
+if type(switch) == "table" and switch.phase == "Paused" then
+  local done = type(switch.converted) == "table" and #switch.converted or 0
+  local left = type(switch.remaining) == "table" and #switch.remaining or 0
+  hs.status = "Suspended"
+  hs.message = "ImplementationSwitchPaused: " .. tostring(switch.source) .. " to " .. tostring(switch.target)
+    .. ", " .. done .. " switched, " .. left .. " to go: " .. tostring(switch.message or "")
+  return hs
+end
+local rebalance = status.rebalance
+if type(rebalance) == "table" and rebalance.phase == "Paused" then
+  hs.status = "Suspended"
+  hs.message = "RebalancePaused: " .. tostring(rebalance.message or "")
   return hs
 end
 local progressing = condition(conditions, "Progressing")
