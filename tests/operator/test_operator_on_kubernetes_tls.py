@@ -9,7 +9,6 @@ bookies says so."""
 
 from __future__ import annotations
 
-import base64
 import socket
 import ssl
 from collections.abc import Callable
@@ -17,33 +16,17 @@ from pathlib import Path
 
 import pytest
 import trustme
-from bookie.client import BookKeeper, ClientConfig
+from bookie.client import ClientConfig
 from bookie.client.errors import UnauthorizedAccess
-from bookie.tls import ClientTLS
 from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import crd
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.operator.conftest import OperatorProcess, await_events, bookie_cluster, condition, get_cluster, wait_ready
+from tests.support.certificates import RESTRICTED, client_tls, issued, tls_secret, write_and_read
 from tests.support.kube import KubeTarget, wait_for
 from tests.support.zookeeper_tls import ZkIdentity
-
-RESTRICTED = "pod-security.kubernetes.io/enforce=restricted"
-
-
-def tls_secret(name: str, cert: bytes, key: bytes, ca: bytes) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": name},
-            "data": {k: base64.b64encode(v).decode() for k, v in
-                     {"tls.crt": cert, "tls.key": key, "ca.crt": ca}.items()}}
-
-
-def issued(ca: trustme.CA, *names: str, role: str | None = None) -> tuple[bytes, bytes]:
-    leaf = ca.issue_cert(*names, organization_unit_name=role)
-    key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
-    pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.NoEncryption())
-    return b"".join(b.bytes() for b in leaf.cert_chain_pems), pkcs8
 
 
 def served_certificate(ip: str, port: int, ca: bytes, hostname: str) -> bytes:
@@ -54,25 +37,6 @@ def served_certificate(ip: str, port: int, ca: bytes, hostname: str) -> bytes:
         der = tls.getpeercert(binary_form=True)
     assert der is not None
     return der
-
-
-def client_tls(directory: Path, ca: trustme.CA, role: str) -> ClientTLS:
-    """A client's TLS files: the CA, and a certificate whose OU carries ``role`` (BookKeeper's OU=0:role)."""
-    cert, key = issued(ca, f"{role}.clients.example", role=f"0:{role}")
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, data in (("ca.crt", ca.cert_pem.bytes()), (f"{role}.crt", cert), (f"{role}.key", key)):
-        (directory / name).write_bytes(data)
-    return ClientTLS(trust_store=str(directory / "ca.crt"), client_authentication=True,
-                     certificate_path=str(directory / f"{role}.crt"), key_store=str(directory / f"{role}.key"))
-
-
-async def write_and_read(config: ClientConfig) -> list[bytes]:
-    async with BookKeeper(config) as bk:
-        handle = await bk.create_ledger(ensemble_size=2, write_quorum=2, ack_quorum=2)
-        for i in range(10):
-            await handle.add(f"entry-{i}".encode())
-        await handle.close()
-        return [e.payload for e in await (await bk.open_ledger(handle.ledger_id)).read(0, 9)]
 
 
 async def test_a_tls_cluster_in_a_restricted_namespace(

@@ -13,7 +13,7 @@ from bookie.tls import ClientTLS
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 from tests.operator.conftest import JAVA, OperatorProcess, bookie_cluster, condition, wait_ready
-from tests.operator.test_operator_on_kubernetes_tls import RESTRICTED, issued, tls_secret, write_and_read
+from tests.support.certificates import RESTRICTED, issued, tls_secret, write_and_read
 from tests.support.kube import KubeTarget
 
 
