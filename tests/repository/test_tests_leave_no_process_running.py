@@ -1,16 +1,19 @@
 """A process that a test starts and leaves running without an owner (its parent gone) is killed after the test's
 teardown, and the test errors naming it (tests/support/leftovers.py); what a fixture starts during setup, for
 the session, is not a leftover, nor are the helpers such a process starts later, nor a process the test process
-itself still holds (a session cluster's member that a test restarted).
+itself still holds (a session cluster's member that a test restarted). A run stopped by SIGTERM tears its session
+fixtures down, as on Ctrl-C, and so stops what they started.
 
 Each case runs an inner pytest session in its own process, with the plugin, on a real child process."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,3 +93,40 @@ def test_a_session_fixtures_process_its_helpers_and_a_stopped_process_are_not_le
             members.append(subprocess.Popen(["sleep", "300"]))
         """)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_run_stopped_by_sigterm_stops_what_its_session_fixtures_started(tmp_path: Path) -> None:
+    pidfile, started = tmp_path / "pid", tmp_path / "started"
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.support.leftovers"]\n')
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(f"""
+        import subprocess, time
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def server():
+            proc = subprocess.Popen(["sleep", "300"])  # a session's server: its teardown stops it
+            open("{pidfile}", "w").write(str(proc.pid))
+            yield proc
+            proc.terminate()
+            proc.wait()
+
+        def test_runs_long(server):
+            open("{started}", "w").write("")
+            time.sleep(300)
+        """))
+    inner = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(tmp_path),
+                              f"--rootdir={tmp_path}"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert time.monotonic() < deadline and inner.poll() is None, "the inner test did not start"
+            time.sleep(0.1)
+        inner.send_signal(signal.SIGTERM)
+        out, _ = inner.communicate(timeout=60)
+    finally:
+        if inner.poll() is None:
+            inner.kill()
+            inner.wait()
+    assert inner.returncode != 0, out
+    assert _gone_or_zombie(int(pidfile.read_text())), f"the session fixture's process still runs:\n{out}"

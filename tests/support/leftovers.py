@@ -11,6 +11,11 @@ or a process that ran before the test (a session fixture's server starting helpe
 Python workers), has an owner: a test may restart a member of a session's cluster, which that cluster stops.
 Containers of the local Kubernetes get a fresh environment: the local control plane's own teardown answers for
 them.
+
+A test run told to stop with SIGTERM (a CI job's time limit, ./scripts/test's exit trap) stops as on Ctrl-C: the
+running test is interrupted and every fixture's teardown runs, session ones included, so its local control plane,
+ZooKeeper and bookies stop with it. Python's default for SIGTERM would end the process at once and leave them all
+running, orphaned.
 """
 
 from __future__ import annotations
@@ -131,5 +136,10 @@ class _Leftovers:
                 and not _descends_from(pid, owners)}
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Leftovers(), "bookie_fleet_leftovers")
+    signal.signal(signal.SIGTERM, _interrupt)
