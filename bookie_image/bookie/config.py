@@ -338,8 +338,8 @@ class BookieConfig(BaseModel):
     authorized_roles: str = Field(
         "", description="Comma list of the roles BookieAuthZFactory admits.")
     only_secure_clients_allowed: bool = Field(
-        False, description="Ours (BookKeeper 4.17 has no such key; a Java bookie ignores it): answer EUA to every "
-                           "request but START_TLS and AUTH on a connection that has not started TLS.")
+        False, description="Ours (BookKeeper 4.17 and 4.18 have no such key; a Java bookie ignores it): answer EUA "
+                           "to every request but START_TLS and AUTH on a connection that has not started TLS.")
 
     # --- Prometheus (BookKeeper's PrometheusMetricsProvider keys); /metrics is always on the admin port too
     enable_statistics: bool = Field(

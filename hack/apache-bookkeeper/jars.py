@@ -1,6 +1,7 @@
 """The Apache BookKeeper classpath of the Java bookie image, pinned: Maven coordinates and sha256.
 
-    python3 hack/apache-bookkeeper/jars.py lock                # rewrite jars.lock from hack/maven/pom.xml
+    python3 hack/apache-bookkeeper/jars.py lock                # rewrite jars.lock from pom.xml (beside it)
+    python3 hack/apache-bookkeeper/jars.py check               # fail if jars.lock is not pom.xml's classpath
     python3 hack/apache-bookkeeper/jars.py stage DIR [--settings FILE]   # the locked jars, through Maven
     python3 jars.py install jars.lock STAGED /opt/bookkeeper/lib         # inside the image build
 
@@ -9,8 +10,11 @@ machine behind a company mirror or proxy repository (``~/.m2/settings.xml``: mir
 builds the image as one that reaches the public repository directly. The image build receives them as a
 build context (``bookkeeper-jars``, see the Dockerfile). ``install`` needs only the Python standard library
 (it runs in the image build, on the base image's interpreter) and refuses a set of jars that is not exactly
-the lock's, byte for byte. The file names are Maven's (``dependency:copy-dependencies``), so the image's lib/
-holds the same files as the bootstrap's classpath.
+the lock's, byte for byte. The file names are Maven's (``dependency:copy-dependencies``).
+
+The classpath is that of ``pom.xml`` beside this file (the image's Apache BookKeeper version, with the
+versions BookKeeper's own build manages), not hack/maven/pom.xml's (the tests' Java bookies outside
+Kubernetes, a version of their own).
 """
 
 from __future__ import annotations
@@ -135,8 +139,12 @@ def stage(lock: Path, target: Path, settings: Path | None) -> None:
         install(lock, project / "lib", target)
 
 
-def lock(pom_dir: Path, out: Path) -> None:
-    """Resolve hack/maven's runtime classpath with Maven and write its coordinates and hashes."""
+HEADER = ("# The Java bookie image's classpath (hack/apache-bookkeeper/pom.xml's runtime scope), resolved by Maven.\n"
+          "# Regenerate after changing the pom: python3 hack/apache-bookkeeper/jars.py lock\n")
+
+
+def resolve(pom_dir: Path) -> str:
+    """The lock's text for the runtime classpath of ``pom_dir``'s pom, resolved by the user's Maven."""
     with tempfile.TemporaryDirectory() as tmp:
         listing = Path(tmp) / "deps.txt"
         subprocess.run(["mvn", "-q", "-B", "dependency:list", "-DincludeScope=runtime",
@@ -151,15 +159,34 @@ def lock(pom_dir: Path, out: Path) -> None:
             classifier = fields[3] if len(fields) == 7 else ""
             version, path = fields[-3], Path(fields[-1])
             jars.append(Jar(group, artifact, version, classifier, sha256_of(path)))
-    header = ("# The Java bookie image's classpath (hack/maven/pom.xml's runtime scope), resolved by Maven.\n"
-              "# Regenerate after changing the pom: python3 hack/apache-bookkeeper/jars.py lock\n")
-    out.write_text(header + "".join(j.line() + "\n" for j in sorted(jars, key=lambda j: j.line())))
+    return HEADER + "".join(j.line() + "\n" for j in sorted(jars, key=lambda j: j.line()))
+
+
+def lock(pom_dir: Path, out: Path) -> None:
+    """Resolve the pom's runtime classpath with Maven and write its coordinates and hashes."""
+    out.write_text(resolve(pom_dir))
+
+
+def check(pom_dir: Path, locked: Path) -> int:
+    """0 when ``locked`` is the pom's classpath as Maven resolves it now; otherwise the differences, and 1."""
+    want = {j.line() for j in parse_lock(resolve(pom_dir))}
+    have = {j.line() for j in parse_lock(locked.read_text())}
+    if want == have:
+        return 0
+    for line in sorted(have - want):
+        print(f"only in {locked.name}: {line}", file=sys.stderr)
+    for line in sorted(want - have):
+        print(f"only in the pom's classpath: {line}", file=sys.stderr)
+    print(f"{locked} is not {pom_dir / 'pom.xml'}'s classpath: run python3 hack/apache-bookkeeper/jars.py lock",
+          file=sys.stderr)
+    return 1
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
-    sub.add_parser("lock", help="rewrite jars.lock from hack/maven/pom.xml")
+    sub.add_parser("lock", help="rewrite jars.lock from pom.xml (beside this file)")
+    sub.add_parser("check", help="fail if jars.lock is not pom.xml's classpath as Maven resolves it")
     staging = sub.add_parser("stage", help="resolve the locked jars with Maven into a directory")
     staging.add_argument("target", type=Path)
     staging.add_argument("--lock", type=Path, default=HERE / "jars.lock")
@@ -171,7 +198,9 @@ def main(argv: list[str]) -> int:
     put.add_argument("target", type=Path)
     args = parser.parse_args(argv)
     if args.what == "lock":
-        lock(HERE.parent / "maven", HERE / "jars.lock")
+        lock(HERE, HERE / "jars.lock")
+    elif args.what == "check":
+        return check(HERE, HERE / "jars.lock")
     elif args.what == "stage":
         stage(args.lock, args.target, args.settings)
     else:

@@ -26,7 +26,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-BOOKKEEPER_VERSION = "4.17.3"  # the Java bookie image's (hack/apache-bookkeeper)
+BOOKKEEPER_VERSION = "4.18.0"  # the Java bookie image's (hack/apache-bookkeeper/pom.xml)
 KEY_SET_VERSIONS = ("4.17.3", "4.18.0")  # whose keys the checked-in list holds
 KEYS_FILE = Path(__file__).with_name("apache_bookkeeper_keys.txt")
 CLASSES = (

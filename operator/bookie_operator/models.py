@@ -564,7 +564,7 @@ class SecretRef(Model):
                              pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
 
 
-# BookKeeper 4.17 serves plaintext next to TLS unless an auth plugin refuses it: for Java bookies only
+# BookKeeper (4.17, 4.18) serves plaintext next to TLS unless an auth plugin refuses it: for Java bookies only
 # BookieAuthZFactory keeps clientAuthentication's promise (our onlySecureClientsAllowed is unknown to them).
 JAVA_CLIENT_AUTH_NEEDS_ROLES = (
     "spec.tls.clientAuthentication on implementation apache-bookkeeper needs spec.tls.authorizedRoles: "

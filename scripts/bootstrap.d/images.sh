@@ -37,7 +37,10 @@ fi
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/pyproject.toml" | head -n1)"
 crd_tag="$(sed -n 's/^BOOKIE_IMAGE = "bookie-fleet\/bookie:\([^"]*\)".*/\1/p' "$repo/operator/bookie_operator/models.py")"
 [ "$version" = "$crd_tag" ] || fail "pyproject.toml's version $version differs from the CRD's default bookie image tag $crd_tag (operator/bookie_operator/models.py)"
-bk_version="$(sed -n 's:.*<bookkeeper.version>\(.*\)</bookkeeper.version>.*:\1:p' "$repo/hack/maven/pom.xml")"
+# The Java bookie image's BookKeeper version: its own pom's (the tests outside Kubernetes have hack/maven's).
+bk_version="$(sed -n 's:.*<bookkeeper.version>\(.*\)</bookkeeper.version>.*:\1:p' "$repo/hack/apache-bookkeeper/pom.xml")"
+bk_label="$(sed -n 's/^ARG bookkeeper_version=//p' "$repo/hack/apache-bookkeeper/Dockerfile")"
+[ "$bk_version" = "$bk_label" ] || fail "hack/apache-bookkeeper/pom.xml's bookkeeper.version $bk_version differs from its Dockerfile's bookkeeper_version $bk_label (the image's label)"
 images=(
   "bookie-fleet/bookie:$version bookie_image/Dockerfile"
   "bookie-fleet/operator:$version operator/Dockerfile"

@@ -51,7 +51,11 @@ async def test_bookie_image_serves_a_client_from_its_volume(
         "journalDirectories": "/bookie/journal", "ledgerDirectories": "/bookie/ledgers",
         "httpServerEnabled": True, "httpServerPort": http_port, "journalSyncData": False,
         "diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998, "autoRecoveryDaemonEnabled": False,
-        **(JAVA_ONLY if role == "apache-bookkeeper" else {"httpServerHost": "127.0.0.1"}),
+        # The Java bookie's id given as the operator gives it: without one, Apache BookKeeper 4.18 also derives
+        # a hostname id at start (its cookie check) and refuses to start where its address has no reverse name,
+        # as in this container (no runtime-written /etc/hosts).
+        **({**JAVA_ONLY, "bookieId": f"127.0.0.1:{port}"} if role == "apache-bookkeeper"
+           else {"httpServerHost": "127.0.0.1"}),
     }
     conf_dest, args = CONF[role]
     conf_dir = tmp_path / "conf"

@@ -26,9 +26,9 @@ def test_apache_bookkeeper_image_runs_the_java_bookie(kube: KubeTarget, kube_nam
            {"name": "BK_httpServerEnabled", "value": "false"},
            {"name": "BK_journalSyncData", "value": "false"}]
     kube.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bookie"}, "spec": {
-        "initContainers": [{"name": "format", "image": "bookie-fleet/apache-bookkeeper:4.17.3",
+        "initContainers": [{"name": "format", "image": "bookie-fleet/apache-bookkeeper:4.18.0",
                             "args": ["shell", "initnewcluster"], "env": env}],
-        "containers": [{"name": "bookie", "image": "bookie-fleet/apache-bookkeeper:4.17.3", "env": env,
+        "containers": [{"name": "bookie", "image": "bookie-fleet/apache-bookkeeper:4.18.0", "env": env,
                         "volumeMounts": [{"name": "data", "mountPath": "/bk"}],
                         "readinessProbe": {"tcpSocket": {"port": 32181}, "periodSeconds": 1}}],
         "volumes": [{"name": "data", "emptyDir": {}}],

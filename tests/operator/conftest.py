@@ -40,7 +40,7 @@ INTERVAL = 2.0
 
 # Spec fields that run Apache BookKeeper's bookies (the pod runner maps this image to the Maven-assembled
 # Java bookie) instead of ours; tests parametrized over IMPLEMENTATIONS run the same scenario on both.
-JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
+JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.18.0"}
 IMPLEMENTATIONS = {"bookie-fleet": {}, "apache-bookkeeper": JAVA}
 
 

@@ -22,7 +22,7 @@ URI = f"zk+hierarchical://{ZK}/ledgers"
 
 def _spec(**overrides: Any) -> BookieClusterSpec:
     spec: dict[str, Any] = {"replicas": 3, "ensembleSize": 2, "implementation": "apache-bookkeeper",
-                            "image": "bookie-fleet/apache-bookkeeper:4.17.3",
+                            "image": "bookie-fleet/apache-bookkeeper:4.18.0",
                             "metadataService": {"zkServers": ZK}, "adopt": {"statefulSetName": NAME}}
     spec.update(overrides)
     return parse_spec(spec)
@@ -139,7 +139,7 @@ def test_the_diff_shows_the_template_and_configuration_changes_and_is_bounded() 
     assert text.startswith(f"--- live/StatefulSet/{NAME}/spec/template\n+++ desired/StatefulSet/{NAME}/spec/template")
     lines = text.splitlines()
     assert "-    - configMapRef:" in lines, "the chart's envFrom goes"
-    assert "+      image: bookie-fleet/apache-bookkeeper:4.17.3" not in lines, "the image stays"
+    assert "+      image: bookie-fleet/apache-bookkeeper:4.18.0" not in lines, "the image stays"
     assert "-httpServerPort=8000" in lines and "+httpServerPort=8080" in lines
     assert not any(line.startswith(("-journalDirectories", "+journalDirectories", "-ledgerDirectories"))
                    for line in lines), "the directories stay"

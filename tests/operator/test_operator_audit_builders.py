@@ -100,7 +100,7 @@ def test_jvm_options_reach_spark_submit_the_driver_and_the_executors() -> None:
 
 
 def test_apache_bookkeeper_bookies_are_audited_through_their_inspectors() -> None:
-    spec = parse_spec({**BASE, "implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3",
+    spec = parse_spec({**BASE, "implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.18.0",
                        "audit": {"schedule": "0 3 * * *"}})
     args = ab.audit_job(OWNER, spec, "r", [0, 1])["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--rest-bookie" not in args
@@ -110,7 +110,7 @@ def test_apache_bookkeeper_bookies_are_audited_through_their_inspectors() -> Non
 
 
 def test_apache_bookkeeper_bookies_without_inspectors_are_audited_by_rest() -> None:
-    spec = parse_spec({**BASE, "implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3",
+    spec = parse_spec({**BASE, "implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.18.0",
                        "audit": {"schedule": "0 3 * * *"}, "inspector": {"enabled": False}})
     args = ab.audit_job(OWNER, spec, "r", [0, 1])["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--logs" not in args

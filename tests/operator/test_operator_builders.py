@@ -188,6 +188,6 @@ def test_without_escape_hatches_the_pod_has_none_of_their_fields() -> None:
 
 def test_default_memory_requests_are_spelled_as_the_api_server_stores_them() -> None:
     # The live StatefulSet holds canonical quantities; a desired "2048Mi" would never match its "2Gi".
-    java = spec(implementation="apache-bookkeeper", image="bookie-fleet/apache-bookkeeper:4.17.3")
+    java = spec(implementation="apache-bookkeeper", image="bookie-fleet/apache-bookkeeper:4.18.0")
     assert builders.resources(java)["requests"]["memory"] == "2Gi"
     assert builders.mebibytes(384) == "384Mi" and builders.mebibytes(1024) == "1Gi"

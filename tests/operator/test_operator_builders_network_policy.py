@@ -17,7 +17,7 @@ OWNER = Owner("bk", "ns", "uid-1")
 OPERATOR = builders.operator_peer("ops", {"app.kubernetes.io/name": "bookie-operator",
                                           "app.kubernetes.io/instance": "bkop"})
 BOOKIES = {"podSelector": {"matchLabels": builders.selector_labels("bk")}}
-JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
+JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.18.0"}
 
 
 def policy(**fields: Any) -> dict[str, Any]:

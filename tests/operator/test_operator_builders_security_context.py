@@ -16,7 +16,7 @@ from tests.operator.helpers import spec
 
 OWNER = Owner("bk", "ns", "uid-1")
 REPO = Path(__file__).resolve().parents[2]
-JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
+JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.18.0"}
 # The volume types the restricted profile admits.
 RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
                       "projected", "secret"}

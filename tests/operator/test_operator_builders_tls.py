@@ -13,7 +13,7 @@ from bookie_operator.builders import Owner
 from tests.operator.helpers import spec
 
 OWNER = Owner("bk", "ns", "uid-1")
-JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
+JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.18.0"}
 ALL = {"bookie": {"secretName": "bk-tls"}, "admin": {"secretName": "bk-admin-tls"},
        "zookeeper": {"secretName": "bk-zk-tls"}}
 

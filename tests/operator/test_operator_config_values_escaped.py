@@ -31,7 +31,7 @@ HOSTILE = [
 
 
 def rendered(value: str, implementation: str) -> str:
-    fields = {"implementation": implementation, "image": "bookie-fleet/apache-bookkeeper:4.17.3"} \
+    fields = {"implementation": implementation, "image": "bookie-fleet/apache-bookkeeper:4.18.0"} \
         if implementation == "apache-bookkeeper" else {}
     s = spec(**fields, config={"prometheusStatsHttpAddress": value})
     return str(builders.configmap(OWNER, s)["data"]["bk_server.conf"])

@@ -102,7 +102,7 @@ async def test_a_switch_to_a_known_image_of_the_other_implementation_rolls_nothi
         await w.tick()
     assert pod_deletions(w) == [] and switch(w) == {}
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
-    assert degraded["reason"] == "InvalidSpec" and "spec.image bookie-fleet/apache-bookkeeper:4.17.3 runs " \
+    assert degraded["reason"] == "InvalidSpec" and f"spec.image {JAVA['image']} runs " \
         "apache-bookkeeper's bookie, not spec.implementation bookie-fleet's" in degraded["message"]
     sts = w.kube.objects[("StatefulSet", NS, "bk")]
     labels = sts["spec"]["template"]["metadata"]["labels"]

@@ -12,12 +12,13 @@ from bookie_operator.models import InvalidSpec
 
 from tests.operator.helpers import spec
 
-JAVA = {"implementation": "apache-bookkeeper", "image": "apache/bookkeeper:4.17.3"}
+JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.18.0"}
 
 
 @pytest.mark.parametrize("lib_env", ["BOOKIE_FLEET_BK_LIB", "BOOKIE_FLEET_BK_COMPAT_LIB"])
 def test_the_checked_in_key_list_holds_every_key_of_both_versions_jars(lib_env: str) -> None:
-    """The image's Apache BookKeeper version (4.17.3) and the compatibility matrix's other (4.18.0)."""
+    """The tests' pinned Apache BookKeeper version (4.17.3) and the Java bookie image's (4.18.0, the same jars:
+    tests/images/test_images_java_classpath_lock.py)."""
     lib = Path(os.environ[lib_env])
     from_jars = java_config.keys_from_jars(lib)
     assert {"dbStorage_writeCacheMaxSizeMb", "numAddWorkerThreads", "ensemblePlacementPolicy",
@@ -35,7 +36,7 @@ def test_a_java_bookie_cluster_accepts_a_java_only_key_and_names_a_typo() -> Non
     assert s.config["numAddWorkerThreads"] == 4
     with pytest.raises(InvalidSpec) as exc:
         spec(**JAVA, config={"numAddWorkerThread": 4})
-    assert str(exc.value) == ("spec.config.numAddWorkerThread: not an Apache BookKeeper 4.17.3 configuration key "
+    assert str(exc.value) == ("spec.config.numAddWorkerThread: not an Apache BookKeeper 4.18.0 configuration key "
                               "(did you mean numAddWorkerThreads?)")
 
 

@@ -23,7 +23,7 @@ NS = "bookies"
 OWNER = Owner("bk", NS, "uid-1")
 OPERATOR_LABELS = {"app.kubernetes.io/name": "bookie-operator", "app.kubernetes.io/instance": "bkop"}
 OPERATOR = builders.operator_peer("ops", OPERATOR_LABELS)
-JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
+JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.18.0"}
 BROKERS = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "pulsar"}},
            "podSelector": {"matchLabels": {"component": "broker"}}}
 # The pods that try to connect, by name: (namespace, pod labels).

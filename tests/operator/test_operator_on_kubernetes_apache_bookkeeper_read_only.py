@@ -1,6 +1,6 @@
-"""The same operator drives Apache BookKeeper's Java bookies (image apache/bookkeeper, mapped by the pod
-runner to the Java bookie from Maven Central): read-only control from disk usage. (Scheduled compaction and
-scale-down run on both implementations in their own files.)"""
+"""The same operator drives Apache BookKeeper's Java bookies (the Java bookie image,
+bookie-fleet/apache-bookkeeper: Apache BookKeeper 4.18.0): read-only control from disk usage. (Scheduled
+compaction and scale-down run on both implementations in their own files.)"""
 
 from __future__ import annotations
 

@@ -95,7 +95,9 @@ def test_services_list_ready_bookies_and_pod_clients_use_bookie_ids_through_dns(
     try:
         for bookie_id in ids:
             zk.set(f"{root}/available/{bookie_id}", b"")
-        harness = os.environ["BOOKIE_FLEET_JAVA_HARNESS"]
+        # The Java client runs on the Java bookie image's classpath (Apache BookKeeper 4.18.0): the harness compiled
+        # against that version's jars (tests/images/test_images_java_classpath_lock.py ties the two).
+        harness = os.environ["BOOKIE_FLEET_BK_COMPAT_HARNESS"]
         kube.apply([
             _client_pod("ours", "bookie-fleet/bookie:0.1.0",
                         ["/opt/venv/bin/python", "-c", OUR_CLIENT, zookeeper.connect_string, root, str(ENTRIES)]),

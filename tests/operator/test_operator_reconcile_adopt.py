@@ -23,7 +23,7 @@ Obj = dict[str, Any]
 def chart_world(**config: Any) -> World:
     """The chart's ConfigMap, Service, StatefulSet and its three Ready pods, and a BookieCluster adopting them."""
     w = World(name=NAME)
-    spec = cluster_spec(implementation="apache-bookkeeper", image="bookie-fleet/apache-bookkeeper:4.17.3",
+    spec = cluster_spec(implementation="apache-bookkeeper", image="bookie-fleet/apache-bookkeeper:4.18.0",
                         adopt={"statefulSetName": NAME})
     uri = f"zk+hierarchical://{spec['metadataService']['zkServers']}/ledgers"
     for obj in bookie_objects("pulsar", uri, replicas=3, **config):

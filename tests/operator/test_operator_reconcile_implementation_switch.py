@@ -14,7 +14,7 @@ from bookie_operator import builders
 
 from tests.operator.fakes import NS, OperatorCrashed, World, cluster_spec
 
-JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
+JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.18.0"}
 OURS = {"implementation": "bookie-fleet", "image": "bookie-fleet/bookie:0.1.0"}
 CONFIG = {"flushInterval": 1000, "journalSyncData": False}     # keys both implementations know
 

@@ -34,7 +34,7 @@ def secret(cert: trustme.LeafCert, ca: trustme.CA, *, pkcs8: bool = True,
 def verdict(secrets: dict[str, dict[str, bytes] | None], implementation: str = "bookie-fleet",
             **tls: Any) -> Any:
     s = spec(implementation=implementation, tls=tls,
-             **({"image": "bookie-fleet/apache-bookkeeper:4.17.3"} if implementation != "bookie-fleet" else {}))
+             **({"image": "bookie-fleet/apache-bookkeeper:4.18.0"} if implementation != "bookie-fleet" else {}))
     assert s.tls is not None
     return check_tls(s.tls, s.implementation, secrets, HOSTS, NOW)
 
@@ -127,7 +127,7 @@ def test_spec_rules_of_tls() -> None:
     with pytest.raises(ValueError, match=r"authorizedRoles needs spec\.tls\.clientAuthentication"):
         spec(tls={"bookie": {"secretName": "a"}, "authorizedRoles": ["broker"]})
     with pytest.raises(ValueError, match="admin HTTP server reads Java key stores only"):
-        spec(implementation="apache-bookkeeper", image="bookie-fleet/apache-bookkeeper:4.17.3",
+        spec(implementation="apache-bookkeeper", image="bookie-fleet/apache-bookkeeper:4.18.0",
              tls={"admin": {"secretName": "a"}})
     with pytest.raises(ValueError, match=r"spec\.config\.httpServerTlsCertificatePath: set by spec\.tls\.admin"):
         spec(tls={"admin": {"secretName": "a"}}, config={"httpServerTlsCertificatePath": "/x"})

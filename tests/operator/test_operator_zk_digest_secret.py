@@ -20,7 +20,7 @@ from tests.operator.helpers import spec
 
 OWNER = Owner("bk", "ns", "uid-1")
 ZK = {"zkServers": "zk:2181", "digestSecret": {"secretName": "bk-zk-digest"}}
-JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
+JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.18.0"}
 
 
 def test_our_bookies_get_the_digest_file_from_the_secret() -> None:

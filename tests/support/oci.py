@@ -169,7 +169,7 @@ def have_tools() -> None:
 
 def product_refs() -> dict[str, str]:
     """The images the bootstrap builds, by role: names as the product uses them (the CRD's default bookie image,
-    the Helm chart's operator image, the Java bookie at hack/maven's BookKeeper version, the audit image)."""
+    the Helm chart's operator image, the Java bookie at its own pom's BookKeeper version, the audit image)."""
     import re
 
     from bookie_operator.models import BookieClusterSpec
@@ -177,9 +177,9 @@ def product_refs() -> dict[str, str]:
     repo = Path(__file__).resolve().parents[2]
     bookie = str(BookieClusterSpec.model_fields["image"].default)
     tag = bookie.rsplit(":", 1)[1]
-    pom = (repo / "hack" / "maven" / "pom.xml").read_text()
+    pom = (repo / "hack" / "apache-bookkeeper" / "pom.xml").read_text()
     match = re.search(r"<bookkeeper.version>([^<]+)</bookkeeper.version>", pom)
-    assert match, "hack/maven/pom.xml has no bookkeeper.version"
+    assert match, "hack/apache-bookkeeper/pom.xml has no bookkeeper.version"
     return {"bookie": bookie, "operator": f"bookie-fleet/operator:{tag}",
             "apache-bookkeeper": f"bookie-fleet/apache-bookkeeper:{match.group(1)}",
             "audit": f"bookie-fleet/audit:{tag}"}

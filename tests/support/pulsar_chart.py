@@ -12,7 +12,7 @@ from typing import Any
 
 Obj = dict[str, Any]
 
-IMAGE = "bookie-fleet/apache-bookkeeper:4.17.3"
+IMAGE = "bookie-fleet/apache-bookkeeper:4.18.0"
 HTTP_PORT = 8000
 DATA = "/pulsar/data/bookkeeper"
 
