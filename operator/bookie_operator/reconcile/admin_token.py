@@ -52,25 +52,14 @@ async def ensure_admin_token(t: Tick) -> bool:
         token = first_token_of(text)
         admin_hashes = token_hashes(text)
     except (AdminTokenProblem, KubeError) as exc:
-        message = f"admin API token Secret {name}: {exc}"
-        if t.was("Degraded") != "True" or t.previous_message("Degraded") != message:
-            t.event("Warning", "AdminTokenUnavailable", message)
-        t.condition("Degraded", True, "AdminTokenUnavailable", message)
-        t.condition("Ready", False, "AdminTokenUnavailable", message)
-        t.wait(message)
-        return False
+        return _unavailable(t, "AdminTokenUnavailable", f"admin API token Secret {name}: {exc}")
     t.admin_token = token
     try:
         metrics_hashes = await _metrics_hashes(t)
     except (AdminTokenProblem, KubeError) as exc:
         # The bookies would not start without the file their configuration names: nothing is applied.
-        message = f"metrics token Secret {t.spec.admin_api.metrics_token_secret_name}: {exc}"
-        if t.was("Degraded") != "True" or t.previous_message("Degraded") != message:
-            t.event("Warning", "MetricsTokenUnavailable", message)
-        t.condition("Degraded", True, "MetricsTokenUnavailable", message)
-        t.condition("Ready", False, "MetricsTokenUnavailable", message)
-        t.wait(message)
-        return False
+        return _unavailable(t, "MetricsTokenUnavailable",
+                            f"metrics token Secret {t.spec.admin_api.metrics_token_secret_name}: {exc}")
     try:
         read_hashes = token_hashes(secret_text(await _ensure_audit_token(t)))
         await _ensure_token_hashes(t, builders.token_hashes_secret(t.owner, admin_hashes, read_hashes,
@@ -81,6 +70,17 @@ async def ensure_admin_token(t: Tick) -> bool:
         return True
     t.op.admin_tokens[key] = (token, t.op.monotonic())
     return True
+
+
+def _unavailable(t: Tick, reason: str, message: str) -> bool:
+    """A token Secret the cluster needs cannot serve: Degraded and not Ready with ``reason``, a Warning Event when
+    the message is new, and the reconcile waits (returns False: nothing is applied)."""
+    if t.was("Degraded") != "True" or t.previous_message("Degraded") != message:
+        t.event("Warning", reason, message)
+    t.condition("Degraded", True, reason, message)
+    t.condition("Ready", False, reason, message)
+    t.wait(message)
+    return False
 
 
 async def _metrics_hashes(t: Tick) -> str | None:
