@@ -7,6 +7,10 @@ and the disks stay full;
   ``bookie_pinned_garbage_bytes`` does;
 * the operator's scheduled audit (spec.audit, Spark on Kubernetes) reads the logs through the inspectors and
   writes the full report: the same tables, row for row, as the audit of the copy, its pinning naming the topic;
+* a real Prometheus scraping the pods as the chart's PodMonitor says (its jobs as prometheus-operator makes them,
+  pods found through the Kubernetes API) gets ``bookie_pinned_garbage_bytes`` naming the topic from each
+  inspector and Apache BookKeeper's own series from each bookie, under the chart's job and cluster labels, so the
+  same dashboards and alerts read both implementations;
 * the inspector's ledger volume is read-only in its container (a write there fails), while the bookie's is not.
 
 The cluster has ``spec.tls.admin``: the inspectors serve their API over HTTPS only (the explain calls here and the
@@ -39,6 +43,9 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import builders
 from bookie_operator.models import INSPECTOR_METRICS_PORT, INSPECTOR_PORT
 
+from tests.metrics.alerts import render_chart
+from tests.metrics.podmonitor import scrape_jobs
+from tests.metrics.prometheus import Prometheus
 from tests.operator.audit_runs import (
     assert_same_tables,
     audit_copies,
@@ -172,6 +179,7 @@ async def test_java_fleet_explained_and_audited_through_inspectors(
     named = set().union(*(_explains_like_the_audit(ips[i], hosts[i], token, context, ids[i], dirs[i], usage)
                           for i in range(3)))
     assert ORDERS in named, "the explain endpoints name the kept topic (its ledgers are on two of the bookies)"
+    await asyncio.to_thread(_scraped_through_the_chart_podmonitor, kube, ns, tmp_path / "prometheus")
 
     last = await asyncio.to_thread(run_scheduled_audit, kube, ns, NAME, AUDIT)
     assert last["phase"] == "Succeeded", (last, get_cluster(kube, ns, NAME)["status"].get("audit"))
@@ -187,6 +195,36 @@ async def test_java_fleet_explained_and_audited_through_inspectors(
     remote_roots = {f"bookie+https://{hosts[i]}:{INSPECTOR_PORT}/bookie/ledgers-0": f"b{i}" for i in range(3)}
     assert_same_tables(tmp_path / "live", remote_roots, tmp_path / "copy-out", copies)
 
+
+
+def _scraped_through_the_chart_podmonitor(kube: KubeTarget, ns: str, data_dir: Path) -> None:
+    """Prometheus with the chart's PodMonitor for this namespace: three inspectors and three Java bookies up, the
+    pinned-garbage series naming the kept topic, Java's own status series, all under job "bookie"."""
+    (monitor,) = [d for d in render_chart("monitoring.podMonitor.enabled=true", "monitoring.podMonitor.interval=1s",
+                                          f"watchNamespaces[0]={ns}") if d["kind"] == "PodMonitor"]
+    monitor["metadata"]["namespace"] = ns
+
+    def no_secret(namespace: str, name: str, key: str) -> str:
+        raise AssertionError(f"the PodMonitor asks for Secret {namespace}/{name} without a tokenSecret")
+
+    prometheus = Prometheus(data_dir, [], jobs=scrape_jobs(monitor, kube.kubeconfig, no_secret)).start()
+    try:
+        def every_target_up() -> dict[str, str] | None:
+            health = prometheus.targets_up()
+            return health if len(health) == 6 and all(h == "up" for h in health.values()) else None
+
+        health = wait_for(every_target_up, 120, 1, "the PodMonitor's six targets up")
+        assert {u.rsplit(":", 1)[1] for u in health} == {f"{INSPECTOR_METRICS_PORT}/metrics", "8080/metrics"}
+        pinned = wait_for(lambda: prometheus.query(
+            f'bookie_pinned_garbage_bytes{{job="bookie",cluster="{NAME}",topic="{ORDERS}"}}') or None,
+            60, 1, "the kept topic's pinned garbage in Prometheus")
+        assert {s["metric"]["container"] for s in pinned} == {"inspector"}
+        status = prometheus.query(f'bookie_SERVER_STATUS{{job="bookie",cluster="{NAME}",container="bookie"}}')
+        assert {s["metric"]["kubernetes_pod_name"] for s in status} == {builders.pod_name(NAME, i) for i in range(3)}
+        expired = "|".join(topic_name(t) for t in EXPIRING)
+        assert not prometheus.query(f'bookie_pinned_garbage_bytes{{topic=~".*({expired})"}}')
+    finally:
+        prometheus.stop()
 
 
 def _topic(pin: dict[str, Any]) -> str | None:
