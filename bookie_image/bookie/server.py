@@ -25,7 +25,7 @@ from bookie.config import BookieConfig
 from bookie.gc.collector import GarbageCollector
 from bookie.http.api import build_app
 from bookie.http.auth import AdminAuth, auth_middleware
-from bookie.http.https import HttpsConfigError, ServerCertificates
+from bookie.http.https import HttpsConfigError, ServerCertificates, keep_certificates_fresh
 from bookie.listener import BookieConnection, Connections
 from bookie.metadata import service_info
 from bookie.metadata.security import ZkSecurityError
@@ -43,9 +43,6 @@ log = logging.getLogger(__name__)
 
 # Exit status after a fail-stop (storage I/O error), as BookKeeper's ExitCode.BOOKIE_EXCEPTION.
 EXIT_STORAGE_FAILED = 5
-# How often the admin API's certificate files are checked for a rotation when tlsCertFilesRefreshDurationSeconds
-# (the bookie port's period, which the admin API follows otherwise) is 0.
-CERT_REFRESH_S = 30.0
 
 
 class StartupError(StartFailure):
@@ -159,10 +156,7 @@ class BookieServer:
         await web.TCPSite(self._http, self.conf.effective_http_server_host, self.conf.http_server_port,
                           ssl_context=certificates.context if certificates else None).start()
         if certificates is not None:
-            # The admin API's files are rotated with the bookie port's (the same Secrets): checked at the same
-            # period, or every CERT_REFRESH_S when the bookie port's reloading is off (0, BookKeeper's default).
-            period = self.conf.tls_cert_files_refresh_duration_seconds or CERT_REFRESH_S
-            self._tasks.append(asyncio.create_task(_refresh_certificates(certificates, period),
+            self._tasks.append(asyncio.create_task(keep_certificates_fresh(certificates, self.conf),
                                                    name="https-certificates"))
 
     @property
@@ -339,12 +333,6 @@ class BookieServer:
     def metrics_text(self) -> tuple[bytes, str]:
         """``/metrics``: Apache BookKeeper's Prometheus exposition of this bookie."""
         return metrics.render(metrics.snapshot_of(self))
-
-
-async def _refresh_certificates(certificates: ServerCertificates, period_s: float) -> None:
-    while True:
-        await asyncio.sleep(period_s)
-        await asyncio.to_thread(certificates.refresh)
 
 
 def _concrete(address: str) -> str | None:

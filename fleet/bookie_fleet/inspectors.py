@@ -5,6 +5,7 @@ the entry-log files the storage audit reads (``bookie.inspector``)."""
 from __future__ import annotations
 
 import contextlib
+import ssl
 import sys
 import urllib.request
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ class InspectorProcess(TokenProtected):
     ledgers_root: str
     admin_token: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
+    ca_file: Path | None = None   # what its HTTPS certificate chains to, when overrides turn HTTPS on
     proc: Any = None
 
     @property
@@ -37,8 +39,20 @@ class InspectorProcess(TokenProtected):
         return self.bookie.bookie_id
 
     @property
+    def https(self) -> bool:
+        return str(self.overrides.get("httpServerTlsEnable", "")).lower() == "true"
+
+    @property
     def http_url(self) -> str:
-        return f"http://{self.address}:{self.http_port}"
+        return f"{'https' if self.https else 'http'}://{self.address}:{self.http_port}"
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """A context that verifies its HTTPS certificate (None over HTTP)."""
+        if not self.https:
+            return None
+        if self.ca_file is None:
+            raise ValueError("an inspector serving HTTPS needs ca_file to be waited for and called")
+        return ssl.create_default_context(cafile=str(self.ca_file))
 
     @property
     def log_path(self) -> Path:
@@ -71,7 +85,7 @@ class InspectorProcess(TokenProtected):
 
     def _answers(self, path: str) -> bool:
         with (contextlib.suppress(OSError),
-              urllib.request.urlopen(f"{self.http_url}{path}", timeout=1) as r):
+              urllib.request.urlopen(f"{self.http_url}{path}", timeout=1, context=self.ssl_context()) as r):
             return r.status == 200
         return False
 

@@ -203,7 +203,7 @@ def bookie_inputs(owner: Owner, spec: BookieClusterSpec, ordinals: list[int]) ->
         host = f"{pod_name(owner.name, ordinal)}.{headless_service_name(owner.name)}.{owner.namespace}.svc.{domain}"
         bid = bookie_id(owner.name, owner.namespace, ordinal, domain)
         if spec.runs_inspector:
-            out += ["--logs", f"{bid}=bookie+http://{host}:{INSPECTOR_PORT}"]
+            out += ["--logs", f"{bid}=bookie+{scheme}://{host}:{INSPECTOR_PORT}"]
         elif spec.implementation == "apache-bookkeeper":
             out += ["--rest-bookie", f"{bid}=http://{host}:{HTTP_PORT}"]
         else:

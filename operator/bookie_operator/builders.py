@@ -28,6 +28,8 @@ CLUSTER_LABEL = f"{models.GROUP}/cluster"
 IMPLEMENTATION_LABEL = f"{models.GROUP}/implementation"
 CONF_DIR = "/opt/bookie/conf"
 RUN_DIR = "/opt/bookie/run"
+# While a switch of implementation runs: the keys only our bookies may read (OURS_ONLY_KEYS), appended at start.
+OURS_ONLY_FILE = "bookie-fleet.conf"
 # The SHA-256 hashes of the admin and audit tokens (``<cluster>-token-hashes``), never the tokens: a bookie checks a
 # presented token against them, so a compromised bookie holds nothing it could present. Mounted as a directory (not
 # a subPath) so that the kubelet's updates reach the bookie, which re-reads the files when they change.
@@ -83,6 +85,7 @@ PYTHON_START = (
     "fi\n"
     f"conf={RUN_DIR}/bk_server.conf\n"
     f"cp {CONF_DIR}/bk_server.conf \"$conf\"\n"
+    f"if [ -f {CONF_DIR}/{OURS_ONLY_FILE} ]; then cat {CONF_DIR}/{OURS_ONLY_FILE} >> \"$conf\"; fi\n"
     "printf 'bookieId=%s\\nadvertisedAddress=%s\\nlisteningAddress=%s\\nhttpServerHost=%s\\n' "
     "\"$BOOKIE_ID\" \"$POD_IP\" \"$POD_IP\" \"$POD_IP\" >> \"$conf\"\n"
     "exec bookie serve --conf \"$conf\"\n"
@@ -280,7 +283,8 @@ def bookie_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict[st
 def inspector_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict[str, Any]:
     """The inspector's configuration (``bookie inspect serve``; its identity is added at start-up): the bookie's
     ledger directories and metadata service, its compaction thresholds (for the verdicts), the hashes of the
-    cluster's tokens, ZooKeeper's TLS identity when the bookies have one, and its own ports and read rate."""
+    cluster's tokens, ZooKeeper's TLS identity when the bookies have one, its own ports and read rate, and HTTPS
+    with spec.tls.admin."""
     bookie = bookie_config(spec, lay)
     values: dict[str, Any] = {
         "metadataServiceUri": spec.metadata_service.uri,
@@ -303,7 +307,25 @@ def inspector_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict
         d = tls_dir("zookeeper")
         values.update({"zkTlsEnable": True, "zkTlsCertificatePath": f"{d}/tls.crt", "zkTlsKeyPath": f"{d}/tls.key",
                        "zkTlsTrustStorePath": f"{d}/ca.crt"})
+    values.update(admin_https_config(spec))
     BookieConfig.model_validate(values)  # the one model: a value the inspector would refuse never ships
+    return values
+
+
+def admin_https_config(spec: BookieClusterSpec) -> dict[str, Any]:
+    """The keys of spec.tls.admin for the admin API bookie-fleet serves (our bookie's, or the inspector's beside an
+    Apache BookKeeper bookie): HTTPS from the mounted Secret, and with spec.tls.adminClient the operator's
+    certificate admitted by its role."""
+    tls = spec.tls
+    if tls is None or tls.admin is None:
+        return {}
+    d = tls_dir("admin")
+    values: dict[str, Any] = {"httpServerTlsEnable": True, "httpServerTlsCertificatePath": f"{d}/tls.crt",
+                              "httpServerTlsKeyPath": f"{d}/tls.key",
+                              "tlsCertFilesRefreshDurationSeconds": tls.refresh_seconds}  # the admin API's period
+    if tls.admin_client is not None:  # the operator's certificate: signed by the admin Secret's CA
+        values.update({"httpServerTlsTrustStorePath": f"{d}/ca.crt",
+                       "httpServerAllowedRoles": ",".join(tls.admin_allowed_roles)})
     return values
 
 
@@ -330,14 +352,8 @@ def tls_config(spec: BookieClusterSpec) -> dict[str, Any]:
             # open; clientAuthentication promises no access without a certificate. (Java bookies have no such
             # key: the model makes them use authorizedRoles, which refuses plaintext too.)
             values["onlySecureClientsAllowed"] = True
-    if tls.admin is not None:
-        d = tls_dir("admin")
-        values.update({"httpServerTlsEnable": True, "httpServerTlsCertificatePath": f"{d}/tls.crt",
-                       "httpServerTlsKeyPath": f"{d}/tls.key",
-                       "tlsCertFilesRefreshDurationSeconds": tls.refresh_seconds})  # the admin API's period too
-        if tls.admin_client is not None:  # the operator's certificate: signed by the admin Secret's CA
-            values.update({"httpServerTlsTrustStorePath": f"{d}/ca.crt",
-                           "httpServerAllowedRoles": ",".join(tls.admin_allowed_roles)})
+    if spec.implementation == "bookie-fleet":  # Apache BookKeeper's admin server reads Java key stores only
+        values.update(admin_https_config(spec))
     if tls.zookeeper is not None and spec.implementation == "bookie-fleet":
         d = tls_dir("zookeeper")
         values.update({"zkTlsEnable": True, "zkTlsCertificatePath": f"{d}/tls.crt", "zkTlsKeyPath": f"{d}/tls.key",
@@ -657,13 +673,19 @@ def default_topology_spread(cluster: str) -> list[Obj]:
              "labelSelector": {"matchLabels": selector_labels(cluster)}}]
 
 
-def admin_scheme(spec: BookieClusterSpec) -> str:
-    """HTTPS when spec.tls.admin gives the admin API a certificate (the kubelet's probes do not verify it)."""
+def inspector_scheme(spec: BookieClusterSpec) -> str:
+    """HTTPS when spec.tls.admin gives the admin API bookie-fleet serves a certificate (the kubelet's probes do not
+    verify it)."""
     return "HTTPS" if spec.tls is not None and spec.tls.admin is not None else "HTTP"
 
 
-def _probe(path: str, scheme: str, **timing: int) -> Obj:
-    get: Obj = {"path": path, "port": "http"}
+def admin_scheme(spec: BookieClusterSpec) -> str:
+    """The bookie container's admin API: HTTPS with spec.tls.admin on our bookies; Apache BookKeeper's stays HTTP."""
+    return inspector_scheme(spec) if spec.implementation == "bookie-fleet" else "HTTP"
+
+
+def _probe(path: str, scheme: str, port: str = "http", **timing: int) -> Obj:
+    get: Obj = {"path": path, "port": port}
     if scheme == "HTTPS":
         get["scheme"] = scheme
     return {"httpGet": get, **timing}
@@ -712,7 +734,8 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int, lay: Layou
                 "defaultMode": 0o444}})
     tls_vols, tls_mounts = tls_volumes(spec)
     volumes += tls_vols
-    mounts += tls_mounts
+    # Apache BookKeeper's bookie has no use for the admin API's keys: the inspector beside it serves that HTTPS.
+    mounts += [m for m in tls_mounts if spec.implementation == "bookie-fleet" or m["name"] != "tls-admin"]
     mounts += [m.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"mountPath": m.mount_path}
                for m in spec.extra_volume_mounts]
     container["volumeMounts"] = mounts
@@ -775,8 +798,8 @@ def statefulset(owner: Owner, spec: BookieClusterSpec, replicas: int, lay: Layou
 def inspector_container(owner: Owner, spec: BookieClusterSpec, lay: Layout | None = None) -> tuple[Obj, list[Obj]]:
     """The inspector beside an Apache BookKeeper bookie, and the volumes it needs: the bookie's ledger volumes
     read-only (at the bookie's own paths, so the answers name the files the bookie names), no journal, its
-    configuration, the hashes of the cluster's tokens and ZooKeeper's TLS identity; the restricted security context
-    with a read-only root file system."""
+    configuration, the hashes of the cluster's tokens, ZooKeeper's TLS identity and the admin API's keys
+    (spec.tls.admin); the restricted security context with a read-only root file system."""
     lay = lay or layout(owner.name, spec)
     mounts: list[Obj] = [{"name": v.claim, "mountPath": v.path, "readOnly": True} for v in lay.ledgers]
     mounts += [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
@@ -784,8 +807,8 @@ def inspector_container(owner: Owner, spec: BookieClusterSpec, lay: Layout | Non
                {"name": "tmp", "mountPath": TMP_DIR},
                {"name": "token-hashes", "mountPath": TOKEN_HASHES_DIR, "readOnly": True}]
     volumes: list[Obj] = [{"name": "inspector-run", "emptyDir": {}}, _token_hashes_volume(owner.name, spec)]
-    if spec.tls is not None and spec.tls.zookeeper is not None:
-        mounts.append({"name": "tls-zookeeper", "mountPath": tls_dir("zookeeper"), "readOnly": True})
+    _, tls_mounts = tls_volumes(spec)
+    mounts += [m for m in tls_mounts if m["name"] in ("tls-zookeeper", "tls-admin")]
     env = [e for e in _env(owner, spec, lay) if e["name"] in ("POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID")]
     requests = {**INSPECTOR_DEFAULT_REQUESTS, **spec.inspector.resources.get("requests", {})}
     container: Obj = {
@@ -797,10 +820,10 @@ def inspector_container(owner: Owner, spec: BookieClusterSpec, lay: Layout | Non
         "ports": [{"name": "inspector", "containerPort": INSPECTOR_PORT},
                   {"name": "metrics", "containerPort": INSPECTOR_METRICS_PORT}],
         "securityContext": container_security_context(),
-        "readinessProbe": {"httpGet": {"path": "/api/v1/bookie/is_ready", "port": "inspector"},
-                           "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 3},
-        "livenessProbe": {"httpGet": {"path": "/heartbeat", "port": "inspector"}, "initialDelaySeconds": 30,
-                          "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 6},
+        "readinessProbe": _probe("/api/v1/bookie/is_ready", inspector_scheme(spec), "inspector", periodSeconds=10,
+                                 timeoutSeconds=5, failureThreshold=3),
+        "livenessProbe": _probe("/heartbeat", inspector_scheme(spec), "inspector", initialDelaySeconds=30,
+                                periodSeconds=10, timeoutSeconds=5, failureThreshold=6),
         "resources": {**spec.inspector.resources, "requests": requests},
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "volumeMounts": mounts,
@@ -839,6 +862,9 @@ def unwanted_objects(owner: Owner, spec: BookieClusterSpec) -> list[tuple[str, s
 # of the configuration that bookies of both implementations read while a switch runs. (httpServerClass, which
 # Java's bookie cannot start without, is one our bookie accepts and ignores.)
 JAVA_DEFAULT_KEYS = ("useHostNameAsBookieID",)
+# Keys of our bookie that Apache BookKeeper's reads with another meaning (httpServerTlsEnable makes its admin server
+# look for Java key stores): kept out of the shared configuration, in OURS_ONLY_FILE, which only ours append.
+OURS_ONLY_KEYS = ("httpServerTlsEnable",)
 
 
 def as_implementation(spec: BookieClusterSpec, implementation: str) -> BookieClusterSpec:
@@ -856,14 +882,24 @@ def switch_bookie_config(spec: BookieClusterSpec, other: str, lay: Layout | None
         values.update(bookie_config(as_implementation(spec, implementation), lay))
     for key in JAVA_DEFAULT_KEYS:
         values.pop(key, None)
-    BookieConfig.model_validate(values)   # our bookie reads this very file
+    BookieConfig.model_validate(values)   # our bookie reads this very file, with OURS_ONLY_FILE appended
+    for key in OURS_ONLY_KEYS:
+        values.pop(key, None)
     return values
+
+
+def ours_only_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict[str, Any]:
+    """The OURS_ONLY_KEYS of our bookies' configuration, which switch_bookie_config leaves out."""
+    ours = bookie_config(as_implementation(spec, "bookie-fleet"), lay)
+    return {key: ours[key] for key in OURS_ONLY_KEYS if key in ours}
 
 
 def switch_configmap(owner: Owner, spec: BookieClusterSpec, other: str, lay: Layout | None = None) -> Obj:
     """The ConfigMap while bookies of spec.implementation and of ``other`` both run: the shared bk_server.conf,
     and the inspector's configuration while Apache BookKeeper's bookies (with their inspector) remain."""
     data = {"bk_server.conf": render_properties(switch_bookie_config(spec, other, lay))}
+    if ours_only := ours_only_config(spec, lay):
+        data[OURS_ONLY_FILE] = render_properties(ours_only)
     java = spec if spec.implementation == "apache-bookkeeper" else as_implementation(spec, other)
     if java.runs_inspector:
         data["inspector.conf"] = render_properties(inspector_config(java, lay))

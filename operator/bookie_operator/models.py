@@ -593,9 +593,11 @@ class TlsSpec(Model):
         default_factory=list, max_length=32, description="Admit only clients whose certificate's first OU role "
         "(OU=0:role1,role2;1:cluster) is one of these (BookKeeper's BookieAuthZFactory, authorizedRoles).",
         json_schema_extra={"items": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$", "maxLength": 64}})
-    admin: SecretRef | None = Field(default=None, description="HTTPS on the admin API, bookie-fleet's bookies only "
-                                    "(Apache BookKeeper's admin server reads Java key stores only); the operator "
-                                    "trusts its ca.crt.")
+    admin: SecretRef | None = Field(default=None, description="HTTPS on the admin API bookie-fleet serves: our "
+                                    "bookies' (the operator trusts its ca.crt) or, beside Apache BookKeeper's "
+                                    "bookies, the inspector's (the audit trusts its ca.crt). Apache BookKeeper's "
+                                    "own admin server reads Java key stores only and stays on HTTP, admitted to "
+                                    "the operator alone, which sends it no token.")
     admin_client: SecretRef | None = Field(
         default=None, description="The operator's client certificate for the admin API (needs spec.tls.admin): its "
         "tls.crt must be signed by the admin Secret's ca.crt and carry a role of adminAllowedRoles as its subject's "
@@ -811,8 +813,6 @@ class BookieClusterSpec(Model):
         _config_keys_rule(),
         ("!has(self.jvmOptions) || size(self.jvmOptions) == 0 || self.implementation == 'apache-bookkeeper'",
          "spec.jvmOptions: only for implementation apache-bookkeeper"),
-        ("!has(self.tls) || !has(self.tls.admin) || self.implementation != 'apache-bookkeeper'",
-         "spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only"),
         ("!has(self.tls) || !has(self.tls.clientAuthentication) || !self.tls.clientAuthentication || "
          "self.implementation != 'apache-bookkeeper' || "
          "(has(self.tls.authorizedRoles) && size(self.tls.authorizedRoles) > 0)", JAVA_CLIENT_AUTH_NEEDS_ROLES),
@@ -918,9 +918,6 @@ class BookieClusterSpec(Model):
         if self.replicas < self.ensemble_size:
             raise ValueError(f"spec.replicas must be >= spec.ensembleSize (got {self.replicas} < "
                              f"{self.ensemble_size})")
-        if self.tls is not None and self.tls.admin is not None and self.implementation == "apache-bookkeeper":
-            raise ValueError("spec.tls.admin: Apache BookKeeper's admin HTTP server reads Java key stores only, not "
-                             "PEM Secrets; its admin API stays on HTTP (limit it with spec.networkPolicy)")
         if (self.tls is not None and self.tls.client_authentication and not self.tls.authorized_roles
                 and self.implementation == "apache-bookkeeper"):
             raise ValueError(JAVA_CLIENT_AUTH_NEEDS_ROLES)

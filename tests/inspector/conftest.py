@@ -4,7 +4,8 @@
                so every log holds all three; two topics' ledgers were then deleted in ZooKeeper; the bookie was
                stopped cleanly, so its directory holds finalized logs with ledgers maps, a last log without one
                and the log it preallocated. Tests copy ``ledger_dir`` and point inspectors at the copy.
-``inspectors`` starts inspector processes (``bookie inspect serve``) and stops them after the test.
+``inspectors`` starts inspector processes (``bookie inspect serve``; HTTPS ones with the CA to verify them) and
+               stops them after the test.
 """
 
 from __future__ import annotations
@@ -92,13 +93,14 @@ def inspectors(java_disk: JavaDisk, tmp_path: Path) -> Iterator[Callable[..., In
     waited for, unless ``wait=False``)."""
     started: list[InspectorProcess] = []
 
-    def make(ledger_dir: Path, *, wait: bool = True, zk_connect: str | None = None, **conf: Any) -> InspectorProcess:
+    def make(ledger_dir: Path, *, wait: bool = True, zk_connect: str | None = None, ca_file: Path | None = None,
+             **conf: Any) -> InspectorProcess:
         name = f"inspector-{len(started)}"
         address = "127.0.0.87"
         proc = InspectorProcess(bookie=java_disk.bookie, address=address, http_port=free_port(address, 8080),
                                 data_dir=tmp_path / name, zk_connect=zk_connect or java_disk.zk_connect,
                                 ledgers_root=java_disk.ledgers_root, admin_token=TEST_ADMIN_TOKEN,
-                                overrides={"ledgerDirectories": str(ledger_dir), **conf})
+                                overrides={"ledgerDirectories": str(ledger_dir), **conf}, ca_file=ca_file)
         started.append(proc)
         proc.start(wait=False)
         if wait:

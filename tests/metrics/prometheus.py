@@ -31,6 +31,7 @@ class Prometheus:
     data_dir: Path
     targets: list[Target]
     rule_files: list[Path] = field(default_factory=list)
+    jobs: list[dict[str, Any]] = field(default_factory=list)   # scrape jobs of their own (tests/metrics/podmonitor.py)
     scrape_interval_s: float = 2.0
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
@@ -45,7 +46,7 @@ class Prometheus:
             "global": {"scrape_interval": interval, "evaluation_interval": interval},
             "rule_files": [str(p) for p in self.rule_files],
             "scrape_configs": [self._job(i, credentials) for i, credentials in
-                               enumerate(dict.fromkeys(t.credentials_file for t in self.targets))],
+                               enumerate(dict.fromkeys(t.credentials_file for t in self.targets))] + self.jobs,
         }
 
     def _job(self, index: int, credentials: Path | None) -> dict[str, Any]:

@@ -43,3 +43,28 @@ async def test_without_spec_tls_admin_the_token_goes_over_http() -> None:
     await w.tick()
     await w.tick()
     assert {t for b in w.bookies.values() for t in b.tokens} - {None}
+
+
+async def test_apache_bookkeepers_admin_api_gets_no_token_and_no_https() -> None:
+    """Its admin server ignores tokens and serves plain HTTP (spec.tls.admin is the inspector's there): the token
+    would only cross the network for nothing."""
+    w = World()
+    seen: list[tuple[str | None, AdminTls | None]] = []
+
+    def admin_for(host: str, port: int, token: str | None, tls: AdminTls | None = None) -> FakeBookie:
+        seen.append((token, tls))
+        return w._admin_for(host, port, token, tls)
+
+    w.operator.admin_for = admin_for
+    ca = trustme.CA()
+    leaf = ca.issue_cert(f"*.bk-headless.{NS}.svc.cluster.local")
+    w.kube.objects[("Secret", NS, "bk-admin-tls")] = secret("bk-admin-tls", {
+        "tls.crt": leaf.cert_chain_pems[0].bytes(), "tls.key": leaf.private_key_pem.bytes(),
+        "ca.crt": ca.cert_pem.bytes()})
+    for name, tls in (("bk", {"admin": {"secretName": "bk-admin-tls"}}), ("plain", None)):
+        w.kube.create_cluster(name, cluster_spec(implementation="apache-bookkeeper",
+                                                 image="bookie-fleet/apache-bookkeeper:4.18.0",
+                                                 **({"tls": tls} if tls else {})))
+    for _ in range(3):
+        await w.tick()
+    assert seen and all(token is None and tls is None for token, tls in seen), seen

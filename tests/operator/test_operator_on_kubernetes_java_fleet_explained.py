@@ -7,14 +7,25 @@ and the disks stay full;
   ``bookie_pinned_garbage_bytes`` does;
 * the operator's scheduled audit (spec.audit, Spark on Kubernetes) reads the logs through the inspectors and
   writes the full report: the same tables, row for row, as the audit of the copy, its pinning naming the topic;
+* a real Prometheus scraping the pods as the chart's PodMonitor says (its jobs as prometheus-operator makes them,
+  pods found through the Kubernetes API) gets ``bookie_pinned_garbage_bytes`` naming the topic from each
+  inspector and Apache BookKeeper's own series from each bookie, under the chart's job and cluster labels, so the
+  same dashboards and alerts read both implementations;
 * the inspector's ledger volume is read-only in its container (a write there fails), while the bookie's is not.
+
+The cluster has ``spec.tls.admin``: the inspectors serve their API over HTTPS only (the explain calls here and the
+audit's reads verify it against the Secret's CA and the pod's DNS name), while the Java bookies' own admin servers
+stay on HTTP.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import http.client
 import json
+import socket
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -24,6 +35,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+import trustme
 from bookie.metadata.store import MetadataStore
 from bookie_audit.snapshot import export_snapshot
 from bookie_fleet.workload import BROKER_SETTINGS, EXPIRING, KEPT, PulsarWorkload, topic_name
@@ -31,6 +43,9 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import builders
 from bookie_operator.models import INSPECTOR_METRICS_PORT, INSPECTOR_PORT
 
+from tests.metrics.alerts import render_chart
+from tests.metrics.podmonitor import scrape_jobs
+from tests.metrics.prometheus import Prometheus
 from tests.operator.audit_runs import (
     assert_same_tables,
     audit_copies,
@@ -41,6 +56,7 @@ from tests.operator.audit_runs import (
     run_scheduled_audit,
 )
 from tests.operator.conftest import JAVA, OperatorProcess, bookie_cluster, get_cluster, wait_ready
+from tests.support.certificates import issued, tls_secret
 from tests.support.kube import KubeTarget, wait_for
 from tests.support.ociimage import runc_pid
 from tests.support.spark_jvm import SPARK_TEST_JVM_OPTIONS
@@ -67,6 +83,30 @@ def _get(url: str, token: str | None = None) -> str:
         return str(r.read().decode())
 
 
+class _VerifiedByName(http.client.HTTPSConnection):
+    """HTTPS to a pod's IP, its certificate verified against the DNS name the audit uses (the certificate names the
+    headless Service's hosts, not the pods' IPs)."""
+
+    def __init__(self, ip: str, port: int, name: str, context: ssl.SSLContext) -> None:
+        super().__init__(ip, port, timeout=60, context=context)
+        self._name, self._context = name, context
+
+    def connect(self) -> None:
+        raw = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(raw, server_hostname=self._name)
+
+
+def _get_inspector(ip: str, name: str, path: str, token: str, context: ssl.SSLContext) -> str:
+    conn = _VerifiedByName(ip, INSPECTOR_PORT, name, context)
+    try:
+        conn.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+        answer = conn.getresponse()
+        assert answer.status == 200, (path, answer.status)
+        return answer.read().decode()
+    finally:
+        conn.close()
+
+
 def _settled(dirs: dict[int, Path]) -> bool:
     """Nothing changed in the entry logs for two seconds: the bookies flushed what they had."""
     def state() -> list[tuple[str, int, int]]:
@@ -83,7 +123,12 @@ async def test_java_fleet_explained_and_audited_through_inspectors(
         operator_factory: Callable[[str], OperatorProcess], tmp_path: Path) -> None:
     ns, root = kube_namespace, f"/{kube_namespace}/ledgers"
     operator_factory(ns)
+    admin_ca = trustme.CA()
+    cert, key = issued(admin_ca, f"*.{builders.headless_service_name(NAME)}.{ns}.svc.cluster.local")
+    kube.apply([tls_secret(f"{NAME}-admin-tls", cert, key, admin_ca.cert_pem.bytes())], namespace=ns)
+    context = ssl.create_default_context(cadata=admin_ca.cert_pem.bytes().decode())
     kube.apply(bookie_cluster(NAME, zookeeper.connect_string, root, **JAVA, replicas=3, ensembleSize=3, audit=AUDIT,
+                              tls={"admin": {"secretName": f"{NAME}-admin-tls"}},
                               config={"flushInterval": 500, "logSizeLimit": 512 * 1024},
                               gc={"gcWaitTimeSeconds": 3600, "minorCompactionIntervalSeconds": 3600,
                                   "majorCompactionIntervalSeconds": 86400}), namespace=ns)
@@ -127,9 +172,14 @@ async def test_java_fleet_explained_and_audited_through_inspectors(
     usage = {(r["bookie"], int(r["log_id"])): r
              for r in pq.read_table(tmp_path / "copy-out" / "usage_logs.parquet").to_pylist()}
     token = _token(kube, ns)
-    named = set().union(*(_explains_like_the_audit(pod_ip(kube, ns, pod), token, ids[i], dirs[i], usage)
-                          for i, pod in enumerate(pods)))
+    hosts = [f"{pod}.{builders.headless_service_name(NAME)}.{ns}.svc.cluster.local" for pod in pods]
+    ips = [pod_ip(kube, ns, pod) for pod in pods]
+    with pytest.raises((http.client.HTTPException, OSError)):   # HTTPS only: a plain request gets no answer
+        _get(f"http://{ips[0]}:{INSPECTOR_PORT}/api/v1/bookie/entry_logs", token)
+    named = set().union(*(_explains_like_the_audit(ips[i], hosts[i], token, context, ids[i], dirs[i], usage)
+                          for i in range(3)))
     assert ORDERS in named, "the explain endpoints name the kept topic (its ledgers are on two of the bookies)"
+    await asyncio.to_thread(_scraped_through_the_chart_podmonitor, kube, ns, tmp_path / "prometheus")
 
     last = await asyncio.to_thread(run_scheduled_audit, kube, ns, NAME, AUDIT)
     assert last["phase"] == "Succeeded", (last, get_cluster(kube, ns, NAME)["status"].get("audit"))
@@ -142,10 +192,39 @@ async def test_java_fleet_explained_and_audited_through_inspectors(
     as_of = json.loads((tmp_path / "live" / "summary.json").read_text())["as_of_ms"]
     await asyncio.to_thread(audit_copies, {p: ids[int(n[1])] for p, n in copies.items()}, tmp_path / "snap",
                             tmp_path / "copy-out", as_of)   # again, as of the run: ages are in the tables
-    remote_roots = {f"bookie+http://{pods[i]}.{builders.headless_service_name(NAME)}.{ns}.svc.cluster.local:"
-                    f"{INSPECTOR_PORT}/bookie/ledgers-0": f"b{i}" for i in range(3)}
+    remote_roots = {f"bookie+https://{hosts[i]}:{INSPECTOR_PORT}/bookie/ledgers-0": f"b{i}" for i in range(3)}
     assert_same_tables(tmp_path / "live", remote_roots, tmp_path / "copy-out", copies)
 
+
+
+def _scraped_through_the_chart_podmonitor(kube: KubeTarget, ns: str, data_dir: Path) -> None:
+    """Prometheus with the chart's PodMonitor for this namespace: three inspectors and three Java bookies up, the
+    pinned-garbage series naming the kept topic, Java's own status series, all under job "bookie"."""
+    (monitor,) = [d for d in render_chart("monitoring.podMonitor.enabled=true", "monitoring.podMonitor.interval=1s",
+                                          f"watchNamespaces[0]={ns}") if d["kind"] == "PodMonitor"]
+    monitor["metadata"]["namespace"] = ns
+
+    def no_secret(namespace: str, name: str, key: str) -> str:
+        raise AssertionError(f"the PodMonitor asks for Secret {namespace}/{name} without a tokenSecret")
+
+    prometheus = Prometheus(data_dir, [], jobs=scrape_jobs(monitor, kube.kubeconfig, no_secret)).start()
+    try:
+        def every_target_up() -> dict[str, str] | None:
+            health = prometheus.targets_up()
+            return health if len(health) == 6 and all(h == "up" for h in health.values()) else None
+
+        health = wait_for(every_target_up, 120, 1, "the PodMonitor's six targets up")
+        assert {u.rsplit(":", 1)[1] for u in health} == {f"{INSPECTOR_METRICS_PORT}/metrics", "8080/metrics"}
+        pinned = wait_for(lambda: prometheus.query(
+            f'bookie_pinned_garbage_bytes{{job="bookie",cluster="{NAME}",topic="{ORDERS}"}}') or None,
+            60, 1, "the kept topic's pinned garbage in Prometheus")
+        assert {s["metric"]["container"] for s in pinned} == {"inspector"}
+        status = prometheus.query(f'bookie_SERVER_STATUS{{job="bookie",cluster="{NAME}",container="bookie"}}')
+        assert {s["metric"]["kubernetes_pod_name"] for s in status} == {builders.pod_name(NAME, i) for i in range(3)}
+        expired = "|".join(topic_name(t) for t in EXPIRING)
+        assert not prometheus.query(f'bookie_pinned_garbage_bytes{{topic=~".*({expired})"}}')
+    finally:
+        prometheus.stop()
 
 
 def _topic(pin: dict[str, Any]) -> str | None:
@@ -180,10 +259,10 @@ def _inspector_volume_is_read_only(kube: KubeTarget, ns: str, pod: str) -> None:
             assert "Read-only file system" in done.stderr, done.stderr
 
 
-def _explains_like_the_audit(ip: str, token: str, bookie: str, ledger_dir: Path,
+def _explains_like_the_audit(ip: str, host: str, token: str, context: ssl.SSLContext, bookie: str, ledger_dir: Path,
                              usage: dict[tuple[str, int], Any]) -> set[str | None]:
     """Checks one inspector's answer against the audit of the copy; returns the topics pinning its logs."""
-    answer = json.loads(_get(f"http://{ip}:{INSPECTOR_PORT}/api/v1/bookie/entry_logs", token))
+    answer = json.loads(_get_inspector(ip, host, "/api/v1/bookie/entry_logs", token, context))
     assert answer["bookieId"] == bookie
     (d,) = answer["ledgerDirs"]
     on_disk = {int(p.stem, 16) for p in (ledger_dir / "current").glob("*.log")}

@@ -5,40 +5,18 @@ update: a symlink swapped to a new directory), a new connection gets the new cer
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import ssl
 from pathlib import Path
 
 import trustme
-from cryptography import x509
 
-from tests.support.admin_api import PemIdentity, write_ca, write_identity
+from tests.support.admin_api import serial_of, served_serial, swap_to, write_ca, write_identity
 from tests.support.bookies import BookieFactory
 from tests.support.rest import call
 
 # New connections tried, 0.25 s apart, before the rotation counts as not picked up: several refresh periods of
 # 1 s, far fewer than the 30 s the admin API waits when tlsCertFilesRefreshDurationSeconds is off.
 POLLS = 40
-
-
-def swap_to(live: Path, version: Path) -> None:
-    """What the kubelet does to a mounted Secret: a new directory, then one atomic rename of a symlink."""
-    link = live.with_name(live.name + ".new")
-    link.symlink_to(version)
-    os.replace(link, live)
-
-
-def served_serial(address: str, port: int, context: ssl.SSLContext) -> int:
-    with socket.create_connection((address, port), timeout=10) as raw, \
-            context.wrap_socket(raw, server_hostname=address) as tls:
-        der = tls.getpeercert(binary_form=True)
-    assert der is not None
-    return int(x509.load_der_x509_certificate(der).serial_number)
-
-
-def serial_of(identity: PemIdentity) -> int:
-    return int(x509.load_pem_x509_certificate(identity.cert.read_bytes()).serial_number)
 
 
 async def test_a_rotated_admin_certificate_reaches_new_connections(bookie_factory: BookieFactory,

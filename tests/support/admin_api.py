@@ -3,18 +3,23 @@
 Every bookie of ``tests.support.bookies`` accepts ``TEST_ADMIN_TOKEN``; ``tests.support.rest`` sends it
 unless told otherwise, and ``ADMIN_HEADERS`` is what other HTTP clients in tests send. Tests of the
 credential itself (tests/security/) pass their own or none. ``write_identity`` and ``write_ca`` put a test CA's
-certificates on disk as the bookie and ZooKeeper read them (PEM, PKCS#8 keys); ``audit_records`` reads a
-bookie's audit lines.
+certificates on disk as the bookie and ZooKeeper read them (PEM, PKCS#8 keys), ``swap_to`` rotates them as the
+kubelet does and ``served_serial`` says which one a server presents; ``audit_records`` reads a bookie's audit
+lines.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import trustme
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdef"
@@ -63,3 +68,23 @@ def audit_records(log_path: Path) -> list[dict[str, Any]]:
         if marker:
             records.append(json.loads(payload))
     return records
+
+
+def swap_to(live: Path, version: Path) -> None:
+    """What the kubelet does to a mounted Secret: a new directory, then one atomic rename of a symlink."""
+    link = live.with_name(live.name + ".new")
+    link.symlink_to(version)
+    os.replace(link, live)
+
+
+def served_serial(address: str, port: int, context: ssl.SSLContext) -> int:
+    """The serial number of the certificate a new TLS connection to address:port is served."""
+    with socket.create_connection((address, port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname=address) as tls:
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return int(x509.load_der_x509_certificate(der).serial_number)
+
+
+def serial_of(identity: PemIdentity) -> int:
+    return int(x509.load_pem_x509_certificate(identity.cert.read_bytes()).serial_number)

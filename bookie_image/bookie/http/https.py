@@ -8,6 +8,7 @@ the other credential. A certificate that is presented must chain to the trust st
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import ssl
@@ -16,6 +17,10 @@ from pathlib import Path
 from bookie.config import BookieConfig
 
 log = logging.getLogger(__name__)
+
+# How often the files are checked when the bookie port's reloading is off (tlsCertFilesRefreshDurationSeconds 0,
+# BookKeeper's default): the admin API's certificates are rotated with the bookie port's (the same Secrets).
+CERT_REFRESH_S = 30.0
 
 
 class HttpsConfigError(Exception):
@@ -87,3 +92,12 @@ class ServerCertificates:
         self._signatures = current
         log.info("admin API certificate reloaded from %s", self.cert)
         return True
+
+
+async def keep_certificates_fresh(certificates: ServerCertificates, conf: BookieConfig) -> None:
+    """Reload ``certificates`` whenever their files change, every tlsCertFilesRefreshDurationSeconds (or
+    CERT_REFRESH_S when that is 0); runs until cancelled."""
+    period_s = conf.tls_cert_files_refresh_duration_seconds or CERT_REFRESH_S
+    while True:
+        await asyncio.sleep(period_s)
+        await asyncio.to_thread(certificates.refresh)

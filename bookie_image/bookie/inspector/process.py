@@ -20,7 +20,7 @@ from bookie import metrics
 from bookie.config import BookieConfig
 from bookie.http.api import build_inspector_app
 from bookie.http.auth import AdminAuth, auth_middleware
-from bookie.http.https import HttpsConfigError, ServerCertificates
+from bookie.http.https import HttpsConfigError, ServerCertificates, keep_certificates_fresh
 from bookie.inspector.service import Inspector
 from bookie.log_reads import EntryLogReads
 from bookie.metadata.store import MetadataStore
@@ -81,11 +81,15 @@ async def serve(conf: BookieConfig, stop: asyncio.Event) -> None:
         log.info("inspector for bookie %s serving on %s:%d, reading %s", inspector.bookie_id,
                  conf.effective_http_server_host, conf.http_server_port,
                  ", ".join(str(d) for d in conf.ledger_directories))
-        task = asyncio.create_task(inspector.run(), name="inspect")
+        tasks = [asyncio.create_task(inspector.run(), name="inspect")]
+        if certificates is not None:  # rotated by cert-manager like the bookies': no restart needed
+            tasks.append(asyncio.create_task(keep_certificates_fresh(certificates, conf), name="https-certificates"))
         await stop.wait()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
     finally:
         if metrics_runner is not None:
             await metrics_runner.cleanup()

@@ -93,11 +93,14 @@ async def _observe_bookie(t: Tick, ordinal: int, pod: Obj | None) -> ObservedBoo
     if ip and st.get("phase") == "Running" and not info["terminating"]:
         host = t.bookie_id(ordinal).rpartition(":")[0]
         client_cert, client_key = t.admin_client or (None, None)
-        tls = AdminTls(t.admin_ca, host, client_cert, client_key) if t.admin_ca is not None else None
+        ours = (info["implementation"] or t.spec.implementation) == "bookie-fleet"
+        # Apache BookKeeper's admin API is plain HTTP whatever spec.tls.admin says (that HTTPS is its inspector's),
+        # and ignores tokens: it is sent none, so the token never crosses the network where nothing checks it.
+        tls = AdminTls(t.admin_ca, host, client_cert, client_key) if t.admin_ca is not None and ours else None
         # With spec.tls.admin but no CA to verify it yet (its Secret missing or incomplete), the call goes out
         # without the token: a token is never sent over plain HTTP to a bookie that should speak HTTPS.
         https_expected = t.spec.tls is not None and t.spec.tls.admin is not None
-        token = t.admin_token if tls is not None or not https_expected else None
+        token = t.admin_token if ours and (tls is not None or not https_expected) else None
         admin = t.op.admin_for(ip, t.op.bookie_port, token, tls)
         t.admins[ordinal] = admin
         try:
