@@ -6,6 +6,7 @@ registration (tests/operator/conftest.py)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -52,22 +53,26 @@ def _parse(lines: list[str]) -> dict[int, JavaLedger]:
 async def java_read(zk_connect: str, ledgers_root: str, ledger_ids: Iterable[int],
                     password: str = "") -> dict[int, JavaLedger]:
     """Each ledger of ``ledger_ids`` opened by the Java client without recovery and read entry by entry."""
-    ids = sorted(ledger_ids)
+    ids, begin = sorted(ledger_ids), time.monotonic()
     run = await run_harness(BookieCluster(zk_connect, ledgers_root), "dump", "v3", password, *map(str, ids))
     seen = _parse(run.lines)
     assert sorted(seen) == ids, f"the Java client answered for ledgers {sorted(seen)}, not {ids}"
+    payloads = [p for ledger in seen.values() for p in ledger.payloads.values()]
+    print(f"the Java client read {len(ids)} ledgers, {len(payloads)} entries, {sum(map(len, payloads))} bytes: "
+          f"{time.monotonic() - begin:.1f}s")
     return seen
 
 
 async def assert_java_reads_back(bk: BookKeeper, written: dict[int, list[bytes]], gone: str | None = None,
                                  given_up: frozenset[int] = frozenset()) -> dict[int, JavaLedger]:
     """The Java client reads every entry of every closed ledger of ``written`` byte for byte as written, except
-    the ledgers of ``given_up``, whose entries it must find none of; the ensembles it parses are those our
-    client reads, and none names ``gone``."""
+    the ledgers of ``given_up``, whose entries it must find none of; the ensembles and custom metadata it parses
+    are those our client reads, and no ensemble names ``gone``."""
     seen = await java_read(bk.config.zk_servers, bk.config.ledgers_root, written)
     for lid, payloads in written.items():
         java, ours = seen[lid], (await bk.ledger_metadata(lid)).value
         assert java.ensembles == dict(ours.ensembles), f"ledger {lid}: Java {java.ensembles}, ours {ours.ensembles}"
+        assert java.custom_metadata == dict(ours.custom_metadata), f"ledger {lid}: {java.custom_metadata}"
         if gone is not None:
             assert all(gone not in e for e in java.ensembles.values()), f"ledger {lid} still names {gone}"
         closed = (java.closed, java.last_add_confirmed, java.length)
