@@ -9,15 +9,18 @@
 //   hold    <zk> <root> <v2|v3> <ensemble> <wq> <aq> <digest> <password> <count>   add, never close, wait
 //   read    <zk> <root> <v2|v3> <ledgerId> <password> <recover|norecover>           open, read all
 //   digests <zk> <root> <v2|v3> <password> <ledgerId>...                            open each, print SHA-256s
+//   dump    <zk> <root> <v2|v3> <password> <ledgerId>...                            metadata and every entry, in hex
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.HexFormat;
 import java.util.Enumeration;
+import java.util.StringJoiner;
 import org.apache.bookkeeper.client.BKException;
 import org.apache.bookkeeper.client.BookKeeper;
 import org.apache.bookkeeper.client.LedgerEntry;
 import org.apache.bookkeeper.client.LedgerHandle;
 import org.apache.bookkeeper.conf.ClientConfiguration;
+import org.apache.bookkeeper.net.BookieId;
 
 public class ClientHarness {
     public static void main(String[] args) throws Exception {
@@ -35,6 +38,7 @@ public class ClientHarness {
                 case "hold": write(bk, args, false); break;
                 case "read": read(bk, args); break;
                 case "digests": digests(bk, args); break;
+                case "dump": dump(bk, args); break;
                 default: throw new IllegalArgumentException("unknown mode " + args[0]);
             }
         } catch (BKException e) {
@@ -104,6 +108,41 @@ public class ClientHarness {
                 }
             }
             System.out.println("RESULT " + ledgerId + " " + last);
+            lh.close();
+        }
+    }
+
+    // Each ledger as this client parses its metadata and reads its entries, opened without recovery (so the
+    // run writes nothing): "ENSEMBLE <ledger> <first entry> <bookie id>,...", "CUSTOM <ledger> <key hex>
+    // <value hex>", then each entry read on its own, "PAYLOAD <ledger> <entry> <payload hex>" or, when the read
+    // raises, "UNREADABLE <ledger> <entry> <BKException code>"; last "RESULT <ledger> <lastAddConfirmed>
+    // <length> <closed>".
+    static void dump(BookKeeper bk, String[] a) throws Exception {
+        byte[] password = a[4].getBytes(StandardCharsets.UTF_8);
+        HexFormat hex = HexFormat.of();
+        for (int i = 5; i < a.length; i++) {
+            long ledgerId = Long.parseLong(a[i]);
+            LedgerHandle lh = bk.openLedgerNoRecovery(ledgerId, BookKeeper.DigestType.CRC32C, password);
+            lh.getLedgerMetadata().getAllEnsembles().forEach((first, ensemble) -> {
+                StringJoiner ids = new StringJoiner(",");
+                for (BookieId id : ensemble) {
+                    ids.add(id.toString());
+                }
+                System.out.println("ENSEMBLE " + ledgerId + " " + first + " " + ids);
+            });
+            lh.getCustomMetadata().forEach((key, value) -> System.out.println(
+                    "CUSTOM " + ledgerId + " " + hex.formatHex(key.getBytes(StandardCharsets.UTF_8)) + " "
+                    + hex.formatHex(value)));
+            long last = lh.getLastAddConfirmed();
+            for (long entry = 0; entry <= last; entry++) {
+                try {
+                    LedgerEntry e = lh.readEntries(entry, entry).nextElement();
+                    System.out.println("PAYLOAD " + ledgerId + " " + entry + " " + hex.formatHex(e.getEntry()));
+                } catch (BKException e) {
+                    System.out.println("UNREADABLE " + ledgerId + " " + entry + " " + e.getCode());
+                }
+            }
+            System.out.println("RESULT " + ledgerId + " " + last + " " + lh.getLength() + " " + lh.isClosed());
             lh.close();
         }
     }

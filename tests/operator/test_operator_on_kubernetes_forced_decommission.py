@@ -4,7 +4,8 @@ exactly those ledgers in status.dataLoss, with their Pulsar topic, and changes n
 misses one of them; once it names them all, exactly those are given up (an EntriesGivenUp Event each, the loss
 recorded in their metadata), the decommission completes with the ordinal re-created empty (the StatefulSet still
 at three), and every other ledger is fully replicated off the dead bookie: no ledger references it, nothing is
-under-replicated, and every entry of every other ledger reads back."""
+under-replicated, and every entry of every other ledger reads back, through our client and Apache BookKeeper's
+Java client alike (which finds the loss recorded and none of the given-up entries)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from tests.operator.conftest import (
     patch_spec,
     wait_ready,
 )
+from tests.operator.java_reads import assert_java_reads_back
 from tests.support.kube import KubeTarget, wait_for
 
 ENTRIES = 10
@@ -148,3 +150,7 @@ async def test_a_dead_bookies_lost_ledgers_are_given_up_only_once_all_are_named(
                 continue
             reader = await bk.open_ledger(lid)
             assert [e.payload for e in await reader.read(0, ENTRIES - 1)] == payloads, f"ledger {lid}"
+        # Apache BookKeeper's own client reads the repaired metadata the same: the loss recorded, the holes empty.
+        seen = await assert_java_reads_back(bk, written, gone, given_up=frozenset(lost))
+        for lid in lost:
+            assert seen[lid].custom_metadata[LOST_ENTRIES_KEY] == f"{gone}:0-{ENTRIES - 1}".encode()
