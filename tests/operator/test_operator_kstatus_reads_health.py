@@ -1,10 +1,10 @@
 """Flux and kpt read a BookieCluster's health through kstatus (sigs.k8s.io/cli-utils), which knows no custom
 resource but reads the Reconciling, Stalled and Ready conditions and status.observedGeneration. Over the statuses
-the operator's own decisions write: InProgress while it creates or rolls (even with every bookie Ready), Current
-when settled, Failed when it cannot go on without the user (a bookie that cannot start, an invalid spec, a refused
-adoption), and InProgress, not Failed, while ledgers heal on their own. kstatus has no Suspended: a long operation
-the user holds (an adoption awaiting approval, a paused switch or rebalance: statuses the whole reconcile writes
-against fakes) is InProgress, never Current, with the hold as Reconciling's reason."""
+the operator's own decisions write: InProgress while it creates, rolls or a bookie leaves (even with every bookie
+Ready), Current when settled, Failed when it cannot go on without the user (a bookie that cannot start, an invalid
+spec, a refused adoption), and InProgress, not Failed, while ledgers heal on their own. kstatus has no Suspended: a
+long operation the user holds (an adoption awaiting approval, a paused switch or rebalance: statuses the whole
+reconcile writes against fakes) is InProgress, never Current, with the hold as Reconciling's reason."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from bookie_operator import decisions
 from bookie_operator.decisions import start_failures
-from bookie_operator.models import BookieClusterStatus
+from bookie_operator.models import BookieClusterStatus, DecommissionRequestStatus
 
 from tests.operator.gitops_health import kstatus
 from tests.operator.health_objects import (
@@ -136,3 +136,11 @@ def test_a_paused_switch_whose_bookie_cannot_start_is_failed_not_held() -> None:
     f = facts(ready=2, writable=2, outdated=["bk-0", "bk-1"], held=held,
               problems=["bk-2: IncompatibleDisk"], problem_reason="IncompatibleDisk")
     assert kstatus(cluster(written(f))) == ("Failed", "bk-2: IncompatibleDisk")
+
+
+def test_a_chosen_bookie_leaving_is_in_progress_while_nothing_else_changes() -> None:
+    leaving = DecommissionRequestStatus(entry="bk-1", phase="Recovering", ordinal=1, pod="bk-1",
+                                        bookie_id="bk-1.bk-headless.team.svc.cluster.local:3181",
+                                        phase_since="2026-11-22T11:59:00Z")
+    obj = cluster(written(facts(chosen_decommissions=[leaving])))
+    assert kstatus(obj) == ("InProgress", "bk-1 (bk-1.bk-headless.team.svc.cluster.local:3181)")

@@ -97,12 +97,12 @@ def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
     if f.ready < f.desired_replicas:
         progressing.append(f"{f.ready}/{f.desired_replicas} bookies ready")
     stalled = f.problem_reason is not None            # a specific failure: waiting alone will not clear it
+    leaving = _decommissioning(f)
+    # kstatus takes the first of Reconciling and Stalled that is True: a stalled cluster is not reconciling,
+    # however far from Ready.
     out = [ConditionValue("Progressing", bool(progressing), "Reconciling" if progressing else "Settled",
                           "; ".join(progressing)),
-           # kstatus takes the first of Reconciling and Stalled that is True: a stalled cluster is not reconciling,
-           # however far from Ready.
-           _reconciling(progressing, f.held, stalled)]
-    out.append(_decommissioning(f))
+           _reconciling(progressing, f.held, leaving, stalled), leaving]
     problems = list(f.problems)
     if f.writable < f.ensemble_size and f.ready >= f.ensemble_size:
         problems.append(f"only {f.writable} writable bookies, ensembleSize is {f.ensemble_size}")
@@ -127,14 +127,19 @@ def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
     return ClusterConditions(out, waiting)
 
 
-def _reconciling(progressing: list[str], held: list[tuple[str, str]], stalled: bool) -> ConditionValue:
-    """True while the operator changes something or the user holds a change half-done; the reason names the hold
-    first, since while it lasts nothing moves towards the spec (what still changes follows in the message)."""
-    message = "; ".join([m for _, m in held] + progressing)
+def _reconciling(progressing: list[str], held: list[tuple[str, str]], leaving: ConditionValue,
+                 stalled: bool) -> ConditionValue:
+    """True while the operator changes something (a bookie leaving included, even when nothing else moves) or the
+    user holds a change half-done; the reason names the hold first, since while it lasts nothing moves towards
+    the spec, then a decommission (what else changes follows in the message)."""
+    decommissioning = [leaving.message] if leaving.status else []
+    message = "; ".join([m for _, m in held] + decommissioning + progressing)
     if stalled:
         return ConditionValue("Reconciling", False, "Stalled", message)
     if held:
         return ConditionValue("Reconciling", True, held[0][0], message)
+    if decommissioning:
+        return ConditionValue("Reconciling", True, "Decommissioning", message)
     return ConditionValue("Reconciling", bool(progressing), "Reconciling" if progressing else "Settled", message)
 
 
