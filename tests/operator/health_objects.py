@@ -1,5 +1,6 @@
 """BookieCluster objects as a GitOps tool reads them from the API server, with the statuses the operator's own
-decisions write in each state: the inputs of the Argo CD and kstatus health tests."""
+decisions write in each state, and the whole reconcile (against fakes) in the states a long operation holds: the
+inputs of the Argo CD and kstatus health tests."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from bookie_operator.decisions.decommission import DecommissionFacts, decommissi
 from bookie_operator.models import BookieClusterStatus, DecommissionStatus
 
 from tests.operator.crd_schema import status_errors
+from tests.operator.fakes import World, cluster_spec
 from tests.operator.helpers import NOW, spec
+from tests.operator.test_operator_reconcile_adopt import chart_world
 
 GENERATION = 4
 
@@ -65,3 +68,61 @@ def recovering() -> DecommissionStatus:
                              spec(replicas=3), NOW)
     assert step.status is not None and step.status.phase == "Recovering"
     return step.status
+
+
+# ------------------------------------------------------------------ long operations, by the whole reconcile
+JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
+OURS = {"implementation": "bookie-fleet", "image": "bookie-fleet/bookie:0.1.0"}
+
+
+async def settled(w: World, **spec: Any) -> World:
+    """``w`` with a BookieCluster of ``spec`` created and reconciled until its bookies run."""
+    w.kube.create_cluster(w.name, cluster_spec(**spec))
+    await w.tick()
+    await w.tick()
+    return w
+
+
+async def switching_from_java() -> World:
+    """A settled Apache BookKeeper cluster switched to ours until its first bookie (bk-2) was restarted."""
+    w = await settled(World(), **JAVA)
+    w.kube.patch_spec("bk", OURS)
+    while not any(d == "Pod/bk-2" for d in w.kube.deleted):
+        await w.tick()
+    return w
+
+
+async def paused_switch(w: World | None = None) -> World:
+    """The switch of ``switching_from_java`` (``w``'s, or a new one) paused by spec.implementationSwitch.paused,
+    one bookie switched."""
+    w = w or await switching_from_java()
+    w.kube.patch_spec("bk", {"implementationSwitch": {"paused": True}})
+    for _ in range(4):
+        await w.tick()
+    assert w.status["implementationSwitch"]["phase"] == "Paused"
+    return w
+
+
+async def paused_rebalance() -> World:
+    """A settled cluster whose rebalance is enabled and paused by spec.rebalance.paused."""
+    w = await settled(World(), rebalance={"enabled": True, "paused": True})
+    await w.tick()
+    assert w.status["rebalance"]["phase"] == "Paused"
+    return w
+
+
+async def adoption_awaiting_approval() -> World:
+    """A BookieCluster adopting apache/pulsar-helm-chart's bookies, the take-over checked, not approved."""
+    w = chart_world()
+    await w.tick()
+    assert w.status["adoption"]["phase"] == "AwaitingApproval"
+    return w
+
+
+async def refused_adoption() -> World:
+    """The adoption of ``adoption_awaiting_approval`` refused: spec.replicas differs from the bookies running."""
+    w = chart_world()
+    w.kube.patch_spec(w.name, {"replicas": 4})
+    await w.tick()
+    assert w.status["adoption"]["phase"] == "Refused"
+    return w

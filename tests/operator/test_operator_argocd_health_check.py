@@ -8,7 +8,6 @@ Healthy, for what it does not know."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -16,11 +15,21 @@ from bookie_operator import decisions
 from bookie_operator.decisions import start_failures
 from bookie_operator.models import BookieClusterStatus
 
-from tests.operator.fakes import World, cluster_spec
 from tests.operator.gitops_health import ARGOCD_CHECK, argocd_health
-from tests.operator.health_objects import GENERATION, cluster, facts, invalid_spec, recovering, written
+from tests.operator.health_objects import (
+    GENERATION,
+    adoption_awaiting_approval,
+    cluster,
+    facts,
+    invalid_spec,
+    paused_rebalance,
+    paused_switch,
+    recovering,
+    refused_adoption,
+    switching_from_java,
+    written,
+)
 from tests.operator.helpers import NOW, spec
-from tests.operator.test_operator_reconcile_adopt import chart_world
 from tests.operator.test_operator_reconcile_implementation_switch import fail_to_start
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,27 +93,10 @@ def test_the_argocd_cm_snippet_holds_the_same_check() -> None:
 
 
 # ------------------------------------------------------------------ long operations held by the user
-JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-bookkeeper:4.17.3"}
-OURS = {"implementation": "bookie-fleet", "image": "bookie-fleet/bookie:0.1.0"}
-
-
-async def _settled(w: World, **spec: Any) -> World:
-    w.kube.create_cluster(w.name, cluster_spec(**spec))
-    await w.tick()
-    await w.tick()
-    return w
-
-
 async def test_a_paused_implementation_switch_is_suspended_and_resumed_it_progresses() -> None:
-    w = await _settled(World(), **JAVA)
-    w.kube.patch_spec("bk", OURS)
-    while not any(d == "Pod/bk-2" for d in w.kube.deleted):
-        await w.tick()
+    w = await switching_from_java()
     assert argocd_health(w.kube.cluster("bk"))[0] == "Progressing"
-    w.kube.patch_spec("bk", {"implementationSwitch": {"paused": True}})
-    for _ in range(4):
-        await w.tick()
-    assert w.status["implementationSwitch"]["phase"] == "Paused"
+    w = await paused_switch(w)
     assert argocd_health(w.kube.cluster("bk")) == (
         "Suspended", "ImplementationSwitchPaused: apache-bookkeeper to bookie-fleet, 1 switched, 2 to go: "
         "spec.implementationSwitch.paused")
@@ -114,10 +106,7 @@ async def test_a_paused_implementation_switch_is_suspended_and_resumed_it_progre
 
 
 async def test_a_failed_implementation_switch_is_degraded_even_when_paused() -> None:
-    w = await _settled(World(), **JAVA)
-    w.kube.patch_spec("bk", OURS)
-    while not any(d == "Pod/bk-2" for d in w.kube.deleted):
-        await w.tick()
+    w = await switching_from_java()
     w.statefulsets.settle("bk")
     fail_to_start(w, 2, "IncompatibleDisk: /bookie/ledgers-0: a table this bookie cannot open")
     w.kube.patch_spec("bk", {"implementationSwitch": {"paused": True}})
@@ -128,9 +117,7 @@ async def test_a_failed_implementation_switch_is_degraded_even_when_paused() -> 
 
 
 async def test_a_paused_rebalance_is_suspended() -> None:
-    w = await _settled(World(), rebalance={"enabled": True, "paused": True})
-    await w.tick()
-    assert w.status["rebalance"]["phase"] == "Paused"
+    w = await paused_rebalance()
     assert argocd_health(w.kube.cluster("bk")) == ("Suspended", "RebalancePaused: spec.rebalance.paused")
     w.kube.patch_spec("bk", {"rebalance": {"paused": False}})
     await w.tick()
@@ -139,9 +126,7 @@ async def test_a_paused_rebalance_is_suspended() -> None:
 
 
 async def test_an_adoption_awaiting_approval_is_suspended() -> None:
-    w = chart_world()
-    await w.tick()
-    assert w.status["adoption"]["phase"] == "AwaitingApproval"
+    w = await adoption_awaiting_approval()
     status, message = argocd_health(w.kube.cluster(w.name))
     assert status == "Suspended"
     assert message == "AwaitingApproval: StatefulSet pulsar-bookie: set spec.adopt.approve to take it over"
@@ -152,9 +137,6 @@ async def test_an_adoption_awaiting_approval_is_suspended() -> None:
 
 
 async def test_a_refused_adoption_is_degraded() -> None:
-    w = chart_world()
-    w.kube.patch_spec(w.name, {"replicas": 4})
-    await w.tick()
-    assert w.status["adoption"]["phase"] == "Refused"
+    w = await refused_adoption()
     status, message = argocd_health(w.kube.cluster(w.name))
     assert status == "Degraded" and message.startswith("ReplicasDiffer: "), message

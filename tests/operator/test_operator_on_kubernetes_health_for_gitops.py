@@ -1,6 +1,7 @@
 """Argo CD's health check and kstatus (Flux, kpt) read BookieClusters as the API server holds them, through a
 cluster's life on the local Kubernetes: progressing while its bookies start, healthy and current once Ready,
-degraded and failed while its spec is one only the operator can refuse, and healthy again once fixed."""
+degraded and failed while its spec is one only the operator can refuse, and healthy again once fixed; and a
+second cluster whose adoption is refused (its StatefulSet is not there) is degraded and failed with the refusal."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from typing import Any
 
 from bookie_fleet.zookeeper import ZooKeeperServer
 
-from tests.operator.conftest import OperatorProcess, bookie_cluster, condition, get_cluster, patch_spec, wait_ready
+from tests.operator.conftest import (
+    JAVA,
+    OperatorProcess,
+    bookie_cluster,
+    condition,
+    get_cluster,
+    patch_spec,
+    wait_ready,
+)
 from tests.operator.gitops_health import argocd_health, kstatus
 from tests.support.kube import KubeTarget, wait_for
 
@@ -54,3 +63,17 @@ def test_gitops_tools_follow_a_cluster_from_creation_to_an_invalid_spec_and_back
         return [argocd[0], flux[0]] if flux[0] == "Current" else None
 
     assert wait_for(recovered, 120, interval=0.5, what="kstatus Current again") == ["Healthy", "Current"]
+
+    # An adoption refused before anything is created: the refusal is Stalled, as kstatus reads it from the server.
+    kube.apply(bookie_cluster("gone", zookeeper.connect_string, f"/{ns}/gone", **JAVA,
+                              adopt={"statefulSetName": "gone"}),
+               namespace=ns)
+
+    def adoption_refused() -> tuple[tuple[str, str], tuple[str, str]] | None:
+        obj = get_cluster(kube, ns, "gone")
+        stalled = condition(obj, "Stalled")
+        return (argocd_health(obj), kstatus(obj)) if stalled and stalled["status"] == "True" else None
+
+    argocd, flux = wait_for(adoption_refused, 60, interval=0.5, what="the refused adoption's Stalled condition")
+    assert argocd == ("Degraded", f"AdoptionNotFound: StatefulSet gone: not found in namespace {ns}")
+    assert flux == ("Failed", f"StatefulSet gone: not found in namespace {ns}")

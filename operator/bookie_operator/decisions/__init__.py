@@ -26,8 +26,11 @@ from bookie_operator.decisions.conditions import (
     ConditionValue,
     cluster_conditions,
     condition,
+    held_by_user,
     invalid_spec_conditions,
+    reconciling_conditions,
     set_condition,
+    stalled_conditions,
 )
 from bookie_operator.decisions.decommission import (
     CANCELLABLE,
@@ -59,9 +62,9 @@ __all__ = [
     "CANCELLABLE", "DISK_PREFIX", "FORCED_GC_COOLDOWN", "UNREACHABLE_GRACE_S", "ClusterConditions", "ClusterFacts",
     "CompactionAction", "CompactionStep", "ConditionValue", "DecommissionAction", "DecommissionFacts",
     "DecommissionStep", "GcInfo", "ObservedBookie", "ReadOnlyDecision", "ReadOnlyPlan", "capped_scale_up",
-    "cluster_conditions", "compaction_tick", "condition", "decommission_step", "in_window",
+    "cluster_conditions", "compaction_tick", "condition", "decommission_step", "held_by_user", "in_window",
     "invalid_spec_conditions", "iso",
     "ordinal_to_decommission", "parse_time", "plan_expansion", "plan_read_only", "pod_to_restart",
-    "scale_back_after_pressure", "scale_up_for_pressure", "set_condition", "should_force_gc", "sort_by_ordinal",
-    "start_decommission", "statefulset_replicas",
+    "reconciling_conditions", "scale_back_after_pressure", "scale_up_for_pressure", "set_condition",
+    "should_force_gc", "sort_by_ordinal", "stalled_conditions", "start_decommission", "statefulset_replicas",
 ]

@@ -1,7 +1,11 @@
 """Conditions: Ready, Degraded, Progressing and Decommissioning from what a reconcile observed and did, and
 Reconciling and Stalled, the two that kstatus (Flux's health checks, kpt) reads: Reconciling while the operator is
 still changing something, Stalled when it cannot go on without the user (a bookie that cannot start, an invalid
-spec). Waiting alone (under-replicated ledgers healing, bookies starting) is never Stalled."""
+spec, a refused adoption). Waiting alone (under-replicated ledgers healing, bookies starting) is never Stalled.
+
+kstatus has no Suspended: a long operation the user holds (an adoption awaiting approval, a paused switch or
+rebalance) is Reconciling=True with the hold as its reason, so that Flux and kpt keep waiting (InProgress) instead
+of calling a half-done change Current or a deliberate pause Failed."""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from bookie_operator.models import (
     Condition,
     DecommissionRequestStatus,
     DecommissionStatus,
+    ImplementationSwitchStatus,
+    RebalanceStatus,
 )
 
 
@@ -69,6 +75,8 @@ class ClusterFacts:
     problem_reason: str | None = None                   # a specific Degraded reason (bookies that cannot start)
     # spec.decommission's requests in one of their active phases (a chosen bookie leaving, forced or not)
     chosen_decommissions: list[DecommissionRequestStatus] = field(default_factory=list)
+    # long operations held by the user until they let them go on: (reason, message) each, from ``held_by_user``
+    held: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -89,13 +97,12 @@ def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
     if f.ready < f.desired_replicas:
         progressing.append(f"{f.ready}/{f.desired_replicas} bookies ready")
     stalled = f.problem_reason is not None            # a specific failure: waiting alone will not clear it
+    leaving = _decommissioning(f)
+    # kstatus takes the first of Reconciling and Stalled that is True: a stalled cluster is not reconciling,
+    # however far from Ready.
     out = [ConditionValue("Progressing", bool(progressing), "Reconciling" if progressing else "Settled",
                           "; ".join(progressing)),
-           # kstatus reads Reconciling before Stalled: a stalled cluster is not reconciling, however far from Ready.
-           ConditionValue("Reconciling", bool(progressing) and not stalled,
-                          "Stalled" if stalled else ("Reconciling" if progressing else "Settled"),
-                          "; ".join(progressing))]
-    out.append(_decommissioning(f))
+           _reconciling(progressing, f.held, leaving, stalled), leaving]
     problems = list(f.problems)
     if f.writable < f.ensemble_size and f.ready >= f.ensemble_size:
         problems.append(f"only {f.writable} writable bookies, ensembleSize is {f.ensemble_size}")
@@ -118,6 +125,50 @@ def cluster_conditions(f: ClusterFacts) -> ClusterConditions:
         if not all_ready:
             waiting.append(f"{f.ready}/{f.desired_replicas} bookies ready")
     return ClusterConditions(out, waiting)
+
+
+def _reconciling(progressing: list[str], held: list[tuple[str, str]], leaving: ConditionValue,
+                 stalled: bool) -> ConditionValue:
+    """True while the operator changes something (a bookie leaving included, even when nothing else moves) or the
+    user holds a change half-done; the reason names the hold first, since while it lasts nothing moves towards
+    the spec, then a decommission (what else changes follows in the message)."""
+    decommissioning = [leaving.message] if leaving.status else []
+    message = "; ".join([m for _, m in held] + decommissioning + progressing)
+    if stalled:
+        return ConditionValue("Reconciling", False, "Stalled", message)
+    if held:
+        return ConditionValue("Reconciling", True, held[0][0], message)
+    if decommissioning:
+        return ConditionValue("Reconciling", True, "Decommissioning", message)
+    return ConditionValue("Reconciling", bool(progressing), "Reconciling" if progressing else "Settled", message)
+
+
+def held_by_user(switch: ImplementationSwitchStatus | None,
+                 rebalance: RebalanceStatus | None) -> list[tuple[str, str]]:
+    """(reason, message) of each long operation paused by the user: a switch half-done, a rebalance stopped."""
+    held = []
+    if switch is not None and switch.phase == "Paused":
+        held.append(("ImplementationSwitchPaused",
+                     f"implementation switch {switch.source} to {switch.target} paused by "
+                     f"spec.implementationSwitch.paused ({len(switch.converted)} switched, "
+                     f"{len(switch.remaining)} to go)"))
+    if rebalance is not None and rebalance.phase == "Paused":
+        held.append(("RebalancePaused", "rebalance paused by spec.rebalance.paused"))
+    return held
+
+
+def reconciling_conditions(reason: str, message: str) -> list[ConditionValue]:
+    """kstatus's pair while a step the reconcile's status step does not follow goes on or waits for the user (an
+    adoption awaiting approval, a StatefulSet being replaced): InProgress, whatever was written before."""
+    return [ConditionValue("Reconciling", True, reason, message),
+            ConditionValue("Stalled", False, "NotStalled", "")]
+
+
+def stalled_conditions(reason: str, message: str) -> list[ConditionValue]:
+    """kstatus's pair when the operator cannot go on until the user changes something (a refused adoption):
+    Failed, with the refusal's reason and message."""
+    return [ConditionValue("Reconciling", False, reason, message),
+            ConditionValue("Stalled", True, reason, message)]
 
 
 def _decommissioning(f: ClusterFacts) -> ConditionValue:

@@ -14,6 +14,7 @@ Each phase is re-derived from what is there, so an operator restarted in any of 
 from __future__ import annotations
 
 from bookie_operator import builders
+from bookie_operator.decisions import ConditionValue, reconciling_conditions, stalled_conditions
 from bookie_operator.decisions import adopt as plan
 from bookie_operator.decisions.adopt import Refusal
 from bookie_operator.decisions.observed import iso
@@ -95,11 +96,15 @@ async def _check(t: Tick) -> bool:
     t.condition("Degraded", False, "AdoptionPending", "")
     if phase != "Replacing":
         t.status.observed_generation = t.generation     # this spec is seen: it waits for approval (or a fix)
+        # Not done until approved, nor failed: kstatus's InProgress, as Argo CD's Suspended.
+        _kstatus(t, reconciling_conditions("AwaitingApproval", f"StatefulSet {name}: set spec.adopt.approve to "
+                                           "take it over"))
         return False
     t.event("Normal", "AdoptionApproved", f"StatefulSet {name}: replacing it with the operator's, pods orphaned "
             "(not restarted), then one pod at a time")
     # Recorded before acting: an operator that dies before this status is written has changed nothing yet.
     _move(t, "Replacing", "the StatefulSet is deleted with its pods orphaned")
+    _kstatus(t, reconciling_conditions("Replacing", f"StatefulSet {name}: deleted with its pods orphaned"))
     t.wait(f"adoption of StatefulSet {name} approved")
     return False
 
@@ -114,7 +119,14 @@ def _refuse(t: Tick, refusal: Refusal) -> None:
     t.condition(CONDITION, False, refusal.reason, refusal.message)
     t.condition("Ready", False, refusal.reason, refusal.message)
     t.condition("Degraded", True, refusal.reason, refusal.message)
+    _kstatus(t, stalled_conditions(refusal.reason, refusal.message))   # kstatus's Failed: only the user can fix it
     t.status.observed_generation = t.generation
+
+
+def _kstatus(t: Tick, values: list[ConditionValue]) -> None:
+    """Reconciling and Stalled while the tick stops before the status step that otherwise writes them."""
+    for c in values:
+        t.condition(c.type, c.status, c.reason, c.message)
 
 
 async def _replace(t: Tick, state: AdoptionStatus) -> bool:
@@ -131,6 +143,7 @@ async def _replace(t: Tick, state: AdoptionStatus) -> bool:
             t.event("Normal", "AdoptionReplacing", f"StatefulSet {name} deleted with orphan propagation: its pods "
                     "and claims are kept, the operator's StatefulSet takes them over")
         t.condition(CONDITION, True, "Replacing", state.message)
+        _kstatus(t, reconciling_conditions("Replacing", f"StatefulSet {name}: {state.message}"))
         t.wait(f"adoption: StatefulSet {name} deleted with its pods orphaned")
         return False
     await _take_over_service(t, state.found.service_name)

@@ -38,7 +38,8 @@ def record_status(t: Tick) -> None:
         chosen_decommissions=[r for r in s.decommission_requests if r.phase in retire.ACTIVE],
         unregistered=[b.pod for b in t.bookies if b.exists and t.registered is not None
                       and b.bookie_id not in t.registered],
-        under_replicated=t.under_replicated, problems=t.problems, problem_reason=t.failure_reason)
+        under_replicated=t.under_replicated, problems=t.problems, problem_reason=t.failure_reason,
+        held=decisions.held_by_user(s.implementation_switch, s.rebalance))
     verdict = decisions.cluster_conditions(facts)
     for c in verdict.conditions:
         t.condition(c.type, c.status, c.reason, c.message)
