@@ -17,7 +17,7 @@ import javaproperties
 from bookie.config import BookieConfig
 from bookie.termination import IMPLEMENTATION_ENV, WRONG_IMAGE
 
-from bookie_operator import models
+from bookie_operator import java_config, models
 from bookie_operator.models import BOOKIE_PORT, HTTP_PORT, INSPECTOR_METRICS_PORT, INSPECTOR_PORT, BookieClusterSpec
 
 Obj = dict[str, Any]
@@ -616,7 +616,8 @@ def _env(owner: Owner, spec: BookieClusterSpec, lay: Layout | None = None) -> li
         {"name": IMPLEMENTATION_ENV, "value": spec.implementation},
     ]
     if spec.implementation == "apache-bookkeeper":
-        env += [{"name": "BK_bookieId", "value": "$(BOOKIE_ID)"},
+        env += [{"name": models.BOOKKEEPER_VERSIONS_ENV, "value": ",".join(java_config.SUPPORTED_LINES)},
+                {"name": "BK_bookieId", "value": "$(BOOKIE_ID)"},
                 {"name": "BK_advertisedAddress", "value": "$(POD_IP)"},
                 # With a listening interface set, the Java bookie binds its advertised address (the pod IP),
                 # not 0.0.0.0 (BookieNettyServer); "lo" exists everywhere and is not otherwise used.

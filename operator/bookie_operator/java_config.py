@@ -28,6 +28,9 @@ from pathlib import Path
 
 BOOKKEEPER_VERSION = "4.18.0"  # the Java bookie image's (hack/apache-bookkeeper/pom.xml)
 KEY_SET_VERSIONS = ("4.17.3", "4.18.0")  # whose keys the checked-in list holds
+# The Apache BookKeeper lines (major.minor) the operator manages: those whose keys it checks. The Java bookie
+# image refuses to start any other (builders: models.BOOKKEEPER_VERSIONS_ENV).
+SUPPORTED_LINES = tuple(dict.fromkeys(".".join(v.split(".")[:2]) for v in KEY_SET_VERSIONS))
 KEYS_FILE = Path(__file__).with_name("apache_bookkeeper_keys.txt")
 CLASSES = (
     "org/apache/bookkeeper/conf/AbstractConfiguration.class",

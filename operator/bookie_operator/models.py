@@ -84,8 +84,13 @@ def _image_rule() -> tuple[str, str]:
     return rule, IMAGE_MISMATCH
 
 
+# The Apache BookKeeper lines the operator manages (java_config.SUPPORTED_LINES, "4.17,4.18"), told to the Java
+# bookie image's entrypoint (hack/apache-bookkeeper), which refuses to start another with an UnsupportedVersion
+# termination message.
+BOOKKEEPER_VERSIONS_ENV = "BOOKIE_FLEET_BOOKKEEPER_VERSIONS"
 # What the operator puts into the bookie pod itself: escape hatches may add to it, never replace it.
-OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS", IMPLEMENTATION_ENV}
+OWNED_ENV = {"POD_NAME", "POD_NAMESPACE", "POD_IP", "BOOKIE_ID", "BOOKIE_EXTRA_OPTS", IMPLEMENTATION_ENV,
+             BOOKKEEPER_VERSIONS_ENV}
 OWNED_VOLUME_PREFIXES = ("config", "run", "journal-", "ledgers-", "tls-", "token-hashes", "zk-digest")
 OWNED_VOLUME_NAMES = ("tmp",)
 OWNED_MOUNT_ROOTS = ("/bookie", "/opt/bookie", "/opt/bookkeeper/conf")
@@ -1108,8 +1113,9 @@ class Condition(Model):
 class StartFailureStatus(Model):
     """Why a bookie's container cannot start, from its termination message."""
 
-    reason: str = Field(description="CookieMismatch, InvalidConfig, DirectoryNotWritable, MetadataUnreachable, "
-                        "DiskFull, PortInUse or StartupFailed.")
+    reason: str = Field(description="WrongImage, UnsupportedVersion, CookieMismatch, IncompatibleDisk, "
+                        "InvalidConfig, DirectoryNotWritable, MetadataUnreachable, DiskFull, PortInUse or "
+                        "StartupFailed (docs/operator.md, Troubleshooting).")
     message: str = Field(description="The bookie's own words (its termination message, at most 4 KiB).")
     since: str = Field(description="When the operator first saw this reason for this bookie.")
     exit_code: int | None = None

@@ -6,7 +6,8 @@ The volume-reuse case: a BookieCluster deleted with its claims kept (the default
 fresh metadata root; its bookies find cookies of the old BookKeeper instance on their volumes. Following the
 documented fix (delete the claims, then the pods) brings it to Ready, and so does the explicit opt-in that lets
 the operator delete them. Apache BookKeeper's bookies, which write no termination message, are recognised
-from the end of their log. And a read-only ledger volume."""
+from the end of their log; the Java bookie image without an Apache BookKeeper the operator manages says so
+itself (UnsupportedVersion). And a read-only ledger volume."""
 
 from __future__ import annotations
 
@@ -173,3 +174,28 @@ def test_apache_bookkeeper_bookies_on_old_claims_are_cookie_mismatch_from_their_
     [pod] = kube.pods(ns)
     assert failure["message"] in termination_message(pod), "the end of the Java bookie's log"
     assert len(await_events(kube, ns, "jb", "CookieMismatch", at_least=1)) == 1
+
+
+def test_a_java_bookie_image_without_a_supported_bookkeeper_is_unsupported_version(
+        kube: KubeTarget, kube_namespace: str, zookeeper: ZooKeeperServer,
+        operator_factory: Callable[[str], OperatorProcess]) -> None:
+    """The Java bookie image with its classpath hidden under an empty volume holds no Apache BookKeeper the
+    operator manages: its entrypoint stops before the JVM (the versions found and supported named, as
+    tests/images/test_images_java_bookie_refuses_unsupported_versions.py shows for an image of another version),
+    as the image's user, in the pod's termination message, which the operator shows in Degraded."""
+    ns = kube_namespace
+    operator_factory(ns)
+    java = {"replicas": 1, "ensembleSize": 1, **JAVA, "extraVolumes": [{"name": "no-jars", "emptyDir": {}}],
+            "extraVolumeMounts": [{"name": "no-jars", "mountPath": "/opt/bookkeeper/lib"}]}
+    kube.apply(bookie_cluster("uv", zookeeper.connect_string, f"/{ns}/ledgers", **java), namespace=ns)
+    obj = wait_for(degraded_with(kube, ns, "uv", "UnsupportedVersion", 1), 180, interval=1,
+                   what="Degraded UnsupportedVersion")
+    said = ("the image runs no Apache BookKeeper bookie (no bookkeeper-server jar in /opt/bookkeeper/lib), the "
+            "operator supports Apache BookKeeper 4.17, 4.18 (BOOKIE_FLEET_BOOKKEEPER_VERSIONS): set spec.image to "
+            "an image of one of those versions")
+    message = condition(obj, "Degraded")["message"]  # type: ignore[index]
+    assert message == f"uv-0 cannot start (UnsupportedVersion): {said} (spec.image {JAVA['image']})", message
+    assert obj["status"]["bookies"][0]["startFailure"]["message"] == said
+    [pod] = kube.pods(ns)
+    assert termination_message(pod) == f"UnsupportedVersion: {said}"
+    assert len(await_events(kube, ns, "uv", "UnsupportedVersion", at_least=1)) == 1

@@ -30,12 +30,16 @@ from bookie_operator.models import BookieClusterSpec, BookieStatus, StartFailure
 
 Obj = dict[str, Any]
 CONTAINER = "bookie"
+# The Java bookie image's (hack/apache-bookkeeper/entrypoint.py): its Apache BookKeeper is not one of the lines
+# the operator manages (models.BOOKKEEPER_VERSIONS_ENV); the message names the version found and those.
+UNSUPPORTED_VERSION = "UnsupportedVersion"
 
 # The reasons our bookie writes (bookie.termination), most specific first: the Degraded condition's
 # reason is the first of these that any bookie has. WrongImage (also the operator's start script's, for an image
-# without our bookie) comes first: whatever else that image says follows from it.
-REASONS = (WRONG_IMAGE, COOKIE_MISMATCH, INCOMPATIBLE_DISK, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, DISK_FULL,
-           METADATA_UNREACHABLE, PORT_IN_USE, STARTUP_FAILED)
+# without our bookie) comes first: whatever else that image says follows from it; then an image of a version the
+# operator does not manage, for the same reason.
+REASONS = (WRONG_IMAGE, UNSUPPORTED_VERSION, COOKIE_MISMATCH, INCOMPATIBLE_DISK, INVALID_CONFIG,
+           DIRECTORY_NOT_WRITABLE, DISK_FULL, METADATA_UNREACHABLE, PORT_IN_USE, STARTUP_FAILED)
 
 _PREFIX = re.compile(r"^(?P<reason>[A-Z][A-Za-z]+): (?P<rest>.*)$", re.S)
 # Ours: "instance id 'A' != 'B'"; Apache BookKeeper's: "instanceId A is not matching with B" (A expected).
@@ -62,6 +66,7 @@ ADVICE = {
     PORT_IN_USE: "another process holds the bookie's port",
     STARTUP_FAILED: "see the message and the pod's log",
     WRONG_IMAGE: "set spec.image to an image of spec.implementation's bookie, or spec.implementation to the image's",
+    UNSUPPORTED_VERSION: "set spec.image to an image of a version the operator supports (docs/compatibility.md)",
 }
 
 
@@ -222,6 +227,8 @@ def _explain(reason: str, group: list[StartFailure], cluster: str, spec: BookieC
         if ids is not None:
             return _foreign_volumes(group, ids, cluster, spec, instance_id, lay)
     detail = group[0].message if len(group) == 1 else f"{group[0].pod}: {group[0].message}"
+    if reason == UNSUPPORTED_VERSION:  # the bookie's message says what to do; the spec names the image
+        return f"{pods} cannot start ({reason}): {detail} (spec.image {spec.image})"
     if reason == WRONG_IMAGE:
         return (f"{pods} cannot start ({reason}): {detail} (spec.image {spec.image} does not run "
                 f"{spec.implementation}'s bookie: {ADVICE[reason]})")
@@ -241,5 +248,5 @@ def _foreign_volumes(group: list[StartFailure], ids: tuple[str | None, str | Non
             f"point spec.metadataService at the metadata service of instance {found!r}")
 
 
-__all__ = ["REASONS", "Degraded", "StartFailure", "classify", "degraded", "event_message", "instance_ids", "observe",
-           "status_of", "to_reclaim", "transitions"]
+__all__ = ["REASONS", "UNSUPPORTED_VERSION", "Degraded", "StartFailure", "classify", "degraded", "event_message",
+           "instance_ids", "observe", "status_of", "to_reclaim", "transitions"]
