@@ -115,14 +115,16 @@ def test_a_broker_certificate_produces_and_consumes_over_tls_only(secured: Secur
 def test_a_certificate_of_another_role_stores_nothing(secured: SecuredBookies) -> None:
     refused_before, written_before = metrics(secured.cluster)
     broker = start_broker(secured, "analytics", secured.analytics)
-    producer = Producer(broker, "public/default/refused", 20, keys=4, max_size=500)
     try:
-        # Until the broker's BookKeeper client has had writes refused by two bookies (an ensemble's worth):
-        # the topic cannot be written, and Pulsar's client would only give up on it after its own timeouts.
-        producer.wait_for(lambda: refused_writes(secured, broker, refused_before), 180,
-                          "the bookies to refuse the broker's writes")
+        producer = Producer(broker, "public/default/refused", 20, keys=4, max_size=500)
+        try:
+            # Until the broker's BookKeeper client has had writes refused by two bookies (an ensemble's worth):
+            # the topic cannot be written, and Pulsar's client would only give up on it after its own timeouts.
+            producer.wait_for(lambda: refused_writes(secured, broker, refused_before), 180,
+                              "the bookies to refuse the broker's writes")
+        finally:
+            producer.kill()
     finally:
-        producer.kill()
         broker.stop()
     assert producer.acked == {}, "a message was acknowledged by bookies that refuse the broker's role"
     refused, written = metrics(secured.cluster)
