@@ -1,6 +1,6 @@
 """The ``bookie-fleet`` command: the playground and the local Kubernetes cluster.
 
-    bookie-fleet playground [--short] [--keep-running]     the operator's story on a local Kubernetes
+    bookie-fleet playground [--short] [--tls] [--keep-running]   the operator's story on a local Kubernetes
     bookie-fleet playground --bookies-only [--bookies 3]   ZooKeeper + bookies on this machine, no Kubernetes
     bookie-fleet cluster up|down|status
     bookie-fleet cache [prune]                             the cache's parts and sizes; remove what is unused
@@ -29,6 +29,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     play.add_argument("--bookies", type=int, default=3, help="with --bookies-only")
     play.add_argument("--ledgers", type=int, default=3, help="with --bookies-only")
     play.add_argument("--entries", type=int, default=100, help="with --bookies-only")
+    play.add_argument("--tls", action="store_true",
+                      help="the bookie port serves only TLS clients with a certificate of role broker (or bookie), "
+                           "as examples/production.yaml; the Pulsar broker presents one")
     play.add_argument("--workdir", default=None, help="default: a fresh directory under the cache")
     play.add_argument("--keep-running", action="store_true", help="leave the fleet running until Ctrl-C")
     play.add_argument("--keep", action="store_true",
@@ -62,7 +65,7 @@ def playground(args: argparse.Namespace) -> int:
             return run_playground(args)
         from bookie_fleet.story import run_story
 
-        return run_story(workdir, args.short, args.keep_running)
+        return run_story(workdir, args.short, args.keep_running, args.tls)
 
 
 if __name__ == "__main__":

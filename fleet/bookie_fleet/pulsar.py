@@ -3,8 +3,9 @@ and Pulsar's own Java client driven through ``hack/pulsar/PulsarHarness.java``: 
 and the playground's workload.
 
 The broker's metadata lives under its own ZooKeeper chroot; its ledgers go to the bookies' existing
-BookKeeper metadata (``PulsarClusterMetadataSetup --existing-bk-metadata-service-uri``). The JVM runs in its
-own process group and ``stop()`` takes down everything it started.
+BookKeeper metadata (``PulsarClusterMetadataSetup --existing-bk-metadata-service-uri``). With ``bookie_tls``
+its BookKeeper client speaks TLS to the bookies and presents a client certificate (``BookieClientTLS``). The
+JVM runs in its own process group and ``stop()`` takes down everything it started.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bookie_fleet.certificates import TLS_CONTEXT_FACTORY, Issued
 from bookie_fleet.processes import accepts, console_log4j2, free_port, log_tail, spawn, terminate, write_properties
 
 CLUSTER = "bookie-fleet"
@@ -107,6 +109,64 @@ def broker_conf(zk_connect: str, chroot: str, bk_uri: str, broker_port: int, web
     }
 
 
+PEM_BEGIN = b"-----BEGIN "
+
+
+@dataclass(frozen=True)
+class BookieClientTLS:
+    """TLS from the broker's BookKeeper client to the bookies, with a client certificate: Pulsar's
+    ``bookkeeperTLS*`` keys of broker.conf, which it copies into its BookKeeper ``ClientConfiguration``.
+
+    Pulsar reads them only with ``bookkeeperTLSClientAuthentication=true``: that key is its switch for TLS to
+    the bookies, so TLS without a client certificate cannot be configured this way and a certificate and its
+    key are required. Files are PEM (what our bookies and BookKeeper's ``TLSContextFactory`` both read)."""
+
+    certificate: Path  # bookkeeperTLSCertificateFilePath: the broker's certificate (chain)
+    key: Path  # bookkeeperTLSKeyFilePath: its private key, PKCS#8
+    trust_certs: Path  # bookkeeperTLSTrustCertsFilePath: the CAs the bookies' certificates chain to
+    key_password: Path | None = None  # bookkeeperTLSKeyStorePasswordPath: a file with the key's password
+    refresh_seconds: int = 300  # bookkeeperTlsCertFilesRefreshDurationSeconds (Pulsar's default)
+
+    def __post_init__(self) -> None:
+        if self.refresh_seconds < 0:
+            raise ValueError(f"bookkeeperTlsCertFilesRefreshDurationSeconds must be >= 0 "
+                             f"(got {self.refresh_seconds})")
+
+    @classmethod
+    def of(cls, issued: Issued, **extra: Any) -> BookieClientTLS:
+        """The broker's certificate, its key and the CA bundle that issued it (the bookies' CA too)."""
+        return cls(certificate=issued.certificate, key=issued.key, trust_certs=issued.ca, **extra)
+
+    def files(self) -> dict[str, Path]:
+        files = {"bookkeeperTLSCertificateFilePath": self.certificate, "bookkeeperTLSKeyFilePath": self.key,
+                 "bookkeeperTLSTrustCertsFilePath": self.trust_certs}
+        if self.key_password is not None:
+            files["bookkeeperTLSKeyStorePasswordPath"] = self.key_password
+        return files
+
+    def check(self) -> None:
+        """Every file exists and reads, and the PEM ones hold PEM: the broker itself would only fail at its
+        first connection to a bookie, with a handshake error that does not name the file."""
+        for key, path in self.files().items():
+            try:
+                head = path.read_bytes()[:4096]
+            except FileNotFoundError:
+                raise ValueError(f"{key}: {path} does not exist") from None
+            except OSError as exc:
+                raise ValueError(f"{key}: {path} cannot be read ({exc.strerror or exc})") from None
+            if key != "bookkeeperTLSKeyStorePasswordPath" and PEM_BEGIN not in head:
+                raise ValueError(f"{key}: {path} is not a PEM file (no '-----BEGIN' line)")
+
+    def broker_conf(self) -> dict[str, Any]:
+        """The broker.conf keys, after ``check()``."""
+        self.check()
+        return {"bookkeeperTLSClientAuthentication": True,
+                "bookkeeperTLSProviderFactoryClass": TLS_CONTEXT_FACTORY,
+                "bookkeeperTLSKeyFileType": "PEM", "bookkeeperTLSTrustCertTypes": "PEM",
+                "bookkeeperTlsCertFilesRefreshDurationSeconds": self.refresh_seconds,
+                **{key: str(path) for key, path in self.files().items()}}
+
+
 @dataclass
 class PulsarBroker:
     data_dir: Path
@@ -119,7 +179,13 @@ class PulsarBroker:
     settings: dict[str, Any] = field(default_factory=dict)  # broker.conf keys over broker_conf()'s
     classpath: PulsarClasspath = NEWEST
     jvm_opts: tuple[str, ...] = JVM_OPTS  # the broker's JVM (a benchmark runs it at Pulsar's production settings)
+    bookie_tls: BookieClientTLS | None = None  # TLS with a client certificate to the bookies
     proc: subprocess.Popen[bytes] | None = None
+
+    def __post_init__(self) -> None:
+        mixed = sorted(k for k in self.settings if k.lower().startswith("bookkeepertls"))
+        if self.bookie_tls is not None and mixed:
+            raise ValueError(f"bookie_tls sets the broker's TLS to the bookies; settings must not set {mixed} too")
 
     @property
     def service_url(self) -> str:
@@ -160,8 +226,9 @@ class PulsarBroker:
 
     def start(self, timeout: float = 240) -> PulsarBroker:
         conf = self.data_dir / "broker.conf"
+        tls = self.bookie_tls.broker_conf() if self.bookie_tls is not None else {}
         write_properties(conf, {**broker_conf(self.zk_connect, self.chroot, self.bk_uri, self.broker_port,
-                                              self.web_port), **self.settings})
+                                              self.web_port), **tls, **self.settings})
         self.proc = spawn(self._java("org.apache.pulsar.PulsarBrokerStarter", "--broker-conf", str(conf),
                                      opts=self.jvm_opts), self.log_path)
         deadline = time.monotonic() + timeout

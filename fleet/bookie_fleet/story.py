@@ -10,6 +10,10 @@ the operator's scheduled storage audit (Spark on Kubernetes, reading the entry l
 admin API) writes its HTML report of that fleet, naming the topics. Each step is timed and the run
 ends with a table of what happened (``summary.json`` in the work directory holds the same).
 
+With ``--tls`` the bookie port serves only TLS clients with a certificate of role ``broker`` (or ``bookie``)
+from the run's own CA, as ``examples/production.yaml`` configures it, and the broker presents one
+(``PlaygroundPKI``).
+
 Everything it starts (control plane, pods, ZooKeeper, the broker and its clients, tmpfs mounts) is stopped
 at the end, on Ctrl-C, or on failure, unless ``--keep-running``.
 """
@@ -48,6 +52,8 @@ from bookie_fleet.bookie_rest import (
     run_gc,
     wait_ledgers_deleted,
 )
+from bookie_fleet.certificates import LocalCA, roles_ou
+from bookie_fleet.pulsar import BookieClientTLS
 from bookie_fleet.workload import EXPIRING, KEPT, TOPICS, PulsarWorkload, topic_name
 from bookie_fleet.zookeeper import ZooKeeperServer
 
@@ -126,11 +132,47 @@ def wait_until(check: Callable[[], T | None], timeout: float, what: str, interva
     raise StoryFailed(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
+# With --tls: the roles the bookie port admits, as examples/production.yaml (the broker, and the bookies' own
+# clients for re-replication).
+AUTHORIZED_ROLES = ["broker", "bookie"]
+TLS_SECRET = f"{CLUSTER}-bookie-tls"
+
+
+@dataclass(frozen=True)
+class PlaygroundPKI:
+    """A CA of the run, the bookies' certificate (every bookie id's host, role ``bookie``) as a Secret in
+    cert-manager's layout, and the broker's client certificate (role ``broker``)."""
+
+    secret: dict[str, Any]
+    broker: BookieClientTLS
+
+    @classmethod
+    def create(cls, directory: Path) -> PlaygroundPKI:
+        ca = LocalCA(directory, "bookie-fleet playground CA")
+        bookie = ca.issue("bookie", "bookie", ou=roles_ou(["bookie"]),
+                          dns_names=(f"*.{CLUSTER}-headless.{NAMESPACE}.svc.cluster.local",))
+        data = {"tls.crt": bookie.certificate, "tls.key": bookie.key, "ca.crt": bookie.ca}
+        secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                  "metadata": {"name": TLS_SECRET, "namespace": NAMESPACE},
+                  "data": {k: base64.b64encode(v.read_bytes()).decode() for k, v in data.items()}}
+        broker = ca.issue("broker", "pulsar-broker", ou=roles_ou(["broker"]))
+        return cls(secret, BookieClientTLS.of(broker))
+
+
+def require_client_certificates(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The BookieCluster with TLS on the bookie port from ``TLS_SECRET``, client certificates required and only
+    ``AUTHORIZED_ROLES`` admitted."""
+    spec = {**manifest["spec"], "tls": {"bookie": {"secretName": TLS_SECRET}, "clientAuthentication": True,
+                                        "authorizedRoles": list(AUTHORIZED_ROLES)}}
+    return {**manifest, "spec": spec}
+
+
 class Story:
-    def __init__(self, workdir: Path, sizes: Sizes, keep_running: bool = False) -> None:
+    def __init__(self, workdir: Path, sizes: Sizes, keep_running: bool = False, tls: bool = False) -> None:
         self.workdir = workdir
         self.sizes = sizes
         self.keep_running = keep_running
+        self.pki = PlaygroundPKI.create(workdir / "pki") if tls else None
         self.summary = Summary()
         self.cluster = LocalCluster(workdir / "kube", ephemeral_ports=True)
         self._zk: ZooKeeperServer | None = None   # once the cluster is up: it listens where pods reach it
@@ -225,7 +267,8 @@ class Story:
         zk = self.zk.connect_string
         root = self.manifest()["spec"]["metadataService"]["ledgersRoot"]
         with self.step("an Apache Pulsar broker stores its topics on the bookies"):
-            self.workload = PulsarWorkload(self.workdir / "pulsar", zk, root)
+            self.workload = PulsarWorkload(self.workdir / "pulsar", zk, root,
+                                           bookie_tls=self.pki.broker if self.pki is not None else None)
             broker = self.workload.start()
             say(f"   broker {broker.service_url} (admin {broker.web_url}); topics "
                 f"{', '.join(topic_name(t) for t in TOPICS)}")
@@ -271,7 +314,7 @@ class Story:
         spec["replicas"] = self.sizes.bookies
         spec["storage"]["ledgers"]["size"] = f"{self.sizes.disk_mb}Mi"
         manifest["metadata"]["namespace"] = NAMESPACE
-        return dict(manifest)
+        return require_client_certificates(manifest) if self.pki is not None else dict(manifest)
 
     def create_cluster(self) -> None:
         manifest = self.manifest()
@@ -287,6 +330,10 @@ class Story:
                          "persistentVolumeReclaimPolicy": "Retain", "storageClassName": storage_class,
                          "hostPath": {"path": str(path), "type": "Directory"},
                          "claimRef": {"namespace": NAMESPACE, "name": claim}}})
+        if self.pki is not None:
+            self.kube().create(f"/api/v1/namespaces/{NAMESPACE}/secrets", self.pki.secret)
+            say(f"   bookie port: TLS only, client certificates of role {' or '.join(AUTHORIZED_ROLES)} "
+                f"(Secret {TLS_SECRET}); the broker presents a {AUTHORIZED_ROLES[0]} certificate")
         self.tool("kubectl", "apply", "-f", "-", input=yaml.safe_dump(manifest))
 
         def ready() -> bool:
@@ -456,10 +503,10 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def run_story(workdir: Path, short: bool, keep_running: bool) -> int:
+def run_story(workdir: Path, short: bool, keep_running: bool, tls: bool = False) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     say(f"bookie-fleet playground (Kubernetes) in {workdir}")
-    story = Story(workdir, Sizes.short() if short else Sizes(), keep_running)
+    story = Story(workdir, Sizes.short() if short else Sizes(), keep_running, tls)
     # Ctrl-C and SIGTERM both end in the finally block below, which tears everything down.
     signal.signal(signal.SIGTERM, _interrupt)
     try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bookie_fleet.pulsar import Producer, PulsarBroker
+from bookie_fleet.pulsar import BookieClientTLS, Producer, PulsarBroker
 
 NAMESPACE = "public/playground"
 KEPT = {"orders": "billing"}
@@ -41,6 +41,7 @@ class PulsarWorkload:
     ledgers_root: str
     chroot: str = "/pulsar-playground"   # Pulsar's own metadata, beside BookKeeper's in the same ZooKeeper
     broker_settings: dict[str, Any] = field(default_factory=lambda: dict(BROKER_SETTINGS))
+    bookie_tls: BookieClientTLS | None = None  # the broker's TLS to bookies that require client certificates
     broker: PulsarBroker | None = None
     producers: dict[str, Producer] = field(default_factory=dict)
 
@@ -48,7 +49,7 @@ class PulsarWorkload:
         """Pulsar's cluster metadata on the bookies' BookKeeper metadata, the broker, the namespace and the
         topics with their subscriptions."""
         broker = PulsarBroker(self.workdir, self.zk_connect, self.ledgers_root, chroot=self.chroot,
-                              log_level="warn", settings=self.broker_settings)
+                              log_level="warn", settings=self.broker_settings, bookie_tls=self.bookie_tls)
         self.broker = broker
         broker.setup_metadata()
         broker.start()
