@@ -2,6 +2,8 @@
 
     bookie-fleet playground [--short] [--tls] [--keep-running]   the operator's story on a local Kubernetes
     bookie-fleet playground --bookies-only [--bookies 3]   ZooKeeper + bookies on this machine, no Kubernetes
+    bookie-fleet playground --first-look                   which topic keeps the disks full: our bookies and a
+                                                           Pulsar broker on this machine, no Kubernetes
     bookie-fleet cluster up|down|status
     bookie-fleet cache [prune]                             the cache's parts and sizes; remove what is unused
 """
@@ -26,6 +28,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     play.add_argument("--short", action="store_true", help="smaller disks and entries (the CI run)")
     play.add_argument("--bookies-only", action="store_true",
                       help="no Kubernetes: ZooKeeper + bookies on 127.0.0.x; write, read, delete ledgers")
+    play.add_argument("--first-look", action="store_true",
+                      help="no Kubernetes: ZooKeeper, three bookies and a Pulsar broker on this machine; two topics "
+                           "expire and the bookies say which topic keeps the disks full (what scripts/playground "
+                           "shows while the local Kubernetes binaries build)")
     play.add_argument("--bookies", type=int, default=3, help="with --bookies-only")
     play.add_argument("--ledgers", type=int, default=3, help="with --bookies-only")
     play.add_argument("--entries", type=int, default=100, help="with --bookies-only")
@@ -63,6 +69,10 @@ def playground(args: argparse.Namespace) -> int:
             from bookie_fleet.playground import run_playground
 
             return run_playground(args)
+        if args.first_look:
+            from bookie_fleet.first_look import run_first_look
+
+            return run_first_look(workdir)
         from bookie_fleet.story import run_story
 
         return run_story(workdir, args.short, args.keep_running, args.tls)

@@ -3,7 +3,8 @@
 #   etcd (hack/etcd), kube-apiserver, kube-controller-manager, kube-proxy, kubectl (hack/kube), CoreDNS
 #   (hack/coredns), helm (go install).
 # Writes $BOOKIE_FLEET_CACHE/env.d/kube.sh, which scripts/bootstrap appends to the env file it prints.
-# Run by scripts/bootstrap; can also be run alone. See docs/local-kubernetes.md.
+# Run by scripts/bootstrap; can also be run alone (`--built` only says whether a build is needed). See
+# docs/local-kubernetes.md.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cache="${BOOKIE_FLEET_CACHE:-$HOME/.cache/bookie-fleet}"
@@ -42,6 +43,10 @@ key="$( { echo "$kube_version $helm_version $go_have $kube_ldflags $helm_ldflags
         | sha256sum | cut -c1-12)"
 dir="$cache/kube-$key"
 bin="$dir/bin"
+# `kube.sh --built`: whether they are built already (exit 0) or a run would build them (exit 1); builds nothing.
+if [ "${1:-}" = "--built" ]; then
+  [ -f "$dir/.complete" ]; exit $?
+fi
 
 mkdir -p "$cache"
 exec 8>"$cache/.kube-build.lock"   # one build at a time (another bootstrap may run this concurrently)
