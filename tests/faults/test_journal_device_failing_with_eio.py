@@ -5,19 +5,20 @@ acknowledged entry reads back from the others.
 The failing device is libfiu's (``tests/support/faults.py``, ``start_under_libfiu``/``fail_calls``): the victim, a
 seeded bookie of the ledger's ensemble (3/2/2 on 4 bookies, so the client has a bookie to replace it with), runs
 with libfiu's POSIX wrappers preloaded, and once the writer has a seeded number of entries acknowledged its
-``pwrite`` or ``fdatasync`` (seeded) fails with EIO from then on. libfiu fails a call per process, not per file,
-so its ledger directory's writes and syncs fail too; the journal's, made for every group, fail first. Our
+``pwrite``, ``fdatasync`` or both fail with EIO from then on (each in turn from a seeded first, so CI's 3 rounds
+on our bookie fail each once). libfiu fails a call per process, not per file, so its ledger directory's writes
+and syncs fail too; the journal's, made for every group, fail first. Our
 bookie's journal writes with ``pwrite`` and syncs with ``fdatasync`` (C, bookie/storage/_journal_writer.c);
 Apache BookKeeper 4.17.3's journal writes through the JVM's ``FileChannel.write``, libc's ``write``, the same call
 as its sockets and logs, so only its ``fdatasync`` (``force(false)``) is failed.
 
-Each round: the writer goes on past the fault and closes its ledger; the victim must stop taking adds within
-``REACTS_WITHIN`` (both implementations fail-stop: ours exits with status 5, BookKeeper's ``BOOKIE_EXCEPTION``,
-as Apache BookKeeper 4.17.3's does); then it is started again, as its supervisor would, and every entry it was
-asked to store before its replacement (with ack quorum = write quorum, each was acknowledged by it) is read from
-it alone and recorded as a read, so the history checker flags an entry it acknowledged and does not have. At the
-end a new client recovers and reads back every ledger. Soak runs raise the rounds with
-``BOOKIE_FLEET_FAULT_ROUNDS`` (bench/fault_soak.py).
+Each round: the writer goes on past the fault and closes its ledger; the victim must stop itself within
+``REACTS_WITHIN`` (both implementations fail-stop; ours must exit with BookKeeper's ``BOOKIE_EXCEPTION`` status,
+5, which Apache BookKeeper 4.17.3's logs but does not exit with); then it is started again, as its supervisor
+would, and every entry it was asked to store before its replacement (with ack quorum = write quorum, each was
+acknowledged by it) is read from it alone and recorded as a read, so the history checker flags an entry it
+acknowledged and does not have. At the end a new client recovers and reads back every ledger. Soak runs raise the
+rounds with ``BOOKIE_FLEET_FAULT_ROUNDS`` (bench/fault_soak.py).
 
 Apache BookKeeper 4.17.3's bookie does lose entries it acknowledged in this scenario (docs/reliability.md: its
 checkpoint after a failed one moves the journal mark past entries that never reached its ledger storage), so for
@@ -66,10 +67,13 @@ async def test_a_journal_failing_with_eio_loses_no_acknowledged_entry(
     cluster = await asyncio.to_thread(cluster_factory, bookie_kind, 4, **CONF)
     history = History()
     reactions: list[str] = []
+    faults = CALLS[bookie_kind]
+    first = seeded_rng.randrange(len(faults))  # then in turn: CI's rounds fail each set of calls once
     async with BookKeeper(cluster.client_config()) as bk:
         for number in range(rounds(ROUNDS[bookie_kind])):
-            reactions.append(await _round(bk, cluster, history, seeded_rng, tmp_path / f"fiu-{number}" / "ctl",
-                                          f"{bookie_kind}-{number}"))
+            calls = faults[(first + number) % len(faults)]
+            reactions.append(await _round(bk, cluster, history, seeded_rng, calls,
+                                          tmp_path / f"fiu-{number}" / "ctl", f"{bookie_kind}-{number}"))
     async with BookKeeper(cluster.client_config()) as bk:
         reader = Recorder(history, "final-reader")
         for ledger in sorted(history.ledgers()):
@@ -85,11 +89,11 @@ async def test_a_journal_failing_with_eio_loses_no_acknowledged_entry(
           f"entries missing on the victims after their restart")
 
 
-async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: random.Random, control: Path,
-                 name: str) -> str:
-    """One ledger written while a bookie of its ensemble has its journal device fail; returns how it reacted."""
+async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: random.Random, calls: list[str],
+                 control: Path, name: str) -> str:
+    """One ledger written while a bookie of its ensemble has its journal device fail ``calls``; returns how it
+    reacted."""
     victim = rng.choice(cluster.bookies)
-    calls = rng.choice(CALLS[cluster.kind])
     fault_after = rng.randint(*FAULT_AFTER)
     payloads = random.Random(rng.getrandbits(64))  # the writer's own: its pace must not shift the schedule
     await asyncio.to_thread(victim.stop)
