@@ -43,14 +43,19 @@ class FaultSetupError(RuntimeError):
     """The fault could not be put in place on this machine; the message says which and why."""
 
 
-def _run(what: str, command: list[str]) -> None:
+def _run(what: str, command: list[str], *, quiet: bool = False) -> None:
+    """``quiet``: the tool says nothing when it succeeds, so any output is its error (fiu-ctrl exits 0 whatever
+    happened: an unknown process, a command its target refused)."""
     try:
-        subprocess.run(command, check=True, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(command, check=True, capture_output=True, text=True, timeout=60)
     except FileNotFoundError as exc:
         raise FaultSetupError(f"{what}: {command[0]} is not installed ({exc})") from None
     except subprocess.CalledProcessError as exc:
         raise FaultSetupError(f"{what}: `{' '.join(command)}` failed ({exc.returncode}): "
                               f"{exc.stderr.strip() or exc.stdout.strip()}") from None
+    said = (done.stdout + done.stderr).strip()
+    if quiet and said:
+        raise FaultSetupError(f"{what}: `{' '.join(command)}` said: {said}")
 
 
 @contextlib.contextmanager
@@ -287,4 +292,5 @@ def fail_calls(bookie: Any, control: Path, calls: Sequence[str], number: int = e
     command = [_libfiu_tool("fiu-ctrl"), "-f", str(control)]
     for call in calls:
         command += ["-c", f"enable name={FAILABLE_CALLS[call]},failinfo={number}"]
-    _run(f"failing {bookie.bookie_id}'s {', '.join(calls)} with errno {number}", [*command, str(bookie.proc.pid)])
+    what = f"failing {bookie.bookie_id}'s {', '.join(calls)} with errno {number}"
+    _run(what, [*command, str(bookie.proc.pid)], quiet=True)
