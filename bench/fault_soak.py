@@ -29,7 +29,7 @@ _OUTCOME = re.compile(r"^(?P<outcome>PASSED|FAILED|ERROR) (?P<test>\S+)")
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=30, help="seeded rounds per scenario (CI runs 4 to 10)")
+    parser.add_argument("--rounds", type=int, default=30, help="seeded rounds per scenario (CI runs 2 to 10)")
     parser.add_argument("--seed", type=int, default=None, help="replay a schedule (default: a fresh seed)")
     parser.add_argument("-k", dest="select", default=None, help="pytest -k expression: which scenarios")
     args = parser.parse_args(argv)

@@ -6,6 +6,14 @@ implementation restarts on it with its cookie and data; on exit the files are co
 removed, whatever happened. ``fill(dir, leave)`` fills it up to ``leave`` free bytes, ``free(filler)``
 gives the space back. ``flip_bit(file, offset, bit)``: damage at rest.
 
+Failing devices: ``start_under_libfiu(bookie, control)`` starts a stopped bookie (either implementation) with
+libfiu's POSIX wrappers preloaded (Debian's ``fiu-run -x``, scripts/bootstrap.d/fiu.sh), nothing failing yet;
+``fail_calls(bookie, control, ["pwrite", "fdatasync"])`` then makes those libc calls of that process fail with
+EIO from that moment (``fiu-ctrl``). libfiu's failure points are per libc function and per process, not per
+file: a failing ``fdatasync`` fails it for the journal and the ledger directories alike, and a failing
+``write`` would fail the process's sockets and logs too, which is why only calls a bookie makes on its disks
+are offered (``FAILABLE_CALLS``).
+
 ZooKeeper sessions: ``SessionExpiry(zk_connect, ledgers_root)`` expires the session a running bookie (either
 implementation) registered itself with, for real, on ZooKeeper's side (``expire``), and waits for the bookie to
 register again (``wait_registered``); ``expire_session`` does it for any session id.
@@ -17,14 +25,16 @@ tried and why it failed: scenarios fail with it, they never skip.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from kazoo.client import KazooClient
 
@@ -33,14 +43,19 @@ class FaultSetupError(RuntimeError):
     """The fault could not be put in place on this machine; the message says which and why."""
 
 
-def _run(what: str, command: list[str]) -> None:
+def _run(what: str, command: list[str], *, quiet: bool = False) -> None:
+    """``quiet``: the tool says nothing when it succeeds, so any output is its error (fiu-ctrl exits 0 whatever
+    happened: an unknown process, a command its target refused)."""
     try:
-        subprocess.run(command, check=True, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(command, check=True, capture_output=True, text=True, timeout=60)
     except FileNotFoundError as exc:
         raise FaultSetupError(f"{what}: {command[0]} is not installed ({exc})") from None
     except subprocess.CalledProcessError as exc:
         raise FaultSetupError(f"{what}: `{' '.join(command)}` failed ({exc.returncode}): "
                               f"{exc.stderr.strip() or exc.stdout.strip()}") from None
+    said = (done.stdout + done.stderr).strip()
+    if quiet and said:
+        raise FaultSetupError(f"{what}: `{' '.join(command)}` said: {said}")
 
 
 @contextlib.contextmanager
@@ -222,3 +237,60 @@ class SessionExpiry:
                 raise TimeoutError(f"{bookie_id} not registered again within {within} s of the expiry of its "
                                    f"session 0x{expired:x} (now: {found})")
             time.sleep(0.05)
+
+
+# ------------------------------------------------------------------ failing devices (libfiu)
+#
+# libfiu's preloaded POSIX wrappers stand in front of libc's: a call whose failure point is enabled returns -1
+# with the errno given as its failinfo, without reaching the kernel (a failed pwrite writes nothing), exactly
+# what a device answering EIO looks like to the process. They reach what goes through libc's dynamic symbols:
+# our bookie's C journal writer (pwrite, fdatasync, fsync), its Python entry logs (os.pwrite, os.fdatasync),
+# RocksDB's syncs, and the JVM's FileChannel (write for appends, fdatasync for force(false)).
+
+# The calls a scenario may fail, by libfiu's failure point: those a bookie makes on its disks only.
+FAILABLE_CALLS = {"pwrite": "posix/io/rw/pwrite", "fsync": "posix/io/sync/fsync",
+                  "fdatasync": "posix/io/sync/fdatasync"}
+
+
+def _libfiu_tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        raise FaultSetupError(f"failing a device's calls needs libfiu's {name} (Debian's fiu-utils and libfiu0: "
+                              "scripts/bootstrap.d/fiu.sh installs them)")
+    return found
+
+
+def start_under_libfiu(bookie: Any, control: Path) -> None:
+    """Start the stopped ``bookie`` with libfiu's POSIX wrappers preloaded and its remote control listening on
+    named pipes beside ``control`` (``<control>-<pid>.in``); nothing fails until ``fail_calls``. The bookie's
+    later starts are plain again."""
+    if bookie.running:
+        raise FaultSetupError(f"{bookie.bookie_id} must be stopped before it is started under libfiu")
+    fiu_run = _libfiu_tool("fiu-run")
+    control.parent.mkdir(parents=True, exist_ok=True)
+    plain = bookie.command
+    # The bookie's own command, preloaded: fiu-run execs it, so the process keeps the pid start() records.
+    vars(bookie)["command"] = lambda: [fiu_run, "-x", "-f", str(control), *plain()]
+    try:
+        bookie.start()
+    finally:
+        del vars(bookie)["command"]
+    fifo = Path(f"{control}-{bookie.proc.pid}.in")
+    if not fifo.exists():
+        raise FaultSetupError(f"{bookie.bookie_id} started under fiu-run but libfiu's control pipe {fifo} is "
+                              "missing (the preload did not load)")
+
+
+def fail_calls(bookie: Any, control: Path, calls: Sequence[str], number: int = errno.EIO) -> None:
+    """From now on, every ``calls`` (names of ``FAILABLE_CALLS``) of the running ``bookie`` fails with
+    ``number`` (EIO by default). The bookie must have been started by ``start_under_libfiu`` with ``control``."""
+    unknown = sorted(set(calls) - set(FAILABLE_CALLS))
+    if unknown or not calls:
+        raise ValueError(f"calls to fail must be some of {', '.join(FAILABLE_CALLS)}, not {list(calls)}")
+    if not bookie.running:
+        raise FaultSetupError(f"failing {bookie.bookie_id}'s {', '.join(calls)}: it is not running")
+    command = [_libfiu_tool("fiu-ctrl"), "-f", str(control)]
+    for call in calls:
+        command += ["-c", f"enable name={FAILABLE_CALLS[call]},failinfo={number}"]
+    what = f"failing {bookie.bookie_id}'s {', '.join(calls)} with errno {number}"
+    _run(what, [*command, str(bookie.proc.pid)], quiet=True)

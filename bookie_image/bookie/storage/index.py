@@ -9,6 +9,8 @@ Calls block on RocksDB: the engine makes them from its worker threads, never fro
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import struct
 import threading
 from collections.abc import Iterable, Iterator
@@ -101,6 +103,27 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+@contextlib.contextmanager
+def rocksdb_io_errors(what: str) -> Iterator[None]:
+    """RocksDB's failed reads, writes and syncs of its files as the ``OSError`` they are.
+
+    The binding raises a plain ``Exception`` whose message starts with "IO error" (and, once a write or sync
+    failed, "IO error: Writer has previous error." for every later one). The engine tells a full disk (turn
+    read-only, retry) from a failing one (stop) by ``OSError.errno``, so the message's errno is kept: ENOSPC or
+    EDQUOT when RocksDB names it, EIO otherwise. Other exceptions pass unchanged."""
+    try:
+        yield
+    except OSError:
+        raise
+    except Exception as exc:
+        message = str(exc)
+        if not message.startswith("IO error"):
+            raise
+        number = (errno.ENOSPC if "No space left on device" in message
+                  else errno.EDQUOT if "Disk quota exceeded" in message else errno.EIO)
+        raise OSError(number, f"{what}: RocksDB {message}") from exc
+
+
 def _open(path: Path) -> Rdict:
     durable.make_dirs(path.parent)
     db = index_format.open_db(path)  # in the table format Apache BookKeeper's RocksDB reads (see there)
@@ -157,7 +180,8 @@ class RocksIndex:
         file rewritten only when the number moved: a sync without writes costs no extra fsyncs). Only after a
         successful flush; the number is read before it, so the writes it counts are all in the flushed log."""
         sequence = self.db.latest_sequence_number()
-        self.db.flush_wal(True)
+        with rocksdb_io_errors(f"syncing the {self.KIND} {self.path}"):
+            self.db.flush_wal(True)
         if sequence != self._recorded:
             durable.write_file(self.sequence_file, str(sequence).encode())
             self._recorded = sequence
@@ -219,7 +243,7 @@ class LocationIndex(RocksIndex):
         while start < records:
             batch = WriteBatch(raw_mode=True)
             start = put_locations(batch.put, locations, start, PUT_BATCH)
-            with self._lock:
+            with self._lock, rocksdb_io_errors(f"writing the {self.KIND} {self.path}"):
                 self.db.write(batch)
             yield_gil()  # the calls above never see the interpreter's switch request
 
