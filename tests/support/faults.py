@@ -17,6 +17,9 @@ tried and why it failed: scenarios fail with it, they never skip.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -222,3 +225,92 @@ class SessionExpiry:
                 raise TimeoutError(f"{bookie_id} not registered again within {within} s of the expiry of its "
                                    f"session 0x{expired:x} (now: {found})")
             time.sleep(0.05)
+
+
+# ------------------------------------------------------------------ network partitions
+#
+# How a bookie is cut off, and why this way: every test bookie listens on an address of its own (127.0.0.x) and a
+# port of its own, so rules that match that address and port touch no other test's traffic on this machine, and a
+# client's connections to it and its answers back are all that is dropped (its own ZooKeeper session, made from
+# another port, stays up). The rules live in an nftables table of their own, named after the test process, so
+# removing them is deleting that table (atomic, and nothing else on the machine is edited: kube-proxy's and
+# kube-router's chains stay untouched). Drop, not reject: a partition answers nothing, so the client has to find
+# out by its own timeouts, as it would on a real network. On loopback every packet passes the output hook, so one
+# output chain catches both directions. The tables of a test process are removed by its scenario's finalizer and
+# again at the end of its session; a run killed before either leaves tables whose process is gone, removed at the
+# start of the next session (``remove_partitions``).
+
+PARTITION_TABLE_PREFIX = "bookie_fleet_partition_"
+
+
+def _nft(what: str, args: list[str], script: str | None = None) -> str:
+    try:
+        proc = subprocess.run(["nft", *args], input=script, check=True, capture_output=True, text=True, timeout=30)
+    except FileNotFoundError as exc:
+        raise FaultSetupError(f"{what}: nft is not installed ({exc}); the nftables package provides it") from None
+    except subprocess.CalledProcessError as exc:
+        raise FaultSetupError(f"{what}: `nft {' '.join(args)}` failed ({exc.returncode}): "
+                              f"{exc.stderr.strip() or exc.stdout.strip()}") from None
+    return proc.stdout
+
+
+class Partition:
+    """Drops every TCP packet to and from ``address:port`` (one bookie's port) while cut:
+    ``with Partition(bookie.address, bookie.port) as cut: ...; cut.heal()``; leaving the block heals it too."""
+
+    _tables = itertools.count()
+
+    def __init__(self, address: str, port: int) -> None:
+        parsed = ipaddress.ip_address(address)
+        if parsed.version != 4:
+            raise ValueError(f"a partition matches an IPv4 bookie address, not {address!r}")
+        if not 0 < port < 65536:
+            raise ValueError(f"a partition needs a TCP port from 1 to 65535, not {port}")
+        self.address = str(parsed)
+        self.port = port
+        self.table = f"{PARTITION_TABLE_PREFIX}{os.getpid()}_{next(self._tables)}"
+        self.cut_now = False
+
+    def cut(self) -> None:
+        _nft(f"cutting {self.address}:{self.port} off", ["-f", "-"], f"""
+table inet {self.table} {{
+    chain output {{
+        type filter hook output priority filter - 10; policy accept;
+        ip daddr {self.address} tcp dport {self.port} drop
+        ip saddr {self.address} tcp sport {self.port} drop
+    }}
+}}
+""")
+        self.cut_now = True
+
+    def heal(self) -> None:
+        if self.cut_now:
+            _nft(f"healing the partition of {self.address}:{self.port}", ["delete", "table", "inet", self.table])
+            self.cut_now = False
+
+    def __enter__(self) -> Partition:
+        self.cut()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.heal()
+
+
+def partition_tables() -> list[str]:
+    """The partition tables on this machine, of any process."""
+    listed = json.loads(_nft("listing nftables tables", ["-j", "list", "tables"]))
+    return [item["table"]["name"] for item in listed.get("nftables", [])
+            if "table" in item and item["table"]["family"] == "inet"
+            and item["table"]["name"].startswith(PARTITION_TABLE_PREFIX)]
+
+
+def remove_partitions(*, owner: int | None = None) -> list[str]:
+    """Delete the partition tables of process ``owner``, or (``None``) those whose process is gone; returns them."""
+    removed = []
+    for table in partition_tables():
+        pid = int(table[len(PARTITION_TABLE_PREFIX):].split("_", 1)[0])
+        if pid == owner or (owner is None and not Path(f"/proc/{pid}").exists()):
+            _nft(f"removing the leftover partition {table}", ["delete", "table", "inet", table])
+            removed.append(table)
+    return removed
