@@ -306,11 +306,133 @@ def partition_tables() -> list[str]:
 
 
 def remove_partitions(*, owner: int | None = None) -> list[str]:
-    """Delete the partition tables of process ``owner``, or (``None``) those whose process is gone; returns them."""
+    """Delete the partition tables (and the cgroups of ``ZooKeeperPartition``) of process ``owner``, or
+    (``None``) those whose process is gone; returns the tables."""
+    def doomed(name: str) -> bool:
+        pid = int(name[len(PARTITION_TABLE_PREFIX):].split("_", 1)[0])
+        return pid == owner or (owner is None and not Path(f"/proc/{pid}").exists())
+
     removed = []
     for table in partition_tables():
-        pid = int(table[len(PARTITION_TABLE_PREFIX):].split("_", 1)[0])
-        if pid == owner or (owner is None and not Path(f"/proc/{pid}").exists()):
+        if doomed(table):
             _nft(f"removing the leftover partition {table}", ["delete", "table", "inet", table])
             removed.append(table)
+    with contextlib.suppress(FaultSetupError):  # no cgroup2 here: no cgroup was made either
+        for group in _cgroup2_root().glob(f"{PARTITION_TABLE_PREFIX}*"):
+            if doomed(group.name):
+                _leave_cgroup(group)
     return removed
+
+
+# A bookie cut off from ZooKeeper only: its ZooKeeper connections leave from 127.0.0.1 like everyone's, so no
+# address or port tells them apart before they exist. The bookie's processes are moved into a cgroup (v2) of their
+# own, and nftables drops what a socket of that cgroup sends to ZooKeeper's address and port (``socket cgroupv2``:
+# a socket belongs to the cgroup of the process that created it), which catches every reconnection attempt; its
+# connections made before the move are matched by their own ports, both ways. Its client port is not touched.
+
+
+def _cgroup2_root() -> Path:
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[2] == "cgroup2":
+            return Path(fields[1])
+    raise FaultSetupError("cutting a process off ZooKeeper: no cgroup2 file system is mounted (/proc/self/mounts); "
+                          "nftables matches a process's sockets by their cgroup v2")
+
+
+def _leave_cgroup(group: Path) -> None:
+    """Move the processes of ``group`` back to the root cgroup, then remove it."""
+    with contextlib.suppress(FileNotFoundError):
+        for pid in (group / "cgroup.procs").read_text().split():
+            with contextlib.suppress(OSError):  # it may have exited meanwhile
+                (group.parent / "cgroup.procs").write_text(pid)
+        group.rmdir()
+
+
+def process_group(leader: int) -> list[int]:
+    """The processes of ``leader``'s process group (a bookie and whatever it started)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            after_name = stat.read_text().rsplit(")", 1)[1].split()  # the name may hold spaces and parentheses
+            if int(after_name[2]) == leader:
+                members.append(int(stat.parent.name))
+    return members
+
+
+def tcp_ports_to(pids: list[int], port: int) -> list[int]:
+    """Local ports of the IPv4 TCP connections that processes ``pids`` hold to remote port ``port``."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[len("socket:["):-1])
+    ports = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote, inode = fields[1], fields[2], fields[9]
+        if inode in inodes and int(remote.split(":")[1], 16) == port:
+            ports.append(int(local.split(":")[1], 16))
+    return sorted(set(ports))
+
+
+class ZooKeeperPartition:
+    """Cuts the processes of ``leader``'s process group off ZooKeeper at ``zk_host:zk_port`` while cut; every other
+    connection of theirs goes on. ``with ZooKeeperPartition(bookie.proc.pid, host, port) as cut: ...``."""
+
+    def __init__(self, leader: int, zk_host: str, zk_port: int) -> None:
+        if not Path(f"/proc/{leader}").exists():
+            raise ValueError(f"no process {leader} to cut off ZooKeeper")
+        self.leader = leader
+        self.zk = Partition(zk_host, zk_port)  # its table, address and port checks
+        self.cgroup: Path | None = None
+
+    def cut(self) -> None:
+        root = _cgroup2_root()
+        group = root / self.zk.table
+        try:
+            group.mkdir()
+            for pid in process_group(self.leader):
+                with contextlib.suppress(ProcessLookupError):
+                    (group / "cgroup.procs").write_text(str(pid))
+        except OSError as exc:
+            _leave_cgroup(group)
+            raise FaultSetupError(f"cutting process {self.leader} off ZooKeeper: moving it into {group}: {exc}") \
+                from None
+        self.cgroup = group
+        # After the move: every socket made from now on is the cgroup's, every older one is among these.
+        ports = ",".join(map(str, tcp_ports_to(process_group(self.leader), self.zk.port)))
+        zk = f"ip daddr {self.zk.address} tcp dport {self.zk.port}"
+        older = (f"{zk} tcp sport {{ {ports} }} drop\n"
+                 f"ip saddr {self.zk.address} tcp sport {self.zk.port} tcp dport {{ {ports} }} drop") if ports else ""
+        try:
+            _nft(f"cutting process {self.leader} off ZooKeeper at {self.zk.address}:{self.zk.port}", ["-f", "-"], f"""
+table inet {self.zk.table} {{
+    chain output {{
+        type filter hook output priority filter - 10; policy accept;
+        socket cgroupv2 level {len(group.relative_to(root).parts)} "{group.relative_to('/sys/fs/cgroup')}" {zk} drop
+        {older}
+    }}
+}}
+""")
+        except FaultSetupError:
+            self.heal()
+            raise
+        self.zk.cut_now = True
+
+    def heal(self) -> None:
+        self.zk.heal()
+        if self.cgroup is not None:
+            _leave_cgroup(self.cgroup)
+            self.cgroup = None
+
+    def __enter__(self) -> ZooKeeperPartition:
+        self.cut()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.heal()
