@@ -13,8 +13,8 @@ bookie, from before the cut until a seeded number of entries after ZooKeeper dro
 heals, the bookie must be registered again as writable, by a new session, within ``REGISTERED_WITHIN``; a tail is
 appended and the ledger closed. No append may fail (the writer may replace the cut bookie, once); a new client
 reads every ledger back at the end and the history checker judges every operation. The output says, per
-implementation, whether the cut bookie went on taking the writer's adds (no ensemble change) and how long it stayed
-unregistered after the heal.
+implementation, whether the cut bookie went on taking the writer's adds (no ensemble change), what its readiness
+said while it was unregistered (ours must say not ready, 503) and how long it stayed unregistered after the heal.
 
 Soak runs raise the rounds with ``BOOKIE_FLEET_FAULT_ROUNDS`` (bench/fault_soak.py).
 """
@@ -34,12 +34,14 @@ from tests.support.faults import SessionExpiry, ZooKeeperPartition
 from tests.support.history import History, check, report
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder
+from tests.support.rest import get
 from tests.support.seeds import rounds
 
 # zkTimeout 4 s (as in test_zookeeper_session_expiry.py): ZooKeeper expires the cut bookie's session within seconds,
 # and Apache BookKeeper's bookie retries its registration after zkTimeout.
 CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",  # as deployed
                         "flushInterval": 1000, "zkTimeout": 4000}
+JAVA = {"http": True}  # Apache BookKeeper's bookies with their admin REST API, for their readiness
 ROUNDS = {"python": 2, "java": 2}
 AFTER_EXPIRY = (0, 80)  # entries acknowledged after ZooKeeper dropped the registration, before the heal
 AFTER_HEAL = 30
@@ -72,7 +74,8 @@ def zk_partitions() -> Iterator[Callable[[Any, str], ZooKeeperPartition]]:
 async def test_a_bookie_partitioned_from_zookeeper_registers_again(
         cluster_factory: Callable[..., BookieCluster], zk_partitions: Callable[[Any, str], ZooKeeperPartition],
         bookie_kind: str, seeded_rng: random.Random) -> None:
-    cluster = await asyncio.to_thread(cluster_factory, bookie_kind, 4, **CONF)
+    cluster = await asyncio.to_thread(cluster_factory, bookie_kind, 4, **CONF,
+                                    **(JAVA if bookie_kind == "java" else {}))
     history = History()
     seen: list[str] = []
     with SessionExpiry(cluster.zk_connect, cluster.ledgers_root) as observer:
@@ -113,6 +116,11 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, observer: SessionExpiry
     await _append(writer, handle, payloads, rng.randint(*AFTER_EXPIRY), name)
     assert victim.running, f"{name}: {victim.bookie_id} exited while cut off ZooKeeper:\n{victim.tail_log()}"
     took_adds = len(handle.metadata.ensembles) == 1
+    # Its readiness (the pod's readiness probe): ours says it is not ready while it is unregistered, which shows
+    # the partition; Apache BookKeeper's says ready (its ZooKeeper client has not learnt of the expiry).
+    ready = (await get(f"{victim.http_url}/api/v1/bookie/is_ready")).status
+    if cluster.kind == "python":
+        assert ready == 503, f"{name}: {victim.bookie_id} says ready ({ready}) while unregistered, cut off ZooKeeper"
     partition.heal()
     healed_at = time.monotonic()
     try:
@@ -126,7 +134,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, observer: SessionExpiry
     assert await writer.close(handle), f"{name}: the writer could not close ledger {handle.ledger_id}"
     changes = len(handle.metadata.ensembles) - 1
     assert changes <= 1, f"{name}: {changes} ensemble changes for one partition: {handle.metadata.ensembles}"
-    return (f"registration gone {expired_s:.1f} s after the cut, "
+    return (f"registration gone {expired_s:.1f} s after the cut, is_ready {ready} while unregistered, "
             f"{'took adds throughout' if took_adds else 'replaced by the writer'}, "
             f"registered again {back_s:.1f} s after the heal")
 
