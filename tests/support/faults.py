@@ -340,13 +340,21 @@ def _cgroup2_root() -> Path:
                           "nftables matches a process's sockets by their cgroup v2")
 
 
-def _leave_cgroup(group: Path) -> None:
-    """Move the processes of ``group`` back to the root cgroup, then remove it."""
+def _leave_cgroup(group: Path, back_to: Path | None = None) -> None:
+    """Move the processes of ``group`` back to ``back_to`` (default: the root cgroup), then remove it."""
     with contextlib.suppress(FileNotFoundError):
         for pid in (group / "cgroup.procs").read_text().split():
             with contextlib.suppress(OSError):  # it may have exited meanwhile
-                (group.parent / "cgroup.procs").write_text(pid)
+                ((back_to or group.parent) / "cgroup.procs").write_text(pid)
         group.rmdir()
+
+
+def _cgroup_of(pid: int, root: Path) -> Path:
+    """The cgroup (v2) of process ``pid``, as a directory under ``root``."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        if line.startswith("0::"):
+            return root / line[3:].lstrip("/")
+    return root
 
 
 def process_group(leader: int) -> list[int]:
@@ -389,17 +397,25 @@ class ZooKeeperPartition:
         self.leader = leader
         self.zk = Partition(zk_host, zk_port)  # its table, address and port checks
         self.cgroup: Path | None = None
+        self.origin: Path | None = None  # where its processes go back to
 
     def cut(self) -> None:
         root = _cgroup2_root()
         group = root / self.zk.table
+        try:
+            # nftables names a cgroup by its path under /sys/fs/cgroup, the level from the cgroup2 mount.
+            rule_path, level = group.relative_to("/sys/fs/cgroup"), len(group.relative_to(root).parts)
+        except ValueError:
+            raise FaultSetupError(f"cutting process {self.leader} off ZooKeeper: cgroup2 is mounted on {root}, "
+                                  "not under /sys/fs/cgroup where nftables looks for cgroups") from None
+        self.origin = _cgroup_of(self.leader, root)
         try:
             group.mkdir()
             for pid in process_group(self.leader):
                 with contextlib.suppress(ProcessLookupError):
                     (group / "cgroup.procs").write_text(str(pid))
         except OSError as exc:
-            _leave_cgroup(group)
+            _leave_cgroup(group, self.origin)
             raise FaultSetupError(f"cutting process {self.leader} off ZooKeeper: moving it into {group}: {exc}") \
                 from None
         self.cgroup = group
@@ -413,7 +429,7 @@ class ZooKeeperPartition:
 table inet {self.zk.table} {{
     chain output {{
         type filter hook output priority filter - 10; policy accept;
-        socket cgroupv2 level {len(group.relative_to(root).parts)} "{group.relative_to('/sys/fs/cgroup')}" {zk} drop
+        socket cgroupv2 level {level} "{rule_path}" {zk} drop
         {older}
     }}
 }}
@@ -426,7 +442,7 @@ table inet {self.zk.table} {{
     def heal(self) -> None:
         self.zk.heal()
         if self.cgroup is not None:
-            _leave_cgroup(self.cgroup)
+            _leave_cgroup(self.cgroup, self.origin)
             self.cgroup = None
 
     def __enter__(self) -> ZooKeeperPartition:
