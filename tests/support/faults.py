@@ -312,6 +312,8 @@ def remove_partitions(*, owner: int | None = None) -> list[str]:
         pid = int(name[len(PARTITION_TABLE_PREFIX):].split("_", 1)[0])
         return pid == owner or (owner is None and not Path(f"/proc/{pid}").exists())
 
+    if shutil.which("nft") is None:
+        return []  # no nftables here: no partition was made either, and scenarios without one must still run
     removed = []
     for table in partition_tables():
         if doomed(table):
