@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import ipaddress
+import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -294,3 +297,231 @@ def fail_calls(bookie: Any, control: Path, calls: Sequence[str], number: int = e
         command += ["-c", f"enable name={FAILABLE_CALLS[call]},failinfo={number}"]
     what = f"failing {bookie.bookie_id}'s {', '.join(calls)} with errno {number}"
     _run(what, [*command, str(bookie.proc.pid)], quiet=True)
+
+# ------------------------------------------------------------------ network partitions
+#
+# How a bookie is cut off, and why this way: every test bookie listens on an address of its own (127.0.0.x) and a
+# port of its own, so rules that match that address and port touch no other test's traffic on this machine, and a
+# client's connections to it and its answers back are all that is dropped (its own ZooKeeper session, made from
+# another port, stays up). The rules live in an nftables table of their own, named after the test process, so
+# removing them is deleting that table (atomic, and nothing else on the machine is edited: kube-proxy's and
+# kube-router's chains stay untouched). Drop, not reject: a partition answers nothing, so the client has to find
+# out by its own timeouts, as it would on a real network. On loopback every packet passes the output hook, so one
+# output chain catches both directions. The tables of a test process are removed by its scenario's finalizer and
+# again at the end of its session; a run killed before either leaves tables whose process is gone, removed at the
+# start of the next session (``remove_partitions``).
+
+PARTITION_TABLE_PREFIX = "bookie_fleet_partition_"
+
+
+def _nft(what: str, args: list[str], script: str | None = None) -> str:
+    try:
+        proc = subprocess.run(["nft", *args], input=script, check=True, capture_output=True, text=True, timeout=30)
+    except FileNotFoundError as exc:
+        raise FaultSetupError(f"{what}: nft is not installed ({exc}); the nftables package provides it") from None
+    except subprocess.CalledProcessError as exc:
+        raise FaultSetupError(f"{what}: `nft {' '.join(args)}` failed ({exc.returncode}): "
+                              f"{exc.stderr.strip() or exc.stdout.strip()}") from None
+    return proc.stdout
+
+
+class Partition:
+    """Drops every TCP packet to and from ``address:port`` (one bookie's port) while cut:
+    ``with Partition(bookie.address, bookie.port) as cut: ...; cut.heal()``; leaving the block heals it too."""
+
+    _tables = itertools.count()
+
+    def __init__(self, address: str, port: int) -> None:
+        parsed = ipaddress.ip_address(address)
+        if parsed.version != 4:
+            raise ValueError(f"a partition matches an IPv4 bookie address, not {address!r}")
+        if not 0 < port < 65536:
+            raise ValueError(f"a partition needs a TCP port from 1 to 65535, not {port}")
+        self.address = str(parsed)
+        self.port = port
+        self.table = f"{PARTITION_TABLE_PREFIX}{os.getpid()}_{next(self._tables)}"
+        self.cut_now = False
+
+    def cut(self) -> None:
+        _nft(f"cutting {self.address}:{self.port} off", ["-f", "-"], f"""
+table inet {self.table} {{
+    chain output {{
+        type filter hook output priority filter - 10; policy accept;
+        ip daddr {self.address} tcp dport {self.port} drop
+        ip saddr {self.address} tcp sport {self.port} drop
+    }}
+}}
+""")
+        self.cut_now = True
+
+    def heal(self) -> None:
+        if self.cut_now:
+            _nft(f"healing the partition of {self.address}:{self.port}", ["delete", "table", "inet", self.table])
+            self.cut_now = False
+
+    def __enter__(self) -> Partition:
+        self.cut()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.heal()
+
+
+def partition_tables() -> list[str]:
+    """The partition tables on this machine, of any process."""
+    listed = json.loads(_nft("listing nftables tables", ["-j", "list", "tables"]))
+    return [item["table"]["name"] for item in listed.get("nftables", [])
+            if "table" in item and item["table"]["family"] == "inet"
+            and item["table"]["name"].startswith(PARTITION_TABLE_PREFIX)]
+
+
+def remove_partitions(*, owner: int | None = None) -> list[str]:
+    """Delete the partition tables (and the cgroups of ``ZooKeeperPartition``) of process ``owner``, or
+    (``None``) those whose process is gone; returns the tables."""
+    def doomed(name: str) -> bool:
+        pid = int(name[len(PARTITION_TABLE_PREFIX):].split("_", 1)[0])
+        return pid == owner or (owner is None and not Path(f"/proc/{pid}").exists())
+
+    if shutil.which("nft") is None:
+        return []  # no nftables here: no partition was made either, and scenarios without one must still run
+    removed = []
+    for table in partition_tables():
+        if doomed(table):
+            _nft(f"removing the leftover partition {table}", ["delete", "table", "inet", table])
+            removed.append(table)
+    with contextlib.suppress(FaultSetupError):  # no cgroup2 here: no cgroup was made either
+        for group in _cgroup2_root().glob(f"{PARTITION_TABLE_PREFIX}*"):
+            if doomed(group.name):
+                _leave_cgroup(group)
+    return removed
+
+
+# A bookie cut off from ZooKeeper only: its ZooKeeper connections leave from 127.0.0.1 like everyone's, so no
+# address or port tells them apart before they exist. The bookie's processes are moved into a cgroup (v2) of their
+# own, and nftables drops what a socket of that cgroup sends to ZooKeeper's address and port (``socket cgroupv2``:
+# a socket belongs to the cgroup of the process that created it), which catches every reconnection attempt; its
+# connections made before the move are matched by their own ports, both ways. Its client port is not touched.
+
+
+def _cgroup2_root() -> Path:
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[2] == "cgroup2":
+            return Path(fields[1])
+    raise FaultSetupError("cutting a process off ZooKeeper: no cgroup2 file system is mounted (/proc/self/mounts); "
+                          "nftables matches a process's sockets by their cgroup v2")
+
+
+def _leave_cgroup(group: Path, back_to: Path | None = None) -> None:
+    """Move the processes of ``group`` back to ``back_to`` (default: the root cgroup), then remove it."""
+    with contextlib.suppress(FileNotFoundError):
+        for pid in (group / "cgroup.procs").read_text().split():
+            with contextlib.suppress(OSError):  # it may have exited meanwhile
+                ((back_to or group.parent) / "cgroup.procs").write_text(pid)
+        group.rmdir()
+
+
+def _cgroup_of(pid: int, root: Path) -> Path:
+    """The cgroup (v2) of process ``pid``, as a directory under ``root``."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        if line.startswith("0::"):
+            return root / line[3:].lstrip("/")
+    return root
+
+
+def process_group(leader: int) -> list[int]:
+    """The processes of ``leader``'s process group (a bookie and whatever it started)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            after_name = stat.read_text().rsplit(")", 1)[1].split()  # the name may hold spaces and parentheses
+            if int(after_name[2]) == leader:
+                members.append(int(stat.parent.name))
+    return members
+
+
+def tcp_ports_to(pids: list[int], port: int) -> list[int]:
+    """Local ports of the IPv4 TCP connections that processes ``pids`` hold to remote port ``port``."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[len("socket:["):-1])
+    ports = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote, inode = fields[1], fields[2], fields[9]
+        if inode in inodes and int(remote.split(":")[1], 16) == port:
+            ports.append(int(local.split(":")[1], 16))
+    return sorted(set(ports))
+
+
+class ZooKeeperPartition:
+    """Cuts the processes of ``leader``'s process group off ZooKeeper at ``zk_host:zk_port`` while cut; every other
+    connection of theirs goes on. ``with ZooKeeperPartition(bookie.proc.pid, host, port) as cut: ...``."""
+
+    def __init__(self, leader: int, zk_host: str, zk_port: int) -> None:
+        if not Path(f"/proc/{leader}").exists():
+            raise ValueError(f"no process {leader} to cut off ZooKeeper")
+        self.leader = leader
+        self.zk = Partition(zk_host, zk_port)  # its table, address and port checks
+        self.cgroup: Path | None = None
+        self.origin: Path | None = None  # where its processes go back to
+
+    def cut(self) -> None:
+        root = _cgroup2_root()
+        group = root / self.zk.table
+        try:
+            # nftables names a cgroup by its path under /sys/fs/cgroup, the level from the cgroup2 mount.
+            rule_path, level = group.relative_to("/sys/fs/cgroup"), len(group.relative_to(root).parts)
+        except ValueError:
+            raise FaultSetupError(f"cutting process {self.leader} off ZooKeeper: cgroup2 is mounted on {root}, "
+                                  "not under /sys/fs/cgroup where nftables looks for cgroups") from None
+        self.origin = _cgroup_of(self.leader, root)
+        try:
+            group.mkdir()
+            for pid in process_group(self.leader):
+                with contextlib.suppress(ProcessLookupError):
+                    (group / "cgroup.procs").write_text(str(pid))
+        except OSError as exc:
+            _leave_cgroup(group, self.origin)
+            raise FaultSetupError(f"cutting process {self.leader} off ZooKeeper: moving it into {group}: {exc}") \
+                from None
+        self.cgroup = group
+        # After the move: every socket made from now on is the cgroup's, every older one is among these.
+        ports = ",".join(map(str, tcp_ports_to(process_group(self.leader), self.zk.port)))
+        zk = f"ip daddr {self.zk.address} tcp dport {self.zk.port}"
+        older = (f"{zk} tcp sport {{ {ports} }} drop\n"
+                 f"ip saddr {self.zk.address} tcp sport {self.zk.port} tcp dport {{ {ports} }} drop") if ports else ""
+        try:
+            _nft(f"cutting process {self.leader} off ZooKeeper at {self.zk.address}:{self.zk.port}", ["-f", "-"], f"""
+table inet {self.zk.table} {{
+    chain output {{
+        type filter hook output priority filter - 10; policy accept;
+        socket cgroupv2 level {level} "{rule_path}" {zk} drop
+        {older}
+    }}
+}}
+""")
+        except FaultSetupError:
+            self.heal()
+            raise
+        self.zk.cut_now = True
+
+    def heal(self) -> None:
+        self.zk.heal()
+        if self.cgroup is not None:
+            _leave_cgroup(self.cgroup, self.origin)
+            self.cgroup = None
+
+    def __enter__(self) -> ZooKeeperPartition:
+        self.cut()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.heal()
