@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import javaproperties
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
@@ -20,6 +20,7 @@ from bookie import tls
 from bookie.windows import parse_window
 
 BOOKIE_AUTHZ_FACTORY = "org.apache.bookkeeper.tls.BookieAuthZFactory"
+PROMETHEUS_PROVIDER: Final = "org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider"
 # The one ledger storage this bookie implements, by BookKeeper's class name (its layout: docs/architecture.md).
 DB_LEDGER_STORAGE = "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
 
@@ -342,6 +343,10 @@ class BookieConfig(BaseModel):
                            "to every request but START_TLS and AUTH on a connection that has not started TLS.")
 
     # --- Prometheus (BookKeeper's PrometheusMetricsProvider keys); /metrics is always on the admin port too
+    stats_provider_class: Literal["org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider"] = Field(
+        PROMETHEUS_PROVIDER, description="The only statistics this bookie keeps: Prometheus's (the key is read so "
+                                         "that a configuration shared with Apache BookKeeper's bookies, which need "
+                                         "it for /metrics, validates here).")
     enable_statistics: bool = Field(
         True, description="Record latency and size summaries (false: they stay empty; gauges and counters remain).",
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import javaproperties
-from bookie.config import BookieConfig
+from bookie.config import PROMETHEUS_PROVIDER, BookieConfig
 from bookie.termination import IMPLEMENTATION_ENV, WRONG_IMAGE
 
 from bookie_operator import java_config, models
@@ -272,6 +272,9 @@ def bookie_config(spec: BookieClusterSpec, lay: Layout | None = None) -> dict[st
             "useHostNameAsBookieID": False,  # the id is given explicitly (bookieId), hostname-based
             "persistBookieStatusEnabled": False,
             "httpServerClass": "org.apache.bookkeeper.http.vertx.VertxHttpServer",
+            # Without it (the code's default is NullStatsProvider) the bookie exports no metrics: its admin
+            # server's /metrics, which the chart's PodMonitor scrapes, would be empty.
+            "statsProviderClass": PROMETHEUS_PROVIDER,
             # The storage every deployment uses (the code's default is SortedLedgerStorage).
             "ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
         })

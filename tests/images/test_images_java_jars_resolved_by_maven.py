@@ -9,6 +9,8 @@ has the same layout), behind an empty local repository, so every jar comes throu
 from __future__ import annotations
 
 import hashlib
+import os
+import pwd
 import subprocess
 import sys
 from collections.abc import Callable
@@ -19,6 +21,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 JARS_PY = REPO / "hack" / "apache-bookkeeper" / "jars.py"
 LOCK = REPO / "hack" / "apache-bookkeeper" / "jars.lock"
+# Maven's home is Java's user.home, which comes from the password database, not $HOME: its local repository is
+# there whatever $HOME says.
+MAVEN_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir)
 sys.path.insert(0, str(JARS_PY.parent))
 
 import jars  # noqa: E402  (hack/apache-bookkeeper/jars.py, not a package)
@@ -38,7 +43,7 @@ def _stage(target: Path, settings: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_stage_resolves_exactly_the_locked_jars_through_the_users_mirror(tmp_path: Path) -> None:
-    mirror = Path.home() / ".m2" / "repository"   # filled by the bootstrap's Maven
+    mirror = MAVEN_HOME / ".m2" / "repository"   # filled by the bootstrap's Maven
     result = _stage(tmp_path / "jars", _settings(tmp_path, mirror))
     assert result.returncode == 0, result.stderr
     staged = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (tmp_path / "jars").iterdir()}

@@ -8,9 +8,9 @@ and the disks stay full;
 * the operator's scheduled audit (spec.audit, Spark on Kubernetes) reads the logs through the inspectors and
   writes the full report: the same tables, row for row, as the audit of the copy, its pinning naming the topic;
 * a real Prometheus scraping the pods as the chart's PodMonitor says (its jobs as prometheus-operator makes them,
-  pods found through the Kubernetes API) gets ``bookie_pinned_garbage_bytes`` naming the topic from each
-  inspector and Apache BookKeeper's own series from each bookie, under the chart's job and cluster labels, so the
-  same dashboards and alerts read both implementations;
+  the pods listed from the API server as its pod discovery would find them) gets ``bookie_pinned_garbage_bytes``
+  naming the topic from each inspector and Apache BookKeeper's own series from each bookie, under the chart's job
+  and cluster labels, so the same dashboards and alerts read both implementations;
 * the inspector's ledger volume is read-only in its container (a write there fails), while the bookie's is not.
 
 The cluster has ``spec.tls.admin``: the inspectors serve their API over HTTPS only (the explain calls here and the
@@ -207,7 +207,10 @@ def _scraped_through_the_chart_podmonitor(kube: KubeTarget, ns: str, data_dir: P
     def no_secret(namespace: str, name: str, key: str) -> str:
         raise AssertionError(f"the PodMonitor asks for Secret {namespace}/{name} without a tokenSecret")
 
-    prometheus = Prometheus(data_dir, [], jobs=scrape_jobs(monitor, kube.kubeconfig, no_secret)).start()
+    def pods(namespace: str) -> list[dict[str, Any]]:
+        return list(kube.api.request("GET", f"/api/v1/namespaces/{namespace}/pods")["items"])
+
+    prometheus = Prometheus(data_dir, [], jobs=scrape_jobs(monitor, pods, no_secret)).start()
     try:
         def every_target_up() -> dict[str, str] | None:
             health = prometheus.targets_up()

@@ -71,8 +71,21 @@ def _records_on_disk(ledger_dir: Path) -> int:
         if len(data) < ef.HEADER_SIZE:
             continue
         header = ef.LogHeader.decode(data)
-        end = header.ledgers_map_offset if header.has_ledgers_map else len(data)
-        count += sum(1 for _ in ef.iter_records(data, ef.HEADER_SIZE, end))
+        if header.has_ledgers_map:
+            count += sum(1 for _ in ef.iter_records(data, ef.HEADER_SIZE, header.ledgers_map_offset))
+        else:
+            count += _whole_records(data)
+    return count
+
+
+def _whole_records(data: bytes) -> int:
+    """The records of a log the bookie is still writing, up to its last whole one: a flush can be read half done."""
+    count = 0
+    try:
+        for _ in ef.iter_records(data, ef.HEADER_SIZE, len(data)):
+            count += 1
+    except ef.CorruptRecord:
+        pass
     return count
 
 
