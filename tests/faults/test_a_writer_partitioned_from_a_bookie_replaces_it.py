@@ -34,7 +34,7 @@ from bookie.client import BookKeeper, LedgerHandle
 from tests.support.faults import PARTITION_TABLE_PREFIX, Partition, partition_tables, remove_partitions
 from tests.support.history import History, check, report
 from tests.support.java_bookies import BookieCluster
-from tests.support.recorder import Recorder
+from tests.support.recorder import Recorder, recover_and_read_every_ledger
 from tests.support.seeds import rounds
 
 CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",  # as deployed
@@ -140,12 +140,7 @@ async def test_a_writer_partitioned_from_a_bookie_replaces_it(
         for number in range(rounds(ROUNDS[bookie_kind])):
             replaced_after.append(await _round(bk, cluster, partitions, history, seeded_rng,
                                                f"{bookie_kind}-{number}"))
-    async with BookKeeper(cluster.client_config()) as bk:
-        reader = Recorder(history, "final-reader")
-        for ledger in sorted(history.ledgers()):
-            handle = await reader.recover(bk, ledger)
-            assert handle is not None, f"ledger {ledger} could not be opened at the end"
-            await reader.read_back(handle, concurrency=IN_FLIGHT)
+    await recover_and_read_every_ledger(cluster.client_config(), history, IN_FLIGHT)
     violations = check(history)
     assert not violations, report(violations, history)
     print(f"{len(history)} operations, {len(replaced_after)} partitions; the writer's first append after each cut "

@@ -25,7 +25,7 @@ from bookie.client import BookKeeper, LedgerHandle
 from tests.support.faults import fill, free, small_disk_over
 from tests.support.history import History, check, report
 from tests.support.java_bookies import BookieCluster
-from tests.support.recorder import Recorder
+from tests.support.recorder import Recorder, recover_and_read_every_ledger
 from tests.support.seeds import rounds
 
 # Ledger-disk rounds need no restart; journal-disk rounds usually restart the bookie, so fewer run in CI.
@@ -70,12 +70,7 @@ async def test_a_full_disk_loses_no_acknowledged_entry_and_recovers(
         await asyncio.to_thread(victim.stop)
     # Everything acknowledged, read back by a new client once the bookie restarted on its normal disk.
     await asyncio.to_thread(victim.start)
-    async with BookKeeper(cluster.client_config()) as bk:
-        reader = Recorder(history, "final-reader")
-        for ledger in sorted(history.ledgers()):
-            handle = await reader.recover(bk, ledger)
-            assert handle is not None, f"ledger {ledger} could not be opened at the end"
-            await reader.read_back(handle)
+    await recover_and_read_every_ledger(cluster.client_config(), history)
     violations = check(history)
     assert not violations, report(violations, history)
     assert sum(op.kind == "append" and op.ok for op in history.ops) > 10 * count

@@ -43,7 +43,7 @@ from tests.support.faults import fail_calls, start_under_libfiu
 from tests.support.history import History, Op, check, report
 from tests.support.java_bookies import BookieCluster
 from tests.support.raw_client import RawConnection
-from tests.support.recorder import Recorder
+from tests.support.recorder import Recorder, recover_and_read_every_ledger
 from tests.support.seeds import rounds
 
 ROUNDS = {"python": 3, "java": 2}  # each round restarts its victim twice; the soak runs more
@@ -76,12 +76,7 @@ async def test_a_journal_failing_with_eio_loses_no_acknowledged_entry(
             calls = faults[(first + number) % len(faults)]
             reactions.append(await _round(bk, cluster, history, seeded_rng, calls,
                                           tmp_path / f"fiu-{number}" / "ctl", f"{bookie_kind}-{number}"))
-    async with BookKeeper(cluster.client_config()) as bk:
-        reader = Recorder(history, "final-reader")
-        for ledger in sorted(history.ledgers()):
-            handle = await reader.recover(bk, ledger)
-            assert handle is not None, f"ledger {ledger} could not be opened at the end"
-            await reader.read_back(handle, concurrency=IN_FLIGHT)
+    await recover_and_read_every_ledger(cluster.client_config(), history, IN_FLIGHT)
     violations = check(history)
     own_losses = [v for v in violations if any(op.process.startswith("victim-reader") for op in v.ops)]
     if bookie_kind in OWN_LOSSES_KNOWN:

@@ -43,7 +43,7 @@ from tests.gc.gcutil import explain, gc_now, metrics, rest
 from tests.support.faults import FaultSetupError, SessionExpiry, expire_session, zookeeper_session_password
 from tests.support.history import History, check, report
 from tests.support.java_bookies import BookieCluster
-from tests.support.recorder import Recorder
+from tests.support.recorder import Recorder, recover_and_read_every_ledger
 from tests.support.seeds import rounds
 
 # zkTimeout: Apache BookKeeper's bookie retries a ZooKeeper operation that failed (its registration, made on the
@@ -119,12 +119,7 @@ async def test_writes_go_on_while_a_bookies_session_expires(
             for number in range(rounds(WRITE_ROUNDS[bookie_kind])):
                 changes += await _write_round(bk, cluster, zk_faults, history, seeded_rng, f"{bookie_kind}-{number}",
                                               unregistered_s)
-    async with BookKeeper(cluster.client_config()) as bk:
-        reader = Recorder(history, "final-reader")
-        for ledger in sorted(history.ledgers()):
-            handle = await reader.recover(bk, ledger)
-            assert handle is not None, f"ledger {ledger} could not be opened at the end"
-            await reader.read_back(handle, concurrency=IN_FLIGHT)
+    await recover_and_read_every_ledger(cluster.client_config(), history, IN_FLIGHT)
     violations = check(history)
     assert not violations, report(violations, history)
     print(f"{len(history)} operations, {len(unregistered_s)} expiries, {changes} ensemble change(s); registered again "

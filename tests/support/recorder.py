@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from bookie.client import BookKeeper, LedgerHandle
+from bookie.client import BookKeeper, ClientConfig, LedgerHandle
 from bookie.client import errors as e
 
 from tests.support.history import History, Op
@@ -92,3 +92,14 @@ class Recorder:
 
     def _add(self, kind: str, ledger: int, start: int, ok: bool, **fields: object) -> None:
         self.history.add(Op(kind, self.process, ledger, start, self.history.clock(), ok, **fields))  # type: ignore[arg-type]
+
+
+async def recover_and_read_every_ledger(config: ClientConfig, history: History, concurrency: int = 1) -> None:
+    """The end of every scenario: a new client recovers each ledger of ``history`` and reads every entry back,
+    recorded as ``final-reader`` for the checker."""
+    async with BookKeeper(config) as bk:
+        reader = Recorder(history, "final-reader")
+        for ledger in sorted(history.ledgers()):
+            handle = await reader.recover(bk, ledger)
+            assert handle is not None, f"ledger {ledger} could not be opened at the end"
+            await reader.read_back(handle, concurrency=concurrency)
