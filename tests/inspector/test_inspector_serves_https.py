@@ -15,11 +15,8 @@ import trustme
 from bookie_fleet.inspectors import InspectorProcess
 
 from tests.inspector.conftest import KEPT, TOPICS, JavaDisk
-from tests.support.admin_api import serial_of, served_serial, swap_to, write_ca, write_identity
+from tests.support.admin_api import serial_of, served_serial, swap_to, wait_until_served, write_ca, write_identity
 from tests.support.rest import call
-
-# New connections tried, 0.25 s apart, before the rotation counts as not picked up: several refresh periods of 1 s.
-POLLS = 40
 
 
 async def test_the_inspector_answers_over_https_only_and_takes_a_rotated_certificate(
@@ -51,13 +48,7 @@ async def test_the_inspector_answers_over_https_only_and_takes_a_rotated_certifi
     assert await asyncio.to_thread(served_serial, inspector.address, inspector.http_port, context) == \
         serial_of(first)
     swap_to(live, tmp_path / "v2")
-    seen = []
-    for _ in range(POLLS):
-        seen.append(await asyncio.to_thread(served_serial, inspector.address, inspector.http_port, context))
-        if seen[-1] == serial_of(second):
-            break
-        await asyncio.sleep(0.25)
-    assert seen[-1] == serial_of(second), f"still the first certificate after {len(seen)} new connections"
+    await wait_until_served(inspector.address, inspector.http_port, context, second)
     assert inspector.proc.poll() is None and inspector.proc.pid == pid    # no restart
     again = await call("GET", f"{inspector.http_url}/api/v1/bookie/entry_logs", ssl=context)
     assert again.status == 200, again

@@ -10,6 +10,7 @@ lines.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -88,3 +89,19 @@ def served_serial(address: str, port: int, context: ssl.SSLContext) -> int:
 
 def serial_of(identity: PemIdentity) -> int:
     return int(x509.load_pem_x509_certificate(identity.cert.read_bytes()).serial_number)
+
+
+# New connections tried, 0.25 s apart, before a rotation counts as not picked up: several refresh periods of 1 s,
+# far fewer than the 30 s the admin API waits when tlsCertFilesRefreshDurationSeconds is off.
+ROTATION_POLLS = 40
+
+
+async def wait_until_served(address: str, port: int, context: ssl.SSLContext, identity: PemIdentity) -> None:
+    """Until a new TLS connection to address:port is served ``identity``'s certificate (a rotation picked up)."""
+    seen = []
+    for _ in range(ROTATION_POLLS):
+        seen.append(await asyncio.to_thread(served_serial, address, port, context))
+        if seen[-1] == serial_of(identity):
+            return
+        await asyncio.sleep(0.25)
+    raise AssertionError(f"still another certificate after {len(seen)} new connections")
