@@ -12,8 +12,8 @@ from tests.operator.fakes import NS, FakeBookie, World, cluster_spec
 from tests.operator.test_operator_reconcile_certificates import secret
 
 
-async def test_the_token_waits_for_https() -> None:
-    w = World()
+def recording_credentials(w: World) -> list[tuple[str | None, AdminTls | None]]:
+    """The (token, TLS) of every admin client the operator makes from now on."""
     seen: list[tuple[str | None, AdminTls | None]] = []
 
     def admin_for(host: str, port: int, token: str | None, tls: AdminTls | None = None) -> FakeBookie:
@@ -21,6 +21,12 @@ async def test_the_token_waits_for_https() -> None:
         return w._admin_for(host, port, token, tls)
 
     w.operator.admin_for = admin_for
+    return seen
+
+
+async def test_the_token_waits_for_https() -> None:
+    w = World()
+    seen = recording_credentials(w)
     w.kube.create_cluster("bk", cluster_spec(tls={"admin": {"secretName": "bk-admin-tls"}}))
     for _ in range(3):
         await w.tick()
@@ -49,13 +55,7 @@ async def test_apache_bookkeepers_admin_api_gets_no_token_and_no_https() -> None
     """Its admin server ignores tokens and serves plain HTTP (spec.tls.admin is the inspector's there): the token
     would only cross the network for nothing."""
     w = World()
-    seen: list[tuple[str | None, AdminTls | None]] = []
-
-    def admin_for(host: str, port: int, token: str | None, tls: AdminTls | None = None) -> FakeBookie:
-        seen.append((token, tls))
-        return w._admin_for(host, port, token, tls)
-
-    w.operator.admin_for = admin_for
+    seen = recording_credentials(w)
     ca = trustme.CA()
     leaf = ca.issue_cert(f"*.bk-headless.{NS}.svc.cluster.local")
     w.kube.objects[("Secret", NS, "bk-admin-tls")] = secret("bk-admin-tls", {
