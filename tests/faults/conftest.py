@@ -2,15 +2,18 @@
 history checker (tests/support/history.py); docs/reliability.md has the table they fill."""
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
 
-from tests.support.faults import remove_partitions
+from tests.support.faults import Partition, ZooKeeperPartition, remove_partitions
 from tests.support.java_bookies import cluster_factory
 
 # Fixtures, found by pytest under these names.
-__all__ = ["cluster_factory", "no_partition_left"]
+__all__ = ["cluster_factory", "cut_until_the_end", "no_partition_left"]
+
+P = TypeVar("P", Partition, ZooKeeperPartition)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -21,3 +24,21 @@ def no_partition_left() -> Iterator[None]:
     remove_partitions()
     yield
     remove_partitions(owner=os.getpid())
+
+
+@pytest.fixture
+def cut_until_the_end() -> Iterator[Callable[[P], P]]:
+    """``cut(partition)``: cuts it now and returns it; it stays cut until its ``heal()`` or the end of the test,
+    whatever the test does."""
+    made: list[Partition | ZooKeeperPartition] = []
+
+    def cut(partition: P) -> P:
+        made.append(partition)
+        partition.cut()
+        return partition
+
+    try:
+        yield cut
+    finally:
+        for partition in made:
+            partition.heal()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -49,30 +49,13 @@ IN_FLIGHT = 8
 RATE = 250  # entries per second at most while waiting for the expiry: a steady load, a history read back in seconds
 EXPIRED_WITHIN = 30.0  # s from the cut: the session timeout (4 s), ZooKeeper's expiry tick, a loaded machine
 REGISTERED_WITHIN = 30.0  # s from the heal
-
-
-@pytest.fixture
-def zk_partitions() -> Iterator[Callable[[Any, str], ZooKeeperPartition]]:
-    """``cut(bookie, zk_connect)``: the bookie cut off ZooKeeper until ``heal()`` or the end of the test."""
-    made: list[ZooKeeperPartition] = []
-
-    def cut(bookie: Any, zk_connect: str) -> ZooKeeperPartition:
-        host, port = zk_connect.split(",")[0].rsplit(":", 1)
-        partition = ZooKeeperPartition(bookie.proc.pid, host, int(port))
-        made.append(partition)
-        partition.cut()
-        return partition
-
-    try:
-        yield cut
-    finally:
-        for partition in made:
-            partition.heal()
+# The fixture ``cut_until_the_end`` (tests/faults/conftest.py): cuts a partition, heals it at the test's end.
+Cut = Callable[[ZooKeeperPartition], ZooKeeperPartition]
 
 
 @pytest.mark.parametrize("bookie_kind", ["python", "java"])
 async def test_a_bookie_partitioned_from_zookeeper_registers_again(
-        cluster_factory: Callable[..., BookieCluster], zk_partitions: Callable[[Any, str], ZooKeeperPartition],
+        cluster_factory: Callable[..., BookieCluster], cut_until_the_end: Cut,
         bookie_kind: str, seeded_rng: random.Random) -> None:
     cluster = await asyncio.to_thread(cluster_factory, bookie_kind, 4, **CONF,
                                     **(JAVA if bookie_kind == "java" else {}))
@@ -81,7 +64,7 @@ async def test_a_bookie_partitioned_from_zookeeper_registers_again(
     with SessionExpiry(cluster.zk_connect, cluster.ledgers_root) as observer:
         async with BookKeeper(cluster.client_config()) as bk:
             for number in range(rounds(ROUNDS[bookie_kind])):
-                seen.append(await _round(bk, cluster, observer, zk_partitions, history, seeded_rng,
+                seen.append(await _round(bk, cluster, observer, cut_until_the_end, history, seeded_rng,
                                          f"{bookie_kind}-{number}"))
     await recover_and_read_every_ledger(cluster.client_config(), history, IN_FLIGHT)
     violations = check(history)
@@ -90,7 +73,7 @@ async def test_a_bookie_partitioned_from_zookeeper_registers_again(
 
 
 async def _round(bk: BookKeeper, cluster: BookieCluster, observer: SessionExpiry,
-                 zk_partitions: Callable[[Any, str], ZooKeeperPartition], history: History, rng: random.Random,
+                 cut_until_the_end: Cut, history: History, rng: random.Random,
                  name: str) -> str:
     payloads = random.Random(rng.getrandbits(64))
     handle = await bk.create_ledger(3, 3, 2)
@@ -100,7 +83,8 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, observer: SessionExpiry
         f"{name}: {victim.bookie_id} not registered as writable before the cut: {registered}"
     writer = Recorder(history, f"writer-{name}")
     await _append(writer, handle, payloads, IN_FLIGHT, name)
-    partition = zk_partitions(victim, cluster.zk_connect)
+    host, port = cluster.zk_connect.split(",")[0].rsplit(":", 1)
+    partition = cut_until_the_end(ZooKeeperPartition(victim.proc.pid, host, int(port)))
     cut_at = time.monotonic()
     while await asyncio.to_thread(observer.registration, victim.bookie_id) is not None:
         assert time.monotonic() - cut_at < EXPIRED_WITHIN, \

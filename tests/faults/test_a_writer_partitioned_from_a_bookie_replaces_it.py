@@ -25,7 +25,7 @@ import random
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -48,24 +48,8 @@ READS_WHILE_CUT = 6  # entries written before the cut, read back while it lasts
 AFTER_HEAL = 30
 IN_FLIGHT = 8
 REGISTERED_WITHIN = 30  # s
-
-
-@pytest.fixture
-def partitions() -> Iterator[Callable[[Any], Partition]]:
-    """``cut(bookie)``: the bookie's address and port cut off until ``heal()`` or the end of the test."""
-    made: list[Partition] = []
-
-    def cut(bookie: Any) -> Partition:
-        partition = Partition(bookie.address, bookie.port)
-        made.append(partition)
-        partition.cut()
-        return partition
-
-    try:
-        yield cut
-    finally:
-        for partition in made:
-            partition.heal()
+# The fixture ``cut_until_the_end`` (tests/faults/conftest.py): cuts a partition, heals it at the test's end.
+Cut = Callable[[Partition], Partition]
 
 
 # ------------------------------------------------------------------ the toolkit itself
@@ -131,14 +115,14 @@ def test_a_partition_of_bad_input_says_what_is_wrong() -> None:
 
 @pytest.mark.parametrize("bookie_kind", ["python", "java"])
 async def test_a_writer_partitioned_from_a_bookie_replaces_it(
-        cluster_factory: Callable[..., BookieCluster], partitions: Callable[[Any], Partition], bookie_kind: str,
+        cluster_factory: Callable[..., BookieCluster], cut_until_the_end: Cut, bookie_kind: str,
         seeded_rng: random.Random) -> None:
     cluster = await asyncio.to_thread(cluster_factory, bookie_kind, 4, **CONF)
     history = History()
     replaced_after: list[float] = []
     async with BookKeeper(cluster.client_config()) as bk:
         for number in range(rounds(ROUNDS[bookie_kind])):
-            replaced_after.append(await _round(bk, cluster, partitions, history, seeded_rng,
+            replaced_after.append(await _round(bk, cluster, cut_until_the_end, history, seeded_rng,
                                                f"{bookie_kind}-{number}"))
     await recover_and_read_every_ledger(cluster.client_config(), history, IN_FLIGHT)
     violations = check(history)
@@ -147,7 +131,7 @@ async def test_a_writer_partitioned_from_a_bookie_replaces_it(
           f"completed {min(replaced_after):.1f} to {max(replaced_after):.1f} s after it")
 
 
-async def _round(bk: BookKeeper, cluster: BookieCluster, partitions: Callable[[Any], Partition], history: History,
+async def _round(bk: BookKeeper, cluster: BookieCluster, cut_until_the_end: Cut, history: History,
                  rng: random.Random, name: str) -> float:
     """One ledger written across a partition of one bookie of its ensemble; returns how long the first batch
     appended while cut took (the add timeout, then the ensemble change)."""
@@ -157,7 +141,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, partitions: Callable[[A
     victim = cluster.by_id(rng.choice(sorted(handle.metadata.ensemble_at(0))))
     writer = Recorder(history, f"writer-{name}")
     before = await _append(writer, handle, payloads, rng.randint(*BEFORE_CUT), name)
-    partition = partitions(victim)
+    partition = cut_until_the_end(Partition(victim.address, victim.port))
     started = time.monotonic()
     await _append(writer, handle, payloads, IN_FLIGHT, name)
     first_batch_s = time.monotonic() - started
