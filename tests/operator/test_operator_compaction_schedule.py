@@ -110,3 +110,26 @@ def test_compaction_window_spans_midnight() -> None:
     assert not in_window("22:00", "04:00", at.replace(hour=12))
     assert in_window("01:00", "05:00", at.replace(hour=1, minute=0))
     assert not in_window("01:00", "05:00", at.replace(hour=5, minute=0))
+
+
+def test_a_run_due_before_any_bookie_is_up_waits_for_one_until_its_deadline() -> None:
+    status = CompactionStatus(last_schedule_time=iso(NOW - dt.timedelta(hours=1)))
+    none_up = {0: None, 1: None, 2: None}
+    waiting, actions, notes = tick(status, NOW + dt.timedelta(seconds=5), none_up)
+    assert actions == [] and notes == [] and waiting.run is None
+    assert waiting.last_schedule_time == status.last_schedule_time      # still due
+
+    late, actions, notes = tick(waiting, NOW + dt.timedelta(minutes=20), none_up)
+    assert actions == [] and late.run is None and late.missed_runs == 1
+    assert late.last_schedule_time == iso(NOW) and "skipped: no bookie reachable" in notes[0]
+
+
+def test_a_run_covers_the_bookies_that_come_up_before_their_turn() -> None:
+    status = CompactionStatus(last_schedule_time=iso(NOW - dt.timedelta(hours=1)))
+    status, actions, notes = tick(status, NOW + dt.timedelta(seconds=90), {0: gc(), 1: None, 2: None})
+    assert [(a.kind, a.ordinal) for a in actions] == [("trigger", 0)] and "started (3 bookies)" in notes[0]
+    status, actions, _ = tick(status, NOW + dt.timedelta(seconds=120), {0: gc(major=1), 1: gc(), 2: None})
+    assert [(a.kind, a.ordinal) for a in actions] == [("finished", 0), ("trigger", 1)]
+    status, actions, notes = tick(status, NOW + dt.timedelta(seconds=150), {0: gc(major=1), 1: gc(major=1), 2: None})
+    assert [(a.kind, a.ordinal) for a in actions] == [("finished", 1), ("skipped", 2)]
+    assert status.run is None and "completed on 2 bookies" in notes[-1]

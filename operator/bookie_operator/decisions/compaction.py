@@ -32,8 +32,12 @@ def compaction_tick(spec: CompactionSpec, status: CompactionStatus, ordinals: li
                     created: dt.datetime) -> tuple[CompactionStatus, list[CompactionAction], list[str]]:
     """Advance the compaction schedule one tick. Returns the new status, actions to perform, and notes.
 
+    ``ordinals`` are the bookies a run covers; ``gc_by_ordinal`` holds those whose admin API answered. A bookie
+    that is down when its turn comes is skipped; one that came up since the run started is compacted.
+
     A run due now (or missed by at most ``startingDeadlineSeconds``, e.g. while the operator was down) starts
-    once, whatever the number of fire times it missed; older misses are counted and skipped. A run compacts
+    once, whatever the number of fire times it missed; older misses are counted and skipped. A due run with no
+    reachable bookie waits for one until that deadline, then is skipped. A run compacts
     the bookies one at a time in ordinal order: trigger, then wait until that bookie reports a finished
     compaction (its counters moved and no forced GC runs) or the per-bookie timeout passes.
     """
@@ -47,12 +51,18 @@ def compaction_tick(spec: CompactionSpec, status: CompactionStatus, ordinals: li
     if status.run is None:
         fire = cron.due_fire(spec.schedule, now, parse_time(status.last_schedule_time) or created,
                              spec.starting_deadline_seconds)
-        if fire is not None and fire.in_time:
+        reachable = [o for o in ordinals if gc_by_ordinal.get(o) is not None]
+        if fire is not None and fire.in_time and not reachable:
+            # No bookie to compact yet (a new cluster, or all restarting): the run waits for one until its
+            # starting deadline rather than "completing" on none.
+            fire = None
+        elif fire is not None and fire.in_time:
             status.run = CompactionRunStatus(scheduled_for=iso(fire.at), pending=sorted(ordinals))
             notes.append(f"compaction run for {iso(fire.at)} started ({len(ordinals)} bookies)")
         elif fire is not None:
             status.missed_runs += 1
-            notes.append(f"compaction run for {iso(fire.at)} skipped: missed by {fire.late_seconds:.0f}s "
+            why = "no bookie reachable" if not reachable else f"missed by {fire.late_seconds:.0f}s"
+            notes.append(f"compaction run for {iso(fire.at)} skipped: {why} "
                          f"(> startingDeadlineSeconds {spec.starting_deadline_seconds})")
         if fire is not None:
             status.last_schedule_time = iso(fire.at)

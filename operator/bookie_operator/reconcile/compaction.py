@@ -13,7 +13,7 @@ from bookie_operator.reconcile.context import Tick
 
 
 async def run_compaction_schedule(t: Tick) -> None:
-    ordinals = [b.ordinal for b in t.bookies if b.reachable and b.ordinal != t.decommissioning]
+    ordinals = [b.ordinal for b in t.bookies if b.ordinal != t.decommissioning]
     gc = {b.ordinal: b.gc for b in t.bookies if b.reachable}
     status, actions, notes = decisions.compaction_tick(t.spec.compaction, t.status.compaction, ordinals, gc, t.now,
                                                        t.created)
