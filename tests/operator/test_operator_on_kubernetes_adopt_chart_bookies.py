@@ -1,14 +1,14 @@
 """On the local Kubernetes, a BookieCluster adopts three Apache BookKeeper bookies that a manifest of
-apache/pulsar-helm-chart's shape runs, with ledgers written to them by a client: no pod is restarted before
-approve (same pod UIDs), approve replaces the StatefulSet with the operator's and rolls every pod onto its
-template; then every entry reads back byte-identical from each bookie, the claims are the same (PVC UIDs) and the
-bookie ids registered in ZooKeeper are the chart's. Then, with a real Pulsar broker producing to them all along,
-the adopted bookies switch in place to our bookie on the chart's own disks and directories, and back to Apache
-BookKeeper's: no send fails, every message Pulsar acknowledged is read back byte-identical, every entry of the
-ledgers written first is still byte-identical on each bookie, the same claims, bookie ids and cookies throughout,
-and those first ledgers not re-replicated (their metadata unchanged). The operator disables re-replication for
-the adoption roll and for each switch: no ledger, Pulsar's included, is ever marked under-replicated, and
-replication is enabled again at the end, as it was before."""
+apache/pulsar-helm-chart's shape runs, with ledgers written to them by a client and a real Pulsar broker producing
+to them from before the adoption to the end: no pod is restarted before approve (same pod UIDs), approve replaces
+the StatefulSet with the operator's and rolls every pod onto its template while Pulsar keeps producing; then every
+entry reads back byte-identical from each bookie, the claims are the same (PVC UIDs) and the bookie ids registered
+in ZooKeeper are the chart's. Then the adopted bookies switch in place to our bookie on the chart's own disks and
+directories, and back to Apache BookKeeper's: no send fails, every message Pulsar acknowledged is read back
+byte-identical, every entry of the ledgers written first is still byte-identical on each bookie, the same claims,
+bookie ids and cookies throughout, and those first ledgers not re-replicated (their metadata unchanged). The
+operator disables re-replication for the adoption roll and for each switch: no ledger, Pulsar's included, is ever
+marked under-replicated, and replication is enabled again at the end, as it was before."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import asyncio
 import functools
 import importlib
 import random
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +27,7 @@ from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.metadata.store import MetadataStore
 from bookie.protocol.entry import DigestType
 from bookie.protocol.messages import StatusCode
-from bookie_fleet.pulsar import Producer, PulsarBroker, consume
+from bookie_fleet.pulsar import JVM_OPTS, Producer, PulsarBroker, consume
 from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator.models import BOOKIE_IMAGE
 
@@ -52,7 +53,8 @@ NAME = f"{RELEASE}-bookie"
 SEED = 4702
 LEDGERS = (11, 12, 13)
 ENTRIES = 40
-PULSAR_RATE = 100   # messages per second, through both switches
+PULSAR_RATE = 100   # messages per second, through the adoption's roll and both switches
+TOPIC = "public/default/through-the-take-over"
 
 
 def _pods(kube: KubeTarget, ns: str) -> dict[str, dict[str, Any]]:
@@ -125,6 +127,17 @@ def _restored(kube: KubeTarget, ns: str) -> dict[str, Any] | None:
     return obj if "reReplicationSuspended" not in obj["status"] else None
 
 
+def _hosts(tmp_path: Path, ips: dict[str, str]) -> Path:
+    """A hosts file for the broker's JVM (``jdk.net.hosts.file``): the chart's bookies publish their cluster DNS
+    names as their addresses, which pods resolve and this machine does not, so the broker resolves them as a pod
+    would. Once adopted, the bookies publish their pod IPs and need no name."""
+    path = tmp_path / "hosts"
+    lines = [f"127.0.0.1 localhost {socket.gethostname()}"]
+    lines += [f"{ip} {bookie_id.rsplit(':', 1)[0]}" for bookie_id, ip in sorted(ips.items())]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def _ips(pods: dict[str, dict[str, Any]], ns: str) -> dict[str, str]:
     return {f"{name}.{NAME}.{ns}.svc.cluster.local:3181": p["status"]["podIP"] for name, p in pods.items()}
 
@@ -161,9 +174,27 @@ async def test_chart_bookies_adopted_then_rolled_onto_the_operator_statefulset_k
     sts = kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/{NAME}")
     assert sts is not None and not sts["metadata"].get("ownerReferences"), "the chart's StatefulSet untouched"
 
-    async with ReplicationWatch(zookeeper.connect_string, root) as watch:
-        await _approve_switch_and_back(kube, ns, root, zookeeper, tmp_path, pod_uids, claim_uids, written, started)
-        assert await watch.now_disabled_by() is None, "re-replication enabled again, as it was before"
+    # A Pulsar broker produces to the chart's bookies from here to the end: through the adoption's roll and both
+    # switches (2/2/2 ensembles on the three bookies, Pulsar's defaults).
+    broker = PulsarBroker(tmp_path / "pulsar", zookeeper.connect_string, root, chroot=f"/pulsar-{ns}",
+                          log_level="warn", jvm_opts=(*JVM_OPTS, f"-Djdk.net.hosts.file={_hosts(tmp_path, ips)}"))
+    producer: Producer | None = None
+    try:
+        await asyncio.to_thread(broker.setup_metadata)
+        await asyncio.to_thread(broker.start)
+        broker.admin("PUT", f"persistent/{TOPIC}/subscription/check")
+        producer = Producer(broker, TOPIC, 0, keys=16, max_size=4096, rate=PULSAR_RATE)
+        await asyncio.to_thread(producer.wait_for, lambda: len(producer.acked) >= PULSAR_RATE, 120,
+                                "messages before approve")
+        async with ReplicationWatch(zookeeper.connect_string, root) as watch:
+            await _approve(kube, ns, zookeeper, root, producer, pod_uids, claim_uids, written)
+            await _switch_and_back(kube, ns, zookeeper, root, producer, claim_uids, written)
+            assert await watch.now_disabled_by() is None, "re-replication enabled again, as it was before"
+        await _everything_pulsar_acknowledged_reads_back(broker, producer)
+    finally:
+        if producer is not None:
+            producer.kill()
+        await asyncio.to_thread(broker.stop)
     assert watch.marked == set(), f"ledgers marked under-replicated meanwhile: {sorted(watch.marked)}"
     assert len(watch.disabled_by - {None}) == 1, f"disabled by the operator meanwhile: {watch.disabled_by}"
     # One suspension each: the adoption roll, the switch to ours, the switch back.
@@ -171,14 +202,16 @@ async def test_chart_bookies_adopted_then_rolled_onto_the_operator_statefulset_k
     print(f"whole story {time.monotonic() - started:.0f}s")
 
 
-async def _approve_switch_and_back(kube: KubeTarget, ns: str, root: str, zookeeper: ZooKeeperServer,
-                                   tmp_path: Path, pod_uids: dict[str, str], claim_uids: dict[str, str],
-                                   written: dict[tuple[int, int], bytes], started: float) -> None:
-    approved = time.monotonic()
+async def _approve(kube: KubeTarget, ns: str, zookeeper: ZooKeeperServer, root: str, producer: Producer,
+                   pod_uids: dict[str, str], claim_uids: dict[str, str],
+                   written: dict[tuple[int, int], bytes]) -> None:
+    approved, sent = time.monotonic(), len(producer.acked)
     patch_spec(kube, ns, NAME, {"adopt": {"approve": True}})
     await asyncio.to_thread(wait_for, lambda: _adoption(kube, ns, "Adopted"), 900, 2,
                             "every pod rolled onto the operator's StatefulSet")
-    print(f"adopted and rolled in {time.monotonic() - approved:.0f}s")
+    print(f"adopted and rolled in {time.monotonic() - approved:.0f}s, "
+          f"{len(producer.acked) - sent} messages acknowledged meanwhile")
+    assert len(producer.acked) > sent, "Pulsar kept producing through the roll"
     await asyncio.to_thread(wait_ready, kube, ns, NAME, timeout=300)
     await asyncio.to_thread(wait_for, lambda: _restored(kube, ns), 120, 1, "re-replication restored after the roll")
     assert not events(kube, ns, NAME, "ApplyFailed"), "every object of the operator applied"
@@ -194,48 +227,39 @@ async def _approve_switch_and_back(kube: KubeTarget, ns: str, root: str, zookeep
         registered = await store.list_bookies()
     assert sorted(registered) == sorted(ips), "the bookie ids are the chart's"
     await _read_back(ips, written)
-    print(f"whole test {time.monotonic() - started:.0f}s")
 
+
+async def _switch_and_back(kube: KubeTarget, ns: str, zookeeper: ZooKeeperServer, root: str, producer: Producer,
+                           claim_uids: dict[str, str], written: dict[tuple[int, int], bytes]) -> None:
+    """The adopted fleet switches to our bookie on the chart's disks and directories, and back."""
     before = await identities(zookeeper.connect_string, root, LEDGERS)
-
-    # The adopted fleet switches to our bookie on the chart's disks and directories, and back, under a Pulsar
-    # producer (2/2/2 ensembles on the three bookies, Pulsar's defaults).
-    broker = PulsarBroker(tmp_path / "pulsar", zookeeper.connect_string, root, chroot=f"/pulsar-{ns}",
-                          log_level="warn")
-    topic = "public/default/through-the-switch"
-    producer: Producer | None = None
-    try:
-        await asyncio.to_thread(broker.setup_metadata)
-        await asyncio.to_thread(broker.start)
-        broker.admin("PUT", f"persistent/{topic}/subscription/check")
-        producer = Producer(broker, topic, 0, keys=16, max_size=4096, rate=PULSAR_RATE)
-        for implementation, image in (("bookie-fleet", BOOKIE_IMAGE), ("apache-bookkeeper", JAVA["image"])):
-            switching, sent = time.monotonic(), len(producer.acked)
-            patch_spec(kube, ns, NAME, {"implementation": implementation, "image": image})
-            pods = await asyncio.to_thread(wait_for, functools.partial(_switched, kube, ns, implementation), 900, 2,
-                                           f"every adopted bookie on {implementation}")
-            print(f"switched to {implementation} in {time.monotonic() - switching:.0f}s, "
-                  f"{len(producer.acked) - sent} messages acknowledged meanwhile")
-            await asyncio.to_thread(wait_for, lambda: _restored(kube, ns), 120, 1,
-                                    f"re-replication restored after the switch to {implementation}")
-            assert _claims(kube, ns) == claim_uids, "the same claims: no PVC recreated"
-            assert _ips(pods, ns).keys() == ips.keys(), "the same bookie ids"
-            await _read_back(_ips(pods, ns), written)
-        at_end = len(producer.acked)
-        await asyncio.to_thread(producer.wait_for, lambda: len(producer.acked) >= at_end + PULSAR_RATE, 120,
-                                "messages after the last switch")
-        await asyncio.to_thread(producer.finish)
-        acked, failed = producer.acked, producer.failed
-        assert not failed, f"{len(failed)} sends failed, first {sorted(failed.items())[:5]}"
-        got = await asyncio.to_thread(consume, broker, topic, "check", len(acked))
-        seen = {seq: (key, sha) for seq, key, sha in got}
-        lost = sorted(set(acked) - set(seen))
-        assert not lost, f"{len(lost)} acknowledged messages lost, first {lost[:10]}"
-        assert all(seen[seq] == (ack.key, ack.sha256) for seq, ack in acked.items()), "a message changed"
-        print(f"{len(acked)} messages acknowledged and read back")
-    finally:
-        if producer is not None:
-            producer.kill()
-        await asyncio.to_thread(broker.stop)
+    ids = _ips(_pods(kube, ns), ns).keys()
+    for implementation, image in (("bookie-fleet", BOOKIE_IMAGE), ("apache-bookkeeper", JAVA["image"])):
+        switching, sent = time.monotonic(), len(producer.acked)
+        patch_spec(kube, ns, NAME, {"implementation": implementation, "image": image})
+        pods = await asyncio.to_thread(wait_for, functools.partial(_switched, kube, ns, implementation), 900, 2,
+                                       f"every adopted bookie on {implementation}")
+        print(f"switched to {implementation} in {time.monotonic() - switching:.0f}s, "
+              f"{len(producer.acked) - sent} messages acknowledged meanwhile")
+        await asyncio.to_thread(wait_for, lambda: _restored(kube, ns), 120, 1,
+                                f"re-replication restored after the switch to {implementation}")
+        assert _claims(kube, ns) == claim_uids, "the same claims: no PVC recreated"
+        assert _ips(pods, ns).keys() == ids, "the same bookie ids"
+        await _read_back(_ips(pods, ns), written)
     after = await identities(zookeeper.connect_string, root, LEDGERS)
     assert after == before, "the same bookies and cookies, the first ledgers not re-replicated, none marked"
+
+
+async def _everything_pulsar_acknowledged_reads_back(broker: PulsarBroker, producer: Producer) -> None:
+    at_end = len(producer.acked)
+    await asyncio.to_thread(producer.wait_for, lambda: len(producer.acked) >= at_end + PULSAR_RATE, 120,
+                            "messages after the last switch")
+    await asyncio.to_thread(producer.finish)
+    acked, failed = producer.acked, producer.failed
+    assert not failed, f"{len(failed)} sends failed, first {sorted(failed.items())[:5]}"
+    got = await asyncio.to_thread(consume, broker, TOPIC, "check", len(acked))
+    seen = {seq: (key, sha) for seq, key, sha in got}
+    lost = sorted(set(acked) - set(seen))
+    assert not lost, f"{len(lost)} acknowledged messages lost, first {lost[:10]}"
+    assert all(seen[seq] == (ack.key, ack.sha256) for seq, ack in acked.items()), "a message changed"
+    print(f"{len(acked)} messages acknowledged and read back")
