@@ -1,6 +1,7 @@
 """On the local Kubernetes, a BookieCluster adopts three Apache BookKeeper bookies that a manifest of
 apache/pulsar-helm-chart's shape runs, with ledgers written to them by a client and a real Pulsar broker producing
-to them from before the adoption to the end: no pod is restarted before approve (same pod UIDs), approve replaces
+to them from before the adoption to the end: no pod is restarted before approve (same pod UIDs), and GitOps tools
+read the held adoption from the API server (Argo CD Suspended, kstatus InProgress); approve replaces
 the StatefulSet with the operator's and rolls every pod onto its template while Pulsar keeps producing; then every
 entry reads back byte-identical from each bookie, the claims are the same (PVC UIDs) and the bookie ids registered
 in ZooKeeper are the chart's. Then the adopted bookies switch in place to our bookie on the chart's own disks and
@@ -41,6 +42,7 @@ from tests.operator.conftest import (
     patch_spec,
     wait_ready,
 )
+from tests.operator.gitops_health import argocd_health, kstatus
 from tests.operator.ledger_identities import identities
 from tests.operator.re_replication_watch import ReplicationWatch
 from tests.support.kube import KubeTarget, pod_ready, wait_for
@@ -169,6 +171,16 @@ async def test_chart_bookies_adopted_then_rolled_onto_the_operator_statefulset_k
     assert "-httpServerPort=8000" in planned["diff"].splitlines(), planned["diff"]
     assert planned["found"]["bookieId"] == f"{NAME}-0.{NAME}.{ns}.svc.cluster.local:3181"
     await_events(kube, ns, NAME, "AdoptionPlanned")
+    # Held for approval, as GitOps tools read it from the API server: suspended for Argo CD, in progress for kstatus.
+    waiting = f"StatefulSet {NAME}: set spec.adopt.approve to take it over"
+
+    def held() -> tuple[tuple[str, str], tuple[str, str]] | None:
+        obj = get_cluster(kube, ns, NAME)
+        readings = argocd_health(obj), kstatus(obj)
+        return readings if readings[0][0] == "Suspended" else None
+
+    argocd, flux = wait_for(held, 60, 1, "Argo CD's reading of the adoption held for approval")
+    assert argocd == ("Suspended", f"AwaitingApproval: {waiting}") and flux == ("InProgress", waiting)
     await asyncio.sleep(10)   # a few of the operator's ticks: still nothing may change before approve
     assert _uids(_pods(kube, ns)) == pod_uids, "no pod restarted before approve"
     sts = kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/{NAME}")

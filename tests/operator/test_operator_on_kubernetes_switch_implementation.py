@@ -1,5 +1,6 @@
 """Three Apache BookKeeper bookies holding ledgers are switched in place to bookie-fleet's bookie one pod at a
-time, with the operator killed in the middle of the switch, and then back to Apache BookKeeper: every entry,
+time, with the operator killed in the middle of the switch, and then back to Apache BookKeeper, held by
+spec.implementationSwitch.paused first (no pod restarts; Argo CD reads it Suspended, kstatus InProgress): every entry,
 those written by Java's bookies and those written by ours, is read back byte-identical; the claims are the same
 (UIDs), and so are the bookie ids, the cookies and every ledger's metadata (nothing was re-replicated): the
 operator disabled re-replication for each switch, no ledger was ever marked under-replicated, and replication is
@@ -27,6 +28,7 @@ from tests.operator.conftest import (
     patch_spec,
     wait_ready,
 )
+from tests.operator.gitops_health import argocd_health, kstatus
 from tests.operator.ledger_identities import identities
 from tests.operator.re_replication_watch import ReplicationWatch
 from tests.support.kube import KubeTarget, pod_ready, wait_for
@@ -67,6 +69,15 @@ def switched(kube: KubeTarget, ns: str, implementation: str) -> Callable[[], dic
                      == implementation and pod_ready(p)]
         return obj if len(on_target) == 3 and "implementationSwitch" not in obj["status"] else None
     return done
+
+
+def held(kube: KubeTarget, ns: str) -> Callable[[], tuple[tuple[str, str], tuple[str, str]] | None]:
+    """Argo CD's and kstatus' readings once the switch is paused."""
+    def paused() -> tuple[tuple[str, str], tuple[str, str]] | None:
+        obj = get_cluster(kube, ns, "bk")
+        switch = obj["status"].get("implementationSwitch") or {}
+        return (argocd_health(obj), kstatus(obj)) if switch.get("phase") == "Paused" else None
+    return paused
 
 
 def restored(kube: KubeTarget, ns: str) -> Callable[[], dict[str, Any] | None]:
@@ -112,8 +123,17 @@ async def test_three_java_bookies_switch_to_ours_and_back_in_place_through_an_op
         written.update(await write_ledgers(config, "ours"))       # written by our bookies, read back by Java's
         middle = await identities(zookeeper.connect_string, root, list(written))
 
+        # Back, held first: nothing restarts while paused, and GitOps tools read the hold from the API server.
+        pods_before = {p["metadata"]["uid"] for p in kube.pods(ns, "app.kubernetes.io/instance=bk")}
+        patch_spec(kube, ns, "bk", {**JAVA, "implementationSwitch": {"paused": True}})
+        argocd, flux = await asyncio.to_thread(wait_for, held(kube, ns), 60, 1, "the paused switch")
+        assert argocd == ("Suspended", "ImplementationSwitchPaused: bookie-fleet to apache-bookkeeper, 0 switched, "
+                                       "3 to go: spec.implementationSwitch.paused"), argocd
+        assert flux[0] == "InProgress" and "paused by spec.implementationSwitch.paused" in flux[1], flux
+        await asyncio.sleep(6)                                   # a few of the operator's ticks
+        assert {p["metadata"]["uid"] for p in kube.pods(ns, "app.kubernetes.io/instance=bk")} == pods_before
         started = time.monotonic()
-        patch_spec(kube, ns, "bk", JAVA)
+        patch_spec(kube, ns, "bk", {"implementationSwitch": {"paused": False}})
         await asyncio.to_thread(wait_for, switched(kube, ns, "apache-bookkeeper"), SWITCH_TIMEOUT, 1,
                                 "every bookie back on apache-bookkeeper")
         print(f"switch back to apache-bookkeeper: {time.monotonic() - started:.0f}s")

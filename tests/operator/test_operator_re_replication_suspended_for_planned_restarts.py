@@ -58,7 +58,15 @@ def test_every_restarting_operation_is_planned_and_a_stopped_or_decommissioning_
     assert planned_restart(switch("Waiting"), False, False, False) == ("the implementation switch to "
                                                                        "bookie-fleet", None)
     assert planned_restart(switch("Restarting"), False, True, False)[0] == "the implementation switch to bookie-fleet"
-    assert planned_restart(switch("Paused"), False, False, False) == (None, "the implementation switch is paused")
+    assert planned_restart(switch("Paused"), False, False, False, switch_paused=True) == \
+        (None, "the implementation switch is paused")
+    assert planned_restart(switch("Paused"), False, False, False, switch_paused=False)[0] == \
+        "the implementation switch to bookie-fleet", "resumed by the spec: it restarts in this tick"
+    assert planned_restart(switch("Waiting"), False, False, False, switch_paused=True) == \
+        (None, "the implementation switch is paused"), "paused by the spec before its phase says so"
+    in_flight = switch("Restarting").model_copy(update={"current": 1})
+    assert planned_restart(in_flight, False, False, False, switch_paused=True)[0] == \
+        "the implementation switch to bookie-fleet", "the bookie restarting finishes first"
     assert planned_restart(switch("Failed"), False, False, False) == (None, "the implementation switch is failed")
     assert planned_restart(None, True, True, False) == (None, "a decommission needs re-replication")
     assert planned_restart(None, False, False, False) == (None, None)

@@ -77,6 +77,20 @@ async def test_a_switch_runs_with_re_replication_disabled_and_restores_it_after_
                                                        "to bookie-fleet is over and every bookie is back)"]
 
 
+async def test_a_switch_paused_before_its_first_restart_disables_replication_before_it_once_resumed() -> None:
+    w, at_deletions = await started(**JAVA)
+    w.kube.patch_spec("bk", {**OURS, "implementationSwitch": {"paused": True}})
+    for _ in range(4):
+        await w.tick()
+    assert w.status["implementationSwitch"]["phase"] == "Paused" and at_deletions == []
+    assert w.zk.disabled_by is None, "a paused switch leaves re-replication to autorecovery"
+    w.kube.patch_spec("bk", {"implementationSwitch": {"paused": False}})
+    await run(w)
+    assert at_deletions == [own(w)] * 3, "disabled by this cluster before every restart, the first included"
+    assert w.zk.disabled_by is None and "reReplicationSuspended" not in w.status
+    assert len(w.kube.reasons("ReReplicationSuspended")) == 1
+
+
 async def test_a_rolling_restart_leaves_a_users_own_disable_as_it_was() -> None:
     w, at_deletions = await started()
     w.zk.disabled_by = b""                    # `bookkeeper shell autorecovery -disable`

@@ -69,14 +69,19 @@ def read_switch(data: bytes | None, own: bytes) -> Switch:
 
 
 def planned_restart(switch: ImplementationSwitchStatus | None, decommissioning: bool, outdated: bool,
-                    adoption_rolling: bool) -> tuple[str | None, str | None]:
+                    adoption_rolling: bool, switch_paused: bool = False) -> tuple[str | None, str | None]:
     """(the planned restart under way, why planned restarts stopped): the same operations, in the same order,
-    as the reconcile's steps that restart pods."""
+    as the reconcile's steps that restart pods. A switch is judged by spec.implementationSwitch.paused
+    (``switch_paused``), not by its phase in status, which the switch's own step writes after this one: a switch
+    the spec pauses holds once no bookie is in flight (the one restarting finishes first), and one the spec
+    resumes restarts its next bookie in this very tick."""
     if decommissioning:         # it needs autorecovery to move the bookie's ledgers
         return None, "a decommission needs re-replication"
     if switch is not None:
-        if switch.phase in ("Paused", "Failed"):
-            return None, f"the implementation switch is {switch.phase.lower()}"
+        if switch.phase == "Failed":
+            return None, "the implementation switch is failed"
+        if switch_paused and switch.current is None:
+            return None, "the implementation switch is paused"
         return f"the implementation switch to {switch.target}", None
     if outdated:
         return ("the adoption roll" if adoption_rolling else "the rolling restart"), None

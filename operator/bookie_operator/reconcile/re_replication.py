@@ -19,7 +19,7 @@ async def suspend_re_replication(t: Tick) -> None:
     state = t.status.re_replication_suspended
     restart, stopped = decide.planned_restart(
         t.status.implementation_switch, t.status.decommission is not None, _outdated(t),
-        t.status.adoption is not None and t.status.adoption.phase == "Rolling")
+        t.status.adoption is not None and t.status.adoption.phase == "Rolling", t.spec.implementation_switch.paused)
     # Read every tick, even with nothing under way: an operator that died between disabling replication and
     # recording it left its marker, which this finds and lifts.
     own = decide.marker(t.namespace, t.name, t.uid)
