@@ -111,10 +111,18 @@ def _is_rocksdb(dirpath: str, names: Sequence[str]) -> bool:
 
 def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
     """Every ``<hex>.log`` under the inputs (recursively), sorted by bookie, path. Raises ``AuditInputError``."""
+    return discover_bookies(inputs)[0]
+
+
+def discover_bookies(inputs: Sequence[LogInput]) -> tuple[list[LogFile], list[str]]:
+    """``discover``'s logs, and the bookies read: those of the logs found, plus each input whose bookie is known
+    without a log (``ID=PATH``, or a live bookie's listing, which names it). A bookie that holds no entry log (a
+    new, empty one) has still been read: the replicas metadata places there are then missing, not unverified."""
     if not inputs:
         raise AuditInputError("no entry-log input given (use --logs [bookieId=]DIR)")
     found: dict[str, LogFile] = {}
     cookies: dict[str, str | None] = {}
+    named_inputs: set[str] = set()
     for item in inputs:
         filesystem, root, local = _filesystem(item.path)
         entries: list[tuple[str, int, int]] = []  # path in the file system, size, mtime_ms
@@ -158,6 +166,8 @@ def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
                 if fi.type == pafs.FileType.File and parse_log_file_name(fi.base_name) is not None:
                     mtime = fi.mtime_ns // 1_000_000 if fi.mtime_ns is not None else 0
                     entries.append((fi.path, fi.size, mtime))
+        if named is not None:
+            named_inputs.add(named)
         for inner, size, mtime_ms in entries:
             full = prefix + inner
             name = inner.rsplit("/", 1)[-1]
@@ -175,7 +185,8 @@ def discover(inputs: Sequence[LogInput]) -> list[LogFile]:
     if not found:
         roots = ", ".join(i.path for i in inputs)
         raise AuditInputError(f"no entry logs (<hex>.log files) found under {roots}")
-    return sorted(found.values(), key=lambda f: (f.bookie, f.path))
+    files = sorted(found.values(), key=lambda f: (f.bookie, f.path))
+    return files, sorted(named_inputs | {f.bookie for f in files})
 
 
 def _remote_reader(filesystem: Any) -> Callable[[str], bytes]:

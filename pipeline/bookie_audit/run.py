@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
 from bookie_audit import audits, bookie_http
-from bookie_audit.files import AuditInputError, LogFile, LogInput, discover
+from bookie_audit.files import AuditInputError, LogFile, LogInput, discover_bookies
 from bookie_audit.rest_bookies import RestBookie, rest_table
 from bookie_audit.snapshot import Manifest, read_manifest
 
@@ -150,8 +150,7 @@ def run_audit(spark: Any, opts: AuditOptions, progress: Progress | None = None) 
     bookie_http.configure(opts.bookie_token_file, opts.bookie_ca_file)
     say("listing entry logs")
     # Raises a clear AuditInputError on empty input; bookies known by their REST API alone need no logs.
-    files = discover(opts.logs) if opts.logs or not opts.rest_bookies else []
-    bookies = sorted({f.bookie for f in files})
+    files, bookies = discover_bookies(opts.logs) if opts.logs or not opts.rest_bookies else ([], [])
     as_of = opts.as_of_ms if opts.as_of_ms is not None else manifest.started_ms
     summary = Summary(bookies, len(files), sum(f.size for f in files), as_of, manifest.started_ms,
                       manifest.ledgers, opts.mode)
