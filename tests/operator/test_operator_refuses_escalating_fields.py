@@ -135,6 +135,22 @@ async def test_the_reconcile_refuses_with_a_condition_and_one_event_and_applies_
     assert pod["spec"]["serviceAccountName"] == "powerful"
 
 
+async def test_every_secret_the_operator_creates_is_the_clusters_own() -> None:
+    w = World()
+    w.kube.create_cluster("bk", cluster_spec())
+    await w.tick()
+    made = {name: obj["metadata"] for (kind, _, name), obj in w.kube.objects.items() if kind == "Secret"}
+    assert set(made) == {"bk-admin-token", "bk-audit-token", "bk-token-hashes"}, made
+    for meta in made.values():   # owned, so the BookieCluster's deletion deletes them too
+        owners = [(r["kind"], r["name"], r["uid"]) for r in meta["ownerReferences"]]
+        assert owners == [("BookieCluster", "bk", "uid-bk")], meta
+        assert escalations.owns("bk", "uid-bk", {"ownerReferences": meta["ownerReferences"]})
+    # So a spec may name them (the admin token, to rotate it by hand) and is not refused.
+    w.kube.patch_spec("bk", {"adminApi": {"tokenSecretName": "bk-admin-token"}})
+    await w.tick()
+    assert w.kube.reasons("InvalidSpec") == []
+
+
 async def test_the_reconcile_reads_who_owns_each_referenced_secret() -> None:
     w = World()
     env = [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "bk-password", "key": "p"}}}]
