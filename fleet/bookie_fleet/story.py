@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import yaml
 from bookie_audit.report import REPORT_NAME
 from bookie_operator.audit_builders import REPORTS_PORT
-from bookie_operator.builders import ADMIN_TOKEN_KEY, admin_token_secret_name
+from bookie_operator.builders import ADMIN_TOKEN_KEY, CLUSTER_LABEL, admin_token_secret_name
 from bookie_operator.models import HTTP_PORT
 from localkube.binaries import find_binary
 from localkube.cluster import LocalCluster
@@ -141,7 +141,8 @@ TLS_SECRET = f"{CLUSTER}-bookie-tls"
 @dataclass(frozen=True)
 class PlaygroundPKI:
     """A CA of the run, the bookies' certificate (every bookie id's host, role ``bookie``) as a Secret in
-    cert-manager's layout, and the broker's client certificate (role ``broker``)."""
+    cert-manager's layout labelled as the cluster's own (the operator refuses a Secret that is not), and the
+    broker's client certificate (role ``broker``)."""
 
     secret: dict[str, Any]
     broker: BookieClientTLS
@@ -153,7 +154,7 @@ class PlaygroundPKI:
                           dns_names=(f"*.{CLUSTER}-headless.{NAMESPACE}.svc.cluster.local",))
         data = {"tls.crt": bookie.certificate, "tls.key": bookie.key, "ca.crt": bookie.ca}
         secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-                  "metadata": {"name": TLS_SECRET, "namespace": NAMESPACE},
+                  "metadata": {"name": TLS_SECRET, "namespace": NAMESPACE, "labels": {CLUSTER_LABEL: CLUSTER}},
                   "data": {k: base64.b64encode(v.read_bytes()).decode() for k, v in data.items()}}
         broker = ca.issue("broker", "pulsar-broker", ou=roles_ou(["broker"]))
         return cls(secret, BookieClientTLS.of(broker))

@@ -465,8 +465,9 @@ class AdminApiSpec(Model):
         "nothing else (what Prometheus presents: a PodMonitor's authorization). Set, our bookies and the "
         "inspectors serve /metrics, whose topic and ledger labels name the fleet's topics, only with a "
         "credential; they hold the tokens' hashes only. Unset, /metrics is open to whoever the NetworkPolicy "
-        "admits (the monitoring namespace). Name it <cluster>-metrics-token, or a Secret several clusters share "
-        "(one PodMonitor scrapes them all) if the operator allows foreignSecrets.")
+        "admits (the monitoring namespace). Label it bookie-fleet.dev/cluster=<cluster> (the cluster's own), or "
+        "share one Secret between several clusters (one PodMonitor scrapes them all) if the operator allows "
+        "foreignSecrets.")
 
 
 class PdbSpec(Model):

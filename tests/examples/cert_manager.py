@@ -57,7 +57,10 @@ class Made:
         return str(self.certificate["spec"]["secretName"])
 
     def secret(self) -> Obj:
-        return tls_secret(self.secret_name, self.data["tls.crt"], self.data["tls.key"], self.data["ca.crt"])
+        """The Secret with the labels of the Certificate's secretTemplate, as cert-manager writes them."""
+        labels = (self.certificate["spec"].get("secretTemplate") or {}).get("labels") or {}
+        return tls_secret(self.secret_name, self.data["tls.crt"], self.data["tls.key"], self.data["ca.crt"],
+                          labels=labels)
 
     def client_tls(self, directory: Path) -> ClientTLS:
         """A client configured as the example's header configures Pulsar's broker with this Secret mounted."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 from bookie_fleet.zookeeper import ZooKeeperServer
+from bookie_operator.builders import CLUSTER_LABEL
 
 from tests.examples.cert_manager import Made, made_for, tls_secret_names
 from tests.operator.conftest import JAVA, bookie_crd, operator_factory, zookeeper  # noqa: F401  (fixtures)
@@ -61,9 +62,11 @@ def deploy_example(kube: KubeTarget, namespace: str, zk: ZooKeeperServer, path: 
     if spec.get("implementation") == "apache-bookkeeper":
         spec["image"] = JAVA["image"]
     metrics_token = spec.get("adminApi", {}).get("metricsTokenSecretName")
-    if metrics_token:
+    if metrics_token:   # created, then labelled as the cluster's own, as the header says
         kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": metrics_token},
                     "stringData": {"token": secrets.token_urlsafe(32)}}, namespace=namespace)
+        kube.kubectl("-n", namespace, "label", "secret", metrics_token,
+                     f"{CLUSTER_LABEL}={obj['metadata']['name']}")
     deployed = Deployed(obj)
     if spec.get("tls"):
         deployed.made = made_for(path, spec["tls"], namespace)

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from bookie.tls import roles_from_ou
 from bookie_operator import builders, models
+from bookie_operator.decisions import escalations
 from bookie_operator.decisions.tls import covers
 
 from tests.examples.cert_manager import certificates, certificates_path, issuer, role
@@ -84,6 +85,10 @@ def test_the_certificates_file_makes_what_spec_tls_names(path: Path) -> None:
     assert all(made.values()), f"spec.tls Secrets no Certificate makes: {[p for p, c in made.items() if not c]}"
     (namespace,) = {c["metadata"]["namespace"] for c in made.values() if c}
     name = obj["metadata"]["name"]
+    # The operator mounts only the cluster's own Secrets: cert-manager labels them from the secretTemplate.
+    foreign = [p for p, c in made.items()
+               if c and not escalations.owns(name, "", c["spec"].get("secretTemplate") or {})]
+    assert not foreign, f"spec.tls Secrets whose Certificate does not label them {name}'s own: {foreign}"
     hosts = [f"{name}-{i}.{builders.headless_service_name(name)}.{namespace}.svc.{spec.cluster_domain}"
              for i in range(spec.replicas + 8)]  # scaling up adds bookies: a wildcard names them all
     for purpose in ("bookie", "admin"):

@@ -398,3 +398,9 @@ def cluster_spec(**overrides: Any) -> Obj:
                                                                        "ledgersRoot": "/ledgers"}}
     spec.update(overrides)
     return spec
+
+
+def own_secret_metadata(name: str, cluster: str = "bk") -> Obj:
+    """The metadata of a Secret made for ``cluster`` by its user: labelled as the cluster's own, which the
+    operator requires of every Secret the spec references."""
+    return {"name": name, "namespace": NS, "labels": {f"{models.GROUP}/cluster": cluster}}

@@ -16,7 +16,7 @@ from bookie_operator.models import BookieClusterSpec
 from bookie_operator.reconcile.ports import AdminTls
 from pydantic import ValidationError
 
-from tests.operator.fakes import NS, FakeBookie, World, cluster_spec
+from tests.operator.fakes import NS, FakeBookie, World, cluster_spec, own_secret_metadata
 from tests.operator.helpers import spec
 
 OWNER = Owner("bk", "ns", "uid-1")
@@ -52,7 +52,7 @@ def test_the_allowed_roles_are_owned_by_the_operator() -> None:
 
 
 def _secret(name: str, data: dict[str, bytes]) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NS},
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": own_secret_metadata(name),
             "data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
 
 

@@ -12,11 +12,11 @@ import pytest
 from bookie_operator import builders, models
 from bookie_operator.reconcile.admin_token import AdminTokenProblem, first_token, secret_text, token_hashes
 
-from tests.operator.fakes import NS, World, cluster_spec
+from tests.operator.fakes import NS, World, cluster_spec, own_secret_metadata
 
 
 def _secret(token_text: str) -> dict[str, object]:
-    return {"kind": "Secret", "metadata": {"name": "bk-mine", "namespace": NS},
+    return {"kind": "Secret", "metadata": own_secret_metadata("bk-mine"),
             "data": {"token": base64.b64encode(token_text.encode()).decode()}}
 
 

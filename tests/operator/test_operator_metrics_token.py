@@ -14,13 +14,13 @@ import pytest
 from bookie_operator import builders, models
 from bookie_operator.decisions import escalations
 
-from tests.operator.fakes import NS, World, cluster_spec
+from tests.operator.fakes import NS, World, cluster_spec, own_secret_metadata
 
 PROMETHEUS_TOKEN = "prometheus-scrapes-with-this-token"
 
 
 def _secret(name: str, token_text: str) -> dict[str, object]:
-    return {"kind": "Secret", "metadata": {"name": name, "namespace": NS},
+    return {"kind": "Secret", "metadata": own_secret_metadata(name),
             "data": {"token": base64.b64encode(token_text.encode()).decode()}}
 
 
@@ -76,6 +76,7 @@ def test_without_the_field_metrics_stay_open() -> None:
 
 def test_a_shared_secret_needs_the_foreign_secrets_allowance() -> None:
     spec = models.parse_spec(cluster_spec(adminApi={"metricsTokenSecretName": "fleet-metrics-token"}))
-    [message] = escalations.refused("bk", spec, frozenset())
+    shared = {"fleet-metrics-token": False}      # neither owned by the cluster nor labelled as its own
+    [message] = escalations.refused("bk", spec, frozenset(), shared)
     assert message.startswith("spec.adminApi.metricsTokenSecretName: Secret fleet-metrics-token")
-    assert escalations.refused("bk", spec, frozenset({escalations.FOREIGN_SECRETS})) == []
+    assert escalations.refused("bk", spec, frozenset({escalations.FOREIGN_SECRETS}), shared) == []

@@ -2,7 +2,9 @@
 its CEL rules); what only the operator can judge becomes an InvalidSpec condition and a Warning Event, and
 nothing is applied (no half-applied change, no crash loop). A known image of the other implementation than
 spec.implementation is refused by the API server's rule. Fields that would give the spec's writer more than
-the bookies need (here a hostPath volume and another ServiceAccount) are refused that way too, naming the field."""
+the bookies need (here a hostPath volume and another ServiceAccount) are refused that way too, naming the field,
+and so is a Secret of the namespace that a cluster named as its prefix (`postgres` for `postgres-password`) would
+mount: a Secret is the cluster's own by its label or ownerReference, never by its name."""
 
 from __future__ import annotations
 
@@ -103,3 +105,21 @@ def test_what_only_the_operator_can_judge_is_a_condition_and_an_event(
     for field in ("spec.serviceAccountName", "spec.extraVolumes[0].hostPath: a node's file system"):
         assert field in degraded["message"] and field in event["message"], (degraded, event)
     assert kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/wide") is None
+
+    # The spec's writer chooses the cluster's name: naming it after another team's Secret does not make that
+    # Secret the cluster's own (its pods, running an image of the writer's choosing, would read it).
+    kube.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "postgres-password",
+                                                                   "labels": {"app": "postgres"}},
+                "stringData": {"password": "the database's"}}, namespace=ns)
+    kube.apply(bookie_cluster("postgres", zookeeper.connect_string, f"/{ns}/postgres", env=[
+        {"name": "LOOT", "valueFrom": {"secretKeyRef": {"name": "postgres-password", "key": "password"}}}]),
+        namespace=ns)
+    [event] = await_events(kube, ns, "postgres", "InvalidSpec", at_least=1, timeout=60)
+    refusal = ("spec.env[0].valueFrom.secretKeyRef.name: Secret postgres-password is not the cluster's own (neither "
+               "owned by BookieCluster postgres nor labelled bookie-fleet.dev/cluster=postgres)")
+    assert refusal in event["message"], event
+    assert kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/postgres") is None
+    # Whoever may write the Secret can make it the cluster's own: the next tick goes on.
+    kube.kubectl("-n", ns, "label", "secret", "postgres-password", "bookie-fleet.dev/cluster=postgres")
+    wait_for(lambda: kube.get(f"/apis/apps/v1/namespaces/{ns}/statefulsets/postgres"), 60,
+             what="the StatefulSet once the Secret is labelled the cluster's own")

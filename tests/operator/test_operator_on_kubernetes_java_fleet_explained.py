@@ -125,7 +125,7 @@ async def test_java_fleet_explained_and_audited_through_inspectors(
     operator_factory(ns)
     admin_ca = trustme.CA()
     cert, key = issued(admin_ca, f"*.{builders.headless_service_name(NAME)}.{ns}.svc.cluster.local")
-    kube.apply([tls_secret(f"{NAME}-admin-tls", cert, key, admin_ca.cert_pem.bytes())], namespace=ns)
+    kube.apply([tls_secret(f"{NAME}-admin-tls", cert, key, admin_ca.cert_pem.bytes(), cluster=NAME)], namespace=ns)
     context = ssl.create_default_context(cadata=admin_ca.cert_pem.bytes().decode())
     kube.apply(bookie_cluster(NAME, zookeeper.connect_string, root, **JAVA, replicas=3, ensembleSize=3, audit=AUDIT,
                               tls={"admin": {"secretName": f"{NAME}-admin-tls"}},

@@ -53,11 +53,11 @@ async def test_a_tls_cluster_in_a_restricted_namespace(
     bookie_cert, bookie_key = issued(bookie_ca, f"*.{headless}", role="0:bookie")
     operator_cert, operator_key = issued(admin_ca, "bookie-operator.clients.example", role="0:bookie-operator")
     zk = fleet_zk_identity
-    kube.apply([tls_secret("bk-tls", bookie_cert, bookie_key, bookie_ca.cert_pem.bytes()),
-                tls_secret("bk-admin-tls", cert, key, ca_pem),
-                tls_secret("bk-operator-tls", operator_cert, operator_key, ca_pem),
+    kube.apply([tls_secret("bk-tls", bookie_cert, bookie_key, bookie_ca.cert_pem.bytes(), cluster="bk"),
+                tls_secret("bk-admin-tls", cert, key, ca_pem, cluster="bk"),
+                tls_secret("bk-operator-tls", operator_cert, operator_key, ca_pem, cluster="bk"),
                 tls_secret("bk-zk-tls", zk.client.cert.read_bytes(), zk.client.key.read_bytes(),
-                           zk.ca.read_bytes())], namespace=ns)
+                           zk.ca.read_bytes(), cluster="bk")], namespace=ns)
     operator_factory(ns, extra_args=["--zk-tls", "--zk-tls-ca", str(zk.ca), "--zk-tls-cert", str(zk.client.cert),
                                      "--zk-tls-key", str(zk.client.key)])
     kube.apply(bookie_cluster("bk", zookeeper_tls.connect_string, f"/{ns}/ledgers", replicas=2, ensembleSize=2,
@@ -96,7 +96,7 @@ async def test_a_tls_cluster_in_a_restricted_namespace(
 
     # Renewal: the same Secret, a new certificate of the same CA; served without a restart.
     renewed, renewed_key = issued(admin_ca, f"*.{headless}")
-    kube.apply([tls_secret("bk-admin-tls", renewed, renewed_key, ca_pem)], namespace=ns)
+    kube.apply([tls_secret("bk-admin-tls", renewed, renewed_key, ca_pem, cluster="bk")], namespace=ns)
     want = x509.load_pem_x509_certificate(renewed).public_bytes(serialization.Encoding.DER)
     wait_for(lambda: served_certificate(ip, 8080, ca_pem, host) == want, 120, interval=2,
              what="the renewed admin certificate served")
@@ -105,7 +105,7 @@ async def test_a_tls_cluster_in_a_restricted_namespace(
 
     # A certificate that does not name the bookies: reported, with the bookies and the fix.
     wrong, wrong_key = issued(admin_ca, "somewhere-else.example")
-    kube.apply([tls_secret("other-tls", wrong, wrong_key, ca_pem)], namespace=ns)
+    kube.apply([tls_secret("other-tls", wrong, wrong_key, ca_pem, cluster="other")], namespace=ns)
     kube.apply(bookie_cluster("other", zookeeper_tls.connect_string, f"/{ns}/other", replicas=1, ensembleSize=1,
                               tls={"admin": {"secretName": "other-tls"}}), namespace=ns)
 

@@ -24,7 +24,7 @@ async def test_java_bookies_serve_tls_from_the_secret(
     kube.kubectl("label", "namespace", ns, RESTRICTED)
     ca = trustme.CA()
     cert, key = issued(ca, f"*.bk-headless.{ns}.svc.cluster.local")
-    kube.apply([tls_secret("bk-tls", cert, key, ca.cert_pem.bytes())], namespace=ns)
+    kube.apply([tls_secret("bk-tls", cert, key, ca.cert_pem.bytes(), cluster="bk")], namespace=ns)
     operator_factory(ns)
     kube.apply(bookie_cluster("bk", zookeeper.connect_string, f"/{ns}/ledgers", replicas=2, ensembleSize=2, **JAVA,
                               tls={"bookie": {"secretName": "bk-tls"}}), namespace=ns)

@@ -11,7 +11,7 @@ import trustme
 from bookie_operator.reconcile.ports import AdminTls
 from bookie_operator.reconcile.tls import RECHECK_S
 
-from tests.operator.fakes import NS, FakeBookie, World, cluster_spec
+from tests.operator.fakes import NS, FakeBookie, World, cluster_spec, own_secret_metadata
 
 
 def condition(world: World, type_: str) -> dict[str, str] | None:
@@ -19,7 +19,7 @@ def condition(world: World, type_: str) -> dict[str, str] | None:
 
 
 def secret(name: str, data: dict[str, bytes]) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NS},
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": own_secret_metadata(name),
             "data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
 
 

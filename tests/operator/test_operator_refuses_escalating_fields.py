@@ -1,7 +1,8 @@
 """A BookieCluster may not give its writer more than the bookies need: another ServiceAccount, a hostPath volume,
 sidecars, a privileged sidecar or one with added capabilities, or a Secret that is not the cluster's own are
 refused, each with a message naming the field (an InvalidSpec condition and one Event, nothing applied), unless
-the operator's settings allow that kind."""
+the operator's settings allow that kind. A Secret is the cluster's own by its ownerReference or its label, never
+by its name (the spec's writer chooses the cluster's name)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,18 @@ from tests.operator.fakes import NS, World, cluster_spec
 SIDECAR = {"name": "exporter", "image": "exporter:1"}
 
 
-def _refused(allowed: frozenset[str] = frozenset(), **fields: Any) -> list[str]:
-    return escalations.refused("bk", models.parse_spec(cluster_spec(**fields)), allowed)
+def _refused(allowed: frozenset[str] = frozenset(), secrets: escalations.Ownership | None = None,
+             **fields: Any) -> list[str]:
+    return escalations.refused("bk", models.parse_spec(cluster_spec(**fields)), allowed, secrets or {})
+
+
+def _owned(cluster: str, uid: str) -> dict[str, Any]:
+    return {"ownerReferences": [{"apiVersion": f"{models.GROUP}/{models.VERSION}", "kind": models.KIND,
+                                 "name": cluster, "uid": uid, "controller": True}]}
+
+
+def _labelled(cluster: str) -> dict[str, Any]:
+    return {"labels": {"bookie-fleet.dev/cluster": cluster}}
 
 
 @pytest.mark.parametrize(("fields", "field", "kind"), [
@@ -47,7 +58,7 @@ def test_a_sidecars_privileges_and_secrets_need_their_own_allowance() -> None:
                                               "allowPrivilegeEscalation": True, "runAsUser": 0},
                "env": [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "payments-db", "key": "p"}}}],
                "envFrom": [{"secretRef": {"name": "bk-mine"}}, {"secretRef": {"name": "payments-api"}}]}
-    fields = [m.split(":")[0] for m in _refused(frozenset({"sidecars"}), sidecars=[sidecar])]
+    fields = [m.split(":")[0] for m in _refused(frozenset({"sidecars"}), {"bk-mine": True}, sidecars=[sidecar])]
     assert fields == ["spec.sidecars[0].securityContext.privileged",
                       "spec.sidecars[0].securityContext.capabilities.add",
                       "spec.sidecars[0].securityContext.allowPrivilegeEscalation",
@@ -58,15 +69,44 @@ def test_a_sidecars_privileges_and_secrets_need_their_own_allowance() -> None:
 
 
 def test_the_clusters_own_secrets_and_safe_volumes_pass() -> None:
-    assert _refused(adminApi={"tokenSecretName": "bk-admin"},
+    own = {"bk-admin": True, "bk-tls": True, "bk": True, "bk-extra": True}
+    assert _refused(secrets=own, adminApi={"tokenSecretName": "bk-admin"},
                     tls={"bookie": {"secretName": "bk-tls"}, "admin": {"secretName": "bk"}},
                     env=[{"name": "X", "valueFrom": {"secretKeyRef": {"name": "bk-extra", "key": "k"}}},
                          {"name": "Y", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
                     extraVolumes=[{"name": "scratch", "emptyDir": {}}, {"name": "c", "configMap": {"name": "x"}}],
                     imagePullSecrets=[{"name": "registry"}]) == []
-    # A name that merely starts with the cluster's is someone else's.
-    assert [m.split(":")[0] for m in _refused(tls={"bookie": {"secretName": "bkx-tls"}})] == \
-        ["spec.tls.bookie.secretName"]
+    # A Secret that does not exist is no escalation: the steps that need it wait for it.
+    assert _refused(secrets={"bk-tls": None}, tls={"bookie": {"secretName": "bk-tls"}}) == []
+
+
+def test_a_secret_is_the_clusters_own_by_owner_reference_or_label_never_by_name() -> None:
+    assert escalations.owns("bk", "uid-bk", _owned("bk", "uid-bk"))
+    assert escalations.owns("bk", "uid-bk", _labelled("bk"))
+    # Named for the cluster, but neither owned nor labelled: someone else's.
+    assert not escalations.owns("bk", "uid-bk", {"labels": {"app": "bk"}})
+    # Owned by a namesake (a deleted cluster of the same name), by another cluster, by another kind, or labelled
+    # for another cluster.
+    assert not escalations.owns("bk", "uid-bk", _owned("bk", "uid-of-a-deleted-bk"))
+    assert not escalations.owns("bk", "uid-bk", _owned("other", "uid-bk"))
+    assert not escalations.owns("bk", "uid-bk", {"ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "bk", "uid": "uid-bk"}]})
+    assert not escalations.owns("bk", "uid-bk", _labelled("bkx"))
+
+
+def test_a_cluster_named_as_a_prefix_of_a_foreign_secret_does_not_own_it() -> None:
+    secret = "postgres-password"
+    spec = models.parse_spec(cluster_spec(
+        env=[{"name": "X", "valueFrom": {"secretKeyRef": {"name": secret, "key": "password"}}}]))
+    foreign = {secret: escalations.owns("postgres", "uid-pg", {"name": secret, "labels": {"app": "postgres"}})}
+    [message] = escalations.refused("postgres", spec, frozenset(), foreign)
+    assert message.startswith("spec.env[0].valueFrom.secretKeyRef.name: Secret postgres-password is not the "
+                              "cluster's own (neither owned by BookieCluster postgres nor labelled "
+                              "bookie-fleet.dev/cluster=postgres)"), message
+    # What was not read is not trusted either.
+    assert len(escalations.refused("postgres", spec, frozenset(), {})) == 1
+    labelled = {secret: escalations.owns("postgres", "uid-pg", _labelled("postgres"))}
+    assert escalations.refused("postgres", spec, frozenset(), labelled) == []
 
 
 def test_unknown_allowances_are_named() -> None:
@@ -93,6 +133,37 @@ async def test_the_reconcile_refuses_with_a_condition_and_one_event_and_applies_
     await w.tick()
     pod = w.kube.objects[("StatefulSet", NS, "bk")]["spec"]["template"]
     assert pod["spec"]["serviceAccountName"] == "powerful"
+
+
+async def test_every_secret_the_operator_creates_is_the_clusters_own() -> None:
+    w = World()
+    w.kube.create_cluster("bk", cluster_spec())
+    await w.tick()
+    made = {name: obj["metadata"] for (kind, _, name), obj in w.kube.objects.items() if kind == "Secret"}
+    assert set(made) == {"bk-admin-token", "bk-audit-token", "bk-token-hashes"}, made
+    for meta in made.values():   # owned, so the BookieCluster's deletion deletes them too
+        owners = [(r["kind"], r["name"], r["uid"]) for r in meta["ownerReferences"]]
+        assert owners == [("BookieCluster", "bk", "uid-bk")], meta
+        assert escalations.owns("bk", "uid-bk", {"ownerReferences": meta["ownerReferences"]})
+    # So a spec may name them (the admin token, to rotate it by hand) and is not refused.
+    w.kube.patch_spec("bk", {"adminApi": {"tokenSecretName": "bk-admin-token"}})
+    await w.tick()
+    assert w.kube.reasons("InvalidSpec") == []
+
+
+async def test_the_reconcile_reads_who_owns_each_referenced_secret() -> None:
+    w = World()
+    env = [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "bk-password", "key": "p"}}}]
+    w.kube.objects[("Secret", NS, "bk-password")] = {"kind": "Secret", "metadata": {"name": "bk-password"}}
+    w.kube.create_cluster("bk", cluster_spec(env=env))
+    await w.tick()
+    assert w.kube.applied == [] and w.kube.created == []
+    [event] = w.kube.reasons("InvalidSpec")
+    assert "spec.env[0].valueFrom.secretKeyRef.name: Secret bk-password is not the cluster's own" in event
+
+    w.kube.objects[("Secret", NS, "bk-password")]["metadata"].update(_labelled("bk"))
+    await w.tick()
+    assert ("StatefulSet", NS, "bk") in w.kube.objects
 
 
 def test_the_chart_offers_exactly_the_kinds_the_operator_knows() -> None:

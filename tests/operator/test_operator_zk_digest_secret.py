@@ -15,7 +15,7 @@ from bookie_operator import builders
 from bookie_operator.builders import Owner
 from bookie_operator.zk import MetadataService
 
-from tests.operator.fakes import NS, World, cluster_spec
+from tests.operator.fakes import NS, World, cluster_spec, own_secret_metadata
 from tests.operator.helpers import spec
 
 OWNER = Owner("bk", "ns", "uid-1")
@@ -61,7 +61,7 @@ def test_the_clusters_digest_replaces_the_operators_own_and_keeps_its_tls() -> N
 
 
 def _digest_secret(text: bytes, key: str = "digest") -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bk-zk-digest", "namespace": NS},
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": own_secret_metadata("bk-zk-digest"),
             "data": {key: base64.b64encode(text).decode()}}
 
 

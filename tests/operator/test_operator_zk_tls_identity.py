@@ -13,7 +13,7 @@ import trustme
 from bookie_operator.reconcile.context import ZK_SECRET_RECHECK_S
 from bookie_operator.zk import ZkTlsIdentity
 
-from tests.operator.fakes import NS, World, cluster_spec
+from tests.operator.fakes import NS, World, cluster_spec, own_secret_metadata
 
 TLS = {"zookeeper": {"secretName": "bk-zk-tls"}}
 
@@ -25,7 +25,7 @@ def _pem(ca: trustme.CA, name: str) -> dict[str, bytes]:
 
 
 def _secret(data: dict[str, bytes]) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bk-zk-tls", "namespace": NS},
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": own_secret_metadata("bk-zk-tls"),
             "data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
 
 

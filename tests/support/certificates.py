@@ -10,15 +10,20 @@ from pathlib import Path
 import trustme
 from bookie.client import BookKeeper, ClientConfig
 from bookie.tls import ClientTLS
+from bookie_operator.builders import CLUSTER_LABEL
 from cryptography.hazmat.primitives import serialization
 
 # The namespace label that makes Kubernetes enforce the restricted Pod Security Standard.
 RESTRICTED = "pod-security.kubernetes.io/enforce=restricted"
 
 
-def tls_secret(name: str, cert: bytes, key: bytes, ca: bytes) -> dict[str, object]:
-    """A Secret in cert-manager's layout."""
-    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": name},
+def tls_secret(name: str, cert: bytes, key: bytes, ca: bytes, *, cluster: str | None = None,
+               labels: dict[str, str] | None = None) -> dict[str, object]:
+    """A Secret in cert-manager's layout; ``cluster``: the BookieCluster whose own it is (its label, without which
+    the operator refuses a spec that names it), ``labels``: others (a Certificate's ``secretTemplate.labels``)."""
+    all_labels = {**(labels or {}), **({CLUSTER_LABEL: cluster} if cluster else {})}
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": name, **({"labels": all_labels} if all_labels else {})},
             "data": {k: base64.b64encode(v).decode() for k, v in
                      {"tls.crt": cert, "tls.key": key, "ca.crt": ca}.items()}}
 

@@ -51,7 +51,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   resources: ["services"]
   verbs: ["get", "create", "patch", "delete"]
 # The admin and audit tokens: read (the cluster's, or the one its spec names) and created once; the Secret of
-# their hashes, which the bookie pods mount instead, applied (patch) when the tokens change. Never listed,
+# their hashes, which the bookie pods mount instead, applied (patch) when the tokens change. Every Secret a spec
+# names is read (get) for its owner and labels: only the cluster's own may be mounted. Never listed,
 # watched or deleted (the BookieCluster's owner reference deletes the generated ones); create and patch cannot
 # be narrowed by name in Kubernetes RBAC.
 - apiGroups: [""]

@@ -4,16 +4,23 @@ privileged containers, or a Secret of someone else would hand those to the spec'
 the writer's too, and reads whatever the pod mounts). Each is refused unless the operator's settings allow its
 kind (``--allow-escalation``, the chart's ``allowEscalations``).
 
-A Secret is the cluster's own when its name is the cluster's or starts with ``<cluster>-`` (the operator's own
-``<cluster>-admin-token`` and the like; name Secrets made for a cluster so). Pure: no I/O.
+A Secret is the cluster's own when only whoever may write that Secret made it so: it has an ownerReference to
+this BookieCluster (its uid: the operator's own ``<cluster>-admin-token`` and the like), or it carries the label
+``bookie-fleet.dev/cluster: <cluster>`` (set by whoever made it, or by cert-manager from a Certificate's
+``secretTemplate.labels``). Never by its name: the spec's writer chooses the cluster's name, so a cluster named
+``postgres`` would own ``postgres-password``. The observe step reads each referenced Secret's metadata and hands
+``owns``'s verdicts here; a Secret that does not exist is no escalation (the steps that read it wait for it, the
+kubelet does not start a pod without it, and it is judged again on the tick that finds it). Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bookie_operator import models
+from bookie_operator.builders import CLUSTER_LABEL
 from bookie_operator.models import BookieClusterSpec
 
 SERVICE_ACCOUNT = "serviceAccountName"
@@ -23,6 +30,9 @@ PRIVILEGED = "privileged"
 FOREIGN_SECRETS = "foreignSecrets"
 KINDS = (SERVICE_ACCOUNT, HOST_PATH, SIDECARS, PRIVILEGED, FOREIGN_SECRETS)
 ENV = "BOOKIE_OPERATOR_ALLOW_ESCALATIONS"   # how __main__ hands --allow-escalation to the handlers
+# Secret name -> True: the cluster's own, False: someone else's, None: it does not exist. A name left out is
+# someone else's: what was not read is not trusted.
+Ownership = Mapping[str, bool | None]
 
 
 @dataclass(frozen=True)
@@ -41,13 +51,25 @@ def parse_allowed(text: str) -> frozenset[str]:
     return kinds
 
 
-def refused(cluster: str, spec: BookieClusterSpec, allowed: frozenset[str]) -> list[str]:
+def refused(cluster: str, spec: BookieClusterSpec, allowed: frozenset[str], secrets: Ownership) -> list[str]:
     """One message per field the settings do not allow, naming the field and the allowance."""
     return [f"{e.field}: {e.why}; refused unless the operator allows {e.kind} (--allow-escalation {e.kind})"
-            for e in escalations(cluster, spec) if e.kind not in allowed]
+            for e in escalations(cluster, spec, secrets) if e.kind not in allowed]
 
 
-def escalations(cluster: str, spec: BookieClusterSpec) -> list[Escalation]:
+def owns(cluster: str, uid: str, metadata: Mapping[str, Any]) -> bool:
+    """Whether a Secret's metadata makes it this cluster's own: an ownerReference to this very BookieCluster (its
+    uid, so not a deleted namesake's) or the cluster's label. Its name says nothing."""
+    labels = metadata.get("labels") or {}
+    if isinstance(labels, dict) and labels.get(CLUSTER_LABEL) == cluster:
+        return True
+    return bool(uid) and any(
+        isinstance(ref, dict) and ref.get("kind") == models.KIND and ref.get("name") == cluster
+        and ref.get("uid") == uid and str(ref.get("apiVersion", "")).partition("/")[0] == models.GROUP
+        for ref in metadata.get("ownerReferences") or [])
+
+
+def escalations(cluster: str, spec: BookieClusterSpec, secrets: Ownership) -> list[Escalation]:
     found = []
     if spec.service_account_name:
         found.append(Escalation(SERVICE_ACCOUNT, "spec.serviceAccountName",
@@ -59,8 +81,9 @@ def escalations(cluster: str, spec: BookieClusterSpec) -> list[Escalation]:
     for i, sidecar in enumerate(spec.sidecars):
         found.append(Escalation(SIDECARS, f"spec.sidecars[{i}]", "a container of your choosing in the bookie pods"))
         found += _privileges(f"spec.sidecars[{i}].securityContext", (sidecar.model_extra or {}).get("securityContext"))
-    found += [Escalation(FOREIGN_SECRETS, where, f"Secret {name} is not the cluster's own (named {cluster} or "
-                         f"{cluster}-*)") for where, name in secret_references(spec) if not _own(cluster, name)]
+    found += [Escalation(FOREIGN_SECRETS, where, f"Secret {name} is not the cluster's own (neither owned by "
+                         f"{models.KIND} {cluster} nor labelled {CLUSTER_LABEL}={cluster})")
+              for where, name in secret_references(spec) if secrets.get(name, False) is False]
     return found
 
 
@@ -78,10 +101,6 @@ def _privileges(where: str, context: Any) -> list[Escalation]:
     if context.get("runAsUser") == 0:
         found.append(Escalation(PRIVILEGED, f"{where}.runAsUser", "a container running as root"))
     return found
-
-
-def _own(cluster: str, secret: str) -> bool:
-    return secret == cluster or secret.startswith(cluster + "-")
 
 
 def secret_references(spec: BookieClusterSpec) -> Iterator[tuple[str, str]]:

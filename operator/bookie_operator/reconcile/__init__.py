@@ -33,7 +33,7 @@ from bookie_operator.reconcile.tls import check_certificates
 
 
 async def steps(t: Tick) -> None:
-    if not parse_spec(t):                # an invalid spec: a condition and an Event, nothing applied
+    if not await parse_spec(t):          # an invalid spec: a condition and an Event, nothing applied
         return
     if not await adopt(t):               # spec.adopt: nothing applied before the take-over is approved
         return

@@ -9,6 +9,7 @@ from typing import Any
 from bookie_operator import builders, decisions, metrics, models
 from bookie_operator.bookie_client import MAX_REASON_CHARS, BookieApiError
 from bookie_operator.decisions import ObservedBookie, escalations, start_failures
+from bookie_operator.kube import KubeError
 from bookie_operator.models import InvalidSpec
 from bookie_operator.reconcile.context import Tick
 from bookie_operator.reconcile.ports import AdminTls, Obj
@@ -17,19 +18,36 @@ from bookie_operator.zk import MetadataError
 log = logging.getLogger("bookie_operator.reconcile")
 
 
-def parse_spec(t: Tick) -> bool:
+async def parse_spec(t: Tick) -> bool:
     """The spec, validated; an invalid one becomes a condition and one Event, and nothing is applied."""
     try:
         t.spec = models.parse_spec(t.body.get("spec") or {})
     except InvalidSpec as exc:
         _invalid(t, str(exc))
         return False
-    refused = escalations.refused(t.name, t.spec, t.op.allowed_escalations)
+    try:
+        secrets = await _secret_ownership(t)
+    except KubeError as exc:
+        # Ownership that cannot be read is not assumed: nothing is applied until it can be.
+        t.wait(f"reading the spec's Secrets: {exc}")
+        return False
+    refused = escalations.refused(t.name, t.spec, t.op.allowed_escalations, secrets)
     if refused:
         _invalid(t, "; ".join(refused))
         return False
     t.status.scaled_up_by = decisions.capped_scale_up(t.spec, t.status.scaled_up_by)
     return True
+
+
+async def _secret_ownership(t: Tick) -> escalations.Ownership:
+    """Whether each Secret the spec references is the cluster's own, from its metadata (one GET per Secret per
+    tick); nothing is read when the operator's settings allow foreign Secrets anyway."""
+    if escalations.FOREIGN_SECRETS in t.op.allowed_escalations:
+        return {}
+    names = sorted({name for _, name in escalations.secret_references(t.spec)})
+    found = await asyncio.gather(*(t.op.kube.get("Secret", t.namespace, name) for name in names))
+    return {name: None if secret is None else escalations.owns(t.name, t.uid, secret.get("metadata") or {})
+            for name, secret in zip(names, found, strict=True)}
 
 
 def _invalid(t: Tick, message: str) -> None:
