@@ -1,15 +1,17 @@
-"""The failing-device toolkit (tests/support/faults.py, libfiu) refuses, with the reason, what it cannot do rather
-than let a scenario run without its fault: a call it does not offer, a bookie not started under libfiu (fiu-ctrl
-itself exits 0 then, printing its complaint), a bookie still running when it is to be started under libfiu."""
+"""The failing-device toolkit (tests/support/faults.py: libfiu, and the preload failing one directory) refuses, with
+the reason, what it cannot do rather than let a scenario run without its fault: a call it does not offer, a bookie
+not started under libfiu (fiu-ctrl itself exits 0 then, printing its complaint), a bookie still running when it is
+to be started with the fault, a directory that does not exist, a negative count of calls to let through."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.support.bookies import BookieFactory
-from tests.support.faults import FaultSetupError, fail_calls, start_under_libfiu
+from tests.support.faults import DeviceFault, FaultSetupError, fail_calls, start_under_libfiu
 
 
 def test_what_cannot_be_failed_is_refused(bookie_factory: BookieFactory, tmp_path: Path) -> None:
@@ -21,3 +23,16 @@ def test_what_cannot_be_failed_is_refused(bookie_factory: BookieFactory, tmp_pat
         fail_calls(bookie, control, ["fdatasync"])
     with pytest.raises(FaultSetupError, match="must be stopped"):
         start_under_libfiu(bookie, control)
+
+
+def test_what_a_failing_directory_cannot_do_is_refused(bookie_factory: BookieFactory, tmp_path: Path) -> None:
+    bookie = bookie_factory(1)[0]
+    with pytest.raises(ValueError, match="read, pread, write, pwrite, writev, fsync, fdatasync, not \\['mmap'\\]"):
+        DeviceFault(bookie, bookie.ledger_dir, tmp_path, ["mmap"])
+    with pytest.raises(ValueError, match=re.escape(f"existing directory, not {tmp_path / 'absent'}")):
+        DeviceFault(bookie, tmp_path / "absent", tmp_path, ["pread"])
+    fault = DeviceFault(bookie, bookie.ledger_dir, tmp_path, ["pread"])
+    with pytest.raises(FaultSetupError, match="must be stopped"):
+        fault.start()
+    with pytest.raises(ValueError, match="cannot be negative: -1"):
+        fault.fail(after=-1)

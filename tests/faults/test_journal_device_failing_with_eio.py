@@ -36,15 +36,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bookie.client import BookKeeper, LedgerHandle
-from bookie.protocol.codes import StatusCode
+from bookie.client import BookKeeper
 
 from tests.support.faults import fail_calls, start_under_libfiu
-from tests.support.history import History, Op, check, report
+from tests.support.history import History, check, report
 from tests.support.java_bookies import BookieCluster
-from tests.support.raw_client import RawConnection
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
 from tests.support.seeds import rounds
+from tests.support.victims import asked_of, ledger_on, read_from, wait_writable
 
 ROUNDS = {"python": 3, "java": 2}  # each round restarts its victim twice; the soak runs more
 CALLS = {"python": [["pwrite"], ["fdatasync"], ["pwrite", "fdatasync"]], "java": [["fdatasync"]]}
@@ -95,8 +94,8 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
     payloads = random.Random(rng.getrandbits(64))  # the writer's own: its pace must not shift the schedule
     await asyncio.to_thread(victim.stop)
     await asyncio.to_thread(start_under_libfiu, victim, control)
-    await _wait_writable(bk, victim, name)
-    handle = await _ledger_on(bk, victim.bookie_id)
+    await wait_writable(bk, victim, name)
+    handle = await ledger_on(bk, victim.bookie_id)
     writer = Recorder(history, f"writer-{name}")
     acknowledged = 0
     faulted = False
@@ -114,20 +113,10 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
     # Its supervisor starts it again; what it acknowledged must be on its disks.
     await asyncio.to_thread(victim.stop)
     await asyncio.to_thread(victim.start)
-    asked = _asked_of(handle, victim.bookie_id)
+    asked = asked_of(handle, victim.bookie_id)
     assert asked, f"{name}: {victim.bookie_id} was replaced before it stored anything"
-    await _read_from(victim.bookie_id, handle.ledger_id, asked, history, f"victim-reader-{name}")
+    await read_from(victim.bookie_id, handle.ledger_id, asked, history, f"victim-reader-{name}")
     return f"{victim.bookie_id} failing {'+'.join(calls)} after {fault_after} entries: {reaction}"
-
-
-async def _ledger_on(bk: BookKeeper, bookie_id: str) -> LedgerHandle:
-    """A new 3/2/2 ledger whose ensemble holds ``bookie_id`` (the client places ensembles at random)."""
-    for _ in range(50):
-        handle = await bk.create_ledger(3, 2, 2)
-        if bookie_id in handle.ensemble:
-            return handle
-        await handle.close()
-    raise AssertionError(f"50 new ledgers and none placed on {bookie_id}")
 
 
 async def _reaction(victim: Any, kind: str, name: str) -> str:
@@ -145,49 +134,3 @@ async def _reaction(victim: Any, kind: str, name: str) -> str:
         assert status == BOOKIE_EXCEPTION, (f"{name}: {victim.bookie_id} exited with {status}, not "
                                             f"{BOOKIE_EXCEPTION}; log:\n{victim.tail_log()}")
     return f"exited with status {status}"
-
-
-def _asked_of(handle: LedgerHandle, bookie_id: str) -> list[int]:
-    """The entries the bookie was a write-set member of, before an ensemble change replaced it (round robin:
-    entry e goes to ensemble positions e and e + 1 modulo 3)."""
-    firsts = sorted(handle.metadata.ensembles)
-    last = handle.metadata.last_entry_id
-    asked = []
-    for index, first in enumerate(firsts):
-        ensemble = handle.metadata.ensembles[first]
-        end = firsts[index + 1] - 1 if index + 1 < len(firsts) else last
-        if bookie_id not in ensemble:
-            continue
-        position = ensemble.index(bookie_id)
-        size = len(ensemble)
-        asked += [entry for entry in range(first, end + 1)
-                  if position in {entry % size, (entry + 1) % size}]
-    return asked
-
-
-async def _read_from(bookie_id: str, ledger_id: int, entries: list[int], history: History, process: str) -> None:
-    """Read each entry from this bookie alone and record it: no such entry is a definite answer."""
-    acknowledged = history.acknowledged(ledger_id)
-    async with await RawConnection.open(bookie_id) as conn:
-        for entry in entries:
-            start = history.clock()
-            response = await conn.read(ledger_id, entry)
-            if response.status == StatusCode.EOK:
-                body = bytes(response.body)
-                wanted = acknowledged.get(entry)
-                data = wanted if wanted is not None and body.endswith(wanted) else body
-                history.add(Op("read", process, ledger_id, start, history.clock(), True, entry=entry, data=data))
-            else:
-                missing = response.status in (StatusCode.ENOENTRY, StatusCode.ENOLEDGER)
-                history.add(Op("read", process, ledger_id, start, history.clock(), False, entry=entry,
-                               missing=missing, error=str(response.status)))
-
-
-async def _wait_writable(bk: BookKeeper, victim: Any, name: str) -> None:
-    for _ in range(600):
-        if victim.bookie_id in await bk.writable_bookies():
-            return
-        await asyncio.sleep(0.1)
-    read_only = victim.bookie_id in await bk.readonly_bookies()
-    raise AssertionError(f"{name}: {victim.bookie_id} not writable after its start under libfiu (read-only: "
-                         f"{read_only}); log:\n{victim.tail_log()}")

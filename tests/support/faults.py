@@ -12,7 +12,9 @@ libfiu's POSIX wrappers preloaded (Debian's ``fiu-run -x``, scripts/bootstrap.d/
 EIO from that moment (``fiu-ctrl``). libfiu's failure points are per libc function and per process, not per
 file: a failing ``fdatasync`` fails it for the journal and the ledger directories alike, and a failing
 ``write`` would fail the process's sockets and logs too, which is why only calls a bookie makes on its disks
-are offered (``FAILABLE_CALLS``).
+are offered (``FAILABLE_CALLS``). One directory only: ``DeviceFault(bookie, bookie.ledger_dir, workdir, calls)``, a
+preloaded library of our own (eio_under.c) that fails those calls on files under that directory with EIO while
+switched on (``fail(after=n)``, ``lift()``), whatever else the process does.
 
 ZooKeeper sessions: ``SessionExpiry(zk_connect, ledgers_root)`` expires the session a running bookie (either
 implementation) registered itself with, for real, on ZooKeeper's side (``expire``), and waits for the bookie to
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import ipaddress
 import itertools
 import json
@@ -525,3 +528,82 @@ table inet {self.zk.table} {{
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.heal()
+
+
+# ------------------------------------------------------------------ a device failing under one directory (a preload)
+#
+# libfiu fails a call for the whole process: a JVM whose every ``pread`` fails crashes in its class loading (its
+# runtime image and class-data archive are read with ``pread`` too) before it reads an entry log, and failing
+# every ``write`` fails its sockets and logs. So a ledger device alone is failed by a preloaded library of our own
+# (tests/support/eio_under.c, built here with the machine's C compiler), scoped by path: the chosen calls on files
+# under one directory fail with EIO while a switch file exists, after the count written in it. It reaches what
+# goes through libc's dynamic symbols: our entry logs (``os.pread``, ``os.pwrite``, ``os.fdatasync``), Apache
+# BookKeeper's (``FileChannel``: ``pread64`` for positional reads, ``write``/``writev`` for appends,
+# ``fdatasync`` for ``force(false)``) and both RocksDB indexes' reads, writes and syncs.
+
+DEVICE_CALLS = ("read", "pread", "write", "pwrite", "writev", "fsync", "fdatasync")
+_EIO_UNDER_SOURCE = Path(__file__).with_name("eio_under.c")
+
+
+def _eio_under_library(directory: Path) -> Path:
+    """The preload, compiled into ``directory`` once per version of its source."""
+    source = _EIO_UNDER_SOURCE.read_bytes()
+    library = directory / f"eio_under-{hashlib.sha256(source).hexdigest()[:12]}.so"
+    if not library.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        building = library.with_suffix(f".{os.getpid()}.tmp")
+        compiler = shutil.which("cc") or shutil.which("gcc")
+        if compiler is None:
+            raise FaultSetupError(f"failing a device's calls needs a C compiler (cc) to build {_EIO_UNDER_SOURCE.name};"
+                                  " Debian's build-essential provides it")
+        _run(f"building {_EIO_UNDER_SOURCE.name}", [compiler, "-shared", "-fPIC", "-O2", "-o", str(building),
+                                                   str(_EIO_UNDER_SOURCE), "-ldl"])
+        building.rename(library)
+    return library
+
+
+class DeviceFault:
+    """``calls`` (some of ``DEVICE_CALLS``) on files under a bookie's ``under`` directory failing with EIO:
+    ``fault = DeviceFault(bookie, bookie.ledger_dir, workdir, ["pread"])``; ``fault.start()`` starts the stopped
+    bookie with the preload (nothing fails yet; its later starts are plain again), ``fault.fail(after=n)`` lets
+    ``n`` more such calls through and fails the others from then on, ``fault.lift()`` ends it."""
+
+    def __init__(self, bookie: Any, under: Path, workdir: Path, calls: Sequence[str]) -> None:
+        unknown = sorted(set(calls) - set(DEVICE_CALLS))
+        if unknown or not calls:
+            raise ValueError(f"calls to fail must be some of {', '.join(DEVICE_CALLS)}, not {list(calls)}")
+        if not under.is_dir():
+            raise ValueError(f"calls to fail must be on files under an existing directory, not {under}")
+        self.bookie = bookie
+        self.under = under.resolve()
+        self.calls = list(calls)
+        self.switch = workdir / f"eio-{bookie.bookie_id.replace(':', '_')}"
+        self.library = _eio_under_library(workdir)
+
+    def start(self) -> None:
+        if self.bookie.running:
+            raise FaultSetupError(f"{self.bookie.bookie_id} must be stopped before it is started with a failing "
+                                  "device")
+        self.switch.unlink(missing_ok=True)
+        plain = self.bookie.command
+        preload = [f"LD_PRELOAD={self.library}", f"EIO_UNDER={self.under}", f"EIO_SWITCH={self.switch}",
+                   f"EIO_CALLS={','.join(self.calls)}"]
+        vars(self.bookie)["command"] = lambda: ["env", *preload, *plain()]
+        try:
+            self.bookie.start()
+        finally:
+            del vars(self.bookie)["command"]
+        maps = Path(f"/proc/{self.bookie.proc.pid}/maps")
+        if self.library.name not in maps.read_text(errors="replace"):
+            raise FaultSetupError(f"{self.bookie.bookie_id} started without {self.library} loaded (LD_PRELOAD "
+                                  "was not honoured)")
+
+    def fail(self, after: int = 0) -> None:
+        if after < 0:
+            raise ValueError(f"the calls to let through first cannot be negative: {after}")
+        building = self.switch.with_suffix(".tmp")
+        building.write_text(str(after))
+        building.rename(self.switch)  # whole: the preload reads the count when the switch appears
+
+    def lift(self) -> None:
+        self.switch.unlink(missing_ok=True)

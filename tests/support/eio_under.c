@@ -1,0 +1,155 @@
+/* A device failing under one directory only, for the fault scenarios (tests/support/faults.py, ``DeviceFault``):
+ * preloaded into a bookie (LD_PRELOAD), it makes the calls named in EIO_CALLS (a comma-separated list of read,
+ * pread, write, pwrite, writev, fsync, fdatasync; pread covers pread64, pwrite pwrite64) on files under
+ * EIO_UNDER fail with EIO while the switch file EIO_SWITCH exists, once the number of such calls written in that
+ * file has passed. Every other call (sockets, logs, the journal, the JVM's own runtime image, which it reads
+ * with pread too) reaches libc untouched. Each failed call is said on stderr ("eio_under: pread <file>: EIO").
+ *
+ * libfiu's wrappers cannot do this: they fail a call for the whole process, and a JVM whose every pread fails
+ * crashes in its class loading before any entry log is read. The switch is looked up at each call (one
+ * access(2)), so turning the fault on or off takes effect at the process's next call. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+enum { READ = 1, PREAD = 2, WRITE = 4, PWRITE = 8, WRITEV = 16, FSYNC = 32, FDATASYNC = 64 };
+
+static ssize_t (*real_read)(int, void *, size_t);
+static ssize_t (*real_pread)(int, void *, size_t, off_t);
+static ssize_t (*real_pread64)(int, void *, size_t, off_t);
+static ssize_t (*real_write)(int, const void *, size_t);
+static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
+static ssize_t (*real_pwrite64)(int, const void *, size_t, off_t);
+static ssize_t (*real_writev)(int, const struct iovec *, int);
+static int (*real_fsync)(int);
+static int (*real_fdatasync)(int);
+static const char *under;
+static size_t under_len;
+static const char *switch_path;
+static int calls;          /* the EIO_CALLS bits */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int on;             /* the switch existed at the last look */
+static long pass_left;     /* matching calls still let through since it was turned on */
+
+static int parse_calls(const char *list) {
+    static const struct { const char *name; int bit; } names[] = {
+        {"read", READ}, {"pread", PREAD}, {"write", WRITE}, {"pwrite", PWRITE}, {"writev", WRITEV},
+        {"fsync", FSYNC}, {"fdatasync", FDATASYNC}};
+    int bits = 0;
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", list ? list : "");
+    for (char *save = NULL, *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save))
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strcmp(name, names[i].name) == 0)
+                bits |= names[i].bit;
+    return bits;
+}
+
+__attribute__((constructor)) static void init(void) {
+    real_read = dlsym(RTLD_NEXT, "read");
+    real_pread = dlsym(RTLD_NEXT, "pread");
+    real_pread64 = dlsym(RTLD_NEXT, "pread64");
+    real_write = dlsym(RTLD_NEXT, "write");
+    real_pwrite = dlsym(RTLD_NEXT, "pwrite");
+    real_pwrite64 = dlsym(RTLD_NEXT, "pwrite64");
+    real_writev = dlsym(RTLD_NEXT, "writev");
+    real_fsync = dlsym(RTLD_NEXT, "fsync");
+    real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
+    under = getenv("EIO_UNDER");
+    switch_path = getenv("EIO_SWITCH");
+    under_len = under ? strlen(under) : 0;
+    calls = parse_calls(getenv("EIO_CALLS"));
+}
+
+/* The count the switch file holds (calls to let through first); 0 when unreadable. */
+static long count_in_switch(void) {
+    char buf[32] = {0};
+    int fd = open(switch_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = real_read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n > 0 ? strtol(buf, NULL, 10) : 0;
+}
+
+/* Whether this call on ``fd`` must fail now: it is one of EIO_CALLS, the switch is on, the fd is a file under
+ * the directory, and the calls to let through are used up. */
+static int fails(int call, const char *name, int fd) {
+    if (!(calls & call) || under_len == 0 || switch_path == NULL)
+        return 0;
+    int now = access(switch_path, F_OK) == 0;
+    pthread_mutex_lock(&lock);
+    if (now && !on)
+        pass_left = count_in_switch();
+    on = now;
+    pthread_mutex_unlock(&lock);
+    if (!now)
+        return 0;
+    char link[64], target[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n < (ssize_t)under_len || strncmp(target, under, under_len) != 0
+            || (n > (ssize_t)under_len && target[under_len] != '/'))
+        return 0;
+    pthread_mutex_lock(&lock);
+    int fail = pass_left <= 0;
+    if (!fail)
+        pass_left--;
+    pthread_mutex_unlock(&lock);
+    if (fail) {
+        /* Said on stderr (the bookie's log): which file the device failed, for the scenario's report. */
+        char line[PATH_MAX + 64];
+        target[n] = '\0';
+        int len = snprintf(line, sizeof line, "eio_under: %s %s: EIO\n", name, target);
+        if (len > 0)
+            real_write(2, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
+        errno = EIO;
+    }
+    return fail;
+}
+
+ssize_t read(int fd, void *buf, size_t count) {
+    return fails(READ, "read", fd) ? -1 : real_read(fd, buf, count);
+}
+
+ssize_t pread(int fd, void *buf, size_t count, off_t offset) {
+    return fails(PREAD, "pread", fd) ? -1 : real_pread(fd, buf, count, offset);
+}
+
+ssize_t pread64(int fd, void *buf, size_t count, off_t offset) {
+    return fails(PREAD, "pread64", fd) ? -1 : real_pread64(fd, buf, count, offset);
+}
+
+ssize_t write(int fd, const void *buf, size_t count) {
+    return fails(WRITE, "write", fd) ? -1 : real_write(fd, buf, count);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
+    return fails(PWRITE, "pwrite", fd) ? -1 : real_pwrite(fd, buf, count, offset);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset) {
+    return fails(PWRITE, "pwrite64", fd) ? -1 : real_pwrite64(fd, buf, count, offset);
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
+    return fails(WRITEV, "writev", fd) ? -1 : real_writev(fd, iov, iovcnt);
+}
+
+int fsync(int fd) {
+    return fails(FSYNC, "fsync", fd) ? -1 : real_fsync(fd);
+}
+
+int fdatasync(int fd) {
+    return fails(FDATASYNC, "fdatasync", fd) ? -1 : real_fdatasync(fd);
+}

@@ -1,0 +1,87 @@
+"""A victim bookie in a ledger's ensemble, for the failing-device scenarios of tests/faults/: place a ledger on
+it, know which entries it was asked to store, and read them from it alone into the history.
+
+``ledger_on(bk, bookie_id)``: a new 3/2/2 ledger whose ensemble holds the bookie; ``asked_of(handle, bookie_id)``:
+the entries it was a write-set member of; ``read_from(bookie_id, ...)``: raw reads of those entries from it
+alone, recorded (a definite "no such entry" is ``missing``, so the checker flags an acknowledged entry it lost);
+``wait_writable(bk, victim, name)``: until it is listed as writable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from bookie.client import BookKeeper, LedgerHandle
+from bookie.protocol.codes import StatusCode
+
+from tests.support.history import History, Op
+from tests.support.raw_client import RawConnection
+
+READ_WITHIN = 30.0  # s: a bookie answers a read, success or error, well within this; longer is a hang
+
+
+async def ledger_on(bk: BookKeeper, bookie_id: str) -> LedgerHandle:
+    """A new 3/2/2 ledger whose ensemble holds ``bookie_id`` (the client places ensembles at random)."""
+    for _ in range(50):
+        handle = await bk.create_ledger(3, 2, 2)
+        if bookie_id in handle.ensemble:
+            return handle
+        await handle.close()
+    raise AssertionError(f"50 new ledgers and none placed on {bookie_id}")
+
+
+def asked_of(handle: LedgerHandle, bookie_id: str, last: int | None = None) -> list[int]:
+    """The entries up to ``last`` (default: the ledger's last) the bookie was a write-set member of, before an
+    ensemble change replaced it (round robin: entry e goes to ensemble positions e and e + 1 modulo 3)."""
+    firsts = sorted(handle.metadata.ensembles)
+    if last is None:
+        last = handle.metadata.last_entry_id
+    asked = []
+    for index, first in enumerate(firsts):
+        ensemble = handle.metadata.ensembles[first]
+        end = min(firsts[index + 1] - 1, last) if index + 1 < len(firsts) else last
+        if bookie_id not in ensemble:
+            continue
+        position = ensemble.index(bookie_id)
+        size = len(ensemble)
+        asked += [entry for entry in range(first, end + 1)
+                  if position in {entry % size, (entry + 1) % size}]
+    return asked
+
+
+async def read_from(bookie_id: str, ledger_id: int, entries: list[int], history: History,
+                    process: str) -> dict[int, StatusCode]:
+    """Read each entry from this bookie alone and record it: no such entry is a definite answer. Returns each
+    entry's status; a read unanswered within ``READ_WITHIN`` fails the caller (a hang)."""
+    acknowledged = history.acknowledged(ledger_id)
+    statuses: dict[int, StatusCode] = {}
+    async with await RawConnection.open(bookie_id) as conn:
+        for entry in entries:
+            start = history.clock()
+            try:
+                response = await asyncio.wait_for(conn.read(ledger_id, entry), READ_WITHIN)
+            except TimeoutError:
+                raise AssertionError(f"{bookie_id} did not answer a read of {ledger_id}:{entry} within "
+                                     f"{READ_WITHIN} s") from None
+            statuses[entry] = response.status
+            if response.status == StatusCode.EOK:
+                body = bytes(response.body)
+                wanted = acknowledged.get(entry)
+                data = wanted if wanted is not None and body.endswith(wanted) else body
+                history.add(Op("read", process, ledger_id, start, history.clock(), True, entry=entry, data=data))
+            else:
+                missing = response.status in (StatusCode.ENOENTRY, StatusCode.ENOLEDGER)
+                history.add(Op("read", process, ledger_id, start, history.clock(), False, entry=entry,
+                               missing=missing, error=str(response.status)))
+    return statuses
+
+
+async def wait_writable(bk: BookKeeper, victim: Any, name: str) -> None:
+    for _ in range(600):
+        if victim.bookie_id in await bk.writable_bookies():
+            return
+        await asyncio.sleep(0.1)
+    read_only = victim.bookie_id in await bk.readonly_bookies()
+    raise AssertionError(f"{name}: {victim.bookie_id} not writable after its start under libfiu (read-only: "
+                         f"{read_only}); log:\n{victim.tail_log()}")
