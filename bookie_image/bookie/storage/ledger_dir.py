@@ -64,15 +64,20 @@ class LedgerDirStorage:
         entries, nbytes = 1, len(body)
         if self.read_ahead_entries > 1 and self.read_cache.max_bytes > 0:
             budget = min(self.read_ahead_bytes, self.read_cache.max_bytes // 2)
-            for next_id, next_location, next_body in self.entry_logger.read_ahead(
-                    ledger_id, location, self.read_ahead_entries - 1, budget):
-                # Only the copy the index names: a log can also hold records nothing points at (a compaction
-                # copy or a checkpoint's entry the power cut short, torn when only some of its pages reached
-                # the disk; a copy a later compaction superseded). Cached, such a record would be served.
-                if self.locations.get(ledger_id, next_id) != next_location:
-                    break
-                self.read_cache.put(ledger_id, next_id, next_body)
-                entries, nbytes = entries + 1, nbytes + len(next_body)
+            try:
+                for next_id, next_location, next_body in self.entry_logger.read_ahead(
+                        ledger_id, location, self.read_ahead_entries - 1, budget):
+                    # Only the copy the index names: a log can also hold records nothing points at (a compaction
+                    # copy or a checkpoint's entry the power cut short, torn when only some of its pages reached
+                    # the disk; a copy a later compaction superseded). Cached, such a record would be served.
+                    if self.locations.get(ledger_id, next_id) != next_location:
+                        break
+                    self.read_cache.put(ledger_id, next_id, next_body)
+                    entries, nbytes = entries + 1, nbytes + len(next_body)
+            except OSError:
+                # The entry asked for was read whole; the read-ahead only fills the cache. An entry it could not
+                # read fails (and is logged) when a client asks for it, not this read.
+                pass
         self.readahead_count_stat.record(entries)
         self.readahead_size_stat.record(nbytes)
         return body
