@@ -18,7 +18,7 @@ the producer publishes as fast as the broker acknowledges for ``--seconds`` (at 
 in flight per producer); the consumer drains what is left and is stopped. Points: batching on (the client's
 defaults) and off, 1 KiB and 16 KiB messages, 1 and 8 topics. Rounds alternate which implementation goes first;
 values are medians over rounds. Bookie CPU: utime + stime of the cluster's bookie processes from /proc over the
-point, per message published. Broker CPU likewise, and per thread: each broker thread's CPU and read/write system
+point, per message published. Broker CPU likewise, and per thread: each broker thread's CPU, wakeups and write system
 calls over the point (/proc/<pid>/task/*), grouped by thread name with its numbers stripped
 ("BookKeeperClientWorker-OrderedExecutor", "pulsar-io", "bookkeeper-io"...), the full Java names from
 ``jcmd Thread.print``. Results also go to bench/pulsar_e2e_results.json.
@@ -154,7 +154,8 @@ class E2ePoint:
     # Messages per entry the broker wrote to the bookies (the producers' batches): the broker's work goes by
     # entries, so a cluster whose runs batch less costs the broker more per message.
     msgs_per_entry: float = float("nan")
-    # Thread group -> {"cpu_us_per_msg", "reads_per_msg", "writes_per_msg", "threads"} over the point (the broker's).
+    # Thread group -> {"cpu_us_per_msg", "wakeups_per_msg", "writes_per_msg", "threads"} over the point (the
+    # broker's).
     broker_threads: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
@@ -292,8 +293,10 @@ def delivery_rate(samples: list[tuple[float, int]]) -> float:
 class ThreadSample:
     name: str  # the kernel's name of the thread (15 characters at most)
     cpu_s: float
-    reads: int  # read system calls (syscr): a Netty epoll channel reads with read()
-    writes: int  # write system calls (syscw): write() / writev()
+    wakeups: int  # voluntary context switches: an event loop's sleeps in epoll_wait (or a wait on a lock) ended
+    # Write system calls (syscw): Netty's epoll channels write with write() / writev(). Their reads do not show
+    # in the kernel's syscr (0 at every point), so the wakeups stand for them.
+    writes: int
 
 
 def thread_samples(pid: int) -> dict[int, ThreadSample]:
@@ -305,9 +308,10 @@ def thread_samples(pid: int) -> dict[int, ThreadSample]:
                 stat = (task / "stat").read_text()
                 ticks = stat.rsplit(")", 1)[1].split()
                 io = dict(line.split(": ", 1) for line in (task / "io").read_text().splitlines())
+                status = dict(line.split(":", 1) for line in (task / "status").read_text().splitlines())
                 samples[int(task.name)] = ThreadSample(stat[stat.index("(") + 1:stat.rindex(")")],
                                                        (int(ticks[11]) + int(ticks[12])) / TICKS,
-                                                       int(io["syscr"]), int(io["syscw"]))
+                                                       int(status["voluntary_ctxt_switches"]), int(io["syscw"]))
     return samples
 
 
@@ -332,13 +336,14 @@ def parse_thread_print(text: str) -> dict[int, str]:
 
 def thread_group(name: str) -> str:
     """A thread's pool: its name without the numbers ("bookkeeper-io-3-2" -> "bookkeeper-io",
-    "BookKeeperClientWorker-OrderedExecutor-1-0" -> "BookKeeperClientWorker-OrderedExecutor")."""
-    return re.sub(r"[-_# ]*[0-9]+", "", name).strip("-_# ") or name
+    "BookKeeperClientWorker-OrderedExecutor-1-0" -> "BookKeeperClientWorker-OrderedExecutor"), and without what
+    follows an "@" (Jetty names its acceptors after an object's hash and its listening address)."""
+    return re.sub(r"[-_# ]*[0-9]+", "", name.split("@", 1)[0]).strip("-_# ") or name
 
 
 def thread_usage(before: dict[int, ThreadSample], after: dict[int, ThreadSample], names: dict[int, str],
                  messages: int) -> dict[str, dict[str, float]]:
-    """CPU and read/write calls per message of each thread group between two samples; a thread started in
+    """CPU, wakeups and write calls per message of each thread group between two samples; a thread started in
     between counts from zero (one that ended in between is not seen)."""
     zero = ThreadSample("", 0.0, 0, 0)
     groups: dict[str, dict[str, float]] = {}
@@ -346,9 +351,9 @@ def thread_usage(before: dict[int, ThreadSample], after: dict[int, ThreadSample]
     for tid, end in after.items():
         start = before.get(tid, zero)
         g = groups.setdefault(thread_group(names.get(tid, end.name)),
-                              {"cpu_us_per_msg": 0.0, "reads_per_msg": 0.0, "writes_per_msg": 0.0, "threads": 0})
+                              {"cpu_us_per_msg": 0.0, "wakeups_per_msg": 0.0, "writes_per_msg": 0.0, "threads": 0})
         g["cpu_us_per_msg"] += (end.cpu_s - start.cpu_s) * 1e6 * per_msg
-        g["reads_per_msg"] += (end.reads - start.reads) * per_msg
+        g["wakeups_per_msg"] += (end.wakeups - start.wakeups) * per_msg
         g["writes_per_msg"] += (end.writes - start.writes) * per_msg
         g["threads"] += 1
     return groups
@@ -577,11 +582,11 @@ def _thread_medians(points: list[E2ePoint], impl: str, w: Workload) -> dict[str,
               and (p.batching, p.size, p.topics) == (w.batching, w.size, w.topics)]
     groups = {g for r in rounds for g in r}
     return {g: {k: statistics.median([r.get(g, {}).get(k, 0.0) for r in rounds])
-                for k in ("cpu_us_per_msg", "reads_per_msg", "writes_per_msg")} for g in groups}
+                for k in ("cpu_us_per_msg", "wakeups_per_msg", "writes_per_msg")} for g in groups}
 
 
 def thread_table(points: list[E2ePoint], w: Workload, impls: tuple[str, ...] = ("ours", "java")) -> list[str]:
-    """The broker's CPU and read/write calls per message by thread group at one point (medians over rounds), the
+    """The broker's CPU, wakeups and write calls per message by thread group at one point (medians over rounds), the
     groups with the most CPU first; no lines when the points carry no thread figures."""
     by_impl = {impl: _thread_medians(points, impl, w) for impl in impls}
     groups = sorted({g for m in by_impl.values() for g in m},
@@ -593,12 +598,12 @@ def thread_table(points: list[E2ePoint], w: Workload, impls: tuple[str, ...] = (
     rows = [f"Broker threads at {w.point} ({'batching ' + ('on' if w.batching else 'off')}, {w.size // 1024} KiB, "
             f"{w.topics} topic(s)), per message published:", "",
             "| broker thread group | " + " | ".join(f"{n} CPU us/msg" for n in names) + " | "
-            + " | ".join(f"{n} reads/msg" for n in names) + " | " + " | ".join(f"{n} writes/msg" for n in names)
+            + " | ".join(f"{n} wakeups/msg" for n in names) + " | " + " | ".join(f"{n} writes/msg" for n in names)
             + " |", "|---" * (1 + 3 * len(impls)) + "|"]
 
     def row(label: str, members: list[str]) -> str:
         cells = [f"{sum(by_impl[i].get(g, {}).get(k, 0.0) for g in members):{fmt}}"
-                 for k, fmt in (("cpu_us_per_msg", ".1f"), ("reads_per_msg", ".3f"), ("writes_per_msg", ".3f"))
+                 for k, fmt in (("cpu_us_per_msg", ".1f"), ("wakeups_per_msg", ".3f"), ("writes_per_msg", ".3f"))
                  for i in impls]
         return f"| {label} | " + " | ".join(cells) + " |"
 
@@ -663,9 +668,11 @@ def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, An
         "added to its ledgers (`entriesAddedCounter`), the producers' batch size as the bookies see it. "
         f"Warm-up: {settings['warmups']} pass(es) of the 1 KiB, batching, 1 topic point on each broker, not "
         f"recorded. {settings['rounds']} round(s); medians over rounds."
-        + (" Broker threads: each thread's utime + stime and read/write system calls (syscr / syscw of "
-           "/proc/<pid>/task/<tid>/io; Netty's epoll channels read with read() and write with write()/writev()) "
-           "over the same window, grouped by the Java thread name (`jcmd Thread.print`) without its numbers."
+        + (" Broker threads: each thread's utime + stime, its wakeups (voluntary context switches: an event "
+           "loop's returns from epoll_wait, or a wait on a lock) and its write system calls (syscw of "
+           "/proc/<pid>/task/<tid>/io; Netty's epoll channels write with write()/writev()) over the same window, "
+           "grouped by the Java thread name (`jcmd Thread.print`) without its numbers. The broker's BookKeeper "
+           "client shares the broker's `pulsar-io` event loops (no `bookkeeper-io` threads)."
            if threads else ""),
         "",
         *table(points, workloads),

@@ -1,4 +1,4 @@
-"""The Pulsar end-to-end benchmark splits the broker's CPU and read/write calls over a point by thread group: a
+"""The Pulsar end-to-end benchmark splits the broker's CPU and wakeups and write calls over a point by thread group: a
 thread's pool is its Java name without the numbers, the Java names come from a thread dump's ``nid``s (the
 kernel keeps 15 characters), and each figure is the change between two samples per message published, a thread
 started in between counted from zero."""
@@ -43,7 +43,9 @@ def test_a_thread_dump_names_each_thread_by_its_id(bench: ModuleType) -> None:
 @pytest.mark.parametrize(("name", "group"), [
     ("BookKeeperClientWorker-OrderedExecutor-1-0", "BookKeeperClientWorker-OrderedExecutor"),
     ("bookkeeper-io-3-2", "bookkeeper-io"), ("pulsar-io-4-12", "pulsar-io"), ("GC Thread#1", "GC Thread"),
-    ("ForkJoinPool-1-worker-3", "ForkJoinPool-worker"), ("main", "main"), ("C2 CompilerThread0", "C CompilerThread"),
+    ("ForkJoinPool-1-worker-3", "ForkJoinPool-worker"),
+    ("pulsar-web-acceptor@5e8a3c2d-ServerConnector@1b2c{HTTP/1.1, (http/1.1)}{127.0.0.1:8080}",
+     "pulsar-web-acceptor"), ("main", "main"), ("C2 CompilerThread0", "C CompilerThread"),
 ])
 def test_a_thread_group_is_the_name_without_its_numbers(bench: ModuleType, name: str, group: str) -> None:
     assert bench.thread_group(name) == group
@@ -57,9 +59,9 @@ def test_usage_is_the_change_per_message_summed_over_a_groups_threads(bench: Mod
     names = {1: "bookkeeper-io-3-1", 2: "bookkeeper-io-3-2"}  # 3 and 4 keep their kernel names
     usage = bench.thread_usage(before, after, names, 1000)
     assert usage["bookkeeper-io"] == pytest.approx(
-        {"cpu_us_per_msg": 1000.0, "reads_per_msg": 0.3, "writes_per_msg": 0.04, "threads": 2})
+        {"cpu_us_per_msg": 1000.0, "wakeups_per_msg": 0.3, "writes_per_msg": 0.04, "threads": 2})
     assert usage["pulsar-io"] == pytest.approx(
-        {"cpu_us_per_msg": 250.0, "reads_per_msg": 0.04, "writes_per_msg": 0.008, "threads": 1})
+        {"cpu_us_per_msg": 250.0, "wakeups_per_msg": 0.04, "writes_per_msg": 0.008, "threads": 1})
     assert usage["main"]["cpu_us_per_msg"] == 0.0
 
 
@@ -67,7 +69,7 @@ def test_a_processs_threads_are_read_from_proc(bench: ModuleType) -> None:
     samples = bench.thread_samples(os.getpid())
     assert os.getpid() in samples  # the main thread's id is the process id
     main = samples[os.getpid()]
-    assert main.cpu_s > 0 and main.reads > 0  # this interpreter read its modules
+    assert main.cpu_s > 0 and main.writes >= 0 and main.wakeups >= 0
     assert bench.thread_samples(2**22 + 1) == {}  # no such process: nothing, not an error
 
 
@@ -79,9 +81,9 @@ def test_the_table_lists_the_busiest_groups_first_with_a_total(bench: ModuleType
         return bench.E2ePoint(impl, 0, True, 1024, 8, 1, nan, nan, nan, nan, 1, nan, nan, nan, nan, nan, nan, 1.0,
                               nan, threads)
 
-    g = {"cpu_us_per_msg": 0.0, "reads_per_msg": 0.0, "writes_per_msg": 0.0, "threads": 1}
+    g = {"cpu_us_per_msg": 0.0, "wakeups_per_msg": 0.0, "writes_per_msg": 0.0, "threads": 1}
     rows = bench.thread_table([point("ours", {"a": {**g, "cpu_us_per_msg": 2.0}, "b": {**g, "cpu_us_per_msg": 9.0}}),
-                               point("java", {"a": {**g, "cpu_us_per_msg": 4.0, "reads_per_msg": 0.5}})], w)
-    assert rows[2].startswith("| broker thread group | ours CPU us/msg | Java CPU us/msg | ours reads/msg")
+                               point("java", {"a": {**g, "cpu_us_per_msg": 4.0, "wakeups_per_msg": 0.5}})], w)
+    assert rows[2].startswith("| broker thread group | ours CPU us/msg | Java CPU us/msg | ours wakeups/msg")
     assert [r.split(" | ")[0:3] for r in rows[4:]] == [["| b", "9.0", "0.0"], ["| a", "2.0", "4.0"],
                                                        ["| all threads", "11.0", "4.0"]]
