@@ -131,6 +131,11 @@ def chosen_workloads(spec: str) -> tuple[Workload, ...]:
     return tuple(w for w in WORKLOADS if w.point in names)
 
 
+# The broker's thread groups that carry messages: its Netty event loops (the Pulsar protocol and, sharing them, its
+# BookKeeper client's connections), the BookKeeper client's callbacks and the topics' ordered work.
+MESSAGE_PATH = ("pulsar-io", "BookKeeperClientWorker-OrderedExecutor", "broker-topic-workers-OrderedExecutor")
+
+
 @dataclass
 class E2ePoint:
     impl: str
@@ -157,6 +162,15 @@ class E2ePoint:
     # Thread group -> {"cpu_us_per_msg", "wakeups_per_msg", "writes_per_msg", "threads"} over the point (the
     # broker's).
     broker_threads: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def path_cpu_us_per_msg(self) -> float:
+        """The broker's CPU per message in the threads that carry messages (``MESSAGE_PATH``): unlike the whole
+        broker's, none of it is paid per second whatever the rate (the JIT, the admin API this bench polls, JFR),
+        so it compares between runs of different rates."""
+        if not self.broker_threads:
+            return float("nan")
+        return sum(v["cpu_us_per_msg"] for g, v in self.broker_threads.items() if g in MESSAGE_PATH)
 
 
 from run_all import (  # noqa: E402  (bench/ is on sys.path when a bench script runs)
@@ -553,8 +567,9 @@ def table(points: list[E2ePoint], workloads: tuple[Workload, ...]) -> list[str]:
     rows = ["| batching | size | topics | ours publish msg/s | Java publish msg/s | ratio | ours p50 / p99 / p99.9 ms "
             "| Java p50 / p99 / p99.9 ms | p99 ratio | ours e2e p50 / p99 ms | Java e2e p50 / p99 ms "
             "| ours consume msg/s | Java consume msg/s | ours bookie CPU us/msg | Java bookie CPU us/msg "
-            "| ours broker CPU us/msg | Java broker CPU us/msg | ours msg/entry | Java msg/entry | load |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| ours broker CPU us/msg | Java broker CPU us/msg | ours broker message-path CPU us/msg "
+            "| Java broker message-path CPU us/msg | ours msg/entry | Java msg/entry | load |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for w in workloads:
         o = {f.name: _median(points, "ours", w, f.name) for f in fields(E2ePoint) if f.type == "float"}
         j = {f.name: _median(points, "java", w, f.name) for f in fields(E2ePoint) if f.type == "float"}
@@ -567,6 +582,8 @@ def table(points: list[E2ePoint], workloads: tuple[Workload, ...]) -> list[str]:
             f"| {j['e2e_p50_ms']:.0f} / {j['e2e_p99_ms']:.0f} | {o['consume_rate']:.0f} | {j['consume_rate']:.0f} "
             f"| {o['bookie_cpu_us_per_msg']:.1f} | {j['bookie_cpu_us_per_msg']:.1f} "
             f"| {o['broker_cpu_us_per_msg']:.1f} | {j['broker_cpu_us_per_msg']:.1f} "
+            f"| {_median(points, 'ours', w, 'path_cpu_us_per_msg'):.1f} "
+            f"| {_median(points, 'java', w, 'path_cpu_us_per_msg'):.1f} "
             f"| {o['msgs_per_entry']:.1f} | {j['msgs_per_entry']:.1f} "
             f"| {statistics.median([o['load'], j['load']]):.1f} |")
     return rows
@@ -665,7 +682,11 @@ def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, An
         "of the outstanding messages. Bookie and broker CPU: utime + stime from /proc of the cluster's bookie "
         "processes and of its broker, from the producer's start until the consumer has every message, over the "
         "point, per message published. Messages per entry: the messages published over the entries the broker "
-        "added to its ledgers (`entriesAddedCounter`), the producers' batch size as the bookies see it. "
+        "added to its ledgers (`entriesAddedCounter`), the producers' batch size as the bookies see it. Broker "
+        f"message-path CPU: the broker's CPU in the threads that carry messages ({', '.join(MESSAGE_PATH)}), "
+        "per message published; the rest of the broker's CPU is mostly paid per second whatever the rate (the JIT, "
+        "`pulsar-web` serving the stats this bench polls), so the whole broker's CPU per message rises when the "
+        "rate falls. "
         f"Warm-up: {settings['warmups']} pass(es) of the 1 KiB, batching, 1 topic point on each broker, not "
         f"recorded. {settings['rounds']} round(s); medians over rounds."
         + (" Broker threads: each thread's utime + stime, its wakeups (voluntary context switches: an event "

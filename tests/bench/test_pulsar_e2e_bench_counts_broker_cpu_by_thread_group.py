@@ -87,3 +87,16 @@ def test_the_table_lists_the_busiest_groups_first_with_a_total(bench: ModuleType
     assert rows[2].startswith("| broker thread group | ours CPU us/msg | Java CPU us/msg | ours wakeups/msg")
     assert [r.split(" | ")[0:3] for r in rows[4:]] == [["| b", "9.0", "0.0"], ["| a", "2.0", "4.0"],
                                                        ["| all threads", "11.0", "4.0"]]
+
+
+def test_the_message_path_counts_only_the_threads_that_carry_messages(bench: ModuleType) -> None:
+    g = {"wakeups_per_msg": 0.0, "writes_per_msg": 0.0, "threads": 1}
+    nan = float("nan")
+    threads = {"pulsar-io": {**g, "cpu_us_per_msg": 3.0}, "BookKeeperClientWorker-OrderedExecutor":
+               {**g, "cpu_us_per_msg": 0.5}, "broker-topic-workers-OrderedExecutor": {**g, "cpu_us_per_msg": 0.25},
+               "pulsar-web": {**g, "cpu_us_per_msg": 7.0}, "C CompilerThread": {**g, "cpu_us_per_msg": 11.0}}
+    p = bench.E2ePoint("ours", 0, True, 1024, 8, 1, nan, nan, nan, nan, 1, nan, nan, nan, nan, nan, 21.75, 1.0, nan,
+                       threads)
+    assert p.path_cpu_us_per_msg == 3.75
+    p.broker_threads = {}  # a point measured without thread figures
+    assert p.path_cpu_us_per_msg != p.path_cpu_us_per_msg  # NaN: no figure, not a zero
