@@ -6,6 +6,9 @@ on three of Apache BookKeeper 4.17.3's, same machine, same run.
     python bench/pulsar_e2e_bench.py --quick         # one short point on both implementations (the brokers at the
                                                      # tests' fast-start JVM), docs untouched
     python bench/pulsar_e2e_bench.py --report-only   # the docs section again from bench/pulsar_e2e_results.json
+    python bench/pulsar_e2e_bench.py --points on-1k-8,on-16k-8 --rounds 3
+                                                     # chosen points only, with their own docs section and
+                                                     # bench/pulsar_e2e_points_results.json
 
 Each implementation gets its own broker (a broker writes to one BookKeeper cluster), both at the same settings:
 Pulsar's defaults except where ``BROKER_SETTINGS`` says why, persistence 3/2/2, the JVM of Pulsar's
@@ -15,7 +18,10 @@ the producer publishes as fast as the broker acknowledges for ``--seconds`` (at 
 in flight per producer); the consumer drains what is left and is stopped. Points: batching on (the client's
 defaults) and off, 1 KiB and 16 KiB messages, 1 and 8 topics. Rounds alternate which implementation goes first;
 values are medians over rounds. Bookie CPU: utime + stime of the cluster's bookie processes from /proc over the
-point, per message published. Results also go to bench/pulsar_e2e_results.json.
+point, per message published. Broker CPU likewise, and per thread: each broker thread's CPU, wakeups and write system
+calls over the point (/proc/<pid>/task/*), grouped by thread name with its numbers stripped
+("BookKeeperClientWorker-OrderedExecutor", "pulsar-io", "bookkeeper-io"...), the full Java names from
+``jcmd Thread.print``. Results also go to bench/pulsar_e2e_results.json.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +51,10 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "benchmarks.md"
 RESULTS = REPO / "bench" / "pulsar_e2e_results.json"
 BEGIN, END = "<!-- pulsar-e2e:begin -->", "<!-- pulsar-e2e:end -->"
+# A run of chosen points (--points) keeps its own results and docs section: a partial run never replaces the
+# table of every point.
+POINTS_RESULTS = REPO / "bench" / "pulsar_e2e_points_results.json"
+POINTS_BEGIN, POINTS_END = "<!-- pulsar-e2e-points:begin -->", "<!-- pulsar-e2e-points:end -->"
 PERSISTENCE = (3, 2, 2)
 MAX_OUTSTANDING = 1000  # per producer, as BenchThroughputLatency's -throttle in the suite
 POLL_S = 0.5  # the broker's delivery counters, sampled for the consume rate
@@ -100,9 +110,30 @@ class Workload:
     def label(self) -> str:
         return f"{'batch' if self.batching else 'nobatch'}-{self.size}-{self.topics}t"
 
+    @property
+    def point(self) -> str:
+        """The name --points takes: batching, size in KiB, topics (``on-1k-8``)."""
+        return f"{'on' if self.batching else 'off'}-{self.size // 1024}k-{self.topics}"
+
 
 WORKLOADS = tuple(Workload(b, s, t) for b in (True, False) for s in (1024, 16384) for t in (1, 8))
 QUICK_WORKLOAD = Workload(True, 1024, 1)
+
+
+def chosen_workloads(spec: str) -> tuple[Workload, ...]:
+    """The workloads a ``--points`` list names, in the table's order; an unknown name is a ValueError naming the
+    valid ones."""
+    by_name = {w.point: w for w in WORKLOADS}
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    unknown = [n for n in names if n not in by_name]
+    if unknown or not names:
+        raise ValueError(f"unknown point(s) {', '.join(unknown) or repr(spec)}; valid points: {', '.join(by_name)}")
+    return tuple(w for w in WORKLOADS if w.point in names)
+
+
+# The broker's thread groups that carry messages: its Netty event loops (the Pulsar protocol and, sharing them, its
+# BookKeeper client's connections), the BookKeeper client's callbacks and the topics' ordered work.
+MESSAGE_PATH = ("pulsar-io", "BookKeeperClientWorker-OrderedExecutor", "broker-topic-workers-OrderedExecutor")
 
 
 @dataclass
@@ -125,9 +156,25 @@ class E2ePoint:
     bookie_cpu_us_per_msg: float
     broker_cpu_us_per_msg: float
     load: float
+    # Messages per entry the broker wrote to the bookies (the producers' batches): the broker's work goes by
+    # entries, so a cluster whose runs batch less costs the broker more per message.
+    msgs_per_entry: float = float("nan")
+    # Thread group -> {"cpu_us_per_msg", "wakeups_per_msg", "writes_per_msg", "threads"} over the point (the
+    # broker's).
+    broker_threads: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def path_cpu_us_per_msg(self) -> float:
+        """The broker's CPU per message in the threads that carry messages (``MESSAGE_PATH``): unlike the whole
+        broker's, none of it is paid per second whatever the rate (the JIT, the admin API this bench polls, JFR),
+        so it compares between runs of different rates."""
+        if not self.broker_threads:
+            return float("nan")
+        return sum(v["cpu_us_per_msg"] for g, v in self.broker_threads.items() if g in MESSAGE_PATH)
 
 
 from run_all import (  # noqa: E402  (bench/ is on sys.path when a bench script runs)
+    TICKS,
     Cluster,
     cpu_seconds,
     fdatasync_rate,
@@ -254,12 +301,86 @@ def delivery_rate(samples: list[tuple[float, int]]) -> float:
     return (final - start[1]) / (end - start[0])
 
 
+# ----------------------------------------------------------------------------------------------- broker threads
+
+@dataclass(frozen=True)
+class ThreadSample:
+    name: str  # the kernel's name of the thread (15 characters at most)
+    cpu_s: float
+    wakeups: int  # voluntary context switches: an event loop's sleeps in epoll_wait (or a wait on a lock) ended
+    # Write system calls (syscw): Netty's epoll channels write with write() / writev(). Their reads do not show
+    # in the kernel's syscr (0 at every point), so the wakeups stand for them.
+    writes: int
+
+
+def thread_samples(pid: int) -> dict[int, ThreadSample]:
+    """Every thread of the process now, by thread id; a thread that exits while it is read is left out."""
+    samples: dict[int, ThreadSample] = {}
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = (task / "stat").read_text()
+                ticks = stat.rsplit(")", 1)[1].split()
+                io = dict(line.split(": ", 1) for line in (task / "io").read_text().splitlines())
+                status = dict(line.split(":", 1) for line in (task / "status").read_text().splitlines())
+                samples[int(task.name)] = ThreadSample(stat[stat.index("(") + 1:stat.rindex(")")],
+                                                       (int(ticks[11]) + int(ticks[12])) / TICKS,
+                                                       int(status["voluntary_ctxt_switches"]), int(io["syscw"]))
+    return samples
+
+
+_JCMD_THREAD = re.compile(r'^"(.*)" .*\bnid=(0x[0-9a-f]+|[0-9]+)\b', re.MULTILINE)
+
+
+def java_thread_names(pid: int) -> dict[int, str]:
+    """Thread id -> full Java thread name from ``jcmd <pid> Thread.print`` (the kernel keeps 15 characters:
+    "BookKeeperClien"); empty when jcmd cannot attach, and the kernel's names are used."""
+    try:
+        out = subprocess.run([shutil.which("jcmd") or "jcmd", str(pid), "Thread.print"], capture_output=True,
+                             text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return parse_thread_print(out)
+
+
+def parse_thread_print(text: str) -> dict[int, str]:
+    """Thread id (the ``nid``, hexadecimal) -> name, from a thread dump's header lines."""
+    return {int(nid, 0): name for name, nid in _JCMD_THREAD.findall(text)}
+
+
+def thread_group(name: str) -> str:
+    """A thread's pool: its name without the numbers ("bookkeeper-io-3-2" -> "bookkeeper-io",
+    "BookKeeperClientWorker-OrderedExecutor-1-0" -> "BookKeeperClientWorker-OrderedExecutor"), and without what
+    follows an "@" (Jetty names its acceptors after an object's hash and its listening address)."""
+    return re.sub(r"[-_# ]*[0-9]+", "", name.split("@", 1)[0]).strip("-_# ") or name
+
+
+def thread_usage(before: dict[int, ThreadSample], after: dict[int, ThreadSample], names: dict[int, str],
+                 messages: int) -> dict[str, dict[str, float]]:
+    """CPU, wakeups and write calls per message of each thread group between two samples; a thread started in
+    between counts from zero (one that ended in between is not seen)."""
+    zero = ThreadSample("", 0.0, 0, 0)
+    groups: dict[str, dict[str, float]] = {}
+    per_msg = 1 / max(1, messages)
+    for tid, end in after.items():
+        start = before.get(tid, zero)
+        g = groups.setdefault(thread_group(names.get(tid, end.name)),
+                              {"cpu_us_per_msg": 0.0, "wakeups_per_msg": 0.0, "writes_per_msg": 0.0, "threads": 0})
+        g["cpu_us_per_msg"] += (end.cpu_s - start.cpu_s) * 1e6 * per_msg
+        g["wakeups_per_msg"] += (end.wakeups - start.wakeups) * per_msg
+        g["writes_per_msg"] += (end.writes - start.writes) * per_msg
+        g["threads"] += 1
+    return groups
+
+
 # ----------------------------------------------------------------------------------------------- one point
 
 def run_point(broker: Any, cluster: Cluster, w: Workload, seconds: int, name: str, workdir: Path
-              ) -> tuple[int, tuple[float, float, float], int, float, tuple[float, float, float], float, float]:
+              ) -> tuple[int, tuple[float, float, float], int, float, tuple[float, float, float], float, float,
+                         dict[str, dict[str, float]], float]:
     """A consumer subscribed first, then the producer for ``seconds``, then the backlog drained (at most
-    ``DRAIN_S``). Returns the producer's and consumer's figures and the bookie and broker CPU seconds."""
+    ``DRAIN_S``). Returns the producer's and consumer's figures, the bookie and broker CPU seconds and the
+    broker's use per thread group and the messages per entry it wrote."""
     topic = f"persistent://public/default/{name}"
     common = ["-u", broker.service_url, "-t", str(w.topics)]
     consumer, clog = perf_tool("consume", [*common, "-ss", "sub", topic], workdir, f"{name}-consumer")
@@ -268,6 +389,7 @@ def run_point(broker: Any, cluster: Cluster, w: Workload, seconds: int, name: st
         _wait_for_line(consumer, clog, "Start receiving from", 120)
         delivered.start()
         bookie_cpu, broker_cpu = cpu_seconds(cluster.pids), cpu_seconds([broker.proc.pid])
+        threads_before = thread_samples(broker.proc.pid)
         producer, plog = perf_tool("produce", [*common, "-s", str(w.size), "-r", str(UNTHROTTLED_RATE),
                                                "-o", str(MAX_OUTSTANDING), "-time", str(seconds),
                                                *([] if w.batching else ["-db"]), topic], workdir, f"{name}-producer")
@@ -281,6 +403,7 @@ def run_point(broker: Any, cluster: Cluster, w: Workload, seconds: int, name: st
             time.sleep(POLL_S)
         bookie_cpu = cpu_seconds(cluster.pids) - bookie_cpu
         broker_cpu = cpu_seconds([broker.proc.pid]) - broker_cpu
+        threads_after = thread_samples(broker.proc.pid)
         _kill(consumer, signal.SIGTERM)  # its shutdown hook prints the aggregated stats
         consumer.wait(60)
         received, e2e = parse_consumer(clog.read_text(errors="replace"))
@@ -288,8 +411,20 @@ def run_point(broker: Any, cluster: Cluster, w: Workload, seconds: int, name: st
         delivered.stopped.set()
         _kill(consumer)
     delivered.join(10)
+    threads = thread_usage(threads_before, threads_after, java_thread_names(broker.proc.pid), sent)
+    entries = entries_added(broker, delivered.topics)
     reclaim(broker, cluster, delivered.topics)
-    return sent, pub, received, delivered.rate(), e2e, bookie_cpu, broker_cpu
+    return (sent, pub, received, delivered.rate(), e2e, bookie_cpu, broker_cpu, threads,
+            sent / entries if entries else float("nan"))
+
+
+def entries_added(broker: Any, topics: list[str]) -> int:
+    """Entries the broker added to its managed ledgers of the topics (``entriesAddedCounter``); 0 if unknown."""
+    total = 0
+    for topic in topics:
+        with contextlib.suppress(AssertionError, OSError, KeyError, ValueError):
+            total += int(broker.admin("GET", f"persistent/public/default/{topic}/internalStats")["entriesAddedCounter"])
+    return total
 
 
 def reclaim(broker: Any, cluster: Cluster, topics: list[str]) -> None:
@@ -314,7 +449,8 @@ def measure(broker: Any, cluster: Cluster, w: Workload, seconds: int, r: int, wo
     load = load_average()
     name = f"{cluster.impl}-r{r}-{w.label}-{time.monotonic_ns() % 10**9}"
     try:
-        sent, pub, received, crate, e2e, bcpu, kcpu = run_point(broker, cluster, w, seconds, name, workdir)
+        sent, pub, received, crate, e2e, bcpu, kcpu, threads, batch = run_point(broker, cluster, w, seconds, name,
+                                                                                 workdir)
     except Exception as exc:  # one failed point must not lose the whole run
         print(f"point {name} failed: {str(exc)[-2000:]}", flush=True)
         nan = float("nan")
@@ -324,7 +460,7 @@ def measure(broker: Any, cluster: Cluster, w: Workload, seconds: int, r: int, wo
     # The producer sends for exactly ``seconds`` (its -time, from its producers' creation); what it counts as
     # sent is what the broker acknowledged, the last of it just after that window.
     return E2ePoint(cluster.impl, r, w.batching, w.size, w.topics, sent, sent / seconds, *pub, received, crate, *e2e,
-                    bcpu * per_msg, kcpu * per_msg, load)
+                    bcpu * per_msg, kcpu * per_msg, load, batch, threads)
 
 
 # ----------------------------------------------------------------------------------------------- the run
@@ -349,7 +485,8 @@ def _bring_up(broker: Any) -> None:
 
 
 def run(rounds: int, seconds: int, count: int, ensemble: tuple[int, int, int], workloads: tuple[Workload, ...],
-        warmups: int, broker_jvm: tuple[str, ...], workdir: Path) -> tuple[list[E2ePoint], dict[str, Any]]:
+        warmups: int, warm: tuple[Workload, ...], broker_jvm: tuple[str, ...], workdir: Path
+        ) -> tuple[list[E2ePoint], dict[str, Any]]:
     from bookie_fleet.pulsar import NEWEST
     from bookie_fleet.zookeeper import ZooKeeperServer
 
@@ -368,9 +505,10 @@ def run(rounds: int, seconds: int, count: int, ensemble: tuple[int, int, int], w
         start_brokers(workdir, zk.connect_string, clusters, ensemble, broker_jvm, brokers)
         # Warm-up: the brokers' and Java bookies' JIT, the first ledgers of each broker; not recorded.
         for i in range(warmups):
-            for impl in ("java", "ours"):
-                p = measure(brokers[impl], clusters[impl], QUICK_WORKLOAD, seconds, -1 - i, workdir)
-                print(f"warm-up {impl}: {p.publish_rate:.0f} msg/s", flush=True)
+            for w in warm:
+                for impl in ("java", "ours"):
+                    p = measure(brokers[impl], clusters[impl], w, seconds, -1 - i, workdir)
+                    print(f"warm-up {impl} {w.point}: {p.publish_rate:.0f} msg/s", flush=True)
         step = 0
         for r in range(rounds):
             for w in workloads:
@@ -381,7 +519,10 @@ def run(rounds: int, seconds: int, count: int, ensemble: tuple[int, int, int], w
                     print(f"r{r} {impl:<4} {w.label:<16} publish {p.publish_rate:8.0f}/s p50 {p.publish_p50_ms:7.1f} "
                           f"p99 {p.publish_p99_ms:7.1f} p99.9 {p.publish_p999_ms:7.1f} ms; consume "
                           f"{p.consume_rate:8.0f}/s e2e p50 {p.e2e_p50_ms:7.1f} p99 {p.e2e_p99_ms:7.1f} ms; "
-                          f"bookie cpu {p.bookie_cpu_us_per_msg:6.1f} us/msg; load {p.load:.1f}", flush=True)
+                          f"bookie cpu {p.bookie_cpu_us_per_msg:6.1f} broker cpu {p.broker_cpu_us_per_msg:6.1f} "
+                          "us/msg; "
+                          f"{p.msgs_per_entry:.1f} msg/entry; load {p.load:.1f}", flush=True)
+                    print("\n".join(thread_table([p], w, (impl,))), flush=True)
                     print(f"point {json.dumps(asdict(p))}", flush=True)  # an interrupted run keeps its points
                 step += 1
     finally:
@@ -428,8 +569,9 @@ def table(points: list[E2ePoint], workloads: tuple[Workload, ...]) -> list[str]:
     rows = ["| batching | size | topics | ours publish msg/s | Java publish msg/s | ratio | ours p50 / p99 / p99.9 ms "
             "| Java p50 / p99 / p99.9 ms | p99 ratio | ours e2e p50 / p99 ms | Java e2e p50 / p99 ms "
             "| ours consume msg/s | Java consume msg/s | ours bookie CPU us/msg | Java bookie CPU us/msg "
-            "| ours broker CPU us/msg | Java broker CPU us/msg | load |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| ours broker CPU us/msg | Java broker CPU us/msg | ours broker message-path CPU us/msg "
+            "| Java broker message-path CPU us/msg | ours msg/entry | Java msg/entry | load |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for w in workloads:
         o = {f.name: _median(points, "ours", w, f.name) for f in fields(E2ePoint) if f.type == "float"}
         j = {f.name: _median(points, "java", w, f.name) for f in fields(E2ePoint) if f.type == "float"}
@@ -442,17 +584,70 @@ def table(points: list[E2ePoint], workloads: tuple[Workload, ...]) -> list[str]:
             f"| {j['e2e_p50_ms']:.0f} / {j['e2e_p99_ms']:.0f} | {o['consume_rate']:.0f} | {j['consume_rate']:.0f} "
             f"| {o['bookie_cpu_us_per_msg']:.1f} | {j['bookie_cpu_us_per_msg']:.1f} "
             f"| {o['broker_cpu_us_per_msg']:.1f} | {j['broker_cpu_us_per_msg']:.1f} "
+            f"| {_median(points, 'ours', w, 'path_cpu_us_per_msg'):.1f} "
+            f"| {_median(points, 'java', w, 'path_cpu_us_per_msg'):.1f} "
+            f"| {o['msgs_per_entry']:.1f} | {j['msgs_per_entry']:.1f} "
             f"| {statistics.median([o['load'], j['load']]):.1f} |")
     return rows
 
 
-def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, Any], command: str) -> str:
+THREAD_ROWS = 8  # the thread groups with the most CPU per point; the rest summed in one row
+IMPL_NAMES = {"ours": "ours", "java": "Java"}
+
+
+def _thread_medians(points: list[E2ePoint], impl: str, w: Workload) -> dict[str, dict[str, float]]:
+    """Per thread group, the median over the rounds of each figure (a group absent from a round counts 0)."""
+    rounds = [p.broker_threads for p in points if p.impl == impl and p.broker_threads
+              and (p.batching, p.size, p.topics) == (w.batching, w.size, w.topics)]
+    groups = {g for r in rounds for g in r}
+    return {g: {k: statistics.median([r.get(g, {}).get(k, 0.0) for r in rounds])
+                for k in ("cpu_us_per_msg", "wakeups_per_msg", "writes_per_msg")} for g in groups}
+
+
+def thread_table(points: list[E2ePoint], w: Workload, impls: tuple[str, ...] = ("ours", "java")) -> list[str]:
+    """The broker's CPU, wakeups and write calls per message by thread group at one point (medians over rounds), the
+    groups with the most CPU first; no lines when the points carry no thread figures."""
+    by_impl = {impl: _thread_medians(points, impl, w) for impl in impls}
+    groups = sorted({g for m in by_impl.values() for g in m},
+                    key=lambda g: -max(m.get(g, {}).get("cpu_us_per_msg", 0.0) for m in by_impl.values()))
+    if not groups:
+        return []
+    shown, rest = groups[:THREAD_ROWS], groups[THREAD_ROWS:]
+    names = [IMPL_NAMES[i] for i in impls]
+    rows = [f"Broker threads at {w.point} ({'batching ' + ('on' if w.batching else 'off')}, {w.size // 1024} KiB, "
+            f"{w.topics} topic(s)), per message published:", "",
+            "| broker thread group | " + " | ".join(f"{n} CPU us/msg" for n in names) + " | "
+            + " | ".join(f"{n} wakeups/msg" for n in names) + " | " + " | ".join(f"{n} writes/msg" for n in names)
+            + " |", "|---" * (1 + 3 * len(impls)) + "|"]
+
+    def row(label: str, members: list[str]) -> str:
+        cells = [f"{sum(by_impl[i].get(g, {}).get(k, 0.0) for g in members):{fmt}}"
+                 for k, fmt in (("cpu_us_per_msg", ".1f"), ("wakeups_per_msg", ".3f"), ("writes_per_msg", ".3f"))
+                 for i in impls]
+        return f"| {label} | " + " | ".join(cells) + " |"
+
+    rows += [row(g, [g]) for g in shown]
+    if rest:
+        rows.append(row(f"{len(rest)} other groups", rest))
+    rows.append(row("all threads", groups))
+    return rows
+
+
+def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, Any], command: str,
+           chosen: bool = False) -> str:
+    """The docs section: the whole table's (``chosen`` False) or, for a run of chosen points, a subsection of its
+    own under its own markers."""
     workloads = tuple(w for w in WORKLOADS if any((p.batching, p.size, p.topics) == (w.batching, w.size, w.topics)
                                                   for p in points))
     changed = ", ".join(f"`{k}={v}`" for k, v in broker_settings(tuple(settings["ensemble"])).items())
+    threads: list[str] = []
+    for w in workloads:
+        rows = thread_table(points, w)
+        threads += ["", *rows] if rows else []
     return "\n".join([
-        BEGIN,
-        "## Pulsar end to end: Pulsar's load tools through a broker on our bookies and on Apache BookKeeper's",
+        POINTS_BEGIN if chosen else BEGIN,
+        (f"### Chosen points ({', '.join(w.point for w in workloads)}): broker CPU by thread" if chosen else
+         "## Pulsar end to end: Pulsar's load tools through a broker on our bookies and on Apache BookKeeper's"),
         "",
         f"Command: `{command}`  ",
         f"Machine: {facts['cores']} cores, {facts['platform']}, Python {facts['python']}; disk fdatasync "
@@ -488,14 +683,28 @@ def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, An
         "`-time`). Unthrottled producers measure the saturated point, so publish latency includes the queue "
         "of the outstanding messages. Bookie and broker CPU: utime + stime from /proc of the cluster's bookie "
         "processes and of its broker, from the producer's start until the consumer has every message, over the "
-        f"point, per message published. Warm-up: {settings['warmups']} pass(es) of the 1 KiB, batching, 1 topic "
-        f"point on each broker, not recorded. {settings['rounds']} round(s); medians over rounds.",
+        "point, per message published. Messages per entry: the messages published over the entries the broker "
+        "added to its ledgers (`entriesAddedCounter`), the producers' batch size as the bookies see it. Broker "
+        f"message-path CPU: the broker's CPU in the threads that carry messages ({', '.join(MESSAGE_PATH)}), "
+        "per message published; the rest of the broker's CPU is mostly paid per second whatever the rate (the JIT, "
+        "`pulsar-web` serving the stats this bench polls), so the whole broker's CPU per message rises when the "
+        "rate falls. "
+        f"Warm-up: {settings['warmups']} pass(es) of "
+        f"{', '.join(settings.get('warm_points', [QUICK_WORKLOAD.point]))} (batching-size-topics) on each broker, "
+        "not recorded. {settings['rounds']} round(s); medians over rounds."
+        + (" Broker threads: each thread's utime + stime, its wakeups (voluntary context switches: an event "
+           "loop's returns from epoll_wait, or a wait on a lock) and its write system calls (syscw of "
+           "/proc/<pid>/task/<tid>/io; Netty's epoll channels write with write()/writev()) over the same window, "
+           "grouped by the Java thread name (`jcmd Thread.print`) without its numbers. The broker's BookKeeper "
+           "client shares the broker's `pulsar-io` event loops (no `bookkeeper-io` threads)."
+           if threads else ""),
         "",
         *table(points, workloads),
         "",
         "Ratios: ours/Java; publish rate > 1 is ours faster, p99 < 1 is ours lower (better).",
+        *threads,
         "",
-        END,
+        POINTS_END if chosen else END,
     ])
 
 
@@ -506,6 +715,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=10, help="the producer's run per point")
     parser.add_argument("--warmups", type=int, default=2, help="warm-up passes per implementation")
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--points", default=None,
+                        help="only these points, comma-separated (e.g. on-1k-8,on-16k-8: batching on/off, size, "
+                             "topics); their section of the docs and bench/pulsar_e2e_points_results.json, not the "
+                             "whole table's")
     parser.add_argument("--report-only", action="store_true",
                         help="rewrite the docs section from bench/pulsar_e2e_results.json, measuring nothing")
     args = parser.parse_args(argv)
@@ -513,15 +726,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1 or args.seconds < 2 or args.warmups < 0:
         parser.error(f"--rounds must be >= 1, --seconds >= 2 and --warmups >= 0 (got {args.rounds}, "
                      f"{args.seconds}, {args.warmups})")
+    try:
+        chosen = chosen_workloads(args.points) if args.points is not None else None
+    except ValueError as exc:
+        parser.error(f"--points: {exc}")
+    if chosen is not None and args.quick:
+        parser.error("--points and --quick do not go together (--quick runs its one short point)")
+    results, begin, end = (POINTS_RESULTS, POINTS_BEGIN, POINTS_END) if chosen else (RESULTS, BEGIN, END)
     if args.report_only:
-        saved = json.loads(RESULTS.read_text())
+        saved = json.loads(results.read_text())
         write_section(DOCS, report([E2ePoint(**p) for p in saved["points"]], saved["facts"], saved["settings"],
-                                   saved["command"]), BEGIN, END)
+                                   saved["command"], chosen=bool(chosen)), begin, end)
         return 0
     prepare_interpreter()
     perf_classpath()  # a missing classpath fails now, not after the clusters started
     rounds, seconds, warmups, count, ensemble, workloads = (args.rounds, args.seconds, args.warmups, 3, PERSISTENCE,
-                                                            WORKLOADS)
+                                                            chosen or WORKLOADS)
+    # A run of chosen points warms up on them: the broker's JIT otherwise still compiles their paths (the 8-topic
+    # and 16 KiB ones) during the first measured rounds, seconds of CPU per point. A full run keeps the one short
+    # point, which its sixteen measurements then warm further.
+    warm = chosen or (QUICK_WORKLOAD,)
     broker_jvm: tuple[str, ...] = BROKER_JVM
     if args.quick:
         rounds, seconds, warmups, count, ensemble, workloads = 1, 3, 0, 1, (1, 1, 1), (QUICK_WORKLOAD,)
@@ -534,20 +758,22 @@ def main(argv: list[str] | None = None) -> int:
     base.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(dir=base))
     try:
-        points, facts = run(rounds, seconds, count, ensemble, workloads, warmups, broker_jvm, workdir)
+        points, facts = run(rounds, seconds, count, ensemble, workloads, warmups, warm, broker_jvm, workdir)
     finally:
         if not os.environ.get("PULSAR_E2E_KEEP"):
             shutil.rmtree(workdir, ignore_errors=True)
-    command = "python bench/pulsar_e2e_bench.py" + (f" --rounds {rounds}" if rounds != 2 else "")
+    command = ("python bench/pulsar_e2e_bench.py" + (f" --points {','.join(w.point for w in chosen)}" if chosen else "")
+               + (f" --rounds {rounds}" if rounds != 2 else "") + (f" --seconds {seconds}" if seconds != 10 else "")
+               + (f" --warmups {warmups}" if warmups != 2 else ""))
     settings = {"rounds": rounds, "seconds": seconds, "warmups": warmups, "bookies": count,
-                "ensemble": list(ensemble)}
-    section = report(points, facts, settings, command)
+                "ensemble": list(ensemble), "warm_points": [w.point for w in warm]}
+    section = report(points, facts, settings, command, chosen=bool(chosen))
     print(section)
     print(json.dumps([asdict(p) for p in points]))
     if not args.quick:
-        RESULTS.write_text(json.dumps({"command": command, "facts": facts, "settings": settings,
+        results.write_text(json.dumps({"command": command, "facts": facts, "settings": settings,
                                        "points": [asdict(p) for p in points]}, indent=1) + "\n")
-        write_section(DOCS, section, BEGIN, END)
+        write_section(DOCS, section, begin, end)
     return 0 if all(p.sent > 0 and p.received > 0 for p in points) else 1
 
 

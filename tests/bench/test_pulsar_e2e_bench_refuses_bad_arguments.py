@@ -21,3 +21,15 @@ def test_bad_arguments_are_refused_naming_the_problem(args: list[str], tmp_path:
     assert args[1] in result.stderr
     assert "Traceback" not in result.stderr
     assert not workdir.exists()  # refused before anything was prepared or started
+
+
+@pytest.mark.parametrize("points", ["on-2k-8", "on-1k-8,batch-1k-8", ","])
+def test_an_unknown_point_is_refused_naming_the_valid_ones(points: str, tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    result = run_bench(BENCH, "--points", points, "--workdir", str(workdir), timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--points: unknown point(s)" in result.stderr
+    assert ("valid points: on-1k-1, on-1k-8, on-16k-1, on-16k-8, off-1k-1, off-1k-8, off-16k-1, off-16k-8"
+            in result.stderr)
+    assert "Traceback" not in result.stderr
+    assert not workdir.exists()
