@@ -691,7 +691,7 @@ def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, An
         "rate falls. "
         f"Warm-up: {settings['warmups']} pass(es) of "
         f"{', '.join(settings.get('warm_points', [QUICK_WORKLOAD.point]))} (batching-size-topics) on each broker, "
-        "not recorded. {settings['rounds']} round(s); medians over rounds."
+        f"not recorded. {settings['rounds']} round(s); medians over rounds."
         + (" Broker threads: each thread's utime + stime, its wakeups (voluntary context switches: an event "
            "loop's returns from epoll_wait, or a wait on a lock) and its write system calls (syscw of "
            "/proc/<pid>/task/<tid>/io; Netty's epoll channels write with write()/writev()) over the same window, "
