@@ -565,16 +565,28 @@ def noise(points: list[E2ePoint], impl: str) -> float:
     return 100 * statistics.median(spreads) if spreads else float("nan")
 
 
+def by_thread(points: list[E2ePoint]) -> bool:
+    """Do the results carry the broker's figures by thread and its messages per entry? Results recorded before
+    the bench measured them do not: their table leaves those columns out rather than print NaN."""
+    return any(p.broker_threads for p in points)
+
+
 def table(points: list[E2ePoint], workloads: tuple[Workload, ...]) -> list[str]:
-    rows = ["| batching | size | topics | ours publish msg/s | Java publish msg/s | ratio | ours p50 / p99 / p99.9 ms "
-            "| Java p50 / p99 / p99.9 ms | p99 ratio | ours e2e p50 / p99 ms | Java e2e p50 / p99 ms "
-            "| ours consume msg/s | Java consume msg/s | ours bookie CPU us/msg | Java bookie CPU us/msg "
-            "| ours broker CPU us/msg | Java broker CPU us/msg | ours broker message-path CPU us/msg "
-            "| Java broker message-path CPU us/msg | ours msg/entry | Java msg/entry | load |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    newer = by_thread(points)
+    header = ("| batching | size | topics | ours publish msg/s | Java publish msg/s | ratio "
+              "| ours p50 / p99 / p99.9 ms | Java p50 / p99 / p99.9 ms | p99 ratio "
+              "| ours e2e p50 / p99 ms | Java e2e p50 / p99 ms "
+              "| ours consume msg/s | Java consume msg/s | ours bookie CPU us/msg | Java bookie CPU us/msg "
+              "| ours broker CPU us/msg | Java broker CPU us/msg "
+              + ("| ours broker message-path CPU us/msg | Java broker message-path CPU us/msg | ours msg/entry "
+                 "| Java msg/entry " if newer else "") + "| load |")
+    rows = [header, "|---" * header.count(" | ") + "|---|"]
     for w in workloads:
         o = {f.name: _median(points, "ours", w, f.name) for f in fields(E2ePoint) if f.type == "float"}
         j = {f.name: _median(points, "java", w, f.name) for f in fields(E2ePoint) if f.type == "float"}
+        newer_cells = (f"| {_median(points, 'ours', w, 'path_cpu_us_per_msg'):.1f} "
+                       f"| {_median(points, 'java', w, 'path_cpu_us_per_msg'):.1f} "
+                       f"| {o['msgs_per_entry']:.1f} | {j['msgs_per_entry']:.1f} ") if newer else ""
         rows.append(
             f"| {'on' if w.batching else 'off'} | {w.size // 1024} KiB | {w.topics} | {o['publish_rate']:.0f} "
             f"| {j['publish_rate']:.0f} | {_ratio(o['publish_rate'], j['publish_rate'])} "
@@ -584,10 +596,7 @@ def table(points: list[E2ePoint], workloads: tuple[Workload, ...]) -> list[str]:
             f"| {j['e2e_p50_ms']:.0f} / {j['e2e_p99_ms']:.0f} | {o['consume_rate']:.0f} | {j['consume_rate']:.0f} "
             f"| {o['bookie_cpu_us_per_msg']:.1f} | {j['bookie_cpu_us_per_msg']:.1f} "
             f"| {o['broker_cpu_us_per_msg']:.1f} | {j['broker_cpu_us_per_msg']:.1f} "
-            f"| {_median(points, 'ours', w, 'path_cpu_us_per_msg'):.1f} "
-            f"| {_median(points, 'java', w, 'path_cpu_us_per_msg'):.1f} "
-            f"| {o['msgs_per_entry']:.1f} | {j['msgs_per_entry']:.1f} "
-            f"| {statistics.median([o['load'], j['load']]):.1f} |")
+            + newer_cells + f"| {statistics.median([o['load'], j['load']]):.1f} |")
     return rows
 
 
@@ -683,12 +692,13 @@ def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, An
         "`-time`). Unthrottled producers measure the saturated point, so publish latency includes the queue "
         "of the outstanding messages. Bookie and broker CPU: utime + stime from /proc of the cluster's bookie "
         "processes and of its broker, from the producer's start until the consumer has every message, over the "
-        "point, per message published. Messages per entry: the messages published over the entries the broker "
-        "added to its ledgers (`entriesAddedCounter`), the producers' batch size as the bookies see it. Broker "
-        f"message-path CPU: the broker's CPU in the threads that carry messages ({', '.join(MESSAGE_PATH)}), "
-        "per message published; the rest of the broker's CPU is mostly paid per second whatever the rate (the JIT, "
-        "`pulsar-web` serving the stats this bench polls), so the whole broker's CPU per message rises when the "
-        "rate falls. "
+        "point, per message published. "
+        + ("Messages per entry: the messages published over the entries the broker added to its ledgers "
+           "(`entriesAddedCounter`), the producers' batch size as the bookies see it. Broker message-path CPU: the "
+           f"broker's CPU in the threads that carry messages ({', '.join(MESSAGE_PATH)}), per message published; "
+           "the rest of the broker's CPU is mostly paid per second whatever the rate (the JIT, `pulsar-web` serving "
+           "the stats this bench polls), so the whole broker's CPU per message rises when the rate falls. "
+           if by_thread(points) else "") +
         f"Warm-up: {settings['warmups']} pass(es) of "
         f"{', '.join(settings.get('warm_points', [QUICK_WORKLOAD.point]))} (batching-size-topics) on each broker, "
         f"not recorded. {settings['rounds']} round(s); medians over rounds."
