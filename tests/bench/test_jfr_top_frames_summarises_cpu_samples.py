@@ -4,14 +4,13 @@ it."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.support.bench_runs import run_bench
+from tests.support.bench_runs import bench_module, run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -52,13 +51,7 @@ jdk.ExecutionSample {
 
 @pytest.fixture(scope="module")
 def jfr() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import jfr_top_frames
-
-        yield jfr_top_frames
-    finally:
-        sys.path.remove(str(BENCH))
+    yield from bench_module("jfr_top_frames")
 
 
 def test_samples_are_read_with_their_thread_and_frames_innermost_first(jfr: ModuleType) -> None:

@@ -6,14 +6,12 @@ started in between counted from zero."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench_runs import bench_module
 
 # Header lines as jcmd <pid> Thread.print writes them on Java 17.
 THREAD_DUMP = '''"main" #1 prio=5 os_prio=0 cpu=1234.56ms elapsed=300.12s tid=0x7f nid=0x3039 waiting on condition
@@ -25,13 +23,7 @@ THREAD_DUMP = '''"main" #1 prio=5 os_prio=0 cpu=1234.56ms elapsed=300.12s tid=0x
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import pulsar_e2e_bench
-
-        yield pulsar_e2e_bench
-    finally:
-        sys.path.remove(str(BENCH))
+    yield from bench_module("pulsar_e2e_bench")
 
 
 def test_a_thread_dump_names_each_thread_by_its_id(bench: ModuleType) -> None:

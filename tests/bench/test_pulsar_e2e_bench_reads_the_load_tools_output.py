@@ -4,14 +4,12 @@ without the aggregated lines is an error naming what is missing, not a zero in t
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench_runs import bench_module
 
 PRODUCER = """INFO  PerformanceProducer - Started performance test thread 0
 INFO  PerformanceProducer - Aggregated throughput stats --- 33255 records sent --- 3302.652 msg/s --- 25.802 Mbit/s
@@ -28,13 +26,7 @@ INFO  PerformanceConsumer - Aggregated latency stats --- Latency: mean: 100.740 
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import pulsar_e2e_bench
-
-        yield pulsar_e2e_bench
-    finally:
-        sys.path.remove(str(BENCH))
+    yield from bench_module("pulsar_e2e_bench")
 
 
 def test_producer_figures_are_the_messages_acknowledged_and_the_latency_percentiles(bench: ModuleType) -> None:

@@ -4,25 +4,17 @@ that carry them get them."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench_runs import bench_module
 
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import pulsar_e2e_bench
-
-        yield pulsar_e2e_bench
-    finally:
-        sys.path.remove(str(BENCH))
+    yield from bench_module("pulsar_e2e_bench")
 
 
 def _points(bench: ModuleType, threads: dict[str, dict[str, float]], per_entry: float) -> list[object]:

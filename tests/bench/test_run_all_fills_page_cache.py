@@ -5,26 +5,20 @@ its target, reading nothing more."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench_runs import bench_module
+
 MIB = 2**20
 
 
 @pytest.fixture(scope="module")
 def run_all() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import run_all
-
-        yield run_all
-    finally:
-        sys.path.remove(str(BENCH))
+    yield from bench_module("run_all")
 
 
 def evict(path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Runs a benchmark harness (bench/*.py) from a test, and stops all of it if the test ends first.
+"""Runs a benchmark harness (bench/*.py) from a test, and stops all of it if the test ends first; and imports one,
+for the unit tests of its pure parts (``bench_module``).
 
 A harness starts bookies, ZooKeeper, JVMs and load generators. ``subprocess.run``'s timeout (and a test timeout
 interrupting it) would SIGKILL the harness alone and leave all of those running, a load generator among them
@@ -9,13 +10,27 @@ on which it stops what it started, and whatever of its group is still there afte
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 STOP_GRACE_S = 120
+BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
+
+
+def bench_module(name: str) -> Iterator[ModuleType]:
+    """A module fixture's body: ``yield from bench_module("run_all")`` gives bench/run_all.py as a module (the
+    harnesses import each other by their bare names, so bench/ is on the path while it is in use)."""
+    sys.path.insert(0, str(BENCH_DIR))
+    try:
+        yield importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCH_DIR))
 
 
 def run_bench(script: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
