@@ -35,15 +35,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bookie.client import BookKeeper, LedgerHandle
+from bookie.client import BookKeeper
 from bookie.protocol.codes import StatusCode
 
 from tests.support.faults import DeviceFault
-from tests.support.history import History, check, report
+from tests.support.history import History
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
 from tests.support.seeds import rounds
-from tests.support.victims import asked_of, ledger_on, read_from, wait_writable
+from tests.support.victims import append_batches, asked_of, ledger_on, read_from, victims_own_violations, wait_writable
 
 ROUNDS = {"python": 3, "java": 2}  # ours: each set of calls once; each round restarts its victim twice
 FAULTS = [["write", "pwrite", "writev"], ["fsync", "fdatasync"],
@@ -56,6 +56,7 @@ REACTS_WITHIN = 10.0  # s: ten checkpoints (flushInterval 1 s); ours stops at th
 # Implementations known to lose entries they acknowledged when their ledger device fails (docs/reliability.md,
 # Findings): the victim's own losses are counted and printed, not failed on; the client's guarantees are checked.
 OWN_LOSSES_KNOWN = {"java"}
+WHY = "a bookie was free to replace the victim"
 BOOKIE_EXCEPTION = 5  # the exit status of a bookie whose storage failed (BookKeeper's ExitCode)
 CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",  # as deployed
                         "journalSyncData": True, "flushInterval": 1000, "gcWaitTime": 3_600_000,
@@ -77,12 +78,8 @@ async def test_a_ledger_device_failing_writes_with_eio_loses_no_acknowledged_ent
             reactions.append(await _round(bk, cluster, history, seeded_rng, calls, tmp_path,
                                           f"{bookie_kind}-{number}"))
     await recover_and_read_every_ledger(cluster.client_config(), history, IN_FLIGHT)
-    violations = check(history)
-    own_losses = [v for v in violations if any(op.process.startswith("victim-reader") for op in v.ops)]
-    if bookie_kind in OWN_LOSSES_KNOWN:
-        violations = [v for v in violations if v not in own_losses]
-    assert not violations, report(violations, history)
-    print(f"{len(history)} operations; the victims: {'; '.join(reactions)}; {len(own_losses)} acknowledged entries "
+    own_losses = victims_own_violations(history, bookie_kind in OWN_LOSSES_KNOWN)
+    print(f"{len(history)} operations; the victims: {'; '.join(reactions)}; {own_losses} acknowledged entries "
           f"missing on the victims after their restart")
 
 
@@ -101,9 +98,9 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
     handle = await ledger_on(bk, victim.bookie_id)
     writer = Recorder(history, f"writer-{name}")
     try:
-        await _append(writer, handle, payloads, fault_after, name)
+        await append_batches(writer, handle, payloads, fault_after, name, IN_FLIGHT, WHY)
         fault.fail(after=pass_first)
-        await _append(writer, handle, payloads, AFTER_FAULT, name)
+        await append_batches(writer, handle, payloads, AFTER_FAULT, name, IN_FLIGHT, WHY)
         assert await writer.close(handle), f"{name}: the writer could not close its ledger"
         reaction = await _reaction(bk, victim, cluster.kind, name)
     finally:
@@ -117,16 +114,6 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
     served = sum(1 for status in statuses.values() if status == StatusCode.EOK)
     return (f"{victim.bookie_id} failing {'+'.join(calls)} after {fault_after} entries and {pass_first} calls: "
             f"{reaction}; after its restart it served {served} of the {len(asked)} entries it acknowledged")
-
-
-async def _append(writer: Recorder, handle: LedgerHandle, payloads: random.Random, count: int, name: str) -> None:
-    done = 0
-    while done < count:
-        batch = [f"{name} {handle.last_add_pushed + 1 + i} ".encode() + payloads.randbytes(payloads.randint(100, 4000))
-                 for i in range(IN_FLIGHT)]
-        results = await asyncio.gather(*(writer.append(handle, data) for data in batch))
-        assert None not in results, f"{name}: an append failed although a bookie was free to replace the victim"
-        done += len(results)
 
 
 async def _reaction(bk: BookKeeper, victim: Any, kind: str, name: str) -> str:

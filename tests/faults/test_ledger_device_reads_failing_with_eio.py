@@ -35,11 +35,11 @@ from bookie.client import BookKeeper, LedgerHandle
 from bookie.protocol.codes import StatusCode
 
 from tests.support.faults import DeviceFault
-from tests.support.history import History, check, report
+from tests.support.history import History
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
 from tests.support.seeds import rounds
-from tests.support.victims import asked_of, ledger_on, read_from, wait_writable
+from tests.support.victims import append_batches, asked_of, ledger_on, read_from, victims_own_violations, wait_writable
 
 ROUNDS = {"python": 3, "java": 2}  # each round restarts its victim with the preload; the soak runs more
 FAULT_AFTER = (20, 200)  # entries acknowledged before the device fails
@@ -51,6 +51,7 @@ READ_CALLS = ["read", "pread"]
 PASS_FIRST = (0, 3)
 # Implementations known to answer reads of sound entries wrongly after a failed read of their entry logs ("no such
 # entry", or EIO once the device recovered: docs/reliability.md, Findings): counted and printed, not failed on.
+WHY = "only a bookie's reads are failing"
 WRONG_ANSWERS_KNOWN = {"java"}  # reads of the ledger directory still served once the device fails
 CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",  # as deployed
                         "flushInterval": FLUSH_INTERVAL_MS, "gcWaitTime": 3_600_000,
@@ -71,12 +72,8 @@ async def test_entry_log_reads_failing_with_eio_are_answered_with_an_error_and_s
         async with BookKeeper(cluster.client_config()) as bk:
             answers.append(await _round(bk, cluster, history, seeded_rng, tmp_path, f"{bookie_kind}-{number}"))
     await recover_and_read_every_ledger(cluster.client_config(), history, IN_FLIGHT)
-    violations = check(history)
-    own = [v for v in violations if any(op.process.startswith("victim-reader") for op in v.ops)]
-    if bookie_kind in WRONG_ANSWERS_KNOWN:
-        violations = [v for v in violations if v not in own]
-    assert not violations, report(violations, history)
-    print(f"{len(history)} operations; {len(own)} acknowledged entries the victims called missing; the victims "
+    own = victims_own_violations(history, bookie_kind in WRONG_ANSWERS_KNOWN)
+    print(f"{len(history)} operations; {own} acknowledged entries the victims called missing; the victims "
           f"under the fault: {'; '.join(answers)}")
 
 
@@ -94,7 +91,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
     await wait_writable(bk, victim, name)
     handle = await ledger_on(bk, victim.bookie_id)
     writer = Recorder(history, f"writer-{name}")
-    await _append(writer, handle, payloads, fault_after, name)
+    await append_batches(writer, handle, payloads, fault_after, name, IN_FLIGHT, WHY)
     await asyncio.sleep(FLUSHED_AFTER)  # what it stores is in its entry logs: reads go to the device
     # Last first: a read's read-ahead (the following entries) never serves the next one from memory.
     stored = asked_of(handle, victim.bookie_id, handle.last_add_confirmed)[::-1]
@@ -123,21 +120,11 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
             f"after the fault, not served: {not_served or 'none'}")
 
 
-async def _append(writer: Recorder, handle: LedgerHandle, payloads: random.Random, count: int, name: str) -> None:
-    done = 0
-    while done < count:
-        batch = [f"{name} {handle.last_add_pushed + 1 + i} ".encode() + payloads.randbytes(payloads.randint(100, 4000))
-                 for i in range(IN_FLIGHT)]
-        results = await asyncio.gather(*(writer.append(handle, data) for data in batch))
-        assert None not in results, f"{name}: an append failed; only a bookie's reads are failing"
-        done += len(results)
-
-
 async def _read_back_and_append(writer: Recorder, handle: LedgerHandle, payloads: random.Random, name: str) -> None:
     """The client reads every entry so far (half of them read first from the victim) while the writer goes on."""
     last = handle.last_add_confirmed
     reads = [writer.read(handle, entry) for entry in range(last + 1)]
-    results = await asyncio.gather(_append(writer, handle, payloads, AFTER_FAULT, name), *reads)
+    results = await asyncio.gather(append_batches(writer, handle, payloads, AFTER_FAULT, name, IN_FLIGHT, WHY), *reads)
     failed = [entry for entry, body in enumerate(results[1:]) if body is None]
     assert not failed, f"{name}: the client could not read entries {failed} although two replicas were healthy"
 
