@@ -80,9 +80,21 @@ TOOL_JVM = ("-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m", "-XX:+UseG1G
             "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED")
 
 
-def broker_settings(ensemble: tuple[int, int, int]) -> dict[str, Any]:
+def direct_memory_mb(jvm: tuple[str, ...]) -> int:
+    """The JVM's ``-XX:MaxDirectMemorySize`` in MiB (the last one given wins, as in the JVM)."""
+    sizes = [arg.split("=", 1)[1] for arg in jvm if arg.startswith("-XX:MaxDirectMemorySize=")]
+    if not sizes:
+        raise ValueError(f"the broker's JVM options set no -XX:MaxDirectMemorySize: {' '.join(jvm)}")
+    number, unit = sizes[-1][:-1], sizes[-1][-1].lower()
+    if not number.isdigit() or unit not in "gmk":
+        raise ValueError(f"-XX:MaxDirectMemorySize={sizes[-1]}: expected a number of k, m or g")
+    return int(number) * {"g": 1024, "m": 1, "k": 1}[unit] // (1024 if unit == "k" else 1)
+
+
+def broker_settings(ensemble: tuple[int, int, int], jvm: tuple[str, ...] = BROKER_JVM) -> dict[str, Any]:
     """broker.conf over bookie_fleet.pulsar.broker_conf(), whose small ledgers and thread pools suit the tests:
-    Pulsar's own defaults again, except persistence and what the comments say."""
+    Pulsar's own defaults again, except persistence and what the comments say. ``jvm``: the broker's JVM options,
+    whose direct memory the managed-ledger cache is sized from."""
     cores = os.cpu_count() or 1
     e, w, a = ensemble
     return {
@@ -93,8 +105,10 @@ def broker_settings(ensemble: tuple[int, int, int]) -> dict[str, Any]:
         "retentionCheckIntervalInSeconds": 120, "brokerDeleteInactiveTopicsEnabled": True,
         "numIOThreads": 2 * cores, "numHttpServerThreads": 8, "numExecutorThreadPoolSize": cores,
         "bookkeeperNumberOfChannelsPerBookie": 16,
-        # Pulsar's default is a fifth of the direct memory, written out because broker_conf() sets 16 MB.
-        "managedLedgerCacheSizeMB": 2048 // 5,
+        # Pulsar's default is a fifth of the direct memory, written out because broker_conf() sets 16 MB. Of this
+        # broker's JVM: a cache sized for another (the production JVM's 2 GiB) outgrows a small one's direct
+        # memory, and the broker stops itself on the allocation failure.
+        "managedLedgerCacheSizeMB": direct_memory_mb(jvm) // 5,
         # Four bundles (Pulsar's default) so the 8-topic points spread over the broker's ordered executors.
         "defaultNumberOfNamespaceBundles": 4,
     }
@@ -473,7 +487,7 @@ def start_brokers(workdir: Path, zk_connect: str, clusters: dict[str, Cluster], 
 
     for impl, c in clusters.items():
         started[impl] = PulsarBroker(workdir / f"broker-{impl}", zk_connect, c.root, chroot=f"/pulsar-{impl}",
-                                     log_level="warn", settings=broker_settings(ensemble), jvm_opts=jvm)
+                                     log_level="warn", settings=broker_settings(ensemble, jvm), jvm_opts=jvm)
     with ThreadPoolExecutor(len(started)) as pool:
         for done in [pool.submit(_bring_up, broker) for broker in started.values()]:
             done.result()
