@@ -102,14 +102,35 @@ async def write_ledgers(cluster: run_all.Cluster, counts: list[int], size: int) 
     return ids
 
 
+REGISTERED_WITHIN_S = 120.0
+
+
 def restart(cluster: run_all.Cluster) -> None:
-    """Every bookie stopped (each flushes its write cache to the entry logs) and started again, caches empty."""
+    """Every bookie stopped (each flushes its write cache to the entry logs) and started again, caches empty,
+    until clients see each one writable: Apache BookKeeper's readiness answers 200 before its registration, so a
+    ledger created right after its restart would find none."""
     for b in cluster.bookies:
         b.stop()
     for b in cluster.bookies:
         b.start(wait=False)
     for b in cluster.bookies:
-        b.wait_ready(120)
+        b.wait_ready(REGISTERED_WITHIN_S)
+    asyncio.run(_until_writable(cluster))
+
+
+async def _until_writable(cluster: run_all.Cluster) -> None:
+    wanted = {b.bookie_id for b in cluster.bookies}
+    deadline = time.monotonic() + REGISTERED_WITHIN_S
+    async with run_all._client(cluster) as bk:
+        missing = wanted - set(await bk.writable_bookies())
+        for _ in range(int(REGISTERED_WITHIN_S / 0.2)):
+            if not missing or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+            missing = wanted - set(await bk.writable_bookies())
+    if missing:
+        raise RuntimeError(f"{cluster.impl}: {', '.join(sorted(missing))} not registered writable "
+                           f"{REGISTERED_WITHIN_S:.0f} s after the restart")
 
 
 def read_from_disk(cluster: run_all.Cluster, ledger_id: int, size: int) -> dict[str, float]:
