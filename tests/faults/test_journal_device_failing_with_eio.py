@@ -43,7 +43,15 @@ from tests.support.history import History
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
 from tests.support.seeds import rounds
-from tests.support.victims import asked_of, ledger_on, read_from, victims_own_violations, wait_writable
+from tests.support.victims import (
+    BOOKIE_EXCEPTION,
+    VICTIM_CONF,
+    asked_of,
+    ledger_on,
+    read_from,
+    victims_own_violations,
+    wait_writable,
+)
 
 ROUNDS = {"python": 3, "java": 2}  # each round restarts its victim twice; the soak runs more
 CALLS = {"python": [["pwrite"], ["fdatasync"], ["pwrite", "fdatasync"]], "java": [["fdatasync"]]}
@@ -53,12 +61,8 @@ IN_FLIGHT = 8
 # Implementations known to lose entries they acknowledged on the failing device (docs/reliability.md, Findings).
 OWN_LOSSES_KNOWN = {"java"}
 REACTS_WITHIN = 60.0  # s: both stop themselves within a second or two of the failed call
-BOOKIE_EXCEPTION = 5  # the exit status of a bookie whose storage failed (BookKeeper's ExitCode)
 # The journal syncs every group, as deployed (our test clusters turn journalSyncData off by default).
-CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",  # as deployed
-                        "journalSyncData": True, "flushInterval": 1000, "gcWaitTime": 3_600_000,
-                        # The machine's disk is shared: read-only is this scenario's finding only from its fault.
-                        "diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998}
+CONF: dict[str, Any] = {**VICTIM_CONF, "journalSyncData": True, "flushInterval": 1000}
 
 
 @pytest.mark.parametrize("bookie_kind", ["python", "java"])

@@ -43,7 +43,16 @@ from tests.support.history import History
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
 from tests.support.seeds import rounds
-from tests.support.victims import append_batches, asked_of, ledger_on, read_from, victims_own_violations, wait_writable
+from tests.support.victims import (
+    BOOKIE_EXCEPTION,
+    VICTIM_CONF,
+    append_batches,
+    asked_of,
+    ledger_on,
+    read_from,
+    victims_own_violations,
+    wait_writable,
+)
 
 ROUNDS = {"python": 3, "java": 2}  # ours: each set of calls once; each round restarts its victim twice
 FAULTS = [["write", "pwrite", "writev"], ["fsync", "fdatasync"],
@@ -57,11 +66,7 @@ REACTS_WITHIN = 10.0  # s: ten checkpoints (flushInterval 1 s); ours stops at th
 # Findings): the victim's own losses are counted and printed, not failed on; the client's guarantees are checked.
 OWN_LOSSES_KNOWN = {"java"}
 WHY = "a bookie was free to replace the victim"
-BOOKIE_EXCEPTION = 5  # the exit status of a bookie whose storage failed (BookKeeper's ExitCode)
-CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",  # as deployed
-                        "journalSyncData": True, "flushInterval": 1000, "gcWaitTime": 3_600_000,
-                        # The machine's disk is shared: read-only is this scenario's finding only from its fault.
-                        "diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998}
+CONF: dict[str, Any] = {**VICTIM_CONF, "journalSyncData": True, "flushInterval": 1000}
 
 
 @pytest.mark.parametrize("bookie_kind", ["python", "java"])

@@ -39,7 +39,15 @@ from tests.support.history import History
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
 from tests.support.seeds import rounds
-from tests.support.victims import append_batches, asked_of, ledger_on, read_from, victims_own_violations, wait_writable
+from tests.support.victims import (
+    VICTIM_CONF,
+    append_batches,
+    asked_of,
+    ledger_on,
+    read_from,
+    victims_own_violations,
+    wait_writable,
+)
 
 ROUNDS = {"python": 3, "java": 2}  # each round restarts its victim with the preload; the soak runs more
 FAULT_AFTER = (20, 200)  # entries acknowledged before the device fails
@@ -53,10 +61,7 @@ PASS_FIRST = (0, 3)
 # entry", or EIO once the device recovered: docs/reliability.md, Findings): counted and printed, not failed on.
 WHY = "only a bookie's reads are failing"
 WRONG_ANSWERS_KNOWN = {"java"}  # reads of the ledger directory still served once the device fails
-CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",  # as deployed
-                        "flushInterval": FLUSH_INTERVAL_MS, "gcWaitTime": 3_600_000,
-                        # The machine's disk is shared: read-only is this scenario's finding only from its fault.
-                        "diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998}
+CONF: dict[str, Any] = {**VICTIM_CONF, "flushInterval": FLUSH_INTERVAL_MS}
 
 
 @pytest.mark.parametrize("bookie_kind", ["python", "java"])

@@ -22,6 +22,11 @@ from tests.support.history import History, Op, check, report
 from tests.support.raw_client import RawConnection
 from tests.support.recorder import Recorder
 
+# The cluster of a failing-device scenario: Apache BookKeeper's storage as deployed, no GC to run meanwhile, and
+# read-only only from the scenario's fault (the machine's disk is shared).
+VICTIM_CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
+                               "gcWaitTime": 3_600_000, "diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998}
+BOOKIE_EXCEPTION = 5  # the exit status of a bookie whose storage failed (BookKeeper's ExitCode)
 READ_WITHIN = 30.0  # s: a bookie answers a read, success or error, well within this; longer is a hang
 
 
