@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local Kubernetes binaries from the Go module proxy, once, into a cache keyed by what they are built from:
-#   etcd (hack/etcd), kube-apiserver, kube-controller-manager, kube-proxy, kubectl (hack/kube), CoreDNS
-#   (hack/coredns), helm (go install).
+#   etcd (hack/etcd), kube-apiserver, kube-controller-manager, kube-proxy, kubectl and helm (hack/kube), CoreDNS
+#   (hack/coredns).
 # Writes $BOOKIE_FLEET_CACHE/env.d/kube.sh, which scripts/bootstrap appends to the env file it prints.
 # Run by scripts/bootstrap; can also be run alone (`--built` only says whether a build is needed). See
 # docs/local-kubernetes.md.
@@ -12,7 +12,7 @@ log() { printf '[bootstrap kube] %s\n' "$*" >&2; }
 fail() { log "$*"; exit 1; }
 
 kube_version="v1.34.4"   # must match the require line of hack/kube/go.mod
-helm_version="v3.19.5"   # helm 3.19 is built against client-go v0.34
+helm_version="v3.19.5"   # must match the require line of hack/kube/go.mod (helm 3.19 is built against client-go v0.34)
 go_min="1.24"
 
 if ! command -v go >/dev/null 2>&1; then
@@ -24,15 +24,19 @@ if [ "$(printf '%s\n%s\n' "$go_min" "$go_have" | sort -V | head -n1)" != "$go_mi
 fi
 grep -q "k8s.io/kubernetes $kube_version\$" "$repo/hack/kube/go.mod" \
   || fail "hack/kube/go.mod does not require k8s.io/kubernetes $kube_version; update kube_version in $0"
+grep -q "helm.sh/helm/v3 $helm_version" "$repo/hack/kube/go.mod" \
+  || fail "hack/kube/go.mod does not require helm.sh/helm/v3 $helm_version; update helm_version in $0"
 
-build_goflags="-trimpath -buildvcs=false -mod=readonly"
+# shellcheck source=scripts/bootstrap.d/lib/go.sh
+source "$repo/scripts/bootstrap.d/lib/go.sh"
+build_goflags="$go_build_flags -mod=readonly"
 minor="$(echo "$kube_version" | cut -d. -f2)"
 vpkg="k8s.io/component-base/version"
 kube_ldflags="-s -w -X $vpkg.gitVersion=$kube_version -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor \
 -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z \
 -X k8s.io/client-go/pkg/version.gitVersion=$kube_version -X k8s.io/client-go/pkg/version.gitMajor=1 \
 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
-helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version \
+helm_ldflags="-X helm.sh/helm/v3/internal/version.version=$helm_version \
 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor \
 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor"
 # The cache key: everything the binaries are built from (versions, build flags, module files), not this script's text.
@@ -64,11 +68,12 @@ if [ ! -f "$dir/.complete" ]; then
     log "built $label in ${took}s"; echo "$label ${took}s" >> "$dir/build-times"
   }
   t_all="$(date +%s)"
-  timed "kube-apiserver+kube-controller-manager+kube-proxy+kubectl" \
-    bash -c "cd '$repo/hack/kube' && go build -ldflags '$kube_ldflags' -o '$bin/' ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-proxy ./cmd/kubectl"
+  # helm is a tool of hack/kube's module (its `tool` line), so it is compiled with the very client-go,
+  # apimachinery and kubectl packages the control plane uses: one build compiles them once for all five.
+  timed "kube-apiserver+kube-controller-manager+kube-proxy+kubectl+helm" \
+    bash -c "cd '$repo/hack/kube' && go build -ldflags '$kube_ldflags $helm_ldflags' -o '$bin/' ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-proxy ./cmd/kubectl helm.sh/helm/v3/cmd/helm"
   timed "etcd" bash -c "cd '$repo/hack/etcd' && go build -ldflags '-s -w' -o '$bin/etcd' ."
   timed "coredns" bash -c "cd '$repo/hack/coredns' && go build -ldflags '-s -w' -o '$bin/coredns' ."
-  timed "helm" bash -c "GOFLAGS='-trimpath -buildvcs=false' GOBIN='$bin' go install -ldflags '$helm_ldflags' helm.sh/helm/v3/cmd/helm@$helm_version"
   total=$(( $(date +%s) - t_all ))
   echo "total ${total}s (go $go_have, $(nproc) cores)" >> "$dir/build-times"
   log "Kubernetes binaries built in ${total}s"

@@ -25,7 +25,9 @@ cyclonus="github.com/mattfenwick/cyclonus/cmd/cyclonus@v0.5.6"
 
 command -v go >/dev/null 2>&1 || fail "missing 'go': install a Go toolchain (https://go.dev/dl/) and put its bin/ on PATH"
 go_have="$(go env GOVERSION)"
-build_goflags="-trimpath -buildvcs=false"
+# shellcheck source=scripts/bootstrap.d/lib/go.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/go.sh"
+build_goflags="$go_build_flags"
 key="$(echo "$kube_router $cyclonus $go_have $build_goflags" | sha256sum | cut -c1-12)"
 dir="$cache/netpolicy-$key"
 bin="$dir/bin"

@@ -34,7 +34,8 @@ seccomp_profile() {
   if [ ! -s "$dir/default.json" ]; then
     log "printing moby's default seccomp profile (hack/seccomp) into $dir"
     mkdir -p "$dir"
-    (cd "$repo/hack/seccomp" && CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false -mod=readonly" go run .) \
+    (source "$repo/scripts/bootstrap.d/lib/go.sh"
+     cd "$repo/hack/seccomp" && CGO_ENABLED=0 GOFLAGS="$go_build_flags -mod=readonly" go run .) \
       > "$dir/default.json.tmp" || { log "hack/seccomp failed (see the Go errors above)"; return 1; }
     mv "$dir/default.json.tmp" "$dir/default.json"
   fi
