@@ -110,8 +110,9 @@ async def test_a_missing_named_secret_stops_the_reconcile_with_a_reason() -> Non
     outcome = await w.tick()
     assert outcome.waiting and w.kube.applied == [] and w.kube.created == []
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
-    assert degraded["reason"] == "AdminTokenUnavailable"
-    assert "bk-absent" in degraded["message"] and "key token" in degraded["message"]
+    # Awaited before anything reads it: whoever creates it first decides whose it is.
+    assert degraded["reason"] == "SecretMissing"
+    assert degraded["message"] == "spec.adminApi.tokenSecretName: Secret bk-absent does not exist yet"
 
     w.kube.objects[("Secret", NS, "bk-absent")] = _secret("a-token-that-now-exists\n")
     await w.tick()
