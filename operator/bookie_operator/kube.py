@@ -119,13 +119,7 @@ class Kube:
         to."""
         url = path(kind, namespace, name)
         data = await self.request("GET", url, accept=METADATA_ONLY)
-        if data is None:
-            return None
-        if data.get("kind") != "PartialObjectMetadata":
-            # An API server that ignored the Accept header sent the whole object: nothing of it is kept.
-            raise KubeError(f"GET {url}: answered {data.get('kind')!r}, not the PartialObjectMetadata asked for")
-        metadata = {k: v for k, v in (data.get("metadata") or {}).items() if k not in UNREAD_METADATA}
-        return {"apiVersion": data.get("apiVersion"), "kind": data["kind"], "metadata": metadata}
+        return None if data is None else metadata_only(url, data)
 
     async def list(self, kind: str, namespace: str, selector: str | None = None) -> list[Obj]:
         query = {"labelSelector": selector} if selector else None
@@ -190,6 +184,15 @@ class Kube:
             await self.request("POST", path("Event", meta["namespace"]), body=event)
         except KubeError:
             pass  # an Event is best effort; the status says the same thing
+
+
+def metadata_only(url: str, answer: Obj) -> Obj:
+    """What is kept of a metadata-only GET's answer: the PartialObjectMetadata without annotations. A whole object
+    (an API server that ignored the Accept header) is refused, and nothing of it kept."""
+    if answer.get("kind") != "PartialObjectMetadata":
+        raise KubeError(f"GET {url}: answered {answer.get('kind')!r}, not the PartialObjectMetadata asked for")
+    metadata = {k: v for k, v in (answer.get("metadata") or {}).items() if k not in UNREAD_METADATA}
+    return {"apiVersion": answer.get("apiVersion"), "kind": answer["kind"], "metadata": metadata}
 
 
 def _in_cluster() -> bool:

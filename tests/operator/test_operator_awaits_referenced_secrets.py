@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from bookie_operator import models
 from bookie_operator.decisions import escalations
+from bookie_operator.kube import KubeError, metadata_only
 
 from tests.operator.fakes import NS, World, cluster_spec, own_secret_metadata
 
@@ -126,3 +128,16 @@ async def test_the_ownership_is_judged_without_reading_the_secrets_data() -> Non
     for _ in range(2):
         await w.tick()
     assert w.kube.reasons("InvalidSpec") and full_reads == []
+
+
+def test_a_metadata_read_keeps_no_annotation_and_refuses_a_whole_object() -> None:
+    copy = '{"kind":"Secret","stringData":{"p":"secret"}}'
+    answer = {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": {
+        "name": "bk-password", "labels": {"app": "payments"}, "ownerReferences": [{"kind": "BookieCluster"}],
+        "annotations": {"kubectl.kubernetes.io/last-applied-configuration": copy}, "managedFields": [{}]}}
+    kept = metadata_only("/api/v1/namespaces/team/secrets/bk-password", answer)
+    assert kept["metadata"] == {"name": "bk-password", "labels": {"app": "payments"},
+                                "ownerReferences": [{"kind": "BookieCluster"}]}
+    with pytest.raises(KubeError, match="answered 'Secret', not the PartialObjectMetadata asked for"):
+        metadata_only("/api/v1/namespaces/team/secrets/bk-password",
+                      {"apiVersion": "v1", "kind": "Secret", "metadata": {}, "data": {"p": "c2VjcmV0"}})
