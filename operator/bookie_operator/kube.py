@@ -21,6 +21,13 @@ from bookie_operator import metrics, models
 
 Obj = dict[str, Any]
 FIELD_MANAGER = "bookie-operator"
+JSON = "application/json"
+# Asks the API server for an object's metadata alone (PartialObjectMetadata): a Secret read this way never
+# brings its data to the operator.
+METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+# Dropped from such a read on receipt: kubectl's client-side apply keeps a copy of the whole object, a Secret's data
+# included, in the annotation kubectl.kubernetes.io/last-applied-configuration.
+UNREAD_METADATA = ("annotations", "managedFields")
 
 # kind -> (group/version prefix, plural)
 _RESOURCES: dict[str, tuple[str, str]] = {
@@ -84,12 +91,12 @@ class Kube:
         await self.api.close()
 
     async def request(self, method: str, url: str, *, body: Any = None, query: dict[str, str] | None = None,
-                      content_type: str = "application/json") -> Obj | None:
+                      content_type: str = JSON, accept: str = JSON) -> Obj | None:
         metrics.API_REQUESTS.labels(method).inc()
         try:
             resp = await self.api.call_api(
                 url, method, query_params=list((query or {}).items()),
-                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                header_params={"Content-Type": content_type, "Accept": accept},
                 body=body, auth_settings=["BearerToken"], _preload_content=False,
                 _return_http_data_only=True)
             status, text = resp.status, await resp.text()
@@ -105,6 +112,14 @@ class Kube:
     # ----------------------------------------------------------------------------- reads
     async def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         return await self.request("GET", path(kind, namespace, name))
+
+    async def get_metadata(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """The object's metadata only (a PartialObjectMetadata: labels, ownerReferences...) without its annotations,
+        for judging an object whose content the operator must not hold, such as a Secret it may not be entitled
+        to."""
+        url = path(kind, namespace, name)
+        data = await self.request("GET", url, accept=METADATA_ONLY)
+        return None if data is None else metadata_only(url, data)
 
     async def list(self, kind: str, namespace: str, selector: str | None = None) -> list[Obj]:
         query = {"labelSelector": selector} if selector else None
@@ -169,6 +184,15 @@ class Kube:
             await self.request("POST", path("Event", meta["namespace"]), body=event)
         except KubeError:
             pass  # an Event is best effort; the status says the same thing
+
+
+def metadata_only(url: str, answer: Obj) -> Obj:
+    """What is kept of a metadata-only GET's answer: the PartialObjectMetadata without annotations. A whole object
+    (an API server that ignored the Accept header) is refused, and nothing of it kept."""
+    if answer.get("kind") != "PartialObjectMetadata":
+        raise KubeError(f"GET {url}: answered {answer.get('kind')!r}, not the PartialObjectMetadata asked for")
+    metadata = {k: v for k, v in (answer.get("metadata") or {}).items() if k not in UNREAD_METADATA}
+    return {"apiVersion": answer.get("apiVersion"), "kind": answer["kind"], "metadata": metadata}
 
 
 def _in_cluster() -> bool:

@@ -65,6 +65,11 @@ class FakeKube:
         obj = self.objects.get((kind, namespace, name))
         return copy.deepcopy(obj) if obj is not None else None
 
+    async def get_metadata(self, kind: str, namespace: str, name: str) -> Obj | None:
+        obj = self.objects.get((kind, namespace, name))
+        return None if obj is None else {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                                         "metadata": copy.deepcopy(obj["metadata"])}
+
     async def list(self, kind: str, namespace: str, selector: str | None = None) -> list[Obj]:
         wanted = dict(part.split("=", 1) for part in selector.split(",")) if selector else {}
         return [copy.deepcopy(o) for (k, ns, _), o in sorted(self.objects.items())

@@ -110,8 +110,9 @@ async def test_a_missing_named_secret_stops_the_reconcile_with_a_reason() -> Non
     outcome = await w.tick()
     assert outcome.waiting and w.kube.applied == [] and w.kube.created == []
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
-    assert degraded["reason"] == "AdminTokenUnavailable"
-    assert "bk-absent" in degraded["message"] and "key token" in degraded["message"]
+    # Awaited before anything reads it: whoever creates it first decides whose it is.
+    assert degraded["reason"] == "SecretMissing"
+    assert degraded["message"] == "spec.adminApi.tokenSecretName: Secret bk-absent does not exist yet"
 
     w.kube.objects[("Secret", NS, "bk-absent")] = _secret("a-token-that-now-exists\n")
     await w.tick()
@@ -150,3 +151,23 @@ def test_java_bookies_get_no_token_key_and_the_key_is_the_operators() -> None:
     assert "httpServerAuthTokenFile" not in builders.bookie_config(java)
     with pytest.raises(models.InvalidSpec, match="httpServerAuthTokenFile: owned by the operator"):
         models.parse_spec(cluster_spec(config={"httpServerAuthTokenFile": "/x"}))
+
+
+@pytest.mark.parametrize("name", ["bk-admin-token", "bk-audit-token"])
+async def test_a_token_secret_someone_else_made_under_the_operators_name_is_never_used(name: str) -> None:
+    planted = "a-token-its-maker-knows-0123456789"
+    w = World()
+    w.kube.objects[("Secret", NS, name)] = {
+        "kind": "Secret", "metadata": {"name": name, "namespace": NS},
+        "data": {"token": base64.b64encode(f"{planted}\n".encode()).decode()}}
+    w.kube.create_cluster("bk", cluster_spec())
+    await w.tick()
+    # No bookie accepts it: the hashes Secret they mount is not written from it.
+    assert ("Secret", NS, "bk-token-hashes") not in w.kube.objects
+    degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
+    assert f"Secret {name}: exists and is not the cluster's own" in degraded["message"], degraded
+
+    del w.kube.objects[("Secret", NS, name)]
+    await w.tick()
+    assert _hashed(planted) not in _hashes(w, "admin") + _hashes(w, "read")
+    assert w.kube.objects[("Secret", NS, name)]["metadata"]["ownerReferences"][0]["name"] == "bk"

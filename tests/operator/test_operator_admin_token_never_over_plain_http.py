@@ -27,13 +27,16 @@ def recording_credentials(w: World) -> list[tuple[str | None, AdminTls | None]]:
 async def test_the_token_waits_for_https() -> None:
     w = World()
     seen = recording_credentials(w)
+    ca = trustme.CA()
+    leaf = ca.issue_cert(f"*.bk-headless.{NS}.svc.cluster.local")
+    # The Secret without the CA to verify the bookies with (a missing one is awaited before anything runs).
+    w.kube.objects[("Secret", NS, "bk-admin-tls")] = secret("bk-admin-tls", {
+        "tls.crt": leaf.cert_chain_pems[0].bytes(), "tls.key": leaf.private_key_pem.bytes()})
     w.kube.create_cluster("bk", cluster_spec(tls={"admin": {"secretName": "bk-admin-tls"}}))
     for _ in range(3):
         await w.tick()
     assert seen and all(token is None and tls is None for token, tls in seen)
 
-    ca = trustme.CA()
-    leaf = ca.issue_cert(f"*.bk-headless.{NS}.svc.cluster.local")
     w.kube.objects[("Secret", NS, "bk-admin-tls")] = secret("bk-admin-tls", {
         "tls.crt": leaf.cert_chain_pems[0].bytes(), "tls.key": leaf.private_key_pem.bytes(),
         "ca.crt": ca.cert_pem.bytes()})

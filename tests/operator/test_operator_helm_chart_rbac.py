@@ -142,8 +142,9 @@ def test_no_rule_grants_everything() -> None:
 
 # ------------------------------------------------------------------ the rules are what the operator's calls need
 OPERATOR = Path(bookie_operator.__file__).parent
-# Reads and deletes name their kind in the call: kube.get("Pod", ...), kube.delete(models.KIND, ...).
-CALL = re.compile(r"kube\.(get|list|delete)\(\s*(?:\"(\w+)\"|(models\.KIND))")
+# Reads and deletes name their kind in the call: kube.get("Pod", ...), kube.delete(models.KIND, ...); a
+# metadata-only read (kube.get_metadata) is a get too.
+CALL = re.compile(r"kube\.(get_metadata|get|list|delete)\(\s*(?:\"(\w+)\"|(models\.KIND))")
 # The objects the operator builds, and how it writes each kind: server-side apply after a get to compare
 # (apply creates what is missing, so create too), or create alone.
 BUILT = re.compile(r"\"apiVersion\":\s*\"[^\"]*\",\s*\"kind\":\s*\"(\w+)\"")
@@ -175,7 +176,7 @@ def needed() -> tuple[dict[tuple[str, str], set[str]], dict[tuple[str, str], set
     for path in OPERATOR.rglob("*.py"):
         text = path.read_text()
         for verb, kind, constant in CALL.findall(text):
-            calls[models.KIND if constant else kind].add(verb)
+            calls[models.KIND if constant else kind].add("get" if verb == "get_metadata" else verb)
         if path.name in ("builders.py", "audit_builders.py") or path.parent.name == "reconcile":
             built.update(BUILT.findall(text))
     unknown = built - set(WRITES) - NOT_WRITTEN

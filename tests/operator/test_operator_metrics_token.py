@@ -45,8 +45,8 @@ async def test_a_missing_metrics_secret_stops_the_reconcile_until_it_exists() ->
     outcome = await w.tick()
     assert outcome.waiting and "StatefulSet/bk" not in w.kube.applied
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
-    assert degraded["reason"] == "MetricsTokenUnavailable" and "bk-metrics-token" in degraded["message"]
-    assert "key token" in degraded["message"], degraded
+    assert degraded["reason"] == "SecretMissing", degraded
+    assert degraded["message"] == "spec.adminApi.metricsTokenSecretName: Secret bk-metrics-token does not exist yet"
     w.kube.objects[("Secret", NS, "bk-metrics-token")] = _secret("bk-metrics-token", f"{PROMETHEUS_TOKEN}\n")
     await w.tick()
     assert "StatefulSet/bk" in w.kube.applied and _metrics_hashes(w).startswith("sha256:")

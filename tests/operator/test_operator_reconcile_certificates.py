@@ -23,22 +23,27 @@ def secret(name: str, data: dict[str, bytes]) -> dict[str, object]:
             "data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
 
 
-async def test_a_missing_secret_is_reported_once_and_a_fixed_one_at_the_next_check() -> None:
+async def test_an_incomplete_secret_is_reported_once_and_a_fixed_one_at_the_next_check() -> None:
     w = World()
+    ca = trustme.CA()
+    leaf = ca.issue_cert(f"*.bk-headless.{NS}.svc.cluster.local")
+    # The cluster's own Secret, without the CA its certificate must chain to (a missing Secret is awaited before
+    # anything is applied: tests/operator/test_operator_awaits_referenced_secrets.py).
+    w.kube.objects[("Secret", NS, "bk-admin-tls")] = secret("bk-admin-tls", {
+        "tls.crt": leaf.cert_chain_pems[0].bytes(), "tls.key": leaf.private_key_pem.bytes()})
     w.kube.create_cluster("bk", cluster_spec(tls={"admin": {"secretName": "bk-admin-tls"}}))
     for _ in range(4):
         await w.tick()
-    missing = condition(w, "CertificatesValid")
-    assert missing is not None and missing["status"] == "False"
-    assert missing["reason"] == "CertificateSecretMissing"
-    assert missing["message"] == "spec.tls.admin: Secret bk-admin-tls: not found"
-    assert w.kube.reasons("CertificateSecretMissing") == [missing["message"]]       # once, not every tick
+    incomplete = condition(w, "CertificatesValid")
+    assert incomplete is not None and incomplete["status"] == "False"
+    assert incomplete["reason"] == "CertificateSecretIncomplete"
+    assert incomplete["message"].startswith("spec.tls.admin: Secret bk-admin-tls: ") and "ca.crt" in \
+        incomplete["message"], incomplete
+    assert w.kube.reasons("CertificateSecretIncomplete") == [incomplete["message"]]   # once, not every tick
     degraded = condition(w, "Degraded")
-    assert degraded is not None and degraded["status"] == "True" and missing["message"] in degraded["message"]
-    assert "StatefulSet/bk" in w.kube.applied                                       # nothing held back
+    assert degraded is not None and degraded["status"] == "True" and incomplete["message"] in degraded["message"]
+    assert "StatefulSet/bk" in w.kube.applied                                          # nothing held back
 
-    ca = trustme.CA()
-    leaf = ca.issue_cert(f"*.bk-headless.{NS}.svc.cluster.local")
     w.kube.objects[("Secret", NS, "bk-admin-tls")] = secret("bk-admin-tls", {
         "tls.crt": leaf.cert_chain_pems[0].bytes(), "tls.key": leaf.private_key_pem.bytes(),
         "ca.crt": ca.cert_pem.bytes()})

@@ -76,7 +76,7 @@ def test_the_clusters_own_secrets_and_safe_volumes_pass() -> None:
                          {"name": "Y", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
                     extraVolumes=[{"name": "scratch", "emptyDir": {}}, {"name": "c", "configMap": {"name": "x"}}],
                     imagePullSecrets=[{"name": "registry"}]) == []
-    # A Secret that does not exist is no escalation: the steps that need it wait for it.
+    # A Secret that does not exist is not refused: it is awaited (test_operator_awaits_referenced_secrets.py).
     assert _refused(secrets={"bk-tls": None}, tls={"bookie": {"secretName": "bk-tls"}}) == []
 
 

@@ -75,19 +75,20 @@ async def test_the_operator_presents_the_clusters_digest() -> None:
     assert w.metadata.identities and set(w.metadata.identities) == {("bookie-fleet:s3cret", True)}
 
 
-@pytest.mark.parametrize(("secret", "problem"), [
-    (None, "Secret bk-zk-digest: not found"),
-    (_digest_secret(b"no-colon-here"), "expected one line user:password"),
-    (_digest_secret(b"a:b", key="other"), "Secret bk-zk-digest: has no key digest"),
+@pytest.mark.parametrize(("secret", "reason", "problem"), [
+    (None, "SecretMissing", "Secret bk-zk-digest does not exist yet"),
+    (_digest_secret(b"no-colon-here"), "MetadataServiceUnavailable", "expected one line user:password"),
+    (_digest_secret(b"a:b", key="other"), "MetadataServiceUnavailable", "Secret bk-zk-digest: has no key digest"),
 ])
-async def test_an_unusable_digest_secret_is_named(secret: dict[str, object] | None, problem: str) -> None:
+async def test_an_unusable_digest_secret_is_named(secret: dict[str, object] | None, reason: str,
+                                                  problem: str) -> None:
     w = World()
     if secret is not None:
         w.kube.objects[("Secret", NS, "bk-zk-digest")] = secret
     w.kube.create_cluster("bk", cluster_spec(metadataService={**ZK, "ledgersRoot": "/ledgers"}))
     await w.tick()
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
-    assert degraded["status"] == "True" and degraded["reason"] == "MetadataServiceUnavailable"
+    assert degraded["status"] == "True" and degraded["reason"] == reason
     assert problem in degraded["message"] and "spec.metadataService.digestSecret" in degraded["message"]
     assert not w.metadata.identities          # no session was opened without the cluster's identity
 

@@ -58,17 +58,17 @@ async def test_without_spec_tls_zookeeper_the_operators_own_identity_is_used() -
     assert w.metadata.x509_identities and set(w.metadata.x509_identities) == {None}
 
 
-@pytest.mark.parametrize(("present", "problem"), [
-    (None, "Secret bk-zk-tls: not found"),
-    ("tls.crt", "Secret bk-zk-tls: has no key ca.crt"),
+@pytest.mark.parametrize(("present", "reason", "problem"), [
+    (None, "SecretMissing", "Secret bk-zk-tls does not exist yet"),
+    ("tls.crt", "MetadataServiceUnavailable", "Secret bk-zk-tls: has no key ca.crt"),
 ])
-async def test_an_unusable_secret_is_named(present: str | None, problem: str) -> None:
+async def test_an_unusable_secret_is_named(present: str | None, reason: str, problem: str) -> None:
     w = World()
     if present is not None:
         w.kube.objects[("Secret", NS, "bk-zk-tls")] = _secret({present: _pem(trustme.CA(), "x")[present]})
     w.kube.create_cluster("bk", cluster_spec(tls=TLS))
     await w.tick()
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
-    assert degraded["status"] == "True" and degraded["reason"] == "MetadataServiceUnavailable"
+    assert degraded["status"] == "True" and degraded["reason"] == reason
     assert problem in degraded["message"] and "spec.tls.zookeeper" in degraded["message"], degraded
     assert not w.metadata.x509_identities     # no session was opened without the cluster's identity

@@ -8,9 +8,14 @@ A Secret is the cluster's own when only whoever may write that Secret made it so
 this BookieCluster (its uid: the operator's own ``<cluster>-admin-token`` and the like), or it carries the label
 ``bookie-fleet.dev/cluster: <cluster>`` (set by whoever made it, or by cert-manager from a Certificate's
 ``secretTemplate.labels``). Never by its name: the spec's writer chooses the cluster's name, so a cluster named
-``postgres`` would own ``postgres-password``. The observe step reads each referenced Secret's metadata and hands
-``owns``'s verdicts here; a Secret that does not exist is no escalation (the steps that read it wait for it, the
-kubelet does not start a pod without it, and it is judged again on the tick that finds it). Pure: no I/O.
+``postgres`` would own ``postgres-password``. The observe step reads each referenced Secret's metadata only (never
+its data) and hands ``owns``'s verdicts here.
+
+A referenced Secret that does not exist yet is awaited (``awaited``): nothing that references it is applied, since
+whoever creates it first decides whose it is, and the kubelet would mount a Secret created after the StatefulSet
+before the next tick judged it. The Secrets the operator makes itself (``made_by_operator``, created with an
+ownerReference to the cluster later in the same tick) are not awaited. A Secret that was the cluster's own and
+is no longer (its label removed, or replaced by someone else's) is refused like any foreign one. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bookie_operator import models
+from bookie_operator import builders, models
 from bookie_operator.builders import CLUSTER_LABEL
 from bookie_operator.models import BookieClusterSpec
 
@@ -55,6 +60,23 @@ def refused(cluster: str, spec: BookieClusterSpec, allowed: frozenset[str], secr
     """One message per field the settings do not allow, naming the field and the allowance."""
     return [f"{e.field}: {e.why}; refused unless the operator allows {e.kind} (--allow-escalation {e.kind})"
             for e in escalations(cluster, spec, secrets) if e.kind not in allowed]
+
+
+def awaited(cluster: str, spec: BookieClusterSpec, secrets: Ownership) -> list[str]:
+    """One message per referenced Secret that was looked up and does not exist yet, naming the field; the
+    operator's own Secrets are left out (it creates them, owned by the cluster, before anything references them)."""
+    made = made_by_operator(cluster, spec)
+    return [f"{where}: Secret {name} does not exist yet" for where, name in secret_references(spec)
+            if name in secrets and secrets[name] is None and name not in made]
+
+
+def made_by_operator(cluster: str, spec: BookieClusterSpec) -> frozenset[str]:
+    """The Secrets the operator creates for the cluster when they are missing, each with an ownerReference to it:
+    the admin token unless the spec names its own, the audit's token and the bookies' token hashes."""
+    made = {builders.audit_token_secret_name(cluster), builders.token_hashes_secret_name(cluster)}
+    if not spec.admin_api.token_secret_name:
+        made.add(builders.admin_token_secret_name(cluster))
+    return frozenset(made)
 
 
 def owns(cluster: str, uid: str, metadata: Mapping[str, Any]) -> bool:

@@ -2,11 +2,12 @@
 storage audit's own token of the read scope.
 
 Without ``spec.adminApi.tokenSecretName`` the operator creates ``<cluster>-admin-token`` once, with a random
-token (created, never applied: a token must not change under running bookies); with it, the named Secret must
-exist. The token is read again every ``RECHECK_S``, so a rotated Secret reaches the operator as the kubelet
-brings it to the bookies. ``<cluster>-audit-token`` is created once the same way: the bookies accept it for
-reads only (``httpServerReadTokenFile``) and the audit's pods get it instead of the admin token, so a leaked
-audit token deletes nothing.
+token (created, never applied: a token must not change under running bookies), and uses a Secret of that name
+only if it is the cluster's own (someone else's, made first, would hold a token its maker knows); with it, the
+named Secret must exist. The token is read again every ``RECHECK_S``, so a rotated Secret reaches the operator
+as the kubelet brings it to the bookies. ``<cluster>-audit-token`` is created once the same way: the bookies
+accept it for reads only (``httpServerReadTokenFile``) and the audit's pods get it instead of the admin token, so
+a leaked audit token deletes nothing.
 
 With ``spec.adminApi.metricsTokenSecretName`` the bookies and inspectors also ask Prometheus for one of that
 Secret's tokens on /metrics; a missing Secret stops the reconcile as a missing admin token Secret does, since the
@@ -25,7 +26,8 @@ import secrets
 
 from bookie.tokens import HASHED, TokenFileError, hashed_line, parse_tokens
 
-from bookie_operator import builders
+from bookie_operator import builders, models
+from bookie_operator.decisions import escalations
 from bookie_operator.kube import KubeError
 from bookie_operator.reconcile.context import Tick
 from bookie_operator.reconcile.ports import Obj
@@ -107,14 +109,14 @@ async def _ensure_audit_token(t: Tick) -> Obj:
     name = builders.audit_token_secret_name(t.name)
     secret = await t.op.kube.get("Secret", t.namespace, name)
     if secret is not None:
-        return secret
+        return _made_for_the_cluster(t, secret, f"audit token Secret {name}: ")
     if await t.op.kube.create(builders.audit_token_secret(t.owner, secrets.token_urlsafe(32))) is not None:
         t.event("Normal", "AuditTokenCreated", f"Secret/{name} created with a random read-scope token for the "
                 "storage audit")
     secret = await t.op.kube.get("Secret", t.namespace, name)  # ours, or one created meanwhile
     if secret is None:
         raise AdminTokenProblem(f"{name} not found right after its creation")
-    return secret
+    return _made_for_the_cluster(t, secret, f"audit token Secret {name}: ")
 
 
 async def _read_or_create(t: Tick, name: str) -> Obj:
@@ -127,6 +129,18 @@ async def _read_or_create(t: Tick, name: str) -> Obj:
     if secret is None:
         raise AdminTokenProblem(f"not found: create it with the bearer token under the key "
                                 f"{builders.ADMIN_TOKEN_KEY}")
+    # A Secret the spec names was judged before (observe.parse_spec); the operator's own must be the one it made.
+    return secret if t.spec.admin_api.token_secret_name else _made_for_the_cluster(t, secret)
+
+
+def _made_for_the_cluster(t: Tick, secret: Obj, which: str = "") -> Obj:
+    """A token Secret the operator makes, as long as it is the cluster's own: one someone else created under its
+    name first (before the cluster, or between the operator's read and its create) would give the bookies a
+    token its maker knows, and is never used."""
+    if not escalations.owns(t.name, t.uid, secret.get("metadata") or {}):
+        raise AdminTokenProblem(f"{which}exists and is not the cluster's own (neither owned by {models.KIND} "
+                                f"{t.name} nor labelled {builders.CLUSTER_LABEL}={t.name}): someone else made it; "
+                                "delete it and the operator creates its own")
     return secret
 
 

@@ -35,17 +35,22 @@ async def parse_spec(t: Tick) -> bool:
     if refused:
         _invalid(t, "; ".join(refused))
         return False
+    awaited = escalations.awaited(t.name, t.spec, secrets)
+    if awaited:
+        _awaiting_secrets(t, "; ".join(awaited))
+        return False
     t.status.scaled_up_by = decisions.capped_scale_up(t.spec, t.status.scaled_up_by)
     return True
 
 
 async def _secret_ownership(t: Tick) -> escalations.Ownership:
-    """Whether each Secret the spec references is the cluster's own, from its metadata (one GET per Secret per
-    tick); nothing is read when the operator's settings allow foreign Secrets anyway."""
+    """Whether each Secret the spec references is the cluster's own, from its metadata alone (one metadata-only
+    GET per Secret per tick: a foreign Secret's data never reaches the operator); nothing is read when the
+    operator's settings allow foreign Secrets anyway."""
     if escalations.FOREIGN_SECRETS in t.op.allowed_escalations:
         return {}
     names = sorted({name for _, name in escalations.secret_references(t.spec)})
-    found = await asyncio.gather(*(t.op.kube.get("Secret", t.namespace, name) for name in names))
+    found = await asyncio.gather(*(t.op.kube.get_metadata("Secret", t.namespace, name) for name in names))
     return {name: None if secret is None else escalations.owns(t.name, t.uid, secret.get("metadata") or {})
             for name, secret in zip(names, found, strict=True)}
 
@@ -56,6 +61,16 @@ def _invalid(t: Tick, message: str) -> None:
     for c in decisions.invalid_spec_conditions(message):
         t.condition(c.type, c.status, c.reason, c.message)
     t.status.observed_generation = t.generation
+
+
+def _awaiting_secrets(t: Tick, message: str) -> None:
+    """Referenced Secrets that do not exist yet: not Ready and Degraded, naming each field and Secret, one Event
+    per new message, and the reconcile waits; the tick that finds them judges whose they are."""
+    if t.was("Degraded") != "True" or t.previous_message("Degraded") != message:
+        t.event("Warning", "SecretMissing", message)
+    t.condition("Degraded", True, "SecretMissing", message)
+    t.condition("Ready", False, "SecretMissing", message)
+    t.wait(message)
 
 
 async def ensure_metadata(t: Tick) -> bool:
