@@ -92,7 +92,7 @@ async def wait_writable(bk: BookKeeper, victim: Any, name: str) -> None:
             return
         await asyncio.sleep(0.1)
     read_only = victim.bookie_id in await bk.readonly_bookies()
-    raise AssertionError(f"{name}: {victim.bookie_id} not writable after its start under libfiu (read-only: "
+    raise AssertionError(f"{name}: {victim.bookie_id} not writable within 60 s (read-only: "
                          f"{read_only}); log:\n{victim.tail_log()}")
 
 
