@@ -11,16 +11,19 @@ BookKeeper's journal and ForceWrite threads (``write``, ``fdatasync``) wait as o
 Its ledger directory, sockets and logs are untouched.
 
 The victim is a seeded bookie of 4 (so the client has one to replace it with), started once with the preload; its
-journal syncs every group, as deployed. Each round, with a new client (one whose health check quarantined the
-victim would not place the next ledger on it): a 3/2/2 ledger placed on the victim, a seeded 20 to 100 entries
-acknowledged, then its journal stalls for a seeded 1 to 7 s (the add timeout is 5 s) while the writer goes on, one
-batch at a time, and ``AFTER_LIFT`` more entries after the stall; no append may fail, and the writer closes the
-ledger. Then the victim must still run, have logged the stall, be listed as writable, serve from its journal alone
-every entry it acknowledged before the stall (recorded, so the history checker flags one it lost), and acknowledge
-every add of a new 3/3/3 ledger on it; the writer must never have replaced a sound bookie. At the end a new
-client recovers and reads back every ledger, and the checker judges the whole history. Soak runs raise the rounds
-with ``BOOKIE_FLEET_FAULT_ROUNDS`` (bench/fault_soak.py); the test run's teardown fails on any process left
-running (tests/support/leftovers.py).
+journal syncs every group, as deployed. Each round, with a new client (one whose health check quarantined the victim
+would not place the next ledger on it): a ledger placed on the victim, a seeded 20 to 100 entries acknowledged, then
+its journal stalls while the writer goes on, one batch at a time, and ``AFTER_LIFT`` more entries after the stall;
+no append may fail, and the writer closes the ledger. The rounds take in turn, from a seeded first, a 3/2/2 or 3/3/2
+ledger and a stall of a seeded 1 to 4 s or 6 to 7 s (the add timeout is 5 s): in a 3/2/2 ledger a long stall makes
+the writer replace the victim, a short one delays the adds; in a 3/3/2 ledger the other two acknowledge every entry
+and the victim stays, as Apache BookKeeper's client keeps it: a bookie's failure on an entry already acknowledged by
+its ack quorum only counts as under-replication. Then the victim must still run, have logged the stall, be listed as
+writable, serve alone every entry it was asked to store before the stall (recorded, so the history checker flags one
+it lost), and acknowledge every add of a new 3/3/3 ledger on it; the writer must never have replaced a sound bookie.
+At the end a new client recovers and reads back every ledger, and the checker judges the whole history. Soak runs
+raise the rounds with ``BOOKIE_FLEET_FAULT_ROUNDS`` (bench/fault_soak.py); the test run's teardown fails on any
+process left running (tests/support/leftovers.py).
 """
 
 from __future__ import annotations
@@ -55,7 +58,10 @@ ROUNDS = {"python": 10, "java": 10}
 CALLS = ["write", "pwrite", "writev", "fsync", "fdatasync"]  # all a journal device is asked to do
 STALL_AFTER = (20, 100)  # entries acknowledged before the journal stalls
 PASS_FIRST = (0, 3)  # journal calls still done once it stalls
-STALL_MS = (1000, 7000)  # around the client's 5 s add timeout: some rounds wait it out, others replace the victim
+SHORT_STALL_MS = (1000, 4000)  # below the client's 5 s add timeout: the adds wait
+LONG_STALL_MS = (6000, 7000)  # beyond it: the adds to the victim time out
+# (write quorum, stall) in turn from a seeded first, so CI's 10 rounds take each case at least twice.
+CASES = [(2, SHORT_STALL_MS), (2, LONG_STALL_MS), (3, SHORT_STALL_MS), (3, LONG_STALL_MS)]
 AFTER_LIFT = 40  # entries acknowledged after the stall
 CHECK_ENTRIES = 10  # adds of the new ledger the victim must acknowledge after the stall
 IN_FLIGHT = 8
@@ -76,8 +82,11 @@ async def test_a_journal_stalling_for_seconds_loses_nothing_and_the_bookie_comes
     await asyncio.to_thread(fault.start)
     history = History()
     outcomes = []
+    first = seeded_rng.randrange(len(CASES))
     for number in range(rounds(ROUNDS[bookie_kind])):
-        outcomes.append(await _round(cluster, victim, fault, history, seeded_rng, f"{bookie_kind}-{number}"))
+        write_quorum, stall_ms = CASES[(first + number) % len(CASES)]
+        outcomes.append(await _round(cluster, victim, fault, history, seeded_rng, write_quorum,
+                                     seeded_rng.randint(*stall_ms) / 1000, f"{bookie_kind}-{number}"))
     await recover_and_read_every_ledger(cluster.client_config(), history, IN_FLIGHT)
     victims_own_violations(history, tolerated=False)
     replaced = sum(1 for outcome in outcomes if "replaced" in outcome)
@@ -86,16 +95,15 @@ async def test_a_journal_stalling_for_seconds_loses_nothing_and_the_bookie_comes
 
 
 async def _round(cluster: BookieCluster, victim: Any, fault: DeviceFault, history: History, rng: random.Random,
-                 name: str) -> str:
+                 write_quorum: int, stall_s: float, name: str) -> str:
     """One ledger written while the victim's journal stalls for a while; returns what the client did about it."""
     stall_after = rng.randint(*STALL_AFTER)
     pass_first = rng.randint(*PASS_FIRST)
-    stall_s = rng.randint(*STALL_MS) / 1000
     payloads = random.Random(rng.getrandbits(64))  # the writer's own: its pace must not shift the schedule
     log_before = victim.log_path.stat().st_size
     async with BookKeeper(cluster.client_config()) as bk:
         await wait_writable(bk, victim, name)
-        handle = await ledger_on(bk, victim.bookie_id)
+        handle = await ledger_on(bk, victim.bookie_id, write_quorum)
         writer = Recorder(history, f"writer-{name}")
         await append_batches(writer, handle, payloads, stall_after, name, IN_FLIGHT, WHY)
         acknowledged_before = handle.last_add_pushed  # every one acknowledged: append_batches waited
@@ -103,13 +111,13 @@ async def _round(cluster: BookieCluster, victim: Any, fault: DeviceFault, histor
         assert await writer.close(handle), f"{name}: the writer could not close its ledger"
     assert victim.running, f"{name}: {victim.bookie_id} stopped after its journal stalled; log:\n{victim.tail_log()}"
     stalled_ms = _stalls_logged(victim, log_before, name)
-    # It acknowledged every entry it was asked to store before the stall (ack quorum = write quorum): all there.
+    # Each entry it was asked to store before the stall reached it while its journal was sound: all there.
     asked = asked_of(handle, victim.bookie_id, last=acknowledged_before)
     await read_from(victim.bookie_id, handle.ledger_id, asked, history, f"victim-reader-{name}")
     await _takes_adds_again(cluster, victim, history, payloads, name)
     replaced = _replaced_only_the_victim(handle, victim.bookie_id, name)
-    return (f"stalled {stall_s:.1f} s (its longest call {max(stalled_ms)} ms) after {stall_after} entries: "
-            f"{'replaced' if replaced else 'waited for'}")
+    return (f"3/{write_quorum}/2, stalled {stall_s:.1f} s (its longest call {max(stalled_ms)} ms) after "
+            f"{stall_after} entries: {'replaced' if replaced else 'waited for'}")
 
 
 async def _write_through_a_stall(writer: Recorder, handle: LedgerHandle, payloads: random.Random,
