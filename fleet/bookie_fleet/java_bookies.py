@@ -100,7 +100,7 @@ class JavaBookie(BookieProcess):
             "advertisedAddress": self.address,
             "allowLoopback": True,
             "metadataServiceUri": metadata_service_uri(self.zk_connect, self.ledgers_root),
-            "journalDirectories": str(self.data_dir / "journal"),
+            "journalDirectories": str(self.journal_dir),
             "ledgerDirectories": str(self.ledger_dir),
             "zkTimeout": 10000,
             "httpServerEnabled": self.http_port is not None,

@@ -53,10 +53,6 @@ class LocalBookie(TokenProtected):
         scheme = "https" if self.overrides.get("httpServerTlsEnable") else "http"
         return f"{scheme}://{self.address}:{self.http_port}"
 
-    @property
-    def journal_dir(self) -> Path:
-        return self.data_dir / "journal"
-
     def conf_values(self) -> dict[str, Any]:
         values: dict[str, Any] = {
             "bookiePort": self.port,

@@ -151,6 +151,10 @@ class BookieProcess:
         return self.data_dir / "ledgers"
 
     @property
+    def journal_dir(self) -> Path:
+        return self.data_dir / "journal"
+
+    @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 

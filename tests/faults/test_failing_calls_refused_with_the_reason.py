@@ -1,11 +1,13 @@
 """The failing-device toolkit (tests/support/faults.py: libfiu, and the preload failing one directory) refuses, with
 the reason, what it cannot do rather than let a scenario run without its fault: a call it does not offer, a bookie
 not started under libfiu (fiu-ctrl itself exits 0 then, printing its complaint), a bookie still running when it is
-to be started with the fault, a directory that does not exist, a negative count of calls to let through."""
+to be started with the fault, a directory that does not exist, a device neither failing nor stalling, a negative
+count of calls to let through."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,8 @@ def test_what_a_failing_directory_cannot_do_is_refused(bookie_factory: BookieFac
     bookie = bookie_factory(1)[0]
     with pytest.raises(ValueError, match="read, pread, write, pwrite, writev, fsync, fdatasync, not \\['mmap'\\]"):
         DeviceFault(bookie, bookie.ledger_dir, tmp_path, ["mmap"])
+    with pytest.raises(ValueError, match="fail or stall \\(fail, stall\\), not 'slow'"):
+        DeviceFault(bookie, bookie.ledger_dir, tmp_path, ["fdatasync"], mode="slow")
     with pytest.raises(ValueError, match=re.escape(f"existing directory, not {tmp_path / 'absent'}")):
         DeviceFault(bookie, tmp_path / "absent", tmp_path, ["pread"])
     fault = DeviceFault(bookie, bookie.ledger_dir, tmp_path, ["pread"])
@@ -36,3 +40,9 @@ def test_what_a_failing_directory_cannot_do_is_refused(bookie_factory: BookieFac
         fault.start()
     with pytest.raises(ValueError, match="cannot be negative: -1"):
         fault.fail(after=-1)
+    # The preload itself refuses a mode it does not know (a process started by hand with it): it stops the process
+    # at its start, saying why, rather than let it run without the fault.
+    refused = subprocess.run(["env", f"LD_PRELOAD={fault.library}", "EIO_MODE=slow", "true"], capture_output=True,
+                             text=True, timeout=30)
+    assert refused.returncode == 2, refused
+    assert "eio_under: EIO_MODE must be fail or stall, not slow" in refused.stderr

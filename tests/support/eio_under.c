@@ -1,13 +1,17 @@
-/* A device failing under one directory only, for the fault scenarios (tests/support/faults.py, ``DeviceFault``):
- * preloaded into a bookie (LD_PRELOAD), it makes the calls named in EIO_CALLS (a comma-separated list of read,
- * pread, write, pwrite, writev, fsync, fdatasync; pread covers pread64, pwrite pwrite64) on files under
- * EIO_UNDER fail with EIO while the switch file EIO_SWITCH exists, once the number of such calls written in that
- * file has passed. Every other call (sockets, logs, the journal, the JVM's own runtime image, which it reads
- * with pread too) reaches libc untouched. Each failed call is said on stderr ("eio_under: pread <file>: EIO").
+/* A device failing or stalling under one directory only, for the fault scenarios (tests/support/faults.py,
+ * ``DeviceFault``): preloaded into a bookie (LD_PRELOAD), it acts on the calls named in EIO_CALLS (a comma-separated
+ * list of read, pread, write, pwrite, writev, fsync, fdatasync; pread covers pread64, pwrite pwrite64) on files
+ * under EIO_UNDER while the switch file EIO_SWITCH exists, once the number of such calls written in that file has
+ * passed. EIO_MODE says how: ``fail`` (the default) fails each with EIO without reaching the kernel; ``stall``
+ * blocks each (polling the switch every few milliseconds) until the switch is removed, then makes the call: a
+ * device that stops answering for a while and recovers, nothing lost. Every other call (sockets, logs, the JVM's
+ * own runtime image, which it reads with pread too) reaches libc untouched. Each failed call is said on stderr
+ * ("eio_under: pread <file>: EIO"), each stalled one when it stalls and when it goes on ("eio_under: fdatasync
+ * <file>: stalled", "... resumed after 2500 ms"). An unknown EIO_MODE stops the process at its start, saying so.
  *
- * libfiu's wrappers cannot do this: they fail a call for the whole process, and a JVM whose every pread fails
- * crashes in its class loading before any entry log is read. The switch is looked up at each call (one
- * access(2)), so turning the fault on or off takes effect at the process's next call. */
+ * libfiu's wrappers cannot do this: they fail a call for the whole process, cannot delay one, and a JVM whose
+ * every pread fails crashes in its class loading before any entry log is read. The switch is looked up at each
+ * call (one access(2)), so turning the fault on or off takes effect at the process's next call. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { READ = 1, PREAD = 2, WRITE = 4, PWRITE = 8, WRITEV = 16, FSYNC = 32, FDATASYNC = 64 };
@@ -37,6 +42,7 @@ static const char *under;
 static size_t under_len;
 static const char *switch_path;
 static int calls;          /* the EIO_CALLS bits */
+static int stall;          /* EIO_MODE is stall: block the calls rather than fail them */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int on;             /* the switch existed at the last look */
 static long pass_left;     /* matching calls still let through since it was turned on */
@@ -69,6 +75,16 @@ __attribute__((constructor)) static void init(void) {
     switch_path = getenv("EIO_SWITCH");
     under_len = under ? strlen(under) : 0;
     calls = parse_calls(getenv("EIO_CALLS"));
+    const char *mode = getenv("EIO_MODE");
+    if (mode != NULL && strcmp(mode, "stall") != 0 && strcmp(mode, "fail") != 0) {
+        /* A scenario must not run without the fault it asked for: the bookie does not start, and says why. */
+        char line[256];
+        int len = snprintf(line, sizeof line, "eio_under: EIO_MODE must be fail or stall, not %.100s\n", mode);
+        if (len > 0)
+            real_write(2, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
+        _exit(2);
+    }
+    stall = mode != NULL && strcmp(mode, "stall") == 0;
 }
 
 /* The count the switch file holds (calls to let through first); 0 when unreadable. */
@@ -82,9 +98,17 @@ static long count_in_switch(void) {
     return n > 0 ? strtol(buf, NULL, 10) : 0;
 }
 
-/* Whether this call on ``fd`` must fail now: it is one of EIO_CALLS, the switch is on, the fd is a file under
- * the directory, and the calls to let through are used up. */
-static int fails(int call, const char *name, int fd) {
+/* Said on stderr (the bookie's log), for the scenario's report: which file the device failed or stalled. */
+static void say(const char *name, const char *target, const char *what) {
+    char line[PATH_MAX + 96];
+    int len = snprintf(line, sizeof line, "eio_under: %s %s: %s\n", name, target, what);
+    if (len > 0)
+        real_write(2, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
+}
+
+/* Whether this call on ``fd`` is the fault's now: it is one of EIO_CALLS, the switch is on, the fd is a file under
+ * the directory, and the calls to let through are used up. ``target`` gets the file's path. */
+static int hit(int call, int fd, char target[PATH_MAX]) {
     if (!(calls & call) || under_len == 0 || switch_path == NULL)
         return 0;
     int now = access(switch_path, F_OK) == 0;
@@ -95,27 +119,48 @@ static int fails(int call, const char *name, int fd) {
     pthread_mutex_unlock(&lock);
     if (!now)
         return 0;
-    char link[64], target[PATH_MAX];
+    char link[64];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, target, sizeof target - 1);
+    ssize_t n = readlink(link, target, PATH_MAX - 1);
     if (n < (ssize_t)under_len || strncmp(target, under, under_len) != 0
             || (n > (ssize_t)under_len && target[under_len] != '/'))
         return 0;
+    target[n] = '\0';
     pthread_mutex_lock(&lock);
-    int fail = pass_left <= 0;
-    if (!fail)
+    int taken = pass_left <= 0;
+    if (!taken)
         pass_left--;
     pthread_mutex_unlock(&lock);
-    if (fail) {
-        /* Said on stderr (the bookie's log): which file the device failed, for the scenario's report. */
-        char line[PATH_MAX + 64];
-        target[n] = '\0';
-        int len = snprintf(line, sizeof line, "eio_under: %s %s: EIO\n", name, target);
-        if (len > 0)
-            real_write(2, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
-        errno = EIO;
+    return taken;
+}
+
+/* Until the switch is removed: the calling thread blocks as on a device that stopped answering. Polled rather
+ * than woken (inotify) so the library needs no thread of its own; 5 ms is far below any timeout in play. */
+static void wait_for_lift(const char *name, const char *target) {
+    struct timespec began, ended, pause = {0, 5 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &began);
+    say(name, target, "stalled");
+    while (access(switch_path, F_OK) == 0)
+        nanosleep(&pause, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &ended);
+    long ms = (ended.tv_sec - began.tv_sec) * 1000L + (ended.tv_nsec - began.tv_nsec) / 1000000L;
+    char what[64];
+    snprintf(what, sizeof what, "resumed after %ld ms", ms);
+    say(name, target, what);
+}
+
+/* Whether this call must fail now (errno set to EIO); a stalled call returns 0 once the stall is over, to be made. */
+static int fails(int call, const char *name, int fd) {
+    char target[PATH_MAX];
+    if (!hit(call, fd, target))
+        return 0;
+    if (stall) {
+        wait_for_lift(name, target);
+        return 0;
     }
-    return fail;
+    say(name, target, "EIO");
+    errno = EIO;
+    return 1;
 }
 
 ssize_t read(int fd, void *buf, size_t count) {

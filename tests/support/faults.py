@@ -14,7 +14,8 @@ file: a failing ``fdatasync`` fails it for the journal and the ledger directorie
 ``write`` would fail the process's sockets and logs too, which is why only calls a bookie makes on its disks
 are offered (``FAILABLE_CALLS``). One directory only: ``DeviceFault(bookie, bookie.ledger_dir, workdir, calls)``, a
 preloaded library of our own (eio_under.c) that fails those calls on files under that directory with EIO while
-switched on (``fail(after=n)``, ``lift()``), whatever else the process does.
+switched on (``fail(after=n)``, ``lift()``), whatever else the process does; with ``mode="stall"`` they block
+instead while it is on, and are made once it is lifted (a device that stops answering for a while).
 
 ZooKeeper sessions: ``SessionExpiry(zk_connect, ledgers_root)`` expires the session a running bookie (either
 implementation) registered itself with, for real, on ZooKeeper's side (``expire``), and waits for the bookie to
@@ -542,6 +543,7 @@ table inet {self.zk.table} {{
 # ``fdatasync`` for ``force(false)``) and both RocksDB indexes' reads, writes and syncs.
 
 DEVICE_CALLS = ("read", "pread", "write", "pwrite", "writev", "fsync", "fdatasync")
+DEVICE_MODES = ("fail", "stall")  # EIO, or blocked until lifted (eio_under.c's EIO_MODE)
 _EIO_UNDER_SOURCE = Path(__file__).with_name("eio_under.c")
 
 
@@ -566,17 +568,21 @@ class DeviceFault:
     """``calls`` (some of ``DEVICE_CALLS``) on files under a bookie's ``under`` directory failing with EIO:
     ``fault = DeviceFault(bookie, bookie.ledger_dir, workdir, ["pread"])``; ``fault.start()`` starts the stopped
     bookie with the preload (nothing fails yet; its later starts are plain again), ``fault.fail(after=n)`` lets
-    ``n`` more such calls through and fails the others from then on, ``fault.lift()`` ends it."""
+    ``n`` more such calls through and fails the others from then on, ``fault.lift()`` ends it. With
+    ``mode="stall"`` the calls hit block from ``fail`` until ``lift``, then are made: nothing fails, it is late."""
 
-    def __init__(self, bookie: Any, under: Path, workdir: Path, calls: Sequence[str]) -> None:
+    def __init__(self, bookie: Any, under: Path, workdir: Path, calls: Sequence[str], mode: str = "fail") -> None:
         unknown = sorted(set(calls) - set(DEVICE_CALLS))
         if unknown or not calls:
             raise ValueError(f"calls to fail must be some of {', '.join(DEVICE_CALLS)}, not {list(calls)}")
+        if mode not in DEVICE_MODES:
+            raise ValueError(f"a device's calls fail or stall ({', '.join(DEVICE_MODES)}), not {mode!r}")
         if not under.is_dir():
             raise ValueError(f"calls to fail must be on files under an existing directory, not {under}")
         self.bookie = bookie
         self.under = under.resolve()
         self.calls = list(calls)
+        self.mode = mode
         self.switch = workdir / f"eio-{bookie.bookie_id.replace(':', '_')}"
         self.library = _eio_under_library(workdir)
 
@@ -587,7 +593,7 @@ class DeviceFault:
         self.switch.unlink(missing_ok=True)
         plain = self.bookie.command
         preload = [f"LD_PRELOAD={self.library}", f"EIO_UNDER={self.under}", f"EIO_SWITCH={self.switch}",
-                   f"EIO_CALLS={','.join(self.calls)}"]
+                   f"EIO_CALLS={','.join(self.calls)}", f"EIO_MODE={self.mode}"]
         vars(self.bookie)["command"] = lambda: ["env", *preload, *plain()]
         try:
             self.bookie.start()

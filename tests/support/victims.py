@@ -1,12 +1,12 @@
 """A victim bookie in a ledger's ensemble, for the failing-device scenarios of tests/faults/: place a ledger on
 it, know which entries it was asked to store, and read them from it alone into the history.
 
-``ledger_on(bk, bookie_id)``: a new 3/2/2 ledger whose ensemble holds the bookie; ``asked_of(handle, bookie_id)``:
-the entries it was a write-set member of; ``read_from(bookie_id, ...)``: raw reads of those entries from it
-alone, recorded (a definite "no such entry" is ``missing``, so the checker flags an acknowledged entry it lost);
-``wait_writable(bk, victim, name)``: until it is listed as writable; ``append_batches(...)``: the writer's appends,
-none of which may fail; ``victims_own_violations(history, tolerated)``: the checker's verdict, where the victims'
-own wrong answers are counted rather than failed on for an implementation known to give them.
+``ledger_on(bk, bookie_id)``: a new 3/2/2 (or 3/3/2) ledger whose ensemble holds the bookie; ``asked_of(handle,
+bookie_id)``: the entries it was a write-set member of; ``read_from(bookie_id, ...)``: raw reads of those entries
+from it alone, recorded (a definite "no such entry" is ``missing``, so the checker flags an acknowledged entry it
+lost); ``wait_writable(bk, victim, name)``: until it is listed as writable; ``append_batches(...)``: the writer's
+appends, none of which may fail; ``victims_own_violations(history, tolerated)``: the checker's verdict, where the
+victims' own wrong answers are counted rather than failed on for an implementation known to give them.
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ BOOKIE_EXCEPTION = 5  # the exit status of a bookie whose storage failed (BookKe
 READ_WITHIN = 30.0  # s: a bookie answers a read, success or error, well within this; longer is a hang
 
 
-async def ledger_on(bk: BookKeeper, bookie_id: str) -> LedgerHandle:
-    """A new 3/2/2 ledger whose ensemble holds ``bookie_id`` (the client places ensembles at random)."""
+async def ledger_on(bk: BookKeeper, bookie_id: str, write_quorum: int = 2) -> LedgerHandle:
+    """A new 3/``write_quorum``/2 ledger whose ensemble holds ``bookie_id`` (the client places ensembles at
+    random)."""
     for _ in range(50):
-        handle = await bk.create_ledger(3, 2, 2)
+        handle = await bk.create_ledger(3, write_quorum, 2)
         if bookie_id in handle.ensemble:
             return handle
         await handle.close()
@@ -42,7 +43,8 @@ async def ledger_on(bk: BookKeeper, bookie_id: str) -> LedgerHandle:
 
 def asked_of(handle: LedgerHandle, bookie_id: str, last: int | None = None) -> list[int]:
     """The entries up to ``last`` (default: the ledger's last) the bookie was a write-set member of, before an
-    ensemble change replaced it (round robin: entry e goes to ensemble positions e and e + 1 modulo 3)."""
+    ensemble change replaced it (round robin: entry e goes to ensemble positions e to e + write quorum - 1,
+    modulo the ensemble's size)."""
     firsts = sorted(handle.metadata.ensembles)
     if last is None:
         last = handle.metadata.last_entry_id
@@ -54,8 +56,9 @@ def asked_of(handle: LedgerHandle, bookie_id: str, last: int | None = None) -> l
             continue
         position = ensemble.index(bookie_id)
         size = len(ensemble)
+        quorum = handle.metadata.write_quorum_size
         asked += [entry for entry in range(first, end + 1)
-                  if position in {entry % size, (entry + 1) % size}]
+                  if position in {(entry + k) % size for k in range(quorum)}]
     return asked
 
 
@@ -92,7 +95,7 @@ async def wait_writable(bk: BookKeeper, victim: Any, name: str) -> None:
             return
         await asyncio.sleep(0.1)
     read_only = victim.bookie_id in await bk.readonly_bookies()
-    raise AssertionError(f"{name}: {victim.bookie_id} not writable after its start under libfiu (read-only: "
+    raise AssertionError(f"{name}: {victim.bookie_id} not writable within 60 s (read-only: "
                          f"{read_only}); log:\n{victim.tail_log()}")
 
 
