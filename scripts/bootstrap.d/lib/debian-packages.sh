@@ -13,11 +13,16 @@ install_debian_packages() {
   fi
   log "installing Debian's $*"
   export DEBIAN_FRONTEND=noninteractive
+  # One install at a time: the bootstrap's parts run side by side, and dpkg refuses a second apt-get while one
+  # holds its lock instead of waiting.
+  exec 6>/var/lock/bookie-fleet-apt.lock
+  flock 6
   apt-get update -qq >&2 || log "apt-get update failed; trying the install with the current package lists"
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && created_policy=1
   fi
   apt-get install -y -qq --no-install-recommends "$@" >&2 || status=$?
   if [ "$created_policy" = 1 ]; then rm -f "$policy"; fi
+  flock -u 6; exec 6>&-
   if [ "$status" != 0 ]; then log "apt-get install $* failed"; exit 1; fi
 }
