@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from bookie_fleet.processes import stop_on_sigterm
+from bookie_fleet.processes import java_tmpdir, stop_on_sigterm
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "benchmarks.md"
@@ -230,7 +230,8 @@ def perf_tool(command: str, args: list[str], workdir: Path, name: str) -> tuple[
                      "rootLogger.level = warn\nrootLogger.appenderRef.c.ref = c\n"
                      "logger.t.name = org.apache.pulsar.testclient\nlogger.t.level = info\n")
     log = workdir / f"{name}.log"
-    cmd = [shutil.which("java") or "java", *TOOL_JVM, f"-Dlog4j2.configurationFile={log4j}", "-cp", perf_classpath(),
+    cmd = [shutil.which("java") or "java", *TOOL_JVM, java_tmpdir(workdir / "tmp"),
+           f"-Dlog4j2.configurationFile={log4j}", "-cp", perf_classpath(),
            "org.apache.pulsar.testclient.PulsarPerfTestTool", str(conf), command, *args]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

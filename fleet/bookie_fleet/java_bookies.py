@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any, Self
 
 from bookie_fleet import processes
-from bookie_fleet.processes import BookieProcess, accepts, console_log4j2, free_port, metadata_service_uri, stop_all
+from bookie_fleet.processes import (
+    BookieProcess,
+    accepts,
+    console_log4j2,
+    free_port,
+    java_tmpdir,
+    metadata_service_uri,
+    stop_all,
+)
 
 __all__ = ["PRODUCTION_JVM_OPTS", "TEST_JVM_OPTS", "JavaBookie", "bk_lib_dir", "plan_java_bookies", "start_all",
            "stop_all"]
@@ -124,7 +132,8 @@ class JavaBookie(BookieProcess):
         lib = bk_lib_dir(self.lib_dir)
         java = shutil.which("java") or "java"
         jvm = PRODUCTION_JVM_OPTS if self.production else TEST_JVM_OPTS
-        return [java, *jvm, f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
+        return [java, *jvm, java_tmpdir(self.data_dir / "tmp"),
+                f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
                 "-cp", f"{lib}/*", MAIN_CLASS, "-c", str(self.conf_path)]
 
     def start(self, wait: bool = True, timeout: float | None = None) -> Self:

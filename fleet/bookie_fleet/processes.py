@@ -64,6 +64,14 @@ def console_log4j2(level: str) -> str:
     return _CONSOLE_LOG4J2.replace("{level}", level)
 
 
+def java_tmpdir(directory: Path) -> str:
+    """The JVM option that keeps a Java process's temporary files in ``directory`` (created here). Its jars unpack
+    native libraries there at each start (RocksDB's, 13 MB, circe-checksum's) and delete them only on a clean exit,
+    so a JVM that is killed, as tests and benchmarks do, would leave them in /tmp for good."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return f"-Djava.io.tmpdir={directory}"
+
+
 def spawn(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
     """Start ``cmd`` as the leader of a new process group, its output appended to ``log_path``."""
     with open(log_path, "ab") as log:

@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from bookie_fleet.certificates import TLS_CONTEXT_FACTORY, Issued
-from bookie_fleet.processes import accepts, console_log4j2, free_port, log_tail, spawn, terminate, write_properties
+from bookie_fleet.processes import (
+    accepts,
+    console_log4j2,
+    free_port,
+    java_tmpdir,
+    log_tail,
+    spawn,
+    terminate,
+    write_properties,
+)
 
 CLUSTER = "bookie-fleet"
 # Small heap, no C2 and the serial collector: the broker starts in well under a minute on two shared cores.
@@ -205,8 +214,8 @@ class PulsarBroker:
 
     def _java(self, main: str, *args: str, opts: tuple[str, ...] = JVM_OPTS) -> list[str]:
         lib = self.classpath.lib
-        return [java(), *opts, f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
-                "-cp", f"{lib}/*", main, *args]
+        return [java(), *opts, java_tmpdir(self.data_dir / "tmp"),
+                f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}", "-cp", f"{lib}/*", main, *args]
 
     def setup_metadata(self, timeout: float = 180) -> None:
         """Pulsar's cluster metadata (cluster, tenant public, namespace public/default) on the existing bookies."""
@@ -292,7 +301,8 @@ class Producer:
         self.done = threading.Event()
         log = broker.data_dir / f"producer-{topic.replace('/', '_')}-{time.monotonic_ns()}.log"
         self._err = log.open("wb")
-        cmd = [java(), *CLIENT_JVM_OPTS, f"-Dlog4j2.configurationFile={broker.data_dir / 'log4j2.properties'}",
+        cmd = [java(), *CLIENT_JVM_OPTS, java_tmpdir(broker.data_dir / "tmp"),
+               f"-Dlog4j2.configurationFile={broker.data_dir / 'log4j2.properties'}",
                "-cp", f"{broker.classpath.classes}:{broker.classpath.lib}/*", "PulsarHarness", "produce",
                broker.service_url, f"persistent://{topic}", str(count), str(keys), str(max_size), str(rate)]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
@@ -351,7 +361,8 @@ class Producer:
 def consume(broker: PulsarBroker, topic: str, subscription: str, count: int, idle_s: int = 20,
             timeout: float = 300) -> list[tuple[int, str, str]]:
     """Every message of a topic from the earliest, through Pulsar's Java client: (seq, key, sha256) in order."""
-    cmd = [java(), *CLIENT_JVM_OPTS, f"-Dlog4j2.configurationFile={broker.data_dir / 'log4j2.properties'}",
+    cmd = [java(), *CLIENT_JVM_OPTS, java_tmpdir(broker.data_dir / "tmp"),
+           f"-Dlog4j2.configurationFile={broker.data_dir / 'log4j2.properties'}",
            "-cp", f"{broker.classpath.classes}:{broker.classpath.lib}/*", "PulsarHarness", "consume",
            broker.service_url, f"persistent://{topic}", subscription, str(count), str(idle_s)]
     done = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)

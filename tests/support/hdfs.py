@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bookie_fleet.processes import java_tmpdir
 
 LIB_ENV = "BOOKIE_FLEET_HADOOP_LIB"
 CLASSES_ENV = "BOOKIE_FLEET_HADOOP_CLASSES"
@@ -57,8 +58,8 @@ class MiniHdfs:
     def start(self, timeout: float = 120.0) -> MiniHdfs:
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.details_path.unlink(missing_ok=True)
-        cmd = [self.java, *_JVM_OPTS, "-cp", self.classpath, "MiniHdfs", str(self.base_dir / "cluster"),
-               str(self.details_path)]
+        cmd = [self.java, *_JVM_OPTS, java_tmpdir(self.base_dir / "tmp"), "-cp", self.classpath, "MiniHdfs",
+               str(self.base_dir / "cluster"), str(self.details_path)]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True)
