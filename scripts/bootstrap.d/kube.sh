@@ -68,21 +68,12 @@ if [ ! -f "$dir/.complete" ]; then
     log "built $label in ${took}s"; echo "$label ${took}s" >> "$dir/build-times"
   }
   t_all="$(date +%s)"
-  # Three builds side by side: each is bound by its longest chain of packages rather than by the cores, so
-  # etcd and CoreDNS compile in what the control plane's build leaves idle. helm is a tool of hack/kube's
-  # module (its `tool` line), so it is compiled with the very client-go, apimachinery and kubectl packages the
-  # control plane uses: one build compiles them once for all five.
-  builds=()
+  # helm is a tool of hack/kube's module (its `tool` line), so it is compiled with the very client-go,
+  # apimachinery and kubectl packages the control plane uses: one build compiles them once for all five.
   timed "kube-apiserver+kube-controller-manager+kube-proxy+kubectl+helm" \
-    bash -c "cd '$repo/hack/kube' && go build -ldflags '$kube_ldflags $helm_ldflags' -o '$bin/' ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-proxy ./cmd/kubectl helm.sh/helm/v3/cmd/helm" &
-  builds+=($!)
-  timed "etcd" bash -c "cd '$repo/hack/etcd' && go build -ldflags '-s -w' -o '$bin/etcd' ." &
-  builds+=($!)
-  timed "coredns" bash -c "cd '$repo/hack/coredns' && go build -ldflags '-s -w' -o '$bin/coredns' ." &
-  builds+=($!)
-  failed=0
-  for build in "${builds[@]}"; do wait "$build" || failed=1; done
-  [ "$failed" = 0 ] || fail "not every Kubernetes binary was built (see above)"
+    bash -c "cd '$repo/hack/kube' && go build -ldflags '$kube_ldflags $helm_ldflags' -o '$bin/' ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-proxy ./cmd/kubectl helm.sh/helm/v3/cmd/helm"
+  timed "etcd" bash -c "cd '$repo/hack/etcd' && go build -ldflags '-s -w' -o '$bin/etcd' ."
+  timed "coredns" bash -c "cd '$repo/hack/coredns' && go build -ldflags '-s -w' -o '$bin/coredns' ."
   total=$(( $(date +%s) - t_all ))
   echo "total ${total}s (go $go_have, $(nproc) cores)" >> "$dir/build-times"
   log "Kubernetes binaries built in ${total}s"

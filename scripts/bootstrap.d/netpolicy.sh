@@ -37,20 +37,13 @@ exec 7>"$cache/.netpolicy-build.lock"   # one build at a time (another bootstrap
 flock 7
 if [ ! -f "$dir/.complete" ]; then
   rm -rf "$dir"; mkdir -p "$bin"
-  build() {  # build <module@version>: go install into $bin, its wall time recorded in $dir/build-times
-    local t0; t0="$(date +%s)"
-    log "building $1 into $bin"
-    CGO_ENABLED=0 GOFLAGS="$build_goflags" GOBIN="$bin" go install -ldflags '-s -w' "$1" \
-      || fail "building $1 failed (see the Go errors above); needs the Go module proxy (GOPROXY=$(go env GOPROXY))"
-    echo "$1 $(( $(date +%s) - t0 ))s" >> "$dir/build-times"
-  }
-  # Side by side: each build is bound by its longest chain of packages rather than by the cores.
-  build "$kube_router" & router_build=$!
-  build "$cyclonus" & cyclonus_build=$!
-  failed=0
-  wait "$router_build" || failed=1
-  wait "$cyclonus_build" || failed=1
-  [ "$failed" = 0 ] || exit 1
+  for module in "$kube_router" "$cyclonus"; do
+    log "building $module into $bin"
+    t0="$(date +%s)"
+    CGO_ENABLED=0 GOFLAGS="$build_goflags" GOBIN="$bin" go install -ldflags '-s -w' "$module" \
+      || fail "building $module failed (see the Go errors above); needs the Go module proxy (GOPROXY=$(go env GOPROXY))"
+    echo "$module $(( $(date +%s) - t0 ))s" >> "$dir/build-times"
+  done
   touch "$dir/.complete"
 else
   log "using $bin (built before: $(tr '\n' ';' < "$dir/build-times"))"

@@ -13,8 +13,8 @@ install_debian_packages() {
   fi
   log "installing Debian's $*"
   export DEBIAN_FRONTEND=noninteractive
-  # One install at a time: the bootstrap's parts run side by side, and dpkg refuses a second apt-get while one
-  # holds its lock instead of waiting.
+  # One install at a time: two bootstraps (of two caches, or the playground's beside a test run) may want packages
+  # at once, and dpkg refuses a second apt-get while one holds its lock instead of waiting.
   exec 6>/var/lock/bookie-fleet-apt.lock
   flock 6
   apt-get update -qq >&2 || log "apt-get update failed; trying the install with the current package lists"
