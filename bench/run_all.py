@@ -401,12 +401,22 @@ def run_btl(cluster: Cluster, size: int, ens: tuple[int, int, int], v2: bool, se
     if v2:
         args.append("-useV2")
     text = java_tool(BTL, *args, limit_s=seconds + 120, properties=properties)
+    ops, completions = btl_result(text, seconds)
+    lat = [int(line.split("\t", 1)[0]) / 1e6 for line in latency_file.read_text().splitlines() if line]
+    latency_file.unlink()
+    return ops, percentile(lat, 50), percentile(lat, 99), completions
+
+
+def btl_result(text: str, seconds: int) -> tuple[int, int]:
+    """BenchThroughputLatency's (adds/s, completions) from its output; an error with the end of its output when
+    it printed no result or completed no add: the tool's own log says why (a ledger it could not create, adds
+    answered with an error), which a point of zero throughput would hide."""
     done = re.search(r"(\d+) completions in (\d+) milliseconds: (\d+) ops/sec", text)
     if not done:
         raise RuntimeError(f"BenchThroughputLatency printed no result:\n{text[-3000:]}")
-    lat = [int(line.split("\t", 1)[0]) / 1e6 for line in latency_file.read_text().splitlines() if line]
-    latency_file.unlink()
-    return int(done.group(3)), percentile(lat, 50), percentile(lat, 99), int(done.group(1))
+    if int(done.group(1)) == 0:
+        raise RuntimeError(f"BenchThroughputLatency completed no add in {seconds}s:\n{text[-3000:]}")
+    return int(done.group(3)), int(done.group(1))
 
 
 # BenchReadThroughputLatency's -batchentries default: it reads a ledger in batches of this many entries.
@@ -957,7 +967,13 @@ def warm_up(cluster: Cluster, settings: Settings, workdir: Path, log: Callable[[
     for i in range(settings.warmup_max):
         ops = []
         for v2 in (False, True):
-            rate, _, _, _ = run_btl(cluster, 1024, (3, 2, 2), v2, settings.warmup_seconds, settings.throttle, workdir)
+            try:
+                rate, _, _, _ = run_btl(cluster, 1024, (3, 2, 2), v2, settings.warmup_seconds, settings.throttle,
+                                        workdir)
+            except RuntimeError as exc:  # a cold JVM's first pass may complete nothing: what warming up is for
+                log(f"warm-up {cluster.impl} pass {i + 1} ({'v2' if v2 else 'v3'}) measured nothing: "
+                    f"{str(exc)[-1500:]}")
+                rate = 0
             reclaim(cluster)
             ops.append(float(rate))
         passes.append(ops)

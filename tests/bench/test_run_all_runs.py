@@ -27,7 +27,7 @@ def test_run_all_quick_measures_every_workload_on_both_implementations(tmp_path:
     # A failed point is logged and kept as NaN (count 0) rather than losing the run; none may fail here, the
     # BenchReadThroughputLatency and tailing points included.
     failed = [p for p in points if not (p["ops_per_s"] > 0 and p["count"] > 0)]
-    assert not failed, json.dumps(failed) + result.stdout[-3000:]
+    assert not failed, json.dumps(failed) + "\n" + why_points_failed(result.stdout)
     for p in points:
         if p["workload"] == "compaction":
             # every prepared entry log reclaimed, and the light add load ran with and without compaction
@@ -42,3 +42,11 @@ def test_run_all_quick_measures_every_workload_on_both_implementations(tmp_path:
     assert "-XX:+UseG1GC" in jvm and "-Xmx1g" in jvm and "-XX:MaxDirectMemorySize=2g" in jvm, jvm
     assert "TieredStopAtLevel" not in jvm and "UseSerialGC" not in jvm, jvm
     assert "| java | " in result.stdout and "last pass vs the one before" in result.stdout
+
+
+def why_points_failed(stdout: str) -> str:
+    """The harness's account of each failed point (its error and the end of the tool's output), which the
+    report at the end of its output does not repeat."""
+    lines = stdout.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("point failed on ")]
+    return "\n".join("\n".join(lines[i:i + 60]) for i in starts)[-8000:] or stdout[-3000:]
