@@ -469,6 +469,36 @@ def _client(cluster: Cluster, v2: bool = False, tls: Any = None) -> Any:
                                    speculative_read_timeout_s=0, tls=tls))
 
 
+WRITABLE_WITHIN_S = 120.0
+
+
+def until_writable(cluster: Cluster, within_s: float = WRITABLE_WITHIN_S) -> float:
+    """Wait until clients see every bookie of ``cluster`` registered writable; the seconds it took. On a loaded
+    machine a bookie can be out of the writable set for a while (its ZooKeeper session expired and it registers
+    again; a restart not yet registered: Apache BookKeeper's readiness answers before its registration), and a
+    point started then measures a smaller cluster, or creates no ledger at all. A wait is printed: it says the
+    machine was too loaded for the cluster to stay whole."""
+    waited = asyncio.run(_until_writable(cluster, within_s))
+    if waited > 1:
+        print(f"waited {waited:.1f} s for every {cluster.impl} bookie to be writable again "
+              f"(load {load_average():.1f})", flush=True)
+    return waited
+
+
+async def _until_writable(cluster: Cluster, within_s: float) -> float:
+    wanted = {b.bookie_id for b in cluster.bookies}
+    started = time.monotonic()
+    async with _client(cluster) as bk:
+        missing = wanted - set(await bk.writable_bookies())
+        while missing and time.monotonic() - started < within_s:
+            await asyncio.sleep(0.2)
+            missing = wanted - set(await bk.writable_bookies())
+    if missing:
+        raise RuntimeError(f"{cluster.impl}: {', '.join(sorted(missing))} not registered writable within "
+                           f"{within_s:.0f} s")
+    return time.monotonic() - started
+
+
 async def _delete_all_ledgers(cluster: Cluster) -> int:
     async with _client(cluster) as bk:
         ledgers = await bk.list_ledgers()
@@ -851,6 +881,7 @@ def measured(cluster: Cluster, fn: Callable[[], tuple[float, float, float, int]]
     ``page_cache``: filled first (the suite's points; the single-question benches measure the state they set up)."""
     if page_cache is not None:
         page_cache.fill()
+    until_writable(cluster)
     load = load_average()
     cpu_before = cpu_seconds(cluster.pids)
     try:
