@@ -24,6 +24,7 @@ from typing import Any
 
 from localkube.kapi import ApiError, KubeAPI
 from localkube.runner import filesystems
+from localkube.runner.cache import ObjectCache
 from localkube.runner.container import now_rfc3339
 from localkube.runner.dns import ClusterDNS, Resolv
 from localkube.runner.envvars import quantity
@@ -66,6 +67,15 @@ class Runner:
         self.resizer = VolumeResizer(api, PROVISIONER, state.volumes, self.emit_event, node_name)
         self.wake = threading.Event()
         self.stopping = threading.Event()
+        # What the node loop reads on every pass, kept current by watches (each change wakes the loop).
+        self.pods = ObjectCache(api, "/api/v1/pods", "Pod", on_change=self.wake.set)
+        self.node_objects = ObjectCache(api, "/api/v1/nodes", "Node", on_change=self.wake.set)
+        self.claims = ObjectCache(api, "/api/v1/persistentvolumeclaims", "PersistentVolumeClaim",
+                                  on_change=self.wake.set)
+        self.volumes = ObjectCache(api, "/api/v1/persistentvolumes", "PersistentVolume", on_change=self.wake.set)
+        self.storage_classes = ObjectCache(api, "/apis/storage.k8s.io/v1/storageclasses", "StorageClass",
+                                           "storage.k8s.io/v1", on_change=self.wake.set)
+        self.caches = (self.pods, self.node_objects, self.claims, self.volumes, self.storage_classes)
         mem_kib = 0
         try:
             for line in Path("/proc/meminfo").read_text().splitlines():
@@ -143,10 +153,10 @@ class Runner:
     # ----------------------------------------------------------------------------- emulated nodes
     def nodes(self) -> list[Obj]:
         """The runner's own Node and the Nodes it emulates (label ``localkube.io/emulated-by``)."""
-        own = self.api.get(f"/api/v1/nodes/{self.node_name}")
-        emulated = self.api.request("GET", "/api/v1/nodes",
-                                    params={"labelSelector": f"{EMULATED_BY}={self.node_name}"}).get("items", [])
-        return ([own] if own else []) + sorted(emulated, key=lambda n: n["metadata"]["name"])
+        nodes = self.node_objects.items()
+        own = [n for n in nodes if n["metadata"]["name"] == self.node_name]
+        emulated = [n for n in nodes if (n["metadata"].get("labels") or {}).get(EMULATED_BY) == self.node_name]
+        return own + sorted(emulated, key=lambda n: n["metadata"]["name"])
 
     def tend_emulated_nodes(self) -> None:
         """Emulated nodes are Ready like the runner's own (the same status), and lose the not-ready taint that
@@ -208,11 +218,10 @@ class Runner:
 
     # ------------------------------------------------------------------------------- provisioner
     def provision(self) -> None:
-        classes = {sc["metadata"]["name"]: sc for sc in
-                   self.api.request("GET", "/apis/storage.k8s.io/v1/storageclasses").get("items", [])}
-        pvs = self.api.request("GET", "/api/v1/persistentvolumes").get("items", [])
+        classes = {sc["metadata"]["name"]: sc for sc in self.storage_classes.items()}
+        pvs = self.volumes.items()
         claimed = {pv["spec"].get("claimRef", {}).get("uid") for pv in pvs}
-        for pvc in self.api.request("GET", "/api/v1/persistentvolumeclaims").get("items", []):
+        for pvc in self.claims.items():
             meta, spec = pvc["metadata"], pvc["spec"]
             sc = classes.get(spec.get("storageClassName") or "")
             if (sc is None or sc.get("provisioner") != PROVISIONER or spec.get("volumeName")
@@ -221,7 +230,6 @@ class Runner:
                 continue
             name = f"pvc-{meta['uid']}"
             directory = self.state.volumes / name
-            pvc.setdefault("kind", "PersistentVolumeClaim")
             capacity = spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")
             annotations = {"pv.kubernetes.io/provisioned-by": PROVISIONER}
             if filesystems.wants_filesystem(sc):
@@ -237,7 +245,7 @@ class Runner:
             else:
                 directory.mkdir(parents=True, exist_ok=True)
                 directory.chmod(0o777)   # as kind's local-path provisioner: writable by any container user
-            pv = {
+            pv: Obj = {
                 "apiVersion": "v1", "kind": "PersistentVolume",
                 "metadata": {"name": name, "annotations": annotations,
                              "labels": {"localkube.io/claim-namespace": meta["namespace"]}},
@@ -278,7 +286,7 @@ class Runner:
 
     # ------------------------------------------------------------------------------------- pods
     def sync_pods(self) -> None:
-        pods = self.api.request("GET", "/api/v1/pods").get("items", [])
+        pods = self.pods.items()
         nodes = self.nodes()
         names = {n["metadata"]["name"] for n in nodes} | {self.node_name}
         bound: dict[str, list[Obj]] = {}
@@ -310,7 +318,7 @@ class Runner:
                     worker = PodWorker(self, pod)
                     self.workers[meta["uid"]] = worker
                     worker.start()
-                else:
+                elif pod is not worker.pod:  # changed since (the cache replaces an object it is told changed)
                     worker.update(pod)
         with self._workers_lock:
             for uid, worker in list(self.workers.items()):
@@ -322,7 +330,7 @@ class Runner:
         claims this node's pods use."""
         with self._workers_lock:
             pods = [w.pod for w in self.workers.values()]
-        self.resizer.sync(claim_users(pods))
+        self.resizer.sync(claim_users(pods), self.claims.items(), self.volumes.items())
 
     def pod_alive(self, namespace: str, name: str) -> bool:
         with self._workers_lock:
@@ -334,25 +342,14 @@ class Runner:
         self.wake.set()
 
     # ------------------------------------------------------------------------------------- loops
-    def watch_loop(self, path: str) -> None:
-        """Wake the main loop on any change of ``path``'s objects."""
-        while not self.stopping.is_set():
-            try:
-                rv = self.api.request("GET", path, params={"limit": 1})["metadata"]["resourceVersion"]
-                for _event in self.api.watch(path, rv, timeout_seconds=50):
-                    self.wake.set()
-                    if self.stopping.is_set():
-                        return
-            except Exception as exc:  # the API server restarting, a dropped connection: retry
-                log.debug("watch %s: %s", path, exc)
-                self.stopping.wait(1)
-
     def run(self) -> None:
         self.register_node()
-        for target, args in ((self.heartbeat_loop, ()), (self.watch_loop, ("/api/v1/pods",)),
-                             (self.watch_loop, ("/api/v1/persistentvolumeclaims",)),
-                             (self.watch_loop, ("/api/v1/persistentvolumes",))):
-            threading.Thread(target=target, args=args, daemon=True).start()
+        for cache in self.caches:
+            threading.Thread(target=cache.run, args=(self.stopping,), name=f"cache {cache.path}", daemon=True).start()
+        for cache in self.caches:  # a pass over half-listed objects would see pods and claims missing
+            while not cache.synced.wait(1) and not self.stopping.is_set():
+                log.info("waiting for the first list of %s", cache.path)
+        threading.Thread(target=self.heartbeat_loop, daemon=True).start()
         log.info("node %s registered; runner state in %s", self.node_name, self.state.root)
         while not self.stopping.is_set():
             try:

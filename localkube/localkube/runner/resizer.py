@@ -91,18 +91,17 @@ class VolumeResizer:
             return None
         return path
 
-    def sync(self, users: Mapping[tuple[str, str], Obj]) -> None:
-        """One pass over every claim; ``users`` maps (namespace, claim) to a pod of this node using it."""
-        pvs = {pv["metadata"]["name"]: pv for pv in self.api.request("GET", "/api/v1/persistentvolumes")["items"]}
-        for pvc in self.api.request("GET", "/api/v1/persistentvolumeclaims")["items"]:
+    def sync(self, users: Mapping[tuple[str, str], Obj], claims: list[Obj], volumes: list[Obj]) -> None:
+        """One pass over every claim (``claims``, with the ``volumes`` they may be bound to, as the runner's caches
+        hold them); ``users`` maps (namespace, claim) to a pod of this node using it."""
+        pvs = {pv["metadata"]["name"]: pv for pv in volumes}
+        for pvc in claims:
             pv = pvs.get(pvc["spec"].get("volumeName") or "")
             if pv is None or (pv["spec"].get("claimRef") or {}).get("uid") != pvc["metadata"]["uid"]:
                 continue
             directory = self._directory(pv)
             if directory is None or (pvc.get("status") or {}).get("phase") != "Bound":
                 continue
-            pvc.setdefault("kind", "PersistentVolumeClaim")
-            pvc.setdefault("apiVersion", "v1")
             requested = _storage(pvc["spec"].get("resources", {}).get("requests"))
             have = _storage(pvc["status"].get("capacity"))
             pv_size = _storage(pv["spec"].get("capacity"))
