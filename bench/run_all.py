@@ -68,7 +68,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bookie_fleet.processes import stop_on_sigterm
+from bookie_fleet.processes import java_tools_tmpdir, stop_on_sigterm
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "benchmarks.md"
@@ -347,7 +347,8 @@ def java_tool(main: str, *args: str, limit_s: float, properties: dict[str, str] 
     props = [f"-D{k}={v}" for k, v in (properties or {}).items()]
     if props:
         props.insert(0, "-Dorg.apache.bookkeeper.conf.readsystemproperties=true")
-    command = [shutil.which("java") or "java", *CLIENT_JVM, *props, f"-Dlog4j2.configurationFile={log4j}",
+    command = [shutil.which("java") or "java", *CLIENT_JVM, java_tools_tmpdir(), *props,
+               f"-Dlog4j2.configurationFile={log4j}",
                "-cp", f"{lib}/*", main, *args]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -9,13 +9,16 @@ ready, stop gracefully, kill as a crash would.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -90,6 +93,20 @@ def java_tmpdir(directory: Path) -> str:
     so a JVM that is killed, as tests and benchmarks do, would leave them in /tmp for good."""
     directory.mkdir(parents=True, exist_ok=True)
     return f"-Djava.io.tmpdir={directory}"
+
+
+_tools_tmpdir: Path | None = None
+
+
+def java_tools_tmpdir() -> str:
+    """The JVM option for the short-lived Java tools and clients this process runs (BookKeeper's benchmarks, the
+    tests' client harness): their temporary files in one directory of this process, removed when it exits, so a
+    tool killed on its time limit leaves nothing in /tmp for good."""
+    global _tools_tmpdir
+    if _tools_tmpdir is None:
+        _tools_tmpdir = Path(tempfile.mkdtemp(prefix="bookie-fleet-java-tools-"))
+        atexit.register(shutil.rmtree, _tools_tmpdir, True)
+    return java_tmpdir(_tools_tmpdir)
 
 
 def spawn(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from bookie_fleet.processes import java_tools_tmpdir
 
 from tests.support.java_bookies import BookieCluster
 
@@ -67,7 +68,8 @@ def java_command(main: str, *args: str, properties: dict[str, str] | None = None
     props = [f"-D{k}={v}" for k, v in (properties or {}).items()]
     if props:
         props.insert(0, "-Dorg.apache.bookkeeper.conf.readsystemproperties=true")
-    return [shutil.which("java") or "java", *JVM, *props, "-cp", classpath(version), main, *args]
+    return [shutil.which("java") or "java", *JVM, java_tools_tmpdir(), *props, "-cp", classpath(version), main,
+            *args]
 
 
 @dataclass
