@@ -872,8 +872,18 @@ def report_exited_bookies(cluster: Cluster) -> None:
 
     for b in cluster.bookies:
         if not b.running:
-            print(f"bookie {b.bookie_id} ({cluster.impl}) exited with {b.proc.returncode if b.proc else None}; "
+            print(f"bookie {b.bookie_id} ({cluster.impl}) {exit_account(b.proc.returncode if b.proc else None)}; "
                   f"its log ends:\n{log_tail(b.log_path, 40)}", flush=True)
+
+
+def exit_account(returncode: int | None) -> str:
+    """How a bookie process ended, in words: a negative code is the signal that killed it (SIGKILL with no one
+    of ours sending it is the kernel's OOM killer: see ``dmesg``)."""
+    if returncode is None:
+        return "was never started"
+    if returncode < 0:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    return f"exited with {returncode}"
 
 
 def measured(cluster: Cluster, fn: Callable[[], tuple[float, float, float, int]],
@@ -976,6 +986,10 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
                 step += 1
         if settings.profile:
             facts["profile"] = profile_add_path(clusters["ours"], settings, workdir, log)
+    except BaseException:
+        for c in clusters.values():
+            report_exited_bookies(c)
+        raise
     finally:
         stop_clusters(clusters)
         zk.stop()
@@ -999,12 +1013,14 @@ def warm_up(cluster: Cluster, settings: Settings, workdir: Path, log: Callable[[
     for i in range(settings.warmup_max):
         ops = []
         for v2 in (False, True):
+            until_writable(cluster)
             try:
                 rate, _, _, _ = run_btl(cluster, 1024, (3, 2, 2), v2, settings.warmup_seconds, settings.throttle,
                                         workdir)
             except RuntimeError as exc:  # a cold JVM's first pass may complete nothing: what warming up is for
                 log(f"warm-up {cluster.impl} pass {i + 1} ({'v2' if v2 else 'v3'}) measured nothing: "
                     f"{str(exc)[-1500:]}")
+                report_exited_bookies(cluster)
                 rate = 0
             reclaim(cluster)
             ops.append(float(rate))

@@ -18,7 +18,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "run_all.py"
 @pytest.mark.timeout(1300)  # two clusters of each implementation, one after the other, on 2 shared cores
 def test_run_all_quick_measures_every_workload_on_both_implementations(tmp_path: Path) -> None:
     result = run_bench(BENCH, "--quick", "--workdir", str(tmp_path), timeout=1100)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-3000:]
     points = json.loads(result.stdout.strip().splitlines()[-1])
     seen = {(p["workload"], p["impl"], p["params"].get("proto")) for p in points}
     for impl in ("java", "ours"):

@@ -112,7 +112,8 @@ async def test_a_missing_named_secret_stops_the_reconcile_with_a_reason() -> Non
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
     # Awaited before anything reads it: whoever creates it first decides whose it is.
     assert degraded["reason"] == "SecretMissing"
-    assert degraded["message"] == "spec.adminApi.tokenSecretName: Secret bk-absent does not exist yet"
+    assert degraded["message"] == ("spec.adminApi.tokenSecretName: Secret bk-absent does not exist yet; "
+                                   "create it with the key token")
 
     w.kube.objects[("Secret", NS, "bk-absent")] = _secret("a-token-that-now-exists\n")
     await w.tick()

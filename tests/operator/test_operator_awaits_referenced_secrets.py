@@ -1,5 +1,5 @@
 """Nothing that references a Secret is applied before that Secret exists and is judged the cluster's own: a
-missing one is awaited, naming the field and the Secret (whoever creates it first decides whose it is, and the
+missing one is awaited, naming the field, the Secret and the keys it must hold (whoever creates it first decides whose it is, and the
 kubelet would mount it before the next tick judged it); one created unlabelled is refused; one labelled for the
 cluster lets the reconcile go on. The Secrets the operator makes itself are not awaited, so a fresh cluster is
 applied on its first tick. A Secret that was the cluster's own and no longer is stops every further apply. The
@@ -17,7 +17,7 @@ from bookie_operator.kube import KubeError, metadata_only
 from tests.operator.fakes import NS, World, cluster_spec, own_secret_metadata
 
 ENV = [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "bk-password", "key": "p"}}}]
-MISSING = "spec.env[0].valueFrom.secretKeyRef.name: Secret bk-password does not exist yet"
+MISSING = "spec.env[0].valueFrom.secretKeyRef.name: Secret bk-password does not exist yet; create it with the key p"
 
 
 def _spec(**fields: Any) -> models.BookieClusterSpec:
@@ -38,7 +38,8 @@ def test_a_missing_secret_is_awaited_naming_the_field_a_foreign_one_refused_an_o
     spec = _spec(env=ENV, tls={"bookie": {"secretName": "bk-tls"}})
     missing = {"bk-password": None, "bk-tls": None}
     assert escalations.awaited("bk", spec, missing) == [
-        "spec.tls.bookie.secretName: Secret bk-tls does not exist yet", MISSING]
+        "spec.tls.bookie.secretName: Secret bk-tls does not exist yet; create it with the keys tls.crt, tls.key, "
+        "ca.crt", MISSING]
     assert escalations.refused("bk", spec, frozenset(), missing) == []
     foreign = {"bk-password": False, "bk-tls": True}
     assert escalations.awaited("bk", spec, foreign) == []
@@ -57,7 +58,7 @@ def test_the_secrets_the_operator_makes_are_not_awaited() -> None:
     # Named as the admin token's Secret, the operator does not create it: the user does, so it is awaited.
     named = _spec(adminApi={"tokenSecretName": "bk-admin-token"})
     assert escalations.awaited("bk", named, missing) == [
-        "spec.adminApi.tokenSecretName: Secret bk-admin-token does not exist yet"]
+        "spec.adminApi.tokenSecretName: Secret bk-admin-token does not exist yet; create it with the key token"]
     # Another cluster's names are no exception.
     assert escalations.awaited("other", _spec(extraVolumes=volumes), missing) != []
 

@@ -46,7 +46,8 @@ async def test_a_missing_metrics_secret_stops_the_reconcile_until_it_exists() ->
     assert outcome.waiting and "StatefulSet/bk" not in w.kube.applied
     degraded = next(c for c in w.status["conditions"] if c["type"] == "Degraded")
     assert degraded["reason"] == "SecretMissing", degraded
-    assert degraded["message"] == "spec.adminApi.metricsTokenSecretName: Secret bk-metrics-token does not exist yet"
+    assert degraded["message"] == ("spec.adminApi.metricsTokenSecretName: Secret bk-metrics-token does not "
+                                   "exist yet; create it with the key token")
     w.kube.objects[("Secret", NS, "bk-metrics-token")] = _secret("bk-metrics-token", f"{PROMETHEUS_TOKEN}\n")
     await w.tick()
     assert "StatefulSet/bk" in w.kube.applied and _metrics_hashes(w).startswith("sha256:")

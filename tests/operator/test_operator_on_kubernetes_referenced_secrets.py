@@ -31,7 +31,7 @@ async def test_a_referenced_secret_is_awaited_then_judged_by_its_metadata_alone(
     kube.apply(bookie_cluster(NAME, zookeeper.connect_string, f"/{ns}/ledgers", replicas=1, ensembleSize=1, env=[
         {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": SECRET, "key": "password"}}}]), namespace=ns)
 
-    awaited = f"{FIELD}: Secret {SECRET} does not exist yet"
+    awaited = f"{FIELD}: Secret {SECRET} does not exist yet; create it with the key password"
     degraded = _wait_degraded(kube, ns, "SecretMissing")
     assert degraded["message"] == awaited, degraded
     assert kube.get(statefulset) is None

@@ -76,7 +76,7 @@ async def test_the_operator_presents_the_clusters_digest() -> None:
 
 
 @pytest.mark.parametrize(("secret", "reason", "problem"), [
-    (None, "SecretMissing", "Secret bk-zk-digest does not exist yet"),
+    (None, "SecretMissing", "Secret bk-zk-digest does not exist yet; create it with the key digest"),
     (_digest_secret(b"no-colon-here"), "MetadataServiceUnavailable", "expected one line user:password"),
     (_digest_secret(b"a:b", key="other"), "MetadataServiceUnavailable", "Secret bk-zk-digest: has no key digest"),
 ])

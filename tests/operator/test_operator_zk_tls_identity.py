@@ -59,7 +59,7 @@ async def test_without_spec_tls_zookeeper_the_operators_own_identity_is_used() -
 
 
 @pytest.mark.parametrize(("present", "reason", "problem"), [
-    (None, "SecretMissing", "Secret bk-zk-tls does not exist yet"),
+    (None, "SecretMissing", "Secret bk-zk-tls does not exist yet; create it with the keys tls.crt, tls.key, ca.crt"),
     ("tls.crt", "MetadataServiceUnavailable", "Secret bk-zk-tls: has no key ca.crt"),
 ])
 async def test_an_unusable_secret_is_named(present: str | None, reason: str, problem: str) -> None:

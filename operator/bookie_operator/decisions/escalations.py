@@ -26,6 +26,7 @@ from typing import Any
 
 from bookie_operator import builders, models
 from bookie_operator.builders import CLUSTER_LABEL
+from bookie_operator.decisions.tls import CA, CERT, KEY
 from bookie_operator.models import BookieClusterSpec
 
 SERVICE_ACCOUNT = "serviceAccountName"
@@ -66,8 +67,36 @@ def awaited(cluster: str, spec: BookieClusterSpec, secrets: Ownership) -> list[s
     """One message per referenced Secret that was looked up and does not exist yet, naming the field; the
     operator's own Secrets are left out (it creates them, owned by the cluster, before anything references them)."""
     made = made_by_operator(cluster, spec)
-    return [f"{where}: Secret {name} does not exist yet" for where, name in secret_references(spec)
+    keys = wanted_keys(spec)
+    return [f"{where}: Secret {name} does not exist yet{_create_with(keys.get(where, ()))}"
+            for where, name in secret_references(spec)
             if name in secrets and secrets[name] is None and name not in made]
+
+
+def _create_with(keys: tuple[str, ...]) -> str:
+    if not keys:
+        return ""
+    return f"; create it with the key{'s' if len(keys) > 1 else ''} {', '.join(keys)}"
+
+
+def wanted_keys(spec: BookieClusterSpec) -> dict[str, tuple[str, ...]]:
+    """field -> the keys the Secret it names must hold, for the fields whose keys the bookies or the operator
+    read (a volume mounts whatever its Secret holds: none are named for it)."""
+    wanted: dict[str, tuple[str, ...]] = {}
+    if spec.admin_api.token_secret_name:
+        wanted["spec.adminApi.tokenSecretName"] = (builders.ADMIN_TOKEN_KEY,)
+    if spec.admin_api.metrics_token_secret_name:
+        wanted["spec.adminApi.metricsTokenSecretName"] = (builders.ADMIN_TOKEN_KEY,)
+    if spec.metadata_service.digest_secret is not None:
+        wanted["spec.metadataService.digestSecret.secretName"] = (spec.metadata_service.digest_secret.key,)
+    if spec.tls is not None:
+        for purpose in spec.tls.checked_secrets():
+            wanted[f"spec.tls.{purpose}.secretName"] = (CERT, KEY, CA)
+    for i, var in enumerate(spec.env):
+        key = _name(var.value_from, "secretKeyRef", "key")
+        if key is not None:
+            wanted[f"spec.env[{i}].valueFrom.secretKeyRef.name"] = (key,)
+    return wanted
 
 
 def made_by_operator(cluster: str, spec: BookieClusterSpec) -> frozenset[str]:
