@@ -1,7 +1,7 @@
-"""Nothing that references a Secret is applied before that Secret exists and is judged the cluster's own: a
-missing one is awaited, naming the field, the Secret and the keys it must hold (whoever creates it first decides whose it is, and the
-kubelet would mount it before the next tick judged it); one created unlabelled is refused; one labelled for the
-cluster lets the reconcile go on. The Secrets the operator makes itself are not awaited, so a fresh cluster is
+"""Nothing that references a Secret is applied before that Secret exists and is judged the cluster's own: a missing one
+is awaited, naming the field, the Secret and the keys it must hold (whoever creates it first decides whose it is,
+and the kubelet would mount it before the next tick judged it); one created unlabelled is refused; one labelled for
+the cluster lets the reconcile go on. The Secrets the operator makes itself are not awaited, so a fresh cluster is
 applied on its first tick. A Secret that was the cluster's own and no longer is stops every further apply. The
 operator judges a Secret by its metadata alone: it never reads a referenced Secret's data to do so."""
 
