@@ -79,6 +79,10 @@ class FakeKube:
     async def apply(self, obj: Obj) -> Obj:
         key = (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
         live = self.objects.get(key, {})
+        precondition = obj["metadata"].get("resourceVersion")
+        if precondition is not None and (live.get("metadata") or {}).get("resourceVersion") != precondition:
+            # As the API server: a resourceVersion in an applied object is an optimistic lock.
+            raise KubeError(f"apply {key[0]}/{key[2]}: the object has been modified", 409)
         merged = {**copy.deepcopy(obj), "status": live.get("status", {})}
         if obj["kind"] == "PersistentVolumeClaim" and live:
             # The operator applies only the claim's size: the rest stays (server-side apply keeps other owners'

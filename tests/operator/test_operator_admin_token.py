@@ -34,7 +34,7 @@ async def test_the_operator_creates_the_token_once_and_presents_it() -> None:
     w.kube.create_cluster("bk", cluster_spec())
     for _ in range(4):
         await w.tick(seconds=90)  # past the re-read interval: the Secret is read again, never re-created
-    assert w.kube.created == ["Secret/bk-admin-token", "Secret/bk-audit-token"]
+    assert w.kube.created == ["Secret/bk-admin-token", "Secret/bk-audit-token", "Secret/bk-token-hashes"]
     secret = w.kube.objects[("Secret", NS, "bk-admin-token")]
     assert secret["metadata"]["ownerReferences"][0]["name"] == "bk"
     token = first_token(secret)
@@ -51,7 +51,8 @@ async def test_a_named_secret_is_used_and_never_created() -> None:
     w.kube.create_cluster("bk", cluster_spec(adminApi={"tokenSecretName": "bk-mine"}))
     await w.tick()
     await w.tick()
-    assert w.kube.created == ["Secret/bk-audit-token"]   # the audit's is always the operator's
+    # The audit's token is always the operator's, as are the hashes the bookies mount.
+    assert w.kube.created == ["Secret/bk-audit-token", "Secret/bk-token-hashes"]
     assert {t for b in w.bookies.values() for t in b.tokens} == {"an-existing-token-of-ours"}
     assert _hashes(w, "admin") == _hashed("an-existing-token-of-ours", "old-token-still-ok")
 

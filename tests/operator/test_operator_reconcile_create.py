@@ -16,8 +16,8 @@ async def test_a_new_cluster_is_initialised_applied_and_becomes_ready() -> None:
     first = await w.tick()
     assert w.zk.calls == ["init_cluster"] and w.status["instanceId"] == "instance-1"
     assert sorted(w.kube.applied) == ["ConfigMap/bk-config", "NetworkPolicy/bk", "PodDisruptionBudget/bk",
-                                      "Secret/bk-token-hashes", "Service/bk", "Service/bk-headless",
-                                      "StatefulSet/bk"]
+                                      "Service/bk", "Service/bk-headless", "StatefulSet/bk"]
+    assert w.kube.created == ["Secret/bk-admin-token", "Secret/bk-audit-token", "Secret/bk-token-hashes"]
     assert first.waiting and condition(w, "Ready")["status"] == "False"
 
     await w.tick()

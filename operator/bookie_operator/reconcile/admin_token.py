@@ -39,6 +39,14 @@ class AdminTokenProblem(Exception):
     """The Secret cannot serve; the message says which and what to do."""
 
 
+class NotTheClusters(AdminTokenProblem):
+    """A Secret under one of the names the operator makes for the cluster that someone else made."""
+
+    def __init__(self, secret: str, message: str) -> None:
+        super().__init__(message)
+        self.secret = secret
+
+
 async def ensure_admin_token(t: Tick) -> bool:
     """``t.admin_token`` set from the cluster's Secret (created if it is the operator's), and the bookies' Secret of
     token hashes applied; False (a Degraded condition, nothing applied) when a named Secret is missing or holds no
@@ -62,13 +70,20 @@ async def ensure_admin_token(t: Tick) -> bool:
         # The bookies would not start without the file their configuration names: nothing is applied.
         return _unavailable(t, "MetricsTokenUnavailable",
                             f"metrics token Secret {t.spec.admin_api.metrics_token_secret_name}: {exc}")
+    hashes = builders.token_hashes_secret_name(t.name)
     try:
         read_hashes = token_hashes(secret_text(await _ensure_audit_token(t)))
         await _ensure_token_hashes(t, builders.token_hashes_secret(t.owner, admin_hashes, read_hashes,
                                                                    metrics_hashes))
+    except NotTheClusters as exc:
+        if exc.secret != hashes:
+            t.problems.append(str(exc))
+            return True
+        # The bookies would mount hashes someone else chose, and accept whatever tokens are behind them.
+        return _unavailable(t, "SecretNotOwned", str(exc))
     except (AdminTokenProblem, KubeError) as exc:
         # Not cached: the next tick tries again. Bookies already running keep the hashes they have.
-        t.problems.append(f"token hashes Secret {builders.token_hashes_secret_name(t.name)}: {exc}")
+        t.problems.append(f"token hashes Secret {hashes}: {exc}")
         return True
     t.op.admin_tokens[key] = (token, t.op.monotonic())
     return True
@@ -98,10 +113,20 @@ async def _metrics_hashes(t: Tick) -> str | None:
 
 
 async def _ensure_token_hashes(t: Tick, desired: Obj) -> None:
-    """Apply the Secret of hashes when it is missing or differs (a rotated token), not on every re-read."""
-    live = await t.op.kube.get("Secret", t.namespace, desired["metadata"]["name"])
-    if live is None or live.get("data") != desired["data"]:
-        await t.op.kube.apply(desired)
+    """Create the Secret of hashes when it is missing; write it when it differs (a rotated token), and only if it
+    is the cluster's own and still the one read: its resourceVersion is the apply's precondition, so a Secret
+    deleted and made again by someone else between the read and the write is not written over (409, and the next
+    tick judges it). Never on every re-read."""
+    name = desired["metadata"]["name"]
+    live = await t.op.kube.get("Secret", t.namespace, name)
+    if live is None:
+        await t.op.kube.create(desired)  # None: made meanwhile by someone; the next tick judges it
+        return
+    _made_for_the_cluster(t, live, f"token hashes Secret {name}: ")
+    if live.get("data") != desired["data"]:
+        version = (live.get("metadata") or {}).get("resourceVersion")
+        await t.op.kube.apply({**desired, "metadata": {**desired["metadata"], "resourceVersion": version}}
+                              if version else desired)
 
 
 async def _ensure_audit_token(t: Tick) -> Obj:
@@ -138,9 +163,10 @@ def _made_for_the_cluster(t: Tick, secret: Obj, which: str = "") -> Obj:
     name first (before the cluster, or between the operator's read and its create) would give the bookies a
     token its maker knows, and is never used."""
     if not escalations.owns(t.name, t.uid, secret.get("metadata") or {}):
-        raise AdminTokenProblem(f"{which}exists and is not the cluster's own (neither owned by {models.KIND} "
-                                f"{t.name} nor labelled {builders.CLUSTER_LABEL}={t.name}): someone else made it; "
-                                "delete it and the operator creates its own")
+        raise NotTheClusters(secret["metadata"]["name"],
+                             f"{which}exists and is not the cluster's own (neither owned by {models.KIND} {t.name} "
+                             f"nor labelled {builders.CLUSTER_LABEL}={t.name}): someone else made it; delete it and "
+                             "the operator creates its own")
     return secret
 
 
