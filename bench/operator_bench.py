@@ -28,7 +28,6 @@ import os
 import platform
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bookie_fleet.processes import free_port
 from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import crd
 from localkube.binaries import find_binary
@@ -47,12 +47,6 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "operator-benchmarks.md"
 NS = "bench"
 API = f"/apis/{crd.models.GROUP}/{crd.models.VERSION}/namespaces/{NS}/{crd.models.PLURAL}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait(check: Any, timeout: float, what: str, interval: float = 0.1) -> Any:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import random
 import shutil
 import signal
 import socket
@@ -24,38 +23,13 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-# Ports handed out when the preferred one is taken: below the kernel's ephemeral range (ip_local_port_range,
-# 32768 and up by default), where every socket bound to port 0 gets its port. A port picked there could be taken
-# between the pick and the server's own bind by any such socket, a wildcard listener of a JVM (Spark, Pulsar)
-# included; below it, only another caller of this function picking the same one at random could.
-PICKED_PORTS_FROM = 10000
-PICK_ATTEMPTS = 100
-_random = random.SystemRandom()  # never the tests' seeded generator: processes seeded alike would pick alike
-
-
-def ephemeral_ports_start() -> int:
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
+from localkube.procs import pick_port
 
 
 def free_port(host: str = "127.0.0.1", preferred: int | None = None) -> int:
     """A port free on ``host``: ``preferred`` when it is, else one picked at random below the kernel's ephemeral
-    range (``PICKED_PORTS_FROM``)."""
-    below = max(PICKED_PORTS_FROM + 1, ephemeral_ports_start())
-    candidates = [preferred] if preferred else []
-    candidates += [_random.randrange(PICKED_PORTS_FROM, below) for _ in range(PICK_ATTEMPTS)]
-    for candidate in candidates:
-        with socket.socket() as s:
-            # As the servers themselves bind: connections in TIME_WAIT must not make a port look taken.
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind((host, candidate))
-            except OSError:
-                continue
-            return int(s.getsockname()[1])
-    raise RuntimeError(f"no free port on {host} among {len(candidates)} tried")
+    range (``localkube.procs.pick_port``, which the local Kubernetes picks its own ports with)."""
+    return pick_port(preferred or 0, host)
 
 
 def accepts(host: str, port: int) -> bool:

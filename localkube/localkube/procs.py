@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -113,14 +114,32 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
         return True
 
 
+# Ports picked when the preferred one is taken: below the kernel's ephemeral range (ip_local_port_range, 32768 and
+# up by default), where every socket bound to port 0 gets its port. A port picked there could be taken between the
+# pick and the server's own bind by any such socket, a wildcard listener of a JVM (Spark, Pulsar) or an outgoing
+# connection's source port included; below it, only another caller of this function picking the same one at
+# random could.
+PICKED_PORTS_FROM = 10000
+PICK_ATTEMPTS = 100
+_random = random.SystemRandom()  # never the tests' seeded generator: processes seeded alike would pick alike
+
+
+def ephemeral_ports_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def pick_port(preferred: int = 0, host: str = "127.0.0.1", avoid: set[int] | None = None) -> int:
-    """``preferred`` if it is free (and not in ``avoid``), else a free ephemeral port."""
+    """``preferred`` if it is free (and not in ``avoid``), else a free one picked at random from
+    ``PICKED_PORTS_FROM`` up to the kernel's ephemeral range."""
     avoid = avoid or set()
     if preferred and preferred not in avoid and port_free(preferred, host):
         return preferred
-    while True:
-        with socket.socket() as s:
-            s.bind((host, 0))
-            port = int(s.getsockname()[1])
-        if port not in avoid:
-            return port
+    below = max(PICKED_PORTS_FROM + 1, ephemeral_ports_start())
+    for _ in range(PICK_ATTEMPTS):
+        candidate = _random.randrange(PICKED_PORTS_FROM, below)
+        if candidate not in avoid and port_free(candidate, host):
+            return candidate
+    raise RuntimeError(f"no free port on {host} among {PICK_ATTEMPTS} picked from {PICKED_PORTS_FROM} to {below}")

@@ -1,5 +1,6 @@
-"""A port the fleet picks for a bookie or a ZooKeeper (``bookie_fleet.processes.free_port``) is its preferred one when
-that is free, else one below the kernel's ephemeral range, where no socket bound to port 0 can take it between the
+"""A port the fleet picks for a bookie or a ZooKeeper (``bookie_fleet.processes.free_port``), or the local Kubernetes
+for its API server and etcd (``localkube.procs.pick_port``), is its preferred one when that is free, else one below
+the kernel's ephemeral range, where no socket bound to port 0 can take it between the
 pick and the server's bind (a bookie of the playground once failed to start on "address already in use", its port
 taken meanwhile on a machine running three test groups, JVMs among them)."""
 
@@ -7,7 +8,8 @@ from __future__ import annotations
 
 import socket
 
-from bookie_fleet.processes import PICKED_PORTS_FROM, ephemeral_ports_start, free_port
+from bookie_fleet.processes import free_port
+from localkube.procs import PICKED_PORTS_FROM, ephemeral_ports_start, pick_port
 
 HOST = "127.0.0.201"  # an address no fixture of the suite uses
 
@@ -28,3 +30,10 @@ def test_a_taken_preferred_port_gives_a_bindable_one_below_the_kernels_range() -
     for port in picked:
         with socket.socket() as s:
             s.bind((HOST, port))
+
+
+def test_ports_another_process_of_the_same_start_took_are_avoided() -> None:
+    taken = {free_port(HOST) for _ in range(5)}
+    for _ in range(20):
+        port = pick_port(min(taken), HOST, avoid=taken)
+        assert port not in taken and PICKED_PORTS_FROM <= port < ephemeral_ports_start()

@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bookie_fleet.processes import free_port
 from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import audit_builders, crd
 
@@ -248,12 +248,6 @@ def small_ledger_volumes(kube: KubeTarget, kube_namespace: str, tmp_path: Path) 
 
 
 # ------------------------------------------------------------------------------------------- helpers
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def bookie_cluster(name: str, zk: str, root: str, **spec: Any) -> Obj:
     """A BookieCluster manifest: test-sized volumes and fast bookie checkpoints.
 
