@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from bookie_fleet.processes import java_tmpdir, stop_on_sigterm
+from localkube.procs import signal_group
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "benchmarks.md"
@@ -240,10 +241,7 @@ def perf_tool(command: str, args: list[str], workdir: Path, name: str) -> tuple[
 
 
 def _kill(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
+    signal_group(proc, sig)  # nothing once reaped: its group id may be someone else's by then
 
 
 def _wait_for_line(proc: subprocess.Popen[bytes], log: Path, needle: str, timeout: float) -> None:

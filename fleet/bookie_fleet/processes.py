@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from localkube.procs import pick_port
+from localkube.procs import pick_port, signal_group, stop_process_group
 
 
 def free_port(host: str = "127.0.0.1", preferred: int | None = None) -> int:
@@ -101,20 +101,9 @@ def stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    """Send ``sig`` to ``proc``'s process group; a group already gone is no error."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, sig)
-
-
 def terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
-    """SIGTERM the group and wait; SIGKILL it if the process is still there after ``timeout``."""
-    signal_group(proc, signal.SIGTERM)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        signal_group(proc, signal.SIGKILL)
-        proc.wait()
+    """SIGTERM the group and wait; SIGKILL what is left of it after ``timeout`` (``localkube.procs``)."""
+    stop_process_group(proc, timeout)
 
 
 def log_tail(path: Path, lines: int) -> str:
@@ -210,8 +199,7 @@ class BookieProcess:
         """Graceful stop (SIGTERM: the bookie closes its journal and ledgers), SIGKILL after ``timeout``."""
         if self.proc is None:
             return
-        terminate(self.proc, timeout)
-        signal_group(self.proc, signal.SIGKILL)  # anything it left in its group
+        terminate(self.proc, timeout)  # and anything it left in its group
         self.proc = None
 
     def kill(self) -> None:

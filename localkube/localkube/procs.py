@@ -85,6 +85,43 @@ def _processes() -> Iterator[tuple[int, str, int]]:
         yield int(entry.name), fields[0], int(fields[2])
 
 
+def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """Send ``sig`` to the process group ``proc`` leads, as long as ``proc`` has not been reaped (running, or a
+    zombie still holding its id). Once reaped, its id is free and the kernel hands it out again when its ids come
+    round (``kernel.pid_max`` is 32768 on many machines, and every thread of a JVM takes one): another session's
+    leader may hold it by now, so nothing is sent. A group already gone is no error."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+
+
+def wait_unreaped(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for ``proc`` to exit without reaping it, so that its group can still be
+    signalled safely; whether it exited."""
+    deadline = time.monotonic() + timeout
+    while proc.returncode is None:
+        try:
+            exited = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped by someone else: Popen learns its code on the next poll
+            proc.poll()
+            return True
+        if exited is not None:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def stop_process_group(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM ``proc``'s group, give its leader ``timeout`` seconds to exit, SIGKILL whatever is left of the group
+    (the leader unreaped meanwhile, so the group id is still its own), then reap the leader."""
+    signal_group(proc, signal.SIGTERM)
+    wait_unreaped(proc, timeout)
+    signal_group(proc, signal.SIGKILL)
+    proc.wait()
+
+
 def stop_group(pgid: int, grace: float = 10.0, sig: int = signal.SIGTERM) -> None:
     """Signal the process group, wait up to ``grace`` seconds, then SIGKILL what is left."""
     with contextlib.suppress(ProcessLookupError):
