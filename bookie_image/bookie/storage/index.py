@@ -5,6 +5,13 @@
 Each has a ``<name>.sequence`` file beside it, only this bookie's: RocksDB's sequence number at the index's last
 sync, which it must not open below (``RocksIndex``).
 Calls block on RocksDB: the engine makes them from its worker threads, never from the event loop.
+
+The binding (rocksdict) holds the GIL for the whole of every call, so a call that waits for the device would
+freeze the whole bookie (the event loop, the journal's acknowledgements, the ZooKeeper session's heartbeats) for as
+long as the device does. So no call here writes a file: writes go to the memtable only, without RocksDB's
+write-ahead log (the bookie's journal is the log that replays them after a crash, from ``lastMark``, as for the
+entry logs), and a sync flushes the memtable to a table file on RocksDB's own threads while this one waits with
+the GIL released (``RocksIndex.sync``).
 """
 
 from __future__ import annotations
@@ -13,12 +20,13 @@ import contextlib
 import errno
 import struct
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
-from rocksdict import Rdict, WriteBatch
+from rocksdict import Rdict, WriteBatch, WriteOptions
 
 from bookie.storage import durable, index_format
 from bookie.storage._write_path import put_locations, yield_gil
@@ -30,6 +38,11 @@ _LOCATION = struct.Struct(">q")
 MAX_ENTRY_ID = 2**63 - 1
 STORAGE_FLAGS_KEY = -0xEEFD  # special ledgers key holding storage-state flags, skipped when listing
 PUT_BATCH = 512  # locations per RocksDB write: well under a millisecond of GIL each
+FLUSH_POLL_S = 0.002  # how often a sync looks whether RocksDB's flush is done (the GIL free in between)
+_MEMTABLE_ONLY = WriteOptions()
+_MEMTABLE_ONLY.disable_wal = True  # type: ignore[method-assign,assignment]  # a property; the stub says method
+# Properties that are all 0 once every memtable a flush was asked for is in a table file and the manifest.
+_FLUSH_UNDER_WAY = ("rocksdb.num-immutable-mem-table", "rocksdb.mem-table-flush-pending", "rocksdb.num-running-flushes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +161,7 @@ class RocksIndex:
     def __init__(self, current_dir: Path) -> None:
         self.path = current_dir / self.NAME
         self.db = _open(self.path)
+        self.db.set_write_options(_MEMTABLE_ONLY)
         self.sequence_file = current_dir / f"{self.NAME}.sequence"
         self._recorded: int | None = None  # what the file holds, once read or written by this process
         try:
@@ -177,14 +191,25 @@ class RocksIndex:
 
     def sync(self) -> None:
         """The index's writes made durable, and its sequence number recorded for the next start's check (the
-        file rewritten only when the number moved: a sync without writes costs no extra fsyncs). Only after a
-        successful flush; the number is read before it, so the writes it counts are all in the flushed log."""
+        file rewritten only when the number moved: a sync without writes flushes nothing). Only after a
+        successful flush; the number is read before it, so the writes it counts are all in the flushed tables."""
         sequence = self.db.latest_sequence_number()
-        with rocksdb_io_errors(f"syncing the {self.KIND} {self.path}"):
-            self.db.flush_wal(True)
-        if sequence != self._recorded:
-            durable.write_file(self.sequence_file, str(sequence).encode())
-            self._recorded = sequence
+        if sequence == self._recorded:
+            return
+        what = f"syncing the {self.KIND} {self.path}"
+        errors = self.db.property_int_value("rocksdb.background-errors")
+        with rocksdb_io_errors(what):
+            self.db.flush(False)  # the memtable switched here; RocksDB's own threads write and sync the table
+        while any(self.db.property_int_value(name) for name in _FLUSH_UNDER_WAY):
+            if self.db.property_int_value("rocksdb.background-errors") != errors:
+                break
+            time.sleep(FLUSH_POLL_S)
+        if self.db.property_int_value("rocksdb.background-errors") != errors:
+            with rocksdb_io_errors(what):  # a failed flush stops the database: its error says why
+                self.db.flush(True)
+            raise OSError(errno.EIO, f"{what}: RocksDB's flush failed")
+        durable.write_file(self.sequence_file, str(sequence).encode())
+        self._recorded = sequence
 
     def close(self) -> None:
         self.db.close()
@@ -237,7 +262,8 @@ class LocationIndex(RocksIndex):
     def put_packed(self, locations: bytes | bytearray) -> None:
         """Locations as an entry log's ``append_batch`` packs them (ledger id, entry id, location: 24 bytes each,
         the first 16 the key). Written in batches of ``PUT_BATCH``, the GIL yielded after each: RocksDB's write
-        holds the GIL throughout, and the event loop must not wait for a whole checkpoint's index."""
+        holds the GIL throughout (memtable inserts only), and the event loop must not wait for a whole
+        checkpoint's index."""
         records = len(locations) // 24
         start = 0
         while start < records:
