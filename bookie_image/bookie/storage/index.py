@@ -162,6 +162,7 @@ class RocksIndex:
         self.path = current_dir / self.NAME
         self.db = _open(self.path)
         self.db.set_write_options(_MEMTABLE_ONLY)
+        self._errors_seen = self.db.property_int_value("rocksdb.background-errors")
         self.sequence_file = current_dir / f"{self.NAME}.sequence"
         self._recorded: int | None = None  # what the file holds, once read or written by this process
         try:
@@ -197,19 +198,29 @@ class RocksIndex:
         if sequence == self._recorded:
             return
         what = f"syncing the {self.KIND} {self.path}"
-        errors = self.db.property_int_value("rocksdb.background-errors")
+        if self._flush_failed():
+            self._raise_flush_error(what)
         with rocksdb_io_errors(what):
             self.db.flush(False)  # the memtable switched here; RocksDB's own threads write and sync the table
         while any(self.db.property_int_value(name) for name in _FLUSH_UNDER_WAY):
-            if self.db.property_int_value("rocksdb.background-errors") != errors:
-                break
+            if self._flush_failed():
+                self._raise_flush_error(what)
             time.sleep(FLUSH_POLL_S)
-        if self.db.property_int_value("rocksdb.background-errors") != errors:
-            with rocksdb_io_errors(what):  # a failed flush stops the database: its error says why
-                self.db.flush(True)
-            raise OSError(errno.EIO, f"{what}: RocksDB's flush failed")
+        if self._flush_failed():
+            self._raise_flush_error(what)
         durable.write_file(self.sequence_file, str(sequence).encode())
         self._recorded = sequence
+
+    def _flush_failed(self) -> bool:
+        """Whether a flush on RocksDB's threads failed since the last one known to have succeeded."""
+        return self.db.property_int_value("rocksdb.background-errors") != self._errors_seen
+
+    def _raise_flush_error(self, what: str) -> None:
+        """A failed flush stops the database; a call made on this thread then answers its error (mapped to the
+        ``OSError`` it is), or succeeds once RocksDB recovered (a full disk that has room again)."""
+        with rocksdb_io_errors(what):
+            self.db.flush(True)
+        self._errors_seen = self.db.property_int_value("rocksdb.background-errors")
 
     def close(self) -> None:
         self.db.close()
