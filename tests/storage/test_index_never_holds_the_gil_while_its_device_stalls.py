@@ -58,7 +58,9 @@ print(json.dumps({"took_s": took, "longest_gap_s": max(gaps)}))
 
 
 def _run(current: Path, switch: Path, library: Path) -> tuple[dict[str, float], str]:
-    env = {**os.environ, "LD_PRELOAD": str(library), "EIO_UNDER": str(current.resolve()), "EIO_SWITCH": str(switch),
+    # After any preload already there: the sanitizers' job preloads their runtime, which must come first.
+    preload = f"{os.environ.get('LD_PRELOAD', '')} {library}".strip()
+    env = {**os.environ, "LD_PRELOAD": preload, "EIO_UNDER": str(current.resolve()), "EIO_SWITCH": str(switch),
            "EIO_CALLS": "write,pwrite,writev,fsync,fdatasync", "EIO_MODE": "stall"}
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(current), str(switch), str(STALL_S), str(ENTRIES),
                            str(TICK_S)],
