@@ -494,10 +494,39 @@ async def _until_writable(cluster: Cluster, within_s: float) -> float:
         while missing and time.monotonic() - started < within_s:
             await asyncio.sleep(0.2)
             missing = wanted - set(await bk.writable_bookies())
+        if missing:
+            read_only = set(await bk.readonly_bookies())
     if missing:
+        accounts = [missing_bookie_account(b, b.bookie_id in read_only)
+                    for b in cluster.bookies if b.bookie_id in missing]
         raise RuntimeError(f"{cluster.impl}: {', '.join(sorted(missing))} not registered writable within "
-                           f"{within_s:.0f} s")
+                           f"{within_s:.0f} s (load {load_average():.1f}, {_meminfo('MemAvailable') / 2**30:.1f} "
+                           f"GiB of memory available, {kernel_oom_kills()} processes killed by the kernel's OOM "
+                           f"killer since boot)\n" + "\n".join(accounts))
     return time.monotonic() - started
+
+
+def missing_bookie_account(bookie: Any, read_only: bool) -> str:
+    """Why a bookie may be out of the writable set, in words: its process ended (how), it is registered
+    read-only, or it runs unregistered (its ZooKeeper session lost and not registered again); with its log's end."""
+    from bookie_fleet.processes import log_tail
+
+    if not bookie.running:
+        state = exit_account(bookie.proc.returncode if bookie.proc else None)
+    elif read_only:
+        state = "is running, registered read-only"
+    else:
+        state = "is running, not registered at all"
+    return f"bookie {bookie.bookie_id} {state}; its log ends:\n{log_tail(bookie.log_path, 40)}"
+
+
+def kernel_oom_kills() -> int:
+    """Processes the kernel's OOM killer has killed since boot (``oom_kill`` in /proc/vmstat)."""
+    for line in Path("/proc/vmstat").read_text().splitlines():
+        name, _, value = line.partition(" ")
+        if name == "oom_kill":
+            return int(value)
+    return 0
 
 
 async def _delete_all_ledgers(cluster: Cluster) -> int:
