@@ -17,6 +17,12 @@ preloaded library of our own (eio_under.c) that fails those calls on files under
 switched on (``fail(after=n)``, ``lift()``), whatever else the process does; with ``mode="stall"`` they block
 instead while it is on, and are made once it is lifted (a device that stops answering for a while).
 
+Clocks: ``WallClock(bookie, workdir)``: ``start()`` starts a stopped bookie (either implementation) with a preloaded
+library of our own (wall_clock_offset.c), its wall clock on time; ``step(seconds)`` then sets that clock off the
+true time by ``seconds`` (an NTP step, a virtual machine restored from a snapshot) and returns once the bookie's
+log says it took the step. Only the wall clock moves (``CLOCK_REALTIME`` and what is built on it): the monotonic
+clocks stay true, as they do on a real machine when its time of day is stepped.
+
 ZooKeeper sessions: ``SessionExpiry(zk_connect, ledgers_root)`` expires the session a running bookie (either
 implementation) registered itself with, for real, on ZooKeeper's side (``expire``), and waits for the bookie to
 register again (``wait_registered``); ``expire_session`` does it for any session id.
@@ -545,21 +551,27 @@ table inet {self.zk.table} {{
 DEVICE_CALLS = ("read", "pread", "write", "pwrite", "writev", "fsync", "fdatasync")
 DEVICE_MODES = ("fail", "stall")  # EIO, or blocked until lifted (eio_under.c's EIO_MODE)
 _EIO_UNDER_SOURCE = Path(__file__).with_name("eio_under.c")
+_WALL_CLOCK_OFFSET_SOURCE = Path(__file__).with_name("wall_clock_offset.c")
 
 
 def _eio_under_library(directory: Path) -> Path:
-    """The preload, compiled into ``directory`` once per version of its source."""
-    source = _EIO_UNDER_SOURCE.read_bytes()
-    library = directory / f"eio_under-{hashlib.sha256(source).hexdigest()[:12]}.so"
+    """The failing device's preload, compiled into ``directory`` once per version of its source."""
+    return _preload_library(_EIO_UNDER_SOURCE, directory, "failing a device's calls")
+
+
+def _preload_library(source_path: Path, directory: Path, purpose: str) -> Path:
+    """A preload of ours, compiled into ``directory`` once per version of its source."""
+    source = source_path.read_bytes()
+    library = directory / f"{source_path.stem}-{hashlib.sha256(source).hexdigest()[:12]}.so"
     if not library.exists():
         directory.mkdir(parents=True, exist_ok=True)
         building = library.with_suffix(f".{os.getpid()}.tmp")
         compiler = shutil.which("cc") or shutil.which("gcc")
         if compiler is None:
-            raise FaultSetupError(f"failing a device's calls needs a C compiler (cc) to build {_EIO_UNDER_SOURCE.name};"
-                                  " Debian's build-essential provides it")
-        _run(f"building {_EIO_UNDER_SOURCE.name}", [compiler, "-shared", "-fPIC", "-O2", "-o", str(building),
-                                                   str(_EIO_UNDER_SOURCE), "-ldl"])
+            raise FaultSetupError(f"{purpose} needs a C compiler (cc) to build {source_path.name}; Debian's "
+                                  "build-essential provides it")
+        _run(f"building {source_path.name}", [compiler, "-shared", "-fPIC", "-O2", "-o", str(building),
+                                             str(source_path), "-ldl"])
         building.rename(library)
     return library
 
@@ -613,3 +625,74 @@ class DeviceFault:
 
     def lift(self) -> None:
         self.switch.unlink(missing_ok=True)
+
+
+class WallClock:
+    """A bookie's wall clock, stepped at will while it runs (see the module's docstring), by a preload of ours
+    (wall_clock_offset.c) that reads the offset from a file again at most once a second, and says in the bookie's
+    log each offset it takes. ``step`` returns once the running bookie's log says it took the new one."""
+
+    TAKEN_WITHIN_S = 15.0
+
+    def __init__(self, bookie: Any, workdir: Path) -> None:
+        self.bookie = bookie
+        self.library = _preload_library(_WALL_CLOCK_OFFSET_SOURCE, workdir, "stepping a wall clock")
+        self.offset_file = workdir / f"clock-{bookie.bookie_id.replace(':', '_')}"
+        self.offset_s = 0
+        self._write(0)
+
+    def start(self) -> None:
+        """Start the stopped bookie with its clock under this offset (the offset it has now)."""
+        if self.bookie.running:
+            raise FaultSetupError(f"{self.bookie.bookie_id} must be stopped before it is started with a steppable "
+                                  "clock")
+        plain = self.bookie.command
+        preload = [f"LD_PRELOAD={self.library}", f"WALL_CLOCK_OFFSET_FILE={self.offset_file}"]
+        vars(self.bookie)["command"] = lambda: ["env", *preload, *plain()]
+        since = self._log_size()
+        try:
+            self.bookie.start()
+        finally:
+            del vars(self.bookie)["command"]
+        maps = Path(f"/proc/{self.bookie.proc.pid}/maps")
+        if self.library.name not in maps.read_text(errors="replace"):
+            raise FaultSetupError(f"{self.bookie.bookie_id} started without {self.library} loaded (LD_PRELOAD "
+                                  "was not honoured)")
+        if self.offset_s:
+            self._until_taken(since)
+
+    def step(self, offset_s: int) -> None:
+        """The bookie's wall clock set to the true time plus ``offset_s`` (negative: behind); a running bookie's
+        once its log says it took it, a stopped one's from its next ``start``."""
+        since = self._log_size()
+        changed = offset_s != self.offset_s
+        self._write(offset_s)
+        if changed and self.bookie.running:
+            self._until_taken(since)
+
+    def _until_taken(self, since: int) -> None:
+        said = f"wall_clock_offset: {self.offset_s:+d} s\n"
+        deadline = time.monotonic() + self.TAKEN_WITHIN_S
+        while said not in self._log_from(since):
+            if time.monotonic() > deadline:
+                raise FaultSetupError(f"{self.bookie.bookie_id} did not take the wall clock offset "
+                                      f"{self.offset_s:+d} s within {self.TAKEN_WITHIN_S:.0f} s (its log never "
+                                      f"said {said.strip()!r})")
+            time.sleep(0.1)
+
+    def _log_size(self) -> int:
+        try:
+            return int(self.bookie.log_path.stat().st_size)
+        except FileNotFoundError:
+            return 0
+
+    def _log_from(self, offset: int) -> str:
+        with self.bookie.log_path.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")
+
+    def _write(self, offset_s: int) -> None:
+        building = self.offset_file.with_suffix(".tmp")
+        building.write_text(f"{offset_s:+d}\n")
+        building.rename(self.offset_file)  # whole: the preload never reads half a line
+        self.offset_s = offset_s

@@ -102,9 +102,10 @@ class GarbageCollector:
         cache = MetaCache(paths.current)
         refs = LogRefs(self.conf.gc_entry_log_forced_destroy_interval_ms / 1000)
         compactor = Compactor(i, self.engine, refs, cache, transactional=self.conf.use_transactional_compaction)
-        now_ms = int(time.time() * 1000)  # BookKeeper starts both compaction clocks at start-up
+        now_ms, now = int(time.time() * 1000), time.monotonic()  # BookKeeper starts both compaction clocks at start-up
         return DirState(i, paths.ledger_dir, cache, refs, compactor, last_major_ms=now_ms, last_minor_ms=now_ms,
-                        locations_path=paths.locations_index, last_location_compaction_ms=now_ms)
+                        last_major_at=now, last_minor_at=now, locations_path=paths.locations_index,
+                        last_location_compaction_ms=now_ms, last_location_compaction_at=now)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -245,9 +246,8 @@ class GarbageCollector:
     def _compact_locations_if_due(self, d: DirState) -> None:
         """RocksDB compaction of the locations index on request or every entryLocationCompactionInterval s:
         mass ledger deletions leave tombstones that slow every seek (BookKeeper PR #3802, #2686)."""
-        interval_ms = self.conf.entry_location_compaction_interval * 1000
-        now_ms = int(time.time() * 1000)
-        due = interval_ms > 0 and now_ms - d.last_location_compaction_ms >= interval_ms
+        interval = self.conf.entry_location_compaction_interval
+        due = interval > 0 and time.monotonic() - d.last_location_compaction_at >= interval
         if not (d.location_compact_requested or due) or self._stop.is_set():
             return
         d.location_compacting = True
@@ -256,7 +256,7 @@ class GarbageCollector:
             self.engine.gc_compact_locations(d.index)
         finally:
             d.location_compacting = d.location_compact_requested = False
-        d.last_location_compaction_ms = int(time.time() * 1000)
+        d.last_location_compaction_ms, d.last_location_compaction_at = int(time.time() * 1000), time.monotonic()
         d.location_compaction_count += 1
         self.counters["ENTRY_LOCATION_COMPACTION_TOTAL"] += 1
         log.info("%s: locations index compacted in %.2f s", d.locations_path, time.monotonic() - started)

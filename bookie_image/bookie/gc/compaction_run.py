@@ -57,9 +57,8 @@ class CompactionRun:
             force = pressure.force
             sus_major = suspend_major or pressure.suspend_major
             sus_minor = suspend_minor or pressure.suspend_minor
-        now = time.time()
         return pol.choose_compaction(pol.CompactionRequest(
-            now, datetime.datetime.now().time(), d.last_major_ms / 1000, d.last_minor_ms / 1000, force,
+            time.monotonic(), datetime.datetime.now().time(), d.last_major_at, d.last_minor_at, force,
             sus_major, sus_minor, pressure.ignore_window), s)
 
     def run(self, d: DirState, request: ForceRequest | None, suspend_major: bool, suspend_minor: bool) -> None:
@@ -81,12 +80,12 @@ class CompactionRun:
         finally:  # never leave a "compacting" flag set (BookKeeper #2103)
             d.major_compacting = d.minor_compacting = d.force_compacting = False
             self.runtimes.record("COMPACT_RUNTIME", started, success)
-        now_ms = int(time.time() * 1000)
+        now_ms, now = int(time.time() * 1000), time.monotonic()
         if major:
-            d.last_major_ms, d.major_count = now_ms, d.major_count + 1
+            d.last_major_ms, d.last_major_at, d.major_count = now_ms, now, d.major_count + 1
             self.counters["MAJOR_COMPACTION_TOTAL"] += 1
         else:
-            d.last_minor_ms, d.minor_count = now_ms, d.minor_count + 1
+            d.last_minor_ms, d.last_minor_at, d.minor_count = now_ms, now, d.minor_count + 1
             self.counters["MINOR_COMPACTION_TOTAL"] += 1
 
     def _limits(self) -> Limits:

@@ -82,7 +82,9 @@ def disk_pressure(used_fraction: float, s: CompactionSettings) -> DiskPressure:
 
 @dataclass(frozen=True, slots=True)
 class CompactionRequest:
-    """The inputs of one decision (state of one ledger directory at ``now``)."""
+    """The inputs of one decision (state of one ledger directory at ``now``). ``now_s`` and the ``last_*_s``
+    are read on one clock, the bookie's monotonic one: intervals are time that passed, whatever the wall clock
+    did meanwhile; ``local_time`` (the major window) is the wall clock's time of day."""
 
     now_s: float
     local_time: dtime

@@ -29,8 +29,13 @@ class DirState:
     major_compacting: bool = False
     minor_compacting: bool = False
     force_compacting: bool = False
+    # When each compaction last ran, twice: epoch ms for the REST report, and on the monotonic clock (``*_at``,
+    # seconds) for its interval. A step of the wall clock (NTP, a VM restored from a snapshot) then neither stalls
+    # the schedule (an hour back: no compaction for an hour, as in Apache BookKeeper) nor hurries it.
     last_major_ms: int = 0
     last_minor_ms: int = 0
+    last_major_at: float = 0.0
+    last_minor_at: float = 0.0
     major_count: int = 0
     minor_count: int = 0
     active_log_id: int = -1
@@ -39,6 +44,7 @@ class DirState:
     location_compact_requested: bool = False
     location_compacting: bool = False
     last_location_compaction_ms: int = 0
+    last_location_compaction_at: float = 0.0
     location_compaction_count: int = 0
     last_cycle_at: float = 0.0  # when a GC cycle last brought every log's live ledgers up to date (epoch s)
     extract_lock: threading.Lock = field(default_factory=threading.Lock)  # one metadata reader at a time
