@@ -31,8 +31,12 @@ def test_what_a_failing_directory_cannot_do_is_refused(bookie_factory: BookieFac
     bookie = bookie_factory(1)[0]
     with pytest.raises(ValueError, match="read, pread, write, pwrite, writev, fsync, fdatasync, not \\['mmap'\\]"):
         DeviceFault(bookie, bookie.ledger_dir, tmp_path, ["mmap"])
-    with pytest.raises(ValueError, match="fail or stall \\(fail, stall\\), not 'slow'"):
+    with pytest.raises(ValueError, match="fail, stall or slow down \\(fail, stall, slow\\), not 'melt'"):
+        DeviceFault(bookie, bookie.ledger_dir, tmp_path, ["fdatasync"], mode="melt")
+    with pytest.raises(ValueError, match=r"needs its delay per call .*mode 'slow', delay_ms None"):
         DeviceFault(bookie, bookie.ledger_dir, tmp_path, ["fdatasync"], mode="slow")
+    with pytest.raises(ValueError, match="and only a slow one: mode 'stall', delay_ms 100"):
+        DeviceFault(bookie, bookie.ledger_dir, tmp_path, ["fdatasync"], mode="stall", delay_ms=100)
     with pytest.raises(ValueError, match=re.escape(f"existing directory, not {tmp_path / 'absent'}")):
         DeviceFault(bookie, tmp_path / "absent", tmp_path, ["pread"])
     fault = DeviceFault(bookie, bookie.ledger_dir, tmp_path, ["pread"])
@@ -42,7 +46,11 @@ def test_what_a_failing_directory_cannot_do_is_refused(bookie_factory: BookieFac
         fault.fail(after=-1)
     # The preload itself refuses a mode it does not know (a process started by hand with it): it stops the process
     # at its start, saying why, rather than let it run without the fault.
-    refused = subprocess.run(["env", f"LD_PRELOAD={fault.library}", "EIO_MODE=slow", "true"], capture_output=True,
+    refused = subprocess.run(["env", f"LD_PRELOAD={fault.library}", "EIO_MODE=melt", "true"], capture_output=True,
                              text=True, timeout=30)
     assert refused.returncode == 2, refused
-    assert "eio_under: EIO_MODE must be fail or stall, not slow" in refused.stderr
+    assert "eio_under: EIO_MODE must be fail, stall or slow, not melt" in refused.stderr
+    undelayed = subprocess.run(["env", f"LD_PRELOAD={fault.library}", "EIO_MODE=slow", "true"], capture_output=True,
+                               text=True, timeout=30)
+    assert undelayed.returncode == 2, undelayed
+    assert "EIO_MODE slow needs EIO_DELAY_MS, a positive number of milliseconds, not none" in undelayed.stderr

@@ -4,10 +4,11 @@
  * under EIO_UNDER while the switch file EIO_SWITCH exists, once the number of such calls written in that file has
  * passed. EIO_MODE says how: ``fail`` (the default) fails each with EIO without reaching the kernel; ``stall``
  * blocks each (polling the switch every few milliseconds) until the switch is removed, then makes the call: a
- * device that stops answering for a while and recovers, nothing lost. Every other call (sockets, logs, the JVM's
+ * device that stops answering for a while and recovers, nothing lost; ``slow`` delays each by EIO_DELAY_MS
+ * milliseconds, then makes it: a device that still answers, slowly (a worn disk, a congested network volume). Every other call (sockets, logs, the JVM's
  * own runtime image, which it reads with pread too) reaches libc untouched. Each failed call is said on stderr
  * ("eio_under: pread <file>: EIO"), each stalled one when it stalls and when it goes on ("eio_under: fdatasync
- * <file>: stalled", "... resumed after 2500 ms"). An unknown EIO_MODE stops the process at its start, saying so.
+ * <file>: stalled", "... resumed after 2500 ms"), each slowed one once made ("... slowed by 200 ms"). An unknown EIO_MODE stops the process at its start, saying so.
  *
  * libfiu's wrappers cannot do this: they fail a call for the whole process, cannot delay one, and a JVM whose
  * every pread fails crashes in its class loading before any entry log is read. The switch is looked up at each
@@ -43,6 +44,7 @@ static size_t under_len;
 static const char *switch_path;
 static int calls;          /* the EIO_CALLS bits */
 static int stall;          /* EIO_MODE is stall: block the calls rather than fail them */
+static long delay_ms;      /* EIO_MODE is slow: delay the calls by this much rather than fail them */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int on;             /* the switch existed at the last look */
 static long pass_left;     /* matching calls still let through since it was turned on */
@@ -61,6 +63,15 @@ static int parse_calls(const char *list) {
     return bits;
 }
 
+/* A scenario must not run without the fault it asked for: the process does not start, and says why. */
+static void refuse(const char *why, const char *given) {
+    char line[256];
+    int len = snprintf(line, sizeof line, "eio_under: %s %.100s\n", why, given);
+    if (len > 0)
+        real_write(2, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
+    _exit(2);
+}
+
 __attribute__((constructor)) static void init(void) {
     real_read = dlsym(RTLD_NEXT, "read");
     real_pread = dlsym(RTLD_NEXT, "pread");
@@ -76,15 +87,16 @@ __attribute__((constructor)) static void init(void) {
     under_len = under ? strlen(under) : 0;
     calls = parse_calls(getenv("EIO_CALLS"));
     const char *mode = getenv("EIO_MODE");
-    if (mode != NULL && strcmp(mode, "stall") != 0 && strcmp(mode, "fail") != 0) {
-        /* A scenario must not run without the fault it asked for: the bookie does not start, and says why. */
-        char line[256];
-        int len = snprintf(line, sizeof line, "eio_under: EIO_MODE must be fail or stall, not %.100s\n", mode);
-        if (len > 0)
-            real_write(2, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
-        _exit(2);
-    }
+    if (mode != NULL && strcmp(mode, "stall") != 0 && strcmp(mode, "fail") != 0 && strcmp(mode, "slow") != 0)
+        refuse("EIO_MODE must be fail, stall or slow, not", mode);
     stall = mode != NULL && strcmp(mode, "stall") == 0;
+    if (mode != NULL && strcmp(mode, "slow") == 0) {
+        const char *delay = getenv("EIO_DELAY_MS");
+        char *end = NULL;
+        delay_ms = delay != NULL ? strtol(delay, &end, 10) : 0;
+        if (delay == NULL || end == delay || *end != '\0' || delay_ms <= 0)
+            refuse("EIO_MODE slow needs EIO_DELAY_MS, a positive number of milliseconds, not", delay ? delay : "none");
+    }
 }
 
 /* The count the switch file holds (calls to let through first); 0 when unreadable. */
@@ -156,6 +168,15 @@ static int fails(int call, const char *name, int fd) {
         return 0;
     if (stall) {
         wait_for_lift(name, target);
+        return 0;
+    }
+    if (delay_ms > 0) {
+        struct timespec pause = {delay_ms / 1000, (delay_ms % 1000) * 1000 * 1000};
+        while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+        }
+        char what[64];
+        snprintf(what, sizeof what, "slowed by %ld ms", delay_ms);
+        say(name, target, what);
         return 0;
     }
     say(name, target, "EIO");

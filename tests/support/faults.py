@@ -15,7 +15,8 @@ file: a failing ``fdatasync`` fails it for the journal and the ledger directorie
 are offered (``FAILABLE_CALLS``). One directory only: ``DeviceFault(bookie, bookie.ledger_dir, workdir, calls)``, a
 preloaded library of our own (eio_under.c) that fails those calls on files under that directory with EIO while
 switched on (``fail(after=n)``, ``lift()``), whatever else the process does; with ``mode="stall"`` they block
-instead while it is on, and are made once it is lifted (a device that stops answering for a while).
+instead while it is on, and are made once it is lifted (a device that stops answering for a while); with
+``mode="slow"`` each is delayed by ``delay_ms`` while it is on (a device that answers, slowly).
 
 Clocks: ``WallClock(bookie, workdir)``: ``start()`` starts a stopped bookie (either implementation) with a preloaded
 library of our own (wall_clock_offset.c), its wall clock on time; ``step(seconds)`` then sets that clock off the
@@ -549,7 +550,7 @@ table inet {self.zk.table} {{
 # ``fdatasync`` for ``force(false)``) and both RocksDB indexes' reads, writes and syncs.
 
 DEVICE_CALLS = ("read", "pread", "write", "pwrite", "writev", "fsync", "fdatasync")
-DEVICE_MODES = ("fail", "stall")  # EIO, or blocked until lifted (eio_under.c's EIO_MODE)
+DEVICE_MODES = ("fail", "stall", "slow")  # EIO, blocked until lifted, or each delayed (eio_under.c's EIO_MODE)
 _EIO_UNDER_SOURCE = Path(__file__).with_name("eio_under.c")
 _WALL_CLOCK_OFFSET_SOURCE = Path(__file__).with_name("wall_clock_offset.c")
 
@@ -581,20 +582,26 @@ class DeviceFault:
     ``fault = DeviceFault(bookie, bookie.ledger_dir, workdir, ["pread"])``; ``fault.start()`` starts the stopped
     bookie with the preload (nothing fails yet; its later starts are plain again), ``fault.fail(after=n)`` lets
     ``n`` more such calls through and fails the others from then on, ``fault.lift()`` ends it. With
-    ``mode="stall"`` the calls hit block from ``fail`` until ``lift``, then are made: nothing fails, it is late."""
+    ``mode="stall"`` the calls hit block from ``fail`` until ``lift``, then are made: nothing fails, it is late.
+    With ``mode="slow"`` each is delayed by ``delay_ms`` from ``fail`` until ``lift``, then made."""
 
-    def __init__(self, bookie: Any, under: Path, workdir: Path, calls: Sequence[str], mode: str = "fail") -> None:
+    def __init__(self, bookie: Any, under: Path, workdir: Path, calls: Sequence[str], mode: str = "fail",
+                 delay_ms: int | None = None) -> None:
         unknown = sorted(set(calls) - set(DEVICE_CALLS))
         if unknown or not calls:
             raise ValueError(f"calls to fail must be some of {', '.join(DEVICE_CALLS)}, not {list(calls)}")
         if mode not in DEVICE_MODES:
-            raise ValueError(f"a device's calls fail or stall ({', '.join(DEVICE_MODES)}), not {mode!r}")
+            raise ValueError(f"a device's calls fail, stall or slow down ({', '.join(DEVICE_MODES)}), not {mode!r}")
+        if (mode == "slow") != (delay_ms is not None) or (delay_ms is not None and delay_ms <= 0):
+            raise ValueError(f"a slow device needs its delay per call (a positive delay_ms), and only a slow one: "
+                             f"mode {mode!r}, delay_ms {delay_ms!r}")
         if not under.is_dir():
             raise ValueError(f"calls to fail must be on files under an existing directory, not {under}")
         self.bookie = bookie
         self.under = under.resolve()
         self.calls = list(calls)
         self.mode = mode
+        self.delay_ms = delay_ms
         self.switch = workdir / f"eio-{bookie.bookie_id.replace(':', '_')}"
         self.library = _eio_under_library(workdir)
 
@@ -605,7 +612,8 @@ class DeviceFault:
         self.switch.unlink(missing_ok=True)
         plain = self.bookie.command
         preload = [f"LD_PRELOAD={self.library}", f"EIO_UNDER={self.under}", f"EIO_SWITCH={self.switch}",
-                   f"EIO_CALLS={','.join(self.calls)}", f"EIO_MODE={self.mode}"]
+                   f"EIO_CALLS={','.join(self.calls)}", f"EIO_MODE={self.mode}",
+                   *([f"EIO_DELAY_MS={self.delay_ms}"] if self.delay_ms is not None else [])]
         vars(self.bookie)["command"] = lambda: ["env", *preload, *plain()]
         try:
             self.bookie.start()
