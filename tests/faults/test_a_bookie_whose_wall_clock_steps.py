@@ -29,15 +29,22 @@ from typing import Any
 
 import pytest
 from bookie.client import BookKeeper, LedgerHandle
-from bookie.config import PROMETHEUS_PROVIDER
 
 from tests.support.faults import SessionExpiry, WallClock
 from tests.support.history import History
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
-from tests.support.rest import get
 from tests.support.seeds import rounds
-from tests.support.victims import append_batches, asked_of, read_from, victims_own_violations, wait_writable
+from tests.support.victims import (
+    JAVA_METRICS,
+    METRICS_CONF,
+    append_batches,
+    asked_of,
+    read_from,
+    victim_metrics,
+    victims_own_violations,
+    wait_writable,
+)
 
 MINOR_INTERVAL_S = 2
 WINDOW_S = 8.0  # a phase's compaction window: four intervals, so a kept schedule enters it at least twice
@@ -45,11 +52,8 @@ KEPT_SCHEDULE = 2  # minor compactions a window must hold when the schedule is k
 HOUR, DAY = 3600, 86400
 CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
                         "flushInterval": 1000, "gcWaitTime": 1000, "minorCompactionInterval": MINOR_INTERVAL_S,
-                        "majorCompactionInterval": 0, "statsProviderClass": PROMETHEUS_PROVIDER,
+                        "majorCompactionInterval": 0, **METRICS_CONF,
                         "diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998}
-# Apache BookKeeper's bookies serve /metrics on their admin HTTP server once a provider is set; its own listener
-# (0.0.0.0:8000 by default) would collide between bookies.
-JAVA: dict[str, Any] = {"http": True, "prometheusStatsHttpEnable": False}
 ROUNDS = {"python": 1, "java": 1}
 PHASES = [("on time", 0), ("an hour back", -HOUR), ("a day forward", DAY)]
 ENTRIES_PER_PHASE = 40
@@ -64,7 +68,7 @@ async def test_a_bookie_whose_wall_clock_steps_loses_nothing_and_keeps_its_sched
         cluster_factory: Callable[..., BookieCluster], bookie_kind: str, seeded_rng: random.Random,
         tmp_path: Path) -> None:
     cluster = await asyncio.to_thread(cluster_factory, bookie_kind, 3, **CONF,
-                                      **(JAVA if bookie_kind == "java" else {}))
+                                      **(JAVA_METRICS if bookie_kind == "java" else {}))
     history = History()
     seen = []
     with SessionExpiry(cluster.zk_connect, cluster.ledgers_root) as observer:
@@ -124,10 +128,9 @@ async def _minor_compactions_within(victim: Any, window_s: float) -> int:
 
 async def _minor_compactions(victim: Any) -> int:
     """The victim's MINOR_COMPACTION_TOTAL, summed over its ledger directories."""
-    answer = await get(f"{victim.http_url}/metrics")
-    assert answer.status == 200, f"{victim.bookie_id}'s /metrics answered {answer.status}: {answer.text[:300]}"
-    values = _MINOR.findall(answer.text)
-    assert values, f"{victim.bookie_id}'s /metrics has no MINOR_COMPACTION_TOTAL:\n{answer.text[:3000]}"
+    text = await victim_metrics(victim)
+    values = _MINOR.findall(text)
+    assert values, f"{victim.bookie_id}'s /metrics has no MINOR_COMPACTION_TOTAL:\n{text[:3000]}"
     return int(sum(float(v) for v in values))
 
 

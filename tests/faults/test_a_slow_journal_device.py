@@ -27,21 +27,24 @@ from typing import Any
 
 import pytest
 from bookie.client import BookKeeper
-from bookie.config import PROMETHEUS_PROVIDER
 
 from tests.support.faults import DeviceFault
 from tests.support.history import History
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
-from tests.support.rest import get
 from tests.support.seeds import rounds
-from tests.support.victims import VICTIM_CONF, append_batches, victims_own_violations, wait_writable
+from tests.support.victims import (
+    JAVA_METRICS,
+    METRICS_CONF,
+    VICTIM_CONF,
+    append_batches,
+    victim_metrics,
+    victims_own_violations,
+    wait_writable,
+)
 
 CONF: dict[str, Any] = {**VICTIM_CONF, "journalSyncData": True, "flushInterval": 1000,
-                        "statsProviderClass": PROMETHEUS_PROVIDER}
-# Apache BookKeeper's bookies serve /metrics on their admin HTTP server once a provider is set; its own listener
-# (0.0.0.0:8000 by default) would collide between bookies.
-JAVA: dict[str, Any] = {"http": True, "prometheusStatsHttpEnable": False}
+                        **METRICS_CONF}
 ROUNDS = {"python": 2, "java": 2}
 DELAY_MS = (100, 400)
 BEFORE = (20, 60)
@@ -57,7 +60,7 @@ async def test_a_slow_journal_device_slows_the_adds_loses_nothing_and_shows_in_t
         cluster_factory: Callable[..., BookieCluster], bookie_kind: str, seeded_rng: random.Random,
         tmp_path: Path) -> None:
     cluster = await asyncio.to_thread(cluster_factory, bookie_kind, 3, **CONF,
-                                      **(JAVA if bookie_kind == "java" else {}))
+                                      **(JAVA_METRICS if bookie_kind == "java" else {}))
     victim = seeded_rng.choice(cluster.bookies)
     await asyncio.to_thread(victim.stop)
     delay_ms = seeded_rng.randint(*DELAY_MS)
@@ -108,13 +111,12 @@ async def _round(cluster: BookieCluster, victim: Any, fault: DeviceFault, histor
 
 async def _journal_syncs(victim: Any) -> tuple[float, float]:
     """(milliseconds, syncs) of the victim's successful journal syncs so far, summed over its journals."""
-    answer = await get(f"{victim.http_url}/metrics")
-    assert answer.status == 200, f"{victim.bookie_id}'s /metrics answered {answer.status}: {answer.text[:300]}"
+    text = await victim_metrics(victim)
     totals = {"sum": 0.0, "count": 0.0}
-    for kind, labels, value in _SYNC.findall(answer.text):
+    for kind, labels, value in _SYNC.findall(text):
         if 'success="true"' in labels:
             totals[kind] += float(value)
-    assert totals["count"] > 0, f"{victim.bookie_id}'s /metrics has no JOURNAL_SYNC:\n{answer.text[:3000]}"
+    assert totals["count"] > 0, f"{victim.bookie_id}'s /metrics has no JOURNAL_SYNC:\n{text[:3000]}"
     return totals["sum"], totals["count"]
 
 

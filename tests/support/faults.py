@@ -577,6 +577,20 @@ def _preload_library(source_path: Path, directory: Path, purpose: str) -> Path:
     return library
 
 
+def start_with_preload(bookie: Any, library: Path, env: list[str]) -> None:
+    """Start the stopped ``bookie`` (either implementation) once with ``library`` preloaded and ``env`` (``NAME=value``
+    items) set; its later starts are plain again. Fails unless the library is loaded in the started process."""
+    plain = bookie.command
+    vars(bookie)["command"] = lambda: ["env", f"LD_PRELOAD={library}", *env, *plain()]
+    try:
+        bookie.start()
+    finally:
+        del vars(bookie)["command"]
+    maps = Path(f"/proc/{bookie.proc.pid}/maps")
+    if library.name not in maps.read_text(errors="replace"):
+        raise FaultSetupError(f"{bookie.bookie_id} started without {library} loaded (LD_PRELOAD was not honoured)")
+
+
 class DeviceFault:
     """``calls`` (some of ``DEVICE_CALLS``) on files under a bookie's ``under`` directory failing with EIO:
     ``fault = DeviceFault(bookie, bookie.ledger_dir, workdir, ["pread"])``; ``fault.start()`` starts the stopped
@@ -610,19 +624,9 @@ class DeviceFault:
             raise FaultSetupError(f"{self.bookie.bookie_id} must be stopped before it is started with a failing "
                                   "device")
         self.switch.unlink(missing_ok=True)
-        plain = self.bookie.command
-        preload = [f"LD_PRELOAD={self.library}", f"EIO_UNDER={self.under}", f"EIO_SWITCH={self.switch}",
-                   f"EIO_CALLS={','.join(self.calls)}", f"EIO_MODE={self.mode}",
-                   *([f"EIO_DELAY_MS={self.delay_ms}"] if self.delay_ms is not None else [])]
-        vars(self.bookie)["command"] = lambda: ["env", *preload, *plain()]
-        try:
-            self.bookie.start()
-        finally:
-            del vars(self.bookie)["command"]
-        maps = Path(f"/proc/{self.bookie.proc.pid}/maps")
-        if self.library.name not in maps.read_text(errors="replace"):
-            raise FaultSetupError(f"{self.bookie.bookie_id} started without {self.library} loaded (LD_PRELOAD "
-                                  "was not honoured)")
+        start_with_preload(self.bookie, self.library, [
+            f"EIO_UNDER={self.under}", f"EIO_SWITCH={self.switch}", f"EIO_CALLS={','.join(self.calls)}",
+            f"EIO_MODE={self.mode}", *([f"EIO_DELAY_MS={self.delay_ms}"] if self.delay_ms is not None else [])])
 
     def fail(self, after: int = 0) -> None:
         if after < 0:
@@ -654,18 +658,8 @@ class WallClock:
         if self.bookie.running:
             raise FaultSetupError(f"{self.bookie.bookie_id} must be stopped before it is started with a steppable "
                                   "clock")
-        plain = self.bookie.command
-        preload = [f"LD_PRELOAD={self.library}", f"WALL_CLOCK_OFFSET_FILE={self.offset_file}"]
-        vars(self.bookie)["command"] = lambda: ["env", *preload, *plain()]
         since = self._log_size()
-        try:
-            self.bookie.start()
-        finally:
-            del vars(self.bookie)["command"]
-        maps = Path(f"/proc/{self.bookie.proc.pid}/maps")
-        if self.library.name not in maps.read_text(errors="replace"):
-            raise FaultSetupError(f"{self.bookie.bookie_id} started without {self.library} loaded (LD_PRELOAD "
-                                  "was not honoured)")
+        start_with_preload(self.bookie, self.library, [f"WALL_CLOCK_OFFSET_FILE={self.offset_file}"])
         if self.offset_s:
             self._until_taken(since)
 

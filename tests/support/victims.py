@@ -7,6 +7,8 @@ from it alone, recorded (a definite "no such entry" is ``missing``, so the check
 lost); ``wait_writable(bk, victim, name)``: until it is listed as writable; ``append_batches(...)``: the writer's
 appends, none of which may fail; ``victims_own_violations(history, tolerated)``: the checker's verdict, where the
 victims' own wrong answers are counted rather than failed on for an implementation known to give them.
+``METRICS_CONF`` and ``JAVA_METRICS``: the configuration under which both implementations serve ``/metrics`` on their
+admin port; ``victim_metrics(victim)``: its exposition text.
 """
 
 from __future__ import annotations
@@ -16,16 +18,22 @@ import random
 from typing import Any
 
 from bookie.client import BookKeeper, LedgerHandle
+from bookie.config import PROMETHEUS_PROVIDER
 from bookie.protocol.codes import StatusCode
 
 from tests.support.history import History, Op, check, report
 from tests.support.raw_client import RawConnection
 from tests.support.recorder import Recorder
+from tests.support.rest import get
 
 # The cluster of a failing-device scenario: Apache BookKeeper's storage as deployed, no GC to run meanwhile, and
 # read-only only from the scenario's fault (the machine's disk is shared).
 VICTIM_CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
                                "gcWaitTime": 3_600_000, "diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998}
+# Scenarios that read a victim's /metrics. Apache BookKeeper's bookies serve it on their admin HTTP server once a
+# provider is set; the provider's own listener (0.0.0.0:8000 by default) would collide between bookies.
+METRICS_CONF: dict[str, Any] = {"statsProviderClass": PROMETHEUS_PROVIDER}
+JAVA_METRICS: dict[str, Any] = {"http": True, "prometheusStatsHttpEnable": False}
 BOOKIE_EXCEPTION = 5  # the exit status of a bookie whose storage failed (BookKeeper's ExitCode)
 READ_WITHIN = 30.0  # s: a bookie answers a read, success or error, well within this; longer is a hang
 
@@ -122,3 +130,10 @@ def victims_own_violations(history: History, tolerated: bool) -> int:
         violations = [v for v in violations if v not in own]
     assert not violations, report(violations, history)
     return len(own)
+
+
+async def victim_metrics(victim: Any) -> str:
+    """The victim's ``/metrics`` exposition (either implementation, under ``METRICS_CONF``)."""
+    answer = await get(f"{victim.http_url}/metrics")
+    assert answer.status == 200, f"{victim.bookie_id}'s /metrics answered {answer.status}: {answer.text[:300]}"
+    return answer.text
