@@ -31,6 +31,8 @@ import pytest
 
 MARKER = "BOOKIE_FLEET_TEST_RUN"
 GRACE_S = 10.0  # a process told to stop during teardown may still be exiting
+EXEC_RETRIES, EXEC_PAUSE_S = 5, 0.02  # looks again at a process caught in an exec, with no environment yet
+JUST_STARTED_S = 5.0  # only a process this young can be in its first exec
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -47,18 +49,52 @@ def _marked(token: str) -> dict[int, int]:
     needle = f"{MARKER}={token}".encode()
     found: dict[int, int] = {}
     me = os.getpid()
+    in_exec: list[int] = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
-        try:
-            environ = Path(entry.path, "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            started = _start_ticks(int(entry.name))
-            if started is not None:
-                found[int(entry.name)] = started
+        environ = _environ(int(entry.name))
+        if environ == b"" and _just_started(int(entry.name)):
+            in_exec.append(int(entry.name))
+        elif environ is not None and needle in environ.split(b"\0"):
+            _note_started(found, int(entry.name))
+    # A process in the middle of an exec shows an empty environment for a moment (its new memory has no
+    # environment yet): a harness's last child, started as the test returned, is often caught there.
+    for _ in range(EXEC_RETRIES):
+        if not in_exec:
+            break
+        time.sleep(EXEC_PAUSE_S)
+        pending, in_exec = in_exec, []
+        for pid in pending:
+            environ = _environ(pid)
+            if environ == b"":
+                in_exec.append(pid)
+            elif environ is not None and needle in environ.split(b"\0"):
+                _note_started(found, pid)
     return found
+
+
+def _just_started(pid: int) -> bool:
+    """A live process started in the last few seconds, not a kernel thread (kthreadd's children, which have no
+    environment at all)."""
+    started = _start_ticks(pid)
+    if started is None or _parent(pid) in (None, 0, 2):
+        return False
+    uptime_ticks = float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK")
+    return uptime_ticks - started < JUST_STARTED_S * os.sysconf("SC_CLK_TCK")
+
+
+def _environ(pid: int) -> bytes | None:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+
+
+def _note_started(found: dict[int, int], pid: int) -> None:
+    started = _start_ticks(pid)
+    if started is not None:
+        found[pid] = started
 
 
 def _parent(pid: int) -> int | None:
