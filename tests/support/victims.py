@@ -31,7 +31,7 @@ from tests.support.rest import get
 VICTIM_CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
                                "gcWaitTime": 3_600_000, "diskUsageThreshold": 0.999, "diskUsageWarnThreshold": 0.998}
 # Scenarios that read a victim's /metrics. Apache BookKeeper's bookies serve it on their admin HTTP server once a
-# provider is set; the provider's own listener (0.0.0.0:8000 by default) would collide between bookies.
+# provider is set; the provider's own listener is turned off, the bookies sharing one machine and one port setting.
 METRICS_CONF: dict[str, Any] = {"statsProviderClass": PROMETHEUS_PROVIDER}
 JAVA_METRICS: dict[str, Any] = {"http": True, "prometheusStatsHttpEnable": False}
 BOOKIE_EXCEPTION = 5  # the exit status of a bookie whose storage failed (BookKeeper's ExitCode)

@@ -6,8 +6,8 @@
  * sleeps and timed waits are untouched: what a machine sees when its time of day is stepped (an NTP step, a
  * virtual machine restored from a snapshot).
  *
- * Debian's libfaketime does this and more, and fails here: under it every sleep of Python 3.11 (clock_nanosleep
- * on CLOCK_MONOTONIC, which it rewrites) fails with EINVAL, whatever the offset. The file is read with open/read
+ * Debian's libfaketime does this and more, and fails here: under it every sleep of Python 3.11 fails with EINVAL,
+ * whatever the offset (Python sleeps with clock_nanosleep, which libfaketime wraps). The file is read with open/read
  * (no stdio, no allocation), and one thread at a time: the wall clock is read from any thread, a signal handler
  * or an allocator's own code included. */
 #define _GNU_SOURCE
