@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from bookie.client import errors as e
 from bookie.client._native import Appender, PendingAdd
@@ -32,7 +33,7 @@ from bookie.client.connection import BookieClient, BookieConnection
 from bookie.client.placement import PlacementPolicy
 from bookie.metadata.ledger_manager import LedgerManager
 from bookie.metadata.ledger_metadata import LedgerMetadata, LedgerState
-from bookie.metadata.session import BadVersion
+from bookie.metadata.session import BadVersion, ZooKeeperUnreachable
 from bookie.protocol import messages as m
 from bookie.protocol.codes import StatusCode
 from bookie.protocol.entry import (
@@ -54,6 +55,9 @@ _READ_CONCURRENCY = 256
 # The digests the Appender computes in C (the others go through package_entry): _native.c's DIGEST_* values.
 _C_DIGESTS = {DigestType.CRC32: 1, DigestType.CRC32C: 2, DigestType.DUMMY: 3}
 _THROTTLE_RETRIES = 50
+# How long a metadata write waits for ZooKeeper at a time before it looks again whether the ledger failed meanwhile.
+_ZOOKEEPER_WAIT_S = 1.0
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,7 +384,8 @@ class LedgerHandle:
                 if self._ensemble_changes > self.config.max_ensemble_changes:
                     raise e.NotEnoughBookies(f"ledger {self.ledger_id}: too many ensemble changes")
                 try:
-                    replaced = await self._replace_bookies(failed)
+                    replaced = await self._through_zookeeper_outages(
+                        "ensemble change", functools.partial(self._replace_bookies, failed))
                 except e.NotEnoughBookies as exc:
                     replaced = self._continue_without(failed, exc)
                 for index in failed:
@@ -449,6 +454,30 @@ class LedgerHandle:
 
     # ------------------------------------------------------------ metadata
 
+    async def _through_zookeeper_outages(self, what: str, write: Callable[[], Awaitable[T]]) -> T:
+        """``write`` (a metadata change of this ledger), tried again each time ZooKeeper comes back while it was
+        unreachable. The writer's adds wait meanwhile, acknowledged by nobody: an entry whose ensemble is not
+        recorded yet would be lost with it. This is Apache BookKeeper's client too (its ZooKeeper operations retry
+        across a lost connection and a new session, ``zkRetryBackoffMaxRetries`` times, 2^31 - 1 by default), so a
+        partition from ZooKeeper delays a writer and fails none of its adds. Each write is conditional on the
+        metadata's version, so trying one again that had in fact been applied only meets its own change."""
+        outage_since: float | None = None
+        while True:
+            try:
+                result = await write()
+            except ZooKeeperUnreachable as exc:
+                if self._error is not None:
+                    raise self._error from exc
+                if outage_since is None:
+                    outage_since = asyncio.get_running_loop().time()
+                    log.warning("ledger %d: %s waits for ZooKeeper: %s", self.ledger_id, what, exc)
+                await self.bk.store.until_connected(_ZOOKEEPER_WAIT_S)
+                continue
+            if outage_since is not None:
+                log.info("ledger %d: %s done after %.1f s without ZooKeeper", self.ledger_id, what,
+                         asyncio.get_running_loop().time() - outage_since)
+            return result
+
     async def update_metadata(self, change: Callable[[LedgerMetadata], LedgerMetadata | None]) -> LedgerMetadata:
         """Read-modify-write of this ledger's metadata, retried on version conflicts.
 
@@ -506,7 +535,7 @@ class LedgerHandle:
                 with contextlib.suppress(e.BKError):
                     await self.update_metadata(close_it)
                 return
-            await self.update_metadata(close_it)
+            await self._through_zookeeper_outages("close", lambda: self.update_metadata(close_it))
         finally:
             self._closed = True
             if self.metadata.closed:

@@ -10,6 +10,7 @@ see "ZooKeeper unavailable" as an error, never as "no ledgers".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -18,17 +19,21 @@ from typing import Any, Generic, Self, TypeVar
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
     BadVersionError,
+    ConnectionLoss,
     KazooException,
     NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
+    OperationTimeoutError,
+    SessionExpiredError,
     ZookeeperError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
 from bookie.metadata import layout as lay
 from bookie.metadata.security import ZkSecurity
+from bookie.waits import wait_event
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -36,6 +41,12 @@ T = TypeVar("T")
 
 class MetadataError(Exception):
     """Any failure talking to ZooKeeper (connection loss, session expiry, timeout, unexpected state)."""
+
+
+class ZooKeeperUnreachable(MetadataError):
+    """ZooKeeper did not answer: no connection, a connection lost, a session expired, or no answer in time. The
+    operation may or may not have been applied: a caller that can repeat it safely (a read, a write conditional on
+    a version) can wait for the session to come back (``ZkSession.until_connected``) and try again."""
 
 
 class NoNode(MetadataError):
@@ -109,6 +120,8 @@ def _translate(exc: BaseException) -> MetadataError:
         return BadVersion(str(exc) or "bad version")
     if isinstance(exc, NotEmptyError):
         return NotEmpty(str(exc) or "not empty")
+    if isinstance(exc, (ConnectionLoss, SessionExpiredError, OperationTimeoutError)):
+        return ZooKeeperUnreachable(f"ZooKeeper unreachable: {exc!r}")
     if isinstance(exc, NoAuthError):
         return NoAuth("ZooKeeper refused: the znode's ACL does not allow this session's identity (zkEnableSecurity "
                       "znodes belong to the fleet's identity: zkDigestAuthFile or the client certificate)")
@@ -166,6 +179,8 @@ class ZkSession:
                                **self.security.kazoo_options())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost = False
+        self._stopped = False  # closed by its owner: no longer "unreachable", gone
+        self._state_changed = asyncio.Event()  # set on the loop at each change of the connection's state
         self._tasks: set[asyncio.Task[Any]] = set()
 
     @classmethod
@@ -188,6 +203,7 @@ class ZkSession:
             raise MetadataError(f"cannot connect to ZooKeeper at {self.zk_servers}: {exc!r}") from exc
 
     async def close(self) -> None:
+        self._stopped = True
         loop = asyncio.get_running_loop()
         self._zk.remove_listener(self._on_state)
         await loop.run_in_executor(None, self._zk.stop)
@@ -211,8 +227,22 @@ class ZkSession:
         client_id = self._zk.client_id
         return client_id[0] if client_id else None
 
+    async def until_connected(self, seconds: float) -> bool:
+        """Whether the session is connected, now or within ``seconds`` (a lost connection back, or a new session
+        in place of an expired one)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while not self.connected:
+            self._state_changed.clear()
+            if self.connected or not await wait_event(self._state_changed, deadline - loop.time()):
+                return self.connected
+        return True
+
     def _on_state(self, state: str) -> None:
         # kazoo thread: only flip a flag and hop to the loop.
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed under a late notice
+                self._loop.call_soon_threadsafe(self._state_changed.set)
         if state == KazooState.LOST:
             self._lost = True
             log.warning("ZooKeeper session expired (%s)", self.zk_servers)
@@ -231,8 +261,10 @@ class ZkSession:
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Run ``KazooClient.<method>_async``; raise ``MetadataError`` subclasses; never wait forever."""
+        if self._stopped:
+            raise MetadataError(f"the ZooKeeper session ({self.zk_servers}) was closed")
         if self._zk.state != KazooState.CONNECTED:
-            raise MetadataError(f"not connected to ZooKeeper ({self._zk.state})")
+            raise ZooKeeperUnreachable(f"not connected to ZooKeeper ({self._zk.state})")
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
         try:
@@ -244,7 +276,7 @@ class ZkSession:
             async with asyncio.timeout(self.op_timeout_s):
                 return await fut
         except TimeoutError as exc:
-            raise MetadataError(f"ZooKeeper {method} timed out after {self.op_timeout_s}s") from exc
+            raise ZooKeeperUnreachable(f"ZooKeeper {method} timed out after {self.op_timeout_s}s") from exc
         except (KazooException, ZookeeperError) as exc:
             raise _translate(exc) from exc
 

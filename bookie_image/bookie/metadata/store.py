@@ -29,6 +29,7 @@ from bookie.metadata.session import (
     UnderreplicatedLedger,
     Versioned,
     ZkSession,
+    ZooKeeperUnreachable,
 )
 from bookie.metadata.underreplication import UnderreplicationManager
 
@@ -53,6 +54,7 @@ __all__ = [
     "UnderreplicationManager",
     "Versioned",
     "ZkSession",
+    "ZooKeeperUnreachable",
 ]
 
 

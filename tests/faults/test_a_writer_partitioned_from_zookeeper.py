@@ -1,0 +1,151 @@
+"""A writer cut off from ZooKeeper while a bookie of its ensemble fails keeps its appends pending, not failed, and
+completes them once ZooKeeper is back, whether the cut was a blip or outlived its session; no acknowledged entry is
+lost.
+
+The writer is our client in a process of its own (``tests/support/writer_process.py``), cut off ZooKeeper alone by
+``ZooKeeperPartition`` (its process group in a cgroup of its own, nftables dropping what it sends to ZooKeeper's
+port); its connections to the bookies go on. Appends need no ZooKeeper, so they go on being acknowledged during
+the cut. Then a bookie of its ensemble is killed: replacing it is an ensemble change, a write of the ledger's
+metadata to ZooKeeper, which cannot happen until the partition heals. Until then no append may be acknowledged (an
+entry acknowledged while its ensemble is not recorded could be lost with the ledger's metadata) and none may fail.
+This is what Apache BookKeeper's client does: its ZooKeeper operations retry across a lost connection and a
+replaced session.
+
+Each round, on 4 bookies of either implementation: a 3/3/2 ledger, appends before and during the cut, a bookie of
+its ensemble killed, appends pending through the rest of the cut, which lasts either half the writer's ZooKeeper
+session timeout (the session survives) or twice it (ZooKeeper expires it; the client must start a new one), each in
+turn. After the heal every pending append must be acknowledged within ``ACKNOWLEDGED_WITHIN``, the ensemble must
+have changed once, away from the killed bookie, and the ledger must close. A new client reads every ledger back at
+the end and the history checker judges every operation. Soak runs raise the rounds with
+``BOOKIE_FLEET_FAULT_ROUNDS`` (bench/fault_soak.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.faults import ZooKeeperPartition
+from tests.support.history import History, Op, check, report
+from tests.support.java_bookies import BookieCluster
+from tests.support.recorder import recover_and_read_every_ledger
+from tests.support.seeds import rounds
+from tests.support.writer_process import WriterProcess
+
+CONF: dict[str, Any] = {"ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",  # as deployed
+                        "flushInterval": 1000}
+SESSION_TIMEOUT_MS = 4000  # the writer's ZooKeeper session
+CUTS_S = (SESSION_TIMEOUT_MS / 2000, SESSION_TIMEOUT_MS * 2 / 1000)  # a blip, then a cut past the session's expiry
+BATCH = 20  # entries per append command
+ANSWER_WITHIN = 30.0  # s for the writer's answers outside the cut
+ACKNOWLEDGED_WITHIN = 30.0  # s from the heal: a new ZooKeeper session, the metadata write, the adds' resends
+# The fixture ``cut_until_the_end`` (tests/faults/conftest.py): cuts a partition, heals it at the test's end.
+Cut = Callable[[ZooKeeperPartition], ZooKeeperPartition]
+
+
+@pytest.mark.parametrize("bookie_kind", ["python", "java"])
+async def test_a_writer_partitioned_from_zookeeper_completes_its_appends_after_the_heal(
+        cluster_factory: Callable[..., BookieCluster], cut_until_the_end: Cut, bookie_kind: str,
+        seeded_rng: random.Random, tmp_path: Path) -> None:
+    cluster = await asyncio.to_thread(cluster_factory, bookie_kind, 4, **CONF)
+    history = History()
+    seen = []
+    for number in range(rounds(len(CUTS_S))):
+        seen.append(await _round(cluster, cut_until_the_end, history, seeded_rng, CUTS_S[number % len(CUTS_S)],
+                                 tmp_path / f"writer-{number}.log", f"{bookie_kind}-{number}"))
+    await recover_and_read_every_ledger(cluster.client_config(), history)
+    violations = check(history)
+    assert not violations, report(violations, history)
+    print(f"{len(history)} operations; per round: " + "; ".join(seen))
+
+
+async def _round(cluster: BookieCluster, cut_until_the_end: Cut, history: History, rng: random.Random,
+                 cut_s: float, log_path: Path, name: str) -> str:
+    host, port = cluster.zk_connect.split(",")[0].rsplit(":", 1)
+    async with WriterProcess(cluster.zk_connect, cluster.ledgers_root, log_path, SESSION_TIMEOUT_MS) as writer:
+        await writer.send("create", 3, 3, 3)
+        ledger = int((await writer.answer(ANSWER_WITHIN))["ledger"])
+        await _appended(writer, history, ledger, rng, name, "before the cut")
+        partition = cut_until_the_end(ZooKeeperPartition(writer.pid, host, int(port)))
+        cut_at = time.monotonic()
+        await _appended(writer, history, ledger, rng, name, "during the cut, all bookies up")
+        ensemble = await _ensembles(writer)
+        victim = cluster.by_id(rng.choice(ensemble[min(ensemble)]))
+        await asyncio.to_thread(victim.kill)
+        start = history.clock()
+        await writer.send("append", BATCH, rng.getrandbits(32))
+        early = [WriterProcess.parse_append(a) for a in await _answers_until(writer, cut_at + cut_s) if "append" in a]
+        assert not early, (f"{name}: {len(early)} appends answered while the writer could not record its ensemble "
+                           f"change (cut off ZooKeeper, {victim.bookie_id} killed), the first: "
+                           f"{'acknowledged' if early[0].ok else early[0].error}\nlog:\n{writer.log_tail()}")
+        partition.heal()
+        healed_at = time.monotonic()
+        pending = await _collect(writer, history, ledger, start, ACKNOWLEDGED_WITHIN)
+        back_s = time.monotonic() - healed_at
+        failed = [a for a in pending if not a.ok]
+        assert not failed, (f"{name}: {len(failed)} of {len(pending)} appends failed after a ZooKeeper cut of "
+                            f"{cut_s:.0f} s: {failed[0].error}\nlog:\n{writer.log_tail()}")
+        await _appended(writer, history, ledger, rng, name, "after the heal")
+        after = await _ensembles(writer)
+        assert len(after) == 2 and victim.bookie_id not in after[max(after)], \
+            f"{name}: the ensemble did not change once, away from {victim.bookie_id}: {after}"
+        start = history.clock()
+        await writer.send("close")
+        closed = (await writer.answer(ANSWER_WITHIN))["close"]
+        history.add(Op("close", "writer", ledger, start, history.clock(), closed["ok"], last=closed.get("last"),
+                       length=closed.get("length"), error=closed.get("error", "")))
+        assert closed["ok"], f"{name}: the writer could not close ledger {ledger}: {closed['error']}"
+    # What the writer's log says shows the round did what it claims: the ensemble change met the partition, and
+    # the session outlived a blip but not a cut past its timeout.
+    log = await asyncio.to_thread(log_path.read_text)
+    assert "ensemble change waits for ZooKeeper" in log, f"{name}: the ensemble change never waited:\n{log}"
+    expired = "ZooKeeper session expired" in log
+    assert expired == (cut_s * 1000 > SESSION_TIMEOUT_MS), \
+        f"{name}: after a cut of {cut_s:.0f} s the session {'expired' if expired else 'did not expire'}:\n{log}"
+    await asyncio.to_thread(victim.start)
+    return (f"cut {cut_s:.0f} s{' (session expired)' if expired else ''}: {len(pending)} pending appends "
+            f"acknowledged {back_s:.1f} s after the heal")
+
+
+async def _appended(writer: WriterProcess, history: History, ledger: int, rng: random.Random, name: str,
+                    when: str) -> None:
+    start = history.clock()
+    await writer.send("append", BATCH, rng.getrandbits(32))
+    appends = await _collect(writer, history, ledger, start, ANSWER_WITHIN)
+    failed = [a for a in appends if not a.ok]
+    assert not failed, f"{name}: an append {when} failed: {failed[0].error}\nlog:\n{writer.log_tail()}"
+
+
+async def _collect(writer: WriterProcess, history: History, ledger: int, start: int, within: float) -> list[Any]:
+    """The answers to one ``append`` command, each recorded in ``history`` (invoked when the command was sent)."""
+    deadline = time.monotonic() + within
+    appends = []
+    while "done" not in (answer := await writer.answer(max(deadline - time.monotonic(), 0.1))):
+        append = WriterProcess.parse_append(answer)
+        history.add(Op("append", "writer", ledger, start, history.clock(), append.ok, entry=append.entry,
+                       data=append.data, error=append.error))
+        appends.append(append)
+    return appends
+
+
+async def _answers_until(writer: WriterProcess, until: float) -> list[dict[str, Any]]:
+    """Whatever the writer answers before the monotonic time ``until`` (nothing, when it waits as it should)."""
+    answers = []
+    while (left := until - time.monotonic()) > 0:
+        try:
+            answers.append(await writer.answer(left))
+        except AssertionError as exc:
+            if "answered nothing" not in str(exc):
+                raise
+    return answers
+
+
+async def _ensembles(writer: WriterProcess) -> dict[int, list[str]]:
+    await writer.send("ensembles")
+    return {int(first): ensemble for first, ensemble in (await writer.answer(ANSWER_WITHIN))["ensembles"].items()}
