@@ -456,11 +456,12 @@ class LedgerHandle:
 
     async def _through_zookeeper_outages(self, what: str, write: Callable[[], Awaitable[T]]) -> T:
         """``write`` (a metadata change of this ledger), tried again each time ZooKeeper comes back while it was
-        unreachable. The writer's adds wait meanwhile, acknowledged by nobody: an entry whose ensemble is not
-        recorded yet would be lost with it. This is Apache BookKeeper's client too (its ZooKeeper operations retry
-        across a lost connection and a new session, ``zkRetryBackoffMaxRetries`` times, 2^31 - 1 by default), so a
-        partition from ZooKeeper delays a writer and fails none of its adds. Each write is conditional on the
-        metadata's version, so trying one again that had in fact been applied only meets its own change."""
+        unreachable. Meanwhile an add that needs the replacement bookie for its ack quorum waits: counting a bookie
+        the metadata does not name yet could lose the entry with the writer. Apache BookKeeper's client is set up
+        the same way: its ZooKeeper client retries an operation across a lost connection and an expired session,
+        ``zkRetryBackoffMaxRetries`` times (2^31 - 1 by default). So a partition from ZooKeeper delays a writer and
+        fails none of its adds. Each write is conditional on the metadata's version: trying again one that had in
+        fact been applied only meets its own change."""
         outage_since: float | None = None
         while True:
             try:
