@@ -6,12 +6,13 @@ The writer is our client in a process of its own (``tests/support/writer_process
 ``ZooKeeperPartition`` (its process group in a cgroup of its own, nftables dropping what it sends to ZooKeeper's
 port); its connections to the bookies go on. Appends need no ZooKeeper, so they go on being acknowledged during
 the cut. Then a bookie of its ensemble is killed: replacing it is an ensemble change, a write of the ledger's
-metadata to ZooKeeper, which cannot happen until the partition heals. Until then no append may be acknowledged (an
-entry acknowledged while its ensemble is not recorded could be lost with the ledger's metadata) and none may fail.
-This is what Apache BookKeeper's client does: its ZooKeeper operations retry across a lost connection and a
-replaced session.
+metadata to ZooKeeper, which cannot happen until the partition heals. The ledger is 3/3/3, so every add needs the
+replacement: until the heal none may be acknowledged (counting a bookie the metadata does not name yet could lose
+the entry with the writer) and none may fail. Apache BookKeeper's client is set up for this: its ZooKeeper client
+retries an operation across a lost connection and an expired session (``zkRetryBackoffMaxRetries``, 2^31 - 1 by
+default).
 
-Each round, on 4 bookies of either implementation: a 3/3/2 ledger, appends before and during the cut, a bookie of
+Each round, on 4 bookies of either implementation: a 3/3/3 ledger, appends before and during the cut, a bookie of
 its ensemble killed, appends pending through the rest of the cut, which lasts either half the writer's ZooKeeper
 session timeout (the session survives) or twice it (ZooKeeper expires it; the client must start a new one), each in
 turn. After the heal every pending append must be acknowledged within ``ACKNOWLEDGED_WITHIN``, the ensemble must
