@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from bookie_fleet import processes
+from bookie_fleet.jvm_archives import archive_options
 from bookie_fleet.processes import (
     BookieProcess,
     accepts,
@@ -131,7 +132,8 @@ class JavaBookie(BookieProcess):
     def command(self) -> list[str]:
         lib = bk_lib_dir(self.lib_dir)
         java = shutil.which("java") or "java"
-        jvm = PRODUCTION_JVM_OPTS if self.production else TEST_JVM_OPTS
+        jvm = PRODUCTION_JVM_OPTS if self.production else (*TEST_JVM_OPTS,
+                                                             *archive_options(java, f"{lib}/*", MAIN_CLASS))
         return [java, *jvm, java_tmpdir(self.data_dir / "tmp"),
                 f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
                 "-cp", f"{lib}/*", MAIN_CLASS, "-c", str(self.conf_path)]

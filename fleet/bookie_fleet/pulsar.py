@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bookie_fleet.certificates import TLS_CONTEXT_FACTORY, Issued
+from bookie_fleet.jvm_archives import archive_options
 from bookie_fleet.processes import (
     accepts,
     console_log4j2,
@@ -214,6 +215,8 @@ class PulsarBroker:
 
     def _java(self, main: str, *args: str, opts: tuple[str, ...] = JVM_OPTS) -> list[str]:
         lib = self.classpath.lib
+        if opts == JVM_OPTS:  # the test suite's JVM, not a benchmark's production one
+            opts = (*opts, *archive_options(java(), f"{lib}/*", main))
         return [java(), *opts, java_tmpdir(self.data_dir / "tmp"),
                 f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}", "-cp", f"{lib}/*", main, *args]
 

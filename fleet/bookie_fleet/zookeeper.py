@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from bookie_fleet.jvm_archives import archive_options
 from bookie_fleet.processes import free_port, log_tail, signal_group, spawn, terminate, write_properties
 
 LIB_ENV = "BOOKIE_FLEET_BK_LIB"
@@ -214,7 +215,8 @@ class ZooKeeperServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.write_config()
         classpath = os.pathsep.join([f"{self.lib_dir}/*", *provided_classpath(self.lib_dir)])
-        cmd = [self.java, *_JVM_OPTS, "-cp", classpath, MAIN_CLASS, str(self.config_path)]
+        cmd = [self.java, *_JVM_OPTS, *archive_options(self.java, classpath, MAIN_CLASS), "-cp", classpath, MAIN_CLASS,
+               str(self.config_path)]
         # The log is appended to across restarts: a bind failure is looked for in this launch's part only.
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.proc = spawn(cmd, self.log_path)
