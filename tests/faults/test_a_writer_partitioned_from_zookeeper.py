@@ -2,23 +2,23 @@
 completes them once ZooKeeper is back, whether the cut was a blip or outlived its session; no acknowledged entry is
 lost.
 
-The writer is our client in a process of its own (``tests/support/writer_process.py``), cut off ZooKeeper alone by
-``ZooKeeperPartition`` (its process group in a cgroup of its own, nftables dropping what it sends to ZooKeeper's
-port); its connections to the bookies go on. Appends need no ZooKeeper, so they go on being acknowledged during
-the cut. Then a bookie of its ensemble is killed: replacing it is an ensemble change, a write of the ledger's
-metadata to ZooKeeper, which cannot happen until the partition heals. The ledger is 3/3/3, so every add needs the
-replacement: until the heal none may be acknowledged (counting a bookie the metadata does not name yet could lose
-the entry with the writer) and none may fail. Apache BookKeeper's client is set up for this: its ZooKeeper client
-retries an operation across a lost connection and an expired session (``zkRetryBackoffMaxRetries``, 2^31 - 1 by
-default).
+Each implementation end to end: our client on our bookies, Apache BookKeeper's client
+(tests/java/ClientHarness.java) on its bookies. The writer runs in a process of its own
+(``tests/support/writer_process.py``), cut off ZooKeeper alone by ``ZooKeeperPartition`` (its process group in a
+cgroup of its own, nftables dropping what it sends to ZooKeeper's port); its connections to the bookies go on.
+Appends need no ZooKeeper, so they go on being acknowledged during the cut. Then a bookie of its ensemble is killed:
+replacing it is an ensemble change, a write of the ledger's metadata to ZooKeeper, which cannot happen until the
+partition heals. The ledger is 3/3/3, so every add needs the replacement: until the heal none may be acknowledged
+(counting a bookie the metadata does not name yet could lose the entry with the writer) and none may fail. Apache
+BookKeeper's client is set up for this: its ZooKeeper client retries an operation across a lost connection and an
+expired session (``zkRetryBackoffMaxRetries``, 2^31 - 1 by default).
 
-Each round, on 4 bookies of either implementation: a 3/3/3 ledger, appends before and during the cut, a bookie of
-its ensemble killed, appends pending through the rest of the cut, which lasts either half the writer's ZooKeeper
-session timeout (the session survives) or twice it (ZooKeeper expires it; the client must start a new one), each in
-turn. After the heal every pending append must be acknowledged within ``ACKNOWLEDGED_WITHIN``, the ensemble must
-have changed once, away from the killed bookie, and the ledger must close. A new client reads every ledger back at
-the end and the history checker judges every operation. Soak runs raise the rounds with
-``BOOKIE_FLEET_FAULT_ROUNDS`` (bench/fault_soak.py).
+Each round, on 4 bookies: a 3/3/3 ledger, appends before and during the cut, a bookie of its ensemble killed,
+appends pending through the rest of the cut, which lasts either half the writer's ZooKeeper session timeout (the
+session survives) or twice it (ZooKeeper expires it; the client must start a new one), each in turn. After the heal
+every pending append must be acknowledged within ``ACKNOWLEDGED_WITHIN``, the ensemble must have changed once, away
+from the killed bookie, and the ledger must close. A new client reads every ledger back at the end and the history
+checker judges every operation. Soak runs raise the rounds with ``BOOKIE_FLEET_FAULT_ROUNDS`` (bench/fault_soak.py).
 """
 
 from __future__ import annotations
@@ -50,26 +50,29 @@ ACKNOWLEDGED_WITHIN = 30.0  # s from the heal: a new ZooKeeper session, the meta
 Cut = Callable[[ZooKeeperPartition], ZooKeeperPartition]
 
 
-@pytest.mark.parametrize("bookie_kind", ["python", "java"])
+@pytest.mark.parametrize("implementation", ["python", "java"])
 async def test_a_writer_partitioned_from_zookeeper_completes_its_appends_after_the_heal(
-        cluster_factory: Callable[..., BookieCluster], cut_until_the_end: Cut, bookie_kind: str,
+        cluster_factory: Callable[..., BookieCluster], cut_until_the_end: Cut, implementation: str,
         seeded_rng: random.Random, tmp_path: Path) -> None:
-    cluster = await asyncio.to_thread(cluster_factory, bookie_kind, 4, **CONF)
+    cluster = await asyncio.to_thread(cluster_factory, implementation, 4, **CONF)
+    client = "ours" if implementation == "python" else "java"
     history = History()
     seen = []
     for number in range(rounds(len(CUTS_S))):
-        seen.append(await _round(cluster, cut_until_the_end, history, seeded_rng, CUTS_S[number % len(CUTS_S)],
-                                 tmp_path / f"writer-{number}.log", f"{bookie_kind}-{number}"))
+        seen.append(await _round(cluster, client, cut_until_the_end, history, seeded_rng,
+                                 CUTS_S[number % len(CUTS_S)], tmp_path / f"writer-{number}.log",
+                                 f"{implementation}-{number}"))
     await recover_and_read_every_ledger(cluster.client_config(), history)
     violations = check(history)
     assert not violations, report(violations, history)
     print(f"{len(history)} operations; per round: " + "; ".join(seen))
 
 
-async def _round(cluster: BookieCluster, cut_until_the_end: Cut, history: History, rng: random.Random,
-                 cut_s: float, log_path: Path, name: str) -> str:
+async def _round(cluster: BookieCluster, client: str, cut_until_the_end: Cut, history: History,
+                 rng: random.Random, cut_s: float, log_path: Path, name: str) -> str:
     host, port = cluster.zk_connect.split(",")[0].rsplit(":", 1)
-    async with WriterProcess(cluster.zk_connect, cluster.ledgers_root, log_path, SESSION_TIMEOUT_MS) as writer:
+    async with WriterProcess(cluster.zk_connect, cluster.ledgers_root, log_path, SESSION_TIMEOUT_MS,
+                             client) as writer:
         await writer.send("create", 3, 3, 3)
         ledger = int((await writer.answer(ANSWER_WITHIN))["ledger"])
         await _appended(writer, history, ledger, rng, name, "before the cut")
@@ -102,11 +105,12 @@ async def _round(cluster: BookieCluster, cut_until_the_end: Cut, history: Histor
         history.add(Op("close", "writer", ledger, start, history.clock(), closed["ok"], last=closed.get("last"),
                        length=closed.get("length"), error=closed.get("error", "")))
         assert closed["ok"], f"{name}: the writer could not close ledger {ledger}: {closed['error']}"
-    # What the writer's log says shows the round did what it claims: the ensemble change met the partition, and
-    # the session outlived a blip but not a cut past its timeout.
-    log = await asyncio.to_thread(log_path.read_text)
-    assert "ensemble change waits for ZooKeeper" in log, f"{name}: the ensemble change never waited:\n{log}"
-    expired = "ZooKeeper session expired" in log
+    # What the writer's log says shows the round did what it claims: the session outlived a blip but not a cut
+    # past its timeout, and (ours says it) the ensemble change met the partition.
+    log = await asyncio.to_thread(writer.log)
+    if client == "ours":
+        assert "ensemble change waits for ZooKeeper" in log, f"{name}: the ensemble change never waited:\n{log}"
+    expired = ("ZooKeeper session expired" if client == "ours" else "expired") in log
     assert expired == (cut_s * 1000 > SESSION_TIMEOUT_MS), \
         f"{name}: after a cut of {cut_s:.0f} s the session {'expired' if expired else 'did not expire'}:\n{log}"
     await asyncio.to_thread(victim.start)

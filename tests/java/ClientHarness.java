@@ -10,7 +10,16 @@
 //   read    <zk> <root> <v2|v3> <ledgerId> <password> <recover|norecover>           open, read all
 //   digests <zk> <root> <v2|v3> <password> <ledgerId>...                            open each, print SHA-256s
 //   dump    <zk> <root> <v2|v3> <password> <ledgerId>...                            metadata and every entry, in hex
+//   stream  <zk> <root> <v2|v3>          a writer driven line by line on stdin (tests/support/writer_process.py)
+// The ZooKeeper session timeout is 10 s, or -Dharness.zkTimeoutMs.
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.security.MessageDigest;
 import java.util.HexFormat;
 import java.util.Enumeration;
@@ -29,7 +38,7 @@ public class ClientHarness {
         conf.setUseV2WireProtocol("v2".equals(args[3]));
         conf.setAddEntryTimeout(10);
         conf.setReadEntryTimeout(10);
-        conf.setZkTimeout(10000);
+        conf.setZkTimeout(Integer.getInteger("harness.zkTimeoutMs", 10000));
         BookKeeper bk = new BookKeeper(conf);
         boolean refused = false;
         try {
@@ -39,6 +48,7 @@ public class ClientHarness {
                 case "read": read(bk, args); break;
                 case "digests": digests(bk, args); break;
                 case "dump": dump(bk, args); break;
+                case "stream": stream(bk); break;
                 default: throw new IllegalArgumentException("unknown mode " + args[0]);
             }
         } catch (BKException e) {
@@ -145,5 +155,86 @@ public class ClientHarness {
             System.out.println("RESULT " + ledgerId + " " + last + " " + lh.getLength() + " " + lh.isClosed());
             lh.close();
         }
+    }
+
+    // The writer of the fault scenarios, answering one JSON object per line on stdout as our client's does
+    // (tests/support/writer_process.py has the commands): create <ensemble> <wq> <aq>; append <count> <seed>
+    // (in flight together, each answered as it completes, then {"done": "append"}, while the next command is read);
+    // close (after the pending appends); ensembles. Log lines may come between the answers: they do not start
+    // with "{".
+    static void stream(BookKeeper bk) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        LedgerHandle lh = null;
+        List<CompletableFuture<Void>> batches = new ArrayList<>();
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] w = line.trim().split("\\s+");
+            if ("create".equals(w[0])) {
+                lh = bk.createLedger(Integer.parseInt(w[1]), Integer.parseInt(w[2]), Integer.parseInt(w[3]),
+                        BookKeeper.DigestType.CRC32C, new byte[0]);
+                say("{\"ledger\": " + lh.getId() + "}");
+            } else if ("append".equals(w[0]) && lh != null) {
+                batches.add(appendBatch(lh, Integer.parseInt(w[1]), Long.parseLong(w[2])));
+            } else if ("close".equals(w[0]) && lh != null) {
+                CompletableFuture.allOf(batches.toArray(new CompletableFuture[0])).join();
+                try {
+                    lh.close();
+                    say("{\"close\": {\"ok\": true, \"last\": " + lh.getLastAddConfirmed() + ", \"length\": "
+                            + lh.getLength() + "}}");
+                } catch (BKException e) {
+                    say("{\"close\": {\"ok\": false, \"error\": \"" + quoted(e.toString()) + "\"}}");
+                }
+            } else if ("ensembles".equals(w[0]) && lh != null) {
+                StringJoiner all = new StringJoiner(", ", "{\"ensembles\": {", "}}");
+                lh.getLedgerMetadata().getAllEnsembles().forEach((first, ensemble) -> {
+                    StringJoiner ids = new StringJoiner(", ", "[", "]");
+                    for (BookieId id : ensemble) {
+                        ids.add("\"" + id + "\"");
+                    }
+                    all.add("\"" + first + "\": " + ids);
+                });
+                say(all.toString());
+            } else {
+                say("{\"error\": \"unknown command or no ledger yet: " + quoted(line) + "\"}");
+            }
+        }
+        CompletableFuture.allOf(batches.toArray(new CompletableFuture[0])).join();
+    }
+
+    static CompletableFuture<Void> appendBatch(LedgerHandle lh, int count, long seed) {
+        Random payloads = new Random(seed);
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        AtomicInteger left = new AtomicInteger(count);
+        for (int i = 0; i < count; i++) {
+            byte[] data = new byte[100 + payloads.nextInt(1900)];
+            payloads.nextBytes(data);
+            String hex = HexFormat.of().formatHex(data);
+            lh.asyncAddEntry(data, (rc, handle, entryId, ctx) -> {
+                if (rc == BKException.Code.OK) {
+                    say("{\"append\": {\"ok\": true, \"entry\": " + entryId + ", \"data\": \"" + hex + "\"}}");
+                } else {
+                    say("{\"append\": {\"ok\": false, \"entry\": " + (entryId >= 0 ? entryId : "null")
+                            + ", \"data\": \"" + hex + "\", \"error\": \"" + quoted(BKException.getMessage(rc)) + "\"}}");
+                }
+                if (left.decrementAndGet() == 0) {
+                    say("{\"done\": \"append\"}");
+                    done.complete(null);
+                }
+            }, null);
+        }
+        if (count == 0) {
+            say("{\"done\": \"append\"}");
+            done.complete(null);
+        }
+        return done;
+    }
+
+    static synchronized void say(String json) {
+        System.out.println(json);
+        System.out.flush();
+    }
+
+    static String quoted(String text) {
+        return text.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", " ");
     }
 }

@@ -1,6 +1,8 @@
-"""A ledger writer (our client) in a process of its own, so that a fault can cut that process alone (off ZooKeeper,
-say) while the test that drives it watches from outside. ``WriterProcess`` starts and drives it; run as
-``python -m tests.support.writer_process <zk connect> <ledgers root> <session timeout ms>``.
+"""A ledger writer in a process of its own, so that a fault can cut that process alone (off ZooKeeper, say) while
+the test that drives it watches from outside: our client (this module, run as ``python -m
+tests.support.writer_process <zk connect> <ledgers root> <session timeout ms>``) or Apache BookKeeper's
+(tests/java/ClientHarness.java's ``stream`` mode, the same commands and answers). ``WriterProcess`` starts and
+drives either.
 
 Commands come one per line on stdin, answers go one JSON object per line to stdout:
   ``create <ensemble> <write quorum> <ack quorum>``  -> ``{"ledger": id}``
@@ -19,9 +21,11 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,14 +112,29 @@ class Append:
     error: str = ""
 
 
+# Apache BookKeeper's client: the test JVM's options, its log at WARN (the log lines share stdout with the answers).
+JAVA_OPTIONS = ("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+                "-Dlog4j2.level=warn")
+
+
 class WriterProcess:
     """The writer started in its own session (its pid leads its process group, which a fault can cut), driven
-    from an event loop. ``async with WriterProcess(zk, root, log_path) as writer: ...``."""
+    from an event loop; ``client`` is ``"ours"`` or ``"java"``. ``async with WriterProcess(...) as writer: ...``."""
 
-    def __init__(self, zk_connect: str, ledgers_root: str, log_path: Path, session_timeout_ms: int = 4000) -> None:
-        self.argv = [sys.executable, "-m", "tests.support.writer_process", zk_connect, ledgers_root,
-                     str(session_timeout_ms)]
+    def __init__(self, zk_connect: str, ledgers_root: str, log_path: Path, session_timeout_ms: int = 4000,
+                 client: str = "ours") -> None:
+        if client == "ours":
+            self.argv = [sys.executable, "-m", "tests.support.writer_process", zk_connect, ledgers_root,
+                         str(session_timeout_ms)]
+        elif client == "java":
+            classpath = f"{os.environ['BOOKIE_FLEET_JAVA_HARNESS']}{os.pathsep}{os.environ['BOOKIE_FLEET_BK_LIB']}/*"
+            self.argv = [shutil.which("java") or "java", *JAVA_OPTIONS, f"-Dharness.zkTimeoutMs={session_timeout_ms}",
+                         "-cp", classpath, "ClientHarness", "stream", zk_connect, ledgers_root, "v3"]
+        else:
+            raise ValueError(f"unknown client {client!r}: ours or java")
+        self.client = client
         self.log_path = log_path
+        self.stdout_log: deque[str] = deque(maxlen=50_000)  # Apache BookKeeper's client logs to stdout, between answers
         self.proc: asyncio.subprocess.Process | None = None
 
     @property
@@ -146,20 +165,31 @@ class WriterProcess:
     async def answer(self, within: float) -> dict[str, Any]:
         """The next line the writer prints, parsed; an error naming its log's end if it prints none in time."""
         assert self.proc is not None and self.proc.stdout is not None
-        try:
-            line = await asyncio.wait_for(self.proc.stdout.readline(), within)
-        except TimeoutError:
-            raise AssertionError(f"the writer answered nothing in {within} s; its log ends:\n{self.log_tail()}") \
-                from None
-        if not line:
-            raise AssertionError(f"the writer exited ({await self.proc.wait()}); its log ends:\n{self.log_tail()}")
+        deadline = asyncio.get_running_loop().time() + within
+        line = b""
+        while not line.startswith(b"{"):
+            if line:  # a log line of Apache BookKeeper's client
+                self.stdout_log.append(line.decode(errors="replace").rstrip())
+            try:
+                line = await asyncio.wait_for(self.proc.stdout.readline(),
+                                              max(deadline - asyncio.get_running_loop().time(), 0.0))
+            except TimeoutError:
+                raise AssertionError(f"the writer answered nothing in {within} s; its log ends:\n"
+                                     f"{self.log_tail()}") from None
+            if not line:
+                raise AssertionError(f"the writer exited ({await self.proc.wait()}); its log ends:\n"
+                                     f"{self.log_tail()}")
         answer: dict[str, Any] = json.loads(line)
         if "error" in answer:
             raise AssertionError(f"the writer refused a command: {answer['error']}")
         return answer
 
+    def log(self) -> str:
+        """What the writer logged: its log file, then the log lines it printed between its answers."""
+        return "\n".join([*self.log_path.read_text(errors="replace").splitlines(), *self.stdout_log])
+
     def log_tail(self, lines: int = 30) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(self.log().splitlines()[-lines:])
 
     @staticmethod
     def parse_append(answer: dict[str, Any]) -> Append:
