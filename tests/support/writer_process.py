@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bookie.client import BookKeeper, ClientConfig, LedgerHandle
+from bookie_fleet.processes import java_tools_tmpdir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -128,8 +129,10 @@ class WriterProcess:
                          str(session_timeout_ms)]
         elif client == "java":
             classpath = f"{os.environ['BOOKIE_FLEET_JAVA_HARNESS']}{os.pathsep}{os.environ['BOOKIE_FLEET_BK_LIB']}/*"
-            self.argv = [shutil.which("java") or "java", *JAVA_OPTIONS, f"-Dharness.zkTimeoutMs={session_timeout_ms}",
-                         "-cp", classpath, "ClientHarness", "stream", zk_connect, ledgers_root, "v3"]
+            # Its temporary files (the checksum library it unpacks) in this process's directory, not left in /tmp.
+            self.argv = [shutil.which("java") or "java", *JAVA_OPTIONS, java_tools_tmpdir(),
+                         f"-Dharness.zkTimeoutMs={session_timeout_ms}", "-cp", classpath, "ClientHarness", "stream",
+                         zk_connect, ledgers_root, "v3"]
         else:
             raise ValueError(f"unknown client {client!r}: ours or java")
         self.client = client
