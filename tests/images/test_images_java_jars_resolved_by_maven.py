@@ -22,8 +22,16 @@ REPO = Path(__file__).resolve().parents[2]
 JARS_PY = REPO / "hack" / "apache-bookkeeper" / "jars.py"
 LOCK = REPO / "hack" / "apache-bookkeeper" / "jars.lock"
 # Maven's home is Java's user.home, which comes from the password database, not $HOME: its local repository is
-# there whatever $HOME says.
+# there whatever $HOME says, unless $MAVEN_OPTS names another (-Dmaven.repo.local=...), which wins over a
+# settings file's.
 MAVEN_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir)
+_OPTS = os.environ.get("MAVEN_OPTS", "").split()
+_REPO_LOCAL = "-Dmaven.repo.local="
+# Where the bootstrap's Maven put the jars: the mirror of these tests.
+FILLED_REPOSITORY = next((Path(o.removeprefix(_REPO_LOCAL)) for o in _OPTS if o.startswith(_REPO_LOCAL)),
+                         MAVEN_HOME / ".m2" / "repository")
+# The stage's Maven without that option, so that the settings file's local repository is the one it uses.
+STAGE_ENV = {**os.environ, "MAVEN_OPTS": " ".join(o for o in _OPTS if not o.startswith(_REPO_LOCAL))}
 sys.path.insert(0, str(JARS_PY.parent))
 
 import jars  # noqa: E402  (hack/apache-bookkeeper/jars.py, not a package)
@@ -39,12 +47,11 @@ def _settings(tmp_path: Path, mirror: Path) -> Path:
 
 def _stage(target: Path, settings: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(JARS_PY), "stage", str(target), "--settings", str(settings)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=STAGE_ENV)
 
 
 def test_stage_resolves_exactly_the_locked_jars_through_the_users_mirror(tmp_path: Path) -> None:
-    mirror = MAVEN_HOME / ".m2" / "repository"   # filled by the bootstrap's Maven
-    result = _stage(tmp_path / "jars", _settings(tmp_path, mirror))
+    result = _stage(tmp_path / "jars", _settings(tmp_path, FILLED_REPOSITORY))
     assert result.returncode == 0, result.stderr
     staged = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (tmp_path / "jars").iterdir()}
     assert staged == {j.file_name: j.sha256 for j in jars.parse_lock(LOCK.read_text())}
