@@ -2,9 +2,10 @@
 ledger states it can no longer find: neither the location index (a bookie that answers "no such entry" for
 acknowledged data is worse than one that is down: clients would take its answers in recovery) nor the ledgers
 index (a fenced ledger writable again by its old writer, a ledger without its master key). A deleted index: it
-refuses to start and says why. Damaged files: it refuses to start with RocksDB's reason, or, when RocksDB
-recovers from that damage (bits flipped where it reads a torn tail, the records still in its write-ahead log),
-it serves every entry and the ledger's state (fenced, its master key).
+refuses to start and says why. Damaged files: it refuses to start with the reason (a damaged MANIFEST record,
+found before RocksDB reads it, or RocksDB's own error), never hanging at start; or, when RocksDB recovers from
+that damage (bits flipped where it reads a torn tail, the records still in its write-ahead log), it serves every
+entry and the ledger's state (fenced, its master key).
 
 Seeded damage: the location or the ledgers index deleted, or seeded bits of its table and manifest files
 flipped. Our bookie only, for now: Apache BookKeeper's is not run with this damage yet (docs/reliability.md).
@@ -80,7 +81,7 @@ async def test_a_bookie_with_a_damaged_index_refuses_to_start_with_the_reason(
 
 
 # The reason each damage is refused with (bookie/termination.py): a lost index is a disk this bookie cannot
-# serve; a damaged one is RocksDB's own error naming the file.
+# serve; a damaged one is a start-up failure naming the file (a MANIFEST record or RocksDB's own error).
 REASON = {"deleted": "IncompatibleDisk: ", "corrupted": "StartupFailed: "}
 # How the message names the damaged index: the index missing beside the other, or a path in it (RocksDB's
 # corrupted file, or the rolled-back index).

@@ -24,6 +24,7 @@ from pathlib import Path
 from rocksdict import BlockBasedOptions, BottommostLevelCompaction, CompactOptions, Options, Rdict
 
 from bookie.storage import entrylog_format as ef
+from bookie.storage import index_manifest
 from bookie.storage.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,14 @@ def options() -> Options:
 
 def open_db(path: Path) -> Rdict:
     """Open (or create) one index; tables in a newer format than Apache BookKeeper reads are rewritten."""
+    try:
+        index_manifest.check(path)  # before RocksDB reads it: its reader can loop on a damaged record
+    except index_manifest.IndexDamagedError as exc:
+        if path.name not in REBUILD_COMMANDS:
+            raise
+        raise index_manifest.IndexDamagedError(
+            f"{exc}. Restore the index directory, or rebuild the index with Apache BookKeeper's "
+            f"{rebuild_advice([path.name])} while the bookie is stopped") from None
     opts = options()
     # The column family's options given explicitly: otherwise those of the database's OPTIONS file are used.
     db = Rdict(str(path), opts, column_families={"default": opts})
