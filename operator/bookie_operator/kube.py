@@ -10,12 +10,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import tempfile
 import uuid
 from typing import Any
 
 from kubernetes_asyncio import client as kclient
 from kubernetes_asyncio import config as kconfig
 from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import kube_config
 
 from bookie_operator import metrics, models
 
@@ -72,6 +74,15 @@ def path(kind: str, namespace: str, name: str | None = None, sub: str | None = N
     return out
 
 
+def _forget_files_under(directory: str) -> None:
+    """Drop the library's memory of the files it wrote under ``directory`` (it reuses a file for the same content,
+    and this directory is about to go): the next load writes them again."""
+    written: dict[str, str] = getattr(kube_config, "_temp_files", {})
+    for content, path in list(written.items()):
+        if path.startswith(directory + os.sep):
+            del written[content]
+
+
 class Kube:
     def __init__(self, api: kclient.ApiClient) -> None:
         self.api = api
@@ -82,10 +93,16 @@ class Kube:
         configuration = kclient.Configuration()
         if kubeconfig is None and _in_cluster():
             kconfig.load_incluster_config(client_configuration=configuration)
-        else:
+            return cls(kclient.ApiClient(configuration))
+        # A kubeconfig's embedded certificates and key are written to files for the TLS context to read. The
+        # library leaves them in /tmp until a clean exit (a killed operator never removes its private key): here
+        # they go to a private directory, removed as soon as the client's TLS context has read them.
+        with tempfile.TemporaryDirectory(prefix="bookie-operator-kubeconfig-") as private:
             await kconfig.load_kube_config(config_file=kubeconfig or os.environ.get("KUBECONFIG"),
-                                           client_configuration=configuration)
-        return cls(kclient.ApiClient(configuration))
+                                           client_configuration=configuration, temp_file_path=private)
+            api = kclient.ApiClient(configuration)
+            _forget_files_under(private)
+        return cls(api)
 
     async def close(self) -> None:
         await self.api.close()
