@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from bookie.config import BookieConfig, read_properties
 
-from tests.compat.java_client import java_command
+from tests.support.java_client import java_command
 
 # Every rule of java.util.Properties.load that a hand parser tends to miss.
 SYNTAX = r"""# comment

@@ -21,9 +21,9 @@ from bookie_fleet.java_bookies import JavaBookie
 from bookie_fleet.local_bookies import LocalBookie
 from bookie_fleet.processes import BookieProcess, free_port
 
-from tests.compat.java_client import run_harness
 from tests.support.admin_api import TEST_ADMIN_TOKEN
 from tests.support.java_bookies import BookieCluster
+from tests.support.java_client import run_harness
 from tests.support.rest import call
 
 PASSWORD = b"switch"

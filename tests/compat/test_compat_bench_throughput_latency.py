@@ -31,8 +31,8 @@ from pathlib import Path
 import pytest
 from bookie.client import BookKeeper
 
-from tests.compat.java_client import java_command
 from tests.support.java_bookies import BookieCluster
+from tests.support.java_client import java_command
 
 BENCH = "org.apache.bookkeeper.benchmark.BenchThroughputLatency"
 THROTTLE = 2000

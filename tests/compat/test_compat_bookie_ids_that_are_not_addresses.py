@@ -12,9 +12,9 @@ from bookie.client import BookKeeper
 from bookie.metadata import service_info
 from bookie.metadata.store import MetadataStore
 
-from tests.compat.java_client import run_harness
 from tests.support.bookies import BookieSet
 from tests.support.java_bookies import BookieCluster
+from tests.support.java_client import run_harness
 
 NAMES = [f"bookie-{i}.bookies.fleet.invalid:3181" for i in range(3)]
 

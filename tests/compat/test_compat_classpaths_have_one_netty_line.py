@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat.java_client import VERSIONS
+from tests.support.java_client import VERSIONS
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = REPO / "hack" / "apache-bookkeeper"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from bookie.client import BookKeeper
 
-from tests.compat.java_client import HeldWriter, run_harness
 from tests.support.java_bookies import BookieCluster
+from tests.support.java_client import HeldWriter, run_harness
 
 WRITER = Path(__file__).with_name("python_writer.py")
 

@@ -8,8 +8,8 @@ import pytest
 from bookie.client import BookKeeper
 from bookie.protocol.entry import DigestType
 
-from tests.compat.java_client import VERSIONS, run_harness
 from tests.support.java_bookies import BookieCluster
+from tests.support.java_client import VERSIONS, run_harness
 
 
 @pytest.mark.parametrize("release", ["pinned", "other"])

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from bookie.client import BookKeeper
 
-from tests.compat.java_client import VERSIONS, run_harness
 from tests.support.java_bookies import BookieCluster, JavaBookie
+from tests.support.java_client import VERSIONS, run_harness
 
 
 @pytest.mark.parametrize("release", ["pinned", "other"])

@@ -20,7 +20,7 @@ import pytest
 from bookie_operator import builders, java_config, models
 from bookie_operator.decisions import start_failures
 
-from tests.compat.java_client import VERSIONS
+from tests.support.java_client import VERSIONS
 from tests.support import oci
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "hack" / "apache-bookkeeper" / "entrypoint.py"

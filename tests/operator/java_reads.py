@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from bookie.client import BookKeeper
 
-from tests.compat.java_client import run_harness
+from tests.support.java_client import run_harness
 from tests.support.java_bookies import BookieCluster
 
 

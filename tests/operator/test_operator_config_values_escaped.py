@@ -14,7 +14,7 @@ from bookie.config import BookieConfig, read_properties
 from bookie_operator import builders
 from bookie_operator.builders import Owner
 
-from tests.compat.java_client import java_command
+from tests.support.java_client import java_command
 from tests.operator.helpers import spec
 
 OWNER = Owner("bk", "ns", "uid-1")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from bookie.client import BookKeeper
 
-from tests.compat.java_client import run_harness
+from tests.support.java_client import run_harness
 from tests.security.conftest import PKI
 from tests.support.java_bookies import BookieCluster
 

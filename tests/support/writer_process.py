@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from bookie.client import BookKeeper, ClientConfig, LedgerHandle
-from bookie_fleet.processes import java_tools_tmpdir
+
+from tests.support.java_client import java_command
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -113,11 +113,6 @@ class Append:
     error: str = ""
 
 
-# Apache BookKeeper's client: the test JVM's options, its log at WARN (the log lines share stdout with the answers).
-JAVA_OPTIONS = ("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-                "-Dlog4j2.level=warn")
-
-
 class WriterProcess:
     """The writer started in its own session (its pid leads its process group, which a fault can cut), driven
     from an event loop; ``client`` is ``"ours"`` or ``"java"``. ``async with WriterProcess(...) as writer: ...``."""
@@ -128,11 +123,8 @@ class WriterProcess:
             self.argv = [sys.executable, "-m", "tests.support.writer_process", zk_connect, ledgers_root,
                          str(session_timeout_ms)]
         elif client == "java":
-            classpath = f"{os.environ['BOOKIE_FLEET_JAVA_HARNESS']}{os.pathsep}{os.environ['BOOKIE_FLEET_BK_LIB']}/*"
-            # Its temporary files (the checksum library it unpacks) in this process's directory, not left in /tmp.
-            self.argv = [shutil.which("java") or "java", *JAVA_OPTIONS, java_tools_tmpdir(),
-                         f"-Dharness.zkTimeoutMs={session_timeout_ms}", "-cp", classpath, "ClientHarness", "stream",
-                         zk_connect, ledgers_root, "v3"]
+            self.argv = java_command("ClientHarness", "stream", zk_connect, ledgers_root, "v3",
+                                     harness_options=(f"-Dharness.zkTimeoutMs={session_timeout_ms}",))
         else:
             raise ValueError(f"unknown client {client!r}: ours or java")
         self.client = client

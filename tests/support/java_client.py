@@ -1,5 +1,6 @@
 """Runs tests/java/ClientHarness.java (Apache BookKeeper's Java client) from async tests, without blocking, on
-either Apache BookKeeper version of the compatibility matrix (``VERSIONS``)."""
+either Apache BookKeeper version of the compatibility matrix (``VERSIONS``); ``java_command`` is the one command
+line of a Java client JVM in the tests."""
 
 from __future__ import annotations
 
@@ -16,10 +17,9 @@ from bookie_fleet.processes import java_tools_tmpdir
 
 from tests.support.java_bookies import BookieCluster
 
+# The test JVM's options (C1 alone, the serial collector), its log at WARN: the harness's answers share stdout.
 JVM = ("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
        "-Dlog4j2.level=warn")
-
-
 
 
 @dataclass(frozen=True)
@@ -63,13 +63,15 @@ def classpath(version: BookKeeperVersion = PINNED) -> str:
 
 
 def java_command(main: str, *args: str, properties: dict[str, str] | None = None,
-                 version: BookKeeperVersion = PINNED) -> list[str]:
-    """``properties``: BookKeeper client keys, read by its ClientConfiguration from system properties."""
+                 version: BookKeeperVersion = PINNED, harness_options: tuple[str, ...] = ()) -> list[str]:
+    """``properties``: BookKeeper client keys, read by its ClientConfiguration from system properties;
+    ``harness_options``: the harness's own (``-Dharness.*``). Its temporary files (the checksum library it
+    unpacks) go to the test process's directory (``java_tools_tmpdir``), not left in /tmp."""
     props = [f"-D{k}={v}" for k, v in (properties or {}).items()]
     if props:
         props.insert(0, "-Dorg.apache.bookkeeper.conf.readsystemproperties=true")
-    return [shutil.which("java") or "java", *JVM, java_tools_tmpdir(), *props, "-cp", classpath(version), main,
-            *args]
+    return [shutil.which("java") or "java", *JVM, java_tools_tmpdir(), *props, *harness_options, "-cp",
+            classpath(version), main, *args]
 
 
 @dataclass
