@@ -34,9 +34,9 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from tests.support.java_client import java_command
 from tests.support.admin_api import TEST_ADMIN_TOKEN
 from tests.support.bookies import TEST_OVERRIDES
+from tests.support.java_client import java_command
 from tests.support.powerloss.mount import PowerLossFs
 
 PASSWORD = b"powercut"

@@ -20,8 +20,8 @@ import pytest
 from bookie_operator import builders, java_config, models
 from bookie_operator.decisions import start_failures
 
-from tests.support.java_client import VERSIONS
 from tests.support import oci
+from tests.support.java_client import VERSIONS
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "hack" / "apache-bookkeeper" / "entrypoint.py"
 SPEC = {"metadataService": {"zkServers": "zk:2181"}, "implementation": "apache-bookkeeper",

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from bookie.client import BookKeeper
 
-from tests.support.java_client import run_harness
 from tests.support.java_bookies import BookieCluster
+from tests.support.java_client import run_harness
 
 
 @dataclass

@@ -14,8 +14,8 @@ from bookie.config import BookieConfig, read_properties
 from bookie_operator import builders
 from bookie_operator.builders import Owner
 
-from tests.support.java_client import java_command
 from tests.operator.helpers import spec
+from tests.support.java_client import java_command
 
 OWNER = Owner("bk", "ns", "uid-1")
 INJECTED = "/tmp/attacker-token"

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from bookie.client import BookKeeper
 
-from tests.support.java_client import run_harness
 from tests.security.conftest import PKI
 from tests.support.java_bookies import BookieCluster
+from tests.support.java_client import run_harness
 
 
 @pytest.mark.parametrize("protocol", ["v3", "v2"])

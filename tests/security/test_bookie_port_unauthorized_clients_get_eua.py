@@ -12,10 +12,10 @@ from bookie.client import BookKeeper, ClientConfig
 from bookie.client.errors import UnauthorizedAccess
 from bookie.protocol.codes import StatusCode
 
-from tests.support.java_client import run_harness
 from tests.security.conftest import NOTHING_STORED, PKI, first_entry_statuses, secured_conf
 from tests.support.bookies import BookieFactory
 from tests.support.java_bookies import BookieCluster
+from tests.support.java_client import run_harness
 from tests.support.raw_client import MASTER_KEY, entry
 
 UNAUTHORIZED_ACCESS = -102  # BKException.Code.UnauthorizedAccessException

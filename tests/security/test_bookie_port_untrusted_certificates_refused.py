@@ -12,9 +12,9 @@ import pytest
 from bookie.client import BookKeeper
 from bookie.client.errors import BKError
 
-from tests.support.java_client import run_harness
 from tests.security.conftest import NOTHING_STORED, PKI, first_entry_statuses
 from tests.support.java_bookies import BookieCluster
+from tests.support.java_client import run_harness
 
 
 @pytest.mark.parametrize("who", ["untrusted", "no certificate"])
