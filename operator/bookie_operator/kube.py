@@ -75,8 +75,9 @@ def path(kind: str, namespace: str, name: str | None = None, sub: str | None = N
 
 
 def _forget_files_under(directory: str) -> None:
-    """Drop the library's memory of the files it wrote under ``directory`` (it reuses a file for the same content,
-    and this directory is about to go): the next load writes them again."""
+    """Drop the library's memory of the files it wrote under ``directory`` (its private cache, content -> file: it
+    reuses a file for the same content, and this directory is about to go): the next load writes them again. A
+    library without that cache has nothing to forget."""
     written: dict[str, str] = getattr(kube_config, "_temp_files", {})
     for content, path in list(written.items()):
         if path.startswith(directory + os.sep):

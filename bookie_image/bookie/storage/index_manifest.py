@@ -34,7 +34,7 @@ _MASK_DELTA = 0xA282EAD8  # RocksDB stores a CRC rotated and offset, so a CRC of
 
 
 class IndexDamagedError(StorageError):
-    """A RocksDB index whose files fail their checksums: it cannot be opened as it is."""
+    """A RocksDB index whose MANIFEST is damaged: it cannot be opened as it is."""
 
 
 def unmask(masked: int) -> int:
