@@ -11,7 +11,8 @@ replacing it is an ensemble change, a write of the ledger's metadata to ZooKeepe
 partition heals. The ledger is 3/3/3, so every add needs the replacement: until the heal none may be acknowledged
 (counting a bookie the metadata does not name yet could lose the entry with the writer) and none may fail. Apache
 BookKeeper's client is set up for this: its ZooKeeper client retries an operation across a lost connection and an
-expired session (``zkRetryBackoffMaxRetries``, 2^31 - 1 by default).
+expired session (``zkRetryBackoffMaxRetries``, 2^31 - 1 by default), and it resolves bookie ids as the host:port
+they are (``JAVA_CLIENT``), not through its registration cache, which an expiry clears.
 
 Each round, on 4 bookies: a 3/3/3 ledger, appends before and during the cut, a bookie of its ensemble killed,
 appends pending through the rest of the cut, which lasts either half the writer's ZooKeeper session timeout (the
@@ -45,6 +46,11 @@ SESSION_TIMEOUT_MS = 4000  # the writer's ZooKeeper session
 CUTS_S = (SESSION_TIMEOUT_MS / 2000, SESSION_TIMEOUT_MS * 2 / 1000)  # a blip, then a cut past the session's expiry
 BATCH = 20  # entries per append command
 ANSWER_WITHIN = 30.0  # s for the writer's answers outside the cut
+# Bookie ids are host:port here, so Apache BookKeeper's client resolves them without its registration cache, which
+# it clears when its session expires and refills only at its next read of the registrations: an ensemble change
+# in between cannot resolve its new bookie and replaces it in turn, and if the killed bookie's registration expires
+# meanwhile no candidate is left and the ledger is closed ("Findings" in docs/reliability.md).
+JAVA_CLIENT = {"bookieAddressResolverEnabled": "false"}
 ACKNOWLEDGED_WITHIN = 30.0  # s from the heal: a new ZooKeeper session, the metadata write, the adds' resends
 # The fixture ``cut_until_the_end`` (tests/faults/conftest.py): cuts a partition, heals it at the test's end.
 Cut = Callable[[ZooKeeperPartition], ZooKeeperPartition]
@@ -72,7 +78,7 @@ async def _round(cluster: BookieCluster, client: str, cut_until_the_end: Cut, hi
                  rng: random.Random, cut_s: float, log_path: Path, name: str) -> str:
     host, port = cluster.zk_connect.split(",")[0].rsplit(":", 1)
     async with WriterProcess(cluster.zk_connect, cluster.ledgers_root, log_path, SESSION_TIMEOUT_MS,
-                             client) as writer:
+                             client, JAVA_CLIENT) as writer:
         await writer.send("create", 3, 3, 3)
         ledger = int((await writer.answer(ANSWER_WITHIN))["ledger"])
         await _appended(writer, history, ledger, rng, name, "before the cut")

@@ -115,15 +115,17 @@ class Append:
 
 class WriterProcess:
     """The writer started in its own session (its pid leads its process group, which a fault can cut), driven
-    from an event loop; ``client`` is ``"ours"`` or ``"java"``. ``async with WriterProcess(...) as writer: ...``."""
+    from an event loop; ``client`` is ``"ours"`` or ``"java"``, ``java_properties`` the Java client's configuration
+    keys. ``async with WriterProcess(...) as writer: ...``."""
 
     def __init__(self, zk_connect: str, ledgers_root: str, log_path: Path, session_timeout_ms: int = 4000,
-                 client: str = "ours") -> None:
+                 client: str = "ours", java_properties: dict[str, str] | None = None) -> None:
         if client == "ours":
             self.argv = [sys.executable, "-m", "tests.support.writer_process", zk_connect, ledgers_root,
                          str(session_timeout_ms)]
         elif client == "java":
             self.argv = java_command("ClientHarness", "stream", zk_connect, ledgers_root, "v3",
+                                     properties=java_properties,
                                      harness_options=(f"-Dharness.zkTimeoutMs={session_timeout_ms}",))
         else:
             raise ValueError(f"unknown client {client!r}: ours or java")
