@@ -11,8 +11,8 @@ from pathlib import Path
 
 import crc32c
 import pytest
-from bookie.storage import index_format, index_manifest
-from bookie.storage.index_manifest import IndexDamagedError, first_damaged_record
+from bookie.storage import index_format, index_logs
+from bookie.storage.index_logs import IndexDamagedError, first_damaged_record
 
 _TYPE_OFFSET = 6  # in a record's header: masked CRC32C (4), length (2), type (1)
 
@@ -99,7 +99,7 @@ def _record(record_type: int, payload: bytes) -> bytes:
 
 
 def test_a_record_overrunning_its_block_is_damaged() -> None:
-    filler = _record(1, bytes(index_manifest.BLOCK_SIZE - 20 - 7))
+    filler = _record(1, bytes(index_logs.BLOCK_SIZE - 20 - 7))
     assert first_damaged_record(filler + _record(1, bytes(13))) is None, "ends exactly at the block's end"
     overrun = first_damaged_record(filler + _record(1, bytes(40)))
-    assert overrun is not None and overrun[0] == index_manifest.BLOCK_SIZE - 20 and "past the end" in overrun[1]
+    assert overrun is not None and overrun[0] == index_logs.BLOCK_SIZE - 20 and "past the end" in overrun[1]

@@ -24,7 +24,7 @@ from pathlib import Path
 from rocksdict import BlockBasedOptions, BottommostLevelCompaction, CompactOptions, Options, Rdict
 
 from bookie.storage import entrylog_format as ef
-from bookie.storage import index_manifest
+from bookie.storage import index_logs
 from bookie.storage.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -60,11 +60,11 @@ def options() -> Options:
 def open_db(path: Path) -> Rdict:
     """Open (or create) one index; tables in a newer format than Apache BookKeeper reads are rewritten."""
     try:
-        index_manifest.check(path)  # before RocksDB reads it: its reader can loop on a damaged record
-    except index_manifest.IndexDamagedError as exc:
+        index_logs.check(path)  # before RocksDB reads it: its reader can loop on a damaged record
+    except index_logs.IndexDamagedError as exc:
         if path.name not in REBUILD_COMMANDS:
             raise
-        raise index_manifest.IndexDamagedError(
+        raise index_logs.IndexDamagedError(
             f"{exc}. Restore the index directory, or rebuild the index with Apache BookKeeper's "
             f"{rebuild_advice([path.name])} while the bookie is stopped") from None
     opts = options()
