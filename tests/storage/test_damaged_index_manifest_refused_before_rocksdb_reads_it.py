@@ -9,12 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import crc32c
 import pytest
 from bookie.storage import index_format, index_logs
 from bookie.storage.index_logs import IndexDamagedError, first_damaged_record
 
-_TYPE_OFFSET = 6  # in a record's header: masked CRC32C (4), length (2), type (1)
+from tests.support.rocksdb_logs import TYPE_OFFSET, make_record, record_offsets
 
 
 def _index(tmp_path: Path, name: str = "ledgers") -> Path:
@@ -32,15 +31,6 @@ def _manifest(index: Path) -> Path:
     return index / (index / "CURRENT").read_text().strip()
 
 
-def _records(data: bytes) -> list[int]:
-    """The offsets of a MANIFEST's records (all in its first block, as a small index's are)."""
-    offsets, pos = [], 0
-    while pos + 7 <= len(data):
-        offsets.append(pos)
-        pos += 7 + int.from_bytes(data[pos + 4:pos + 6], "little")
-    return offsets
-
-
 def test_an_intact_index_passes_and_opens(tmp_path: Path) -> None:
     index = _index(tmp_path)
     assert first_damaged_record(_manifest(index).read_bytes()) is None
@@ -53,9 +43,9 @@ def test_a_record_turned_recyclable_is_refused_without_rocksdb_reading_it(tmp_pa
     index = _index(tmp_path)
     manifest = _manifest(index)
     data = bytearray(manifest.read_bytes())
-    record = _records(bytes(data))[-1]  # the last: its longer header would also make it look cut short
-    assert data[record + _TYPE_OFFSET] == 1, "a full record"
-    data[record + _TYPE_OFFSET] ^= 0b100  # full (1) becomes recyclable full (5)
+    record = record_offsets(bytes(data))[-1]  # the last: its longer header would also make it look cut short
+    assert data[record + TYPE_OFFSET] == 1, "a full record"
+    data[record + TYPE_OFFSET] ^= 0b100  # full (1) becomes recyclable full (5)
     manifest.write_bytes(bytes(data))
     # In a process of its own, with a time limit: RocksDB left to read this record would spin forever.
     opened = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
@@ -71,7 +61,7 @@ def test_a_flipped_bit_in_any_record_names_that_record_and_the_rebuild(tmp_path:
     index = _index(tmp_path, name)
     manifest = _manifest(index)
     original = manifest.read_bytes()
-    for record in _records(original):
+    for record in record_offsets(original):
         if original[record + 4:record + 6] == b"\0\0":
             continue  # no bytes of its own to flip
         data = bytearray(original)
@@ -91,15 +81,8 @@ def test_a_manifest_cut_short_at_its_end_is_left_to_rocksdb(tmp_path: Path) -> N
     assert first_damaged_record(data + bytes(64)) is None, "a preallocated tail of zeros"
 
 
-def _record(record_type: int, payload: bytes) -> bytes:
-    """A record with its checksum right (masked as RocksDB masks it)."""
-    crc = crc32c.crc32c(bytes([record_type]) + payload)
-    masked = (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-    return masked.to_bytes(4, "little") + len(payload).to_bytes(2, "little") + bytes([record_type]) + payload
-
-
 def test_a_record_overrunning_its_block_is_damaged() -> None:
-    filler = _record(1, bytes(index_logs.BLOCK_SIZE - 20 - 7))
-    assert first_damaged_record(filler + _record(1, bytes(13))) is None, "ends exactly at the block's end"
-    overrun = first_damaged_record(filler + _record(1, bytes(40)))
+    filler = make_record(1, bytes(index_logs.BLOCK_SIZE - 20 - 7))
+    assert first_damaged_record(filler + make_record(1, bytes(13))) is None, "ends exactly at the block's end"
+    overrun = first_damaged_record(filler + make_record(1, bytes(40)))
     assert overrun is not None and overrun[0] == index_logs.BLOCK_SIZE - 20 and "past the end" in overrun[1]

@@ -15,10 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import crc32c
 import pytest
 from bookie.storage import index_format
 from bookie.storage.index_logs import BLOCK_SIZE, IndexDamagedError, first_damaged_record
+
+from tests.support.rocksdb_logs import RECYCLABLE_FULL, TYPE_OFFSET, make_record, record_offsets
 
 RECORDS = 100
 _WRITE_AND_CRASH = ("import os, sys; from pathlib import Path; from bookie.storage import index_format; "
@@ -26,7 +27,6 @@ _WRITE_AND_CRASH = ("import os, sys; from pathlib import Path; from bookie.stora
                     f"[db.put(i.to_bytes(8, 'big'), b'location' * 8) for i in range({RECORDS})]; os._exit(0)")
 _OPEN_AND_COUNT = ("import sys; from pathlib import Path; from bookie.storage import index_format; "
                    "db = index_format.open_db(Path(sys.argv[1])); print(sum(1 for _ in db.keys())); db.close()")
-_TYPE_OFFSET = 6  # in a record's header: masked CRC32C (4), length (2), type (1)
 
 
 def _crashed_index(tmp_path: Path) -> tuple[Path, Path]:
@@ -38,15 +38,6 @@ def _crashed_index(tmp_path: Path) -> tuple[Path, Path]:
     return index, log
 
 
-def _records(data: bytes) -> list[int]:
-    """The offsets of a small log's records (all in its first block)."""
-    offsets, pos = [], 0
-    while pos + 7 <= len(data):
-        offsets.append(pos)
-        pos += 7 + int.from_bytes(data[pos + 4:pos + 6], "little")
-    return offsets
-
-
 def _open_elsewhere(index: Path) -> subprocess.CompletedProcess[str]:
     """``open_db`` in a process of its own, with a time limit: RocksDB left to read a damaged type spins forever."""
     return subprocess.run([sys.executable, "-c", _OPEN_AND_COUNT, str(index)], capture_output=True, text=True,
@@ -55,7 +46,7 @@ def _open_elsewhere(index: Path) -> subprocess.CompletedProcess[str]:
 
 def test_an_intact_log_passes_and_is_replayed(tmp_path: Path) -> None:
     index, log = _crashed_index(tmp_path)
-    assert len(_records(log.read_bytes())) == RECORDS
+    assert len(record_offsets(log.read_bytes())) == RECORDS
     assert first_damaged_record(log.read_bytes(), int(log.stem)) is None
     opened = _open_elsewhere(index)
     assert opened.returncode == 0 and opened.stdout.split() == [str(RECORDS)], opened.stderr
@@ -65,10 +56,10 @@ def test_an_intact_log_passes_and_is_replayed(tmp_path: Path) -> None:
 def test_a_record_turned_recyclable_is_refused_without_rocksdb_reading_it(tmp_path: Path, which: str) -> None:
     index, log = _crashed_index(tmp_path)
     data = bytearray(log.read_bytes())
-    records = _records(bytes(data))
+    records = record_offsets(bytes(data))
     record = {"first": records[0], "middle": records[len(records) // 2], "last": records[-1]}[which]
-    assert data[record + _TYPE_OFFSET] == 1, "a full record"
-    data[record + _TYPE_OFFSET] ^= 0b100  # full (1) becomes recyclable full (5)
+    assert data[record + TYPE_OFFSET] == 1, "a full record"
+    data[record + TYPE_OFFSET] ^= 0b100  # full (1) becomes recyclable full (5)
     log.write_bytes(bytes(data))
     opened = _open_elsewhere(index)
     assert opened.returncode != 0, opened.stdout
@@ -80,7 +71,7 @@ def test_a_record_turned_recyclable_is_refused_without_rocksdb_reading_it(tmp_pa
 def test_a_flipped_bit_with_records_after_it_is_refused(tmp_path: Path) -> None:
     index, log = _crashed_index(tmp_path)
     data = bytearray(log.read_bytes())
-    record = _records(bytes(data))[RECORDS // 2]
+    record = record_offsets(bytes(data))[RECORDS // 2]
     data[record + 7] ^= 0x10  # the record's first byte after its header
     log.write_bytes(bytes(data))
     with pytest.raises(IndexDamagedError) as refused:
@@ -91,7 +82,7 @@ def test_a_flipped_bit_with_records_after_it_is_refused(tmp_path: Path) -> None:
 def test_a_torn_end_is_left_to_rocksdb(tmp_path: Path) -> None:
     index, log = _crashed_index(tmp_path)
     data = log.read_bytes()
-    last = _records(data)[-1]
+    last = record_offsets(data)[-1]
     garbled = bytearray(data)
     garbled[last + 7] ^= 0x10  # the last record half written
     for torn in (data[:-5], bytes(garbled), data + bytes(4096)):
@@ -101,17 +92,9 @@ def test_a_torn_end_is_left_to_rocksdb(tmp_path: Path) -> None:
     assert opened.returncode == 0 and opened.stdout.split() == [str(RECORDS - 1)], opened.stderr
 
 
-def _recyclable(log_number: int, payload: bytes) -> bytes:
-    """A recyclable full record (type 5) with its checksum right, masked as RocksDB masks it."""
-    body = bytes([5]) + log_number.to_bytes(4, "little") + payload
-    crc = crc32c.crc32c(body)
-    masked = (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-    return masked.to_bytes(4, "little") + len(payload).to_bytes(2, "little") + body
-
-
 def test_a_recycled_log_is_sound_up_to_its_previous_use() -> None:
-    current = b"".join(_recyclable(12, os.urandom(40)) for _ in range(5))
-    previous_use = b"".join(_recyclable(7, os.urandom(40)) for _ in range(5))
+    current = b"".join(make_record(RECYCLABLE_FULL, os.urandom(40), 12) for _ in range(5))
+    previous_use = b"".join(make_record(RECYCLABLE_FULL, os.urandom(40), 7) for _ in range(5))
     assert first_damaged_record(current + previous_use, 12) is None
     damaged = bytearray(current + current)
     damaged[2 * len(current) // 5 + 11] ^= 1  # a byte of the third record
@@ -121,9 +104,9 @@ def test_a_recycled_log_is_sound_up_to_its_previous_use() -> None:
 
 
 def test_a_record_overrunning_its_block_with_records_after_it_is_damaged() -> None:
-    filler = _recyclable(3, bytes(BLOCK_SIZE - 20 - 11))
-    overrun = _recyclable(3, bytes(40))
-    log = filler + overrun + _recyclable(3, b"next block")
+    filler = make_record(RECYCLABLE_FULL, bytes(BLOCK_SIZE - 20 - 11), 3)
+    overrun = make_record(RECYCLABLE_FULL, bytes(40), 3)
+    log = filler + overrun + make_record(RECYCLABLE_FULL, b"next block", 3)
     assert first_damaged_record(log, 3) == (BLOCK_SIZE - 20, f"40 bytes long, past the end of its {BLOCK_SIZE}-byte "
                                                              "block")
     assert first_damaged_record(filler + overrun, 3) is None, "the log's torn end"
