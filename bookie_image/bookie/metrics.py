@@ -35,7 +35,7 @@ from bookie.gc.explain import PinnedLedger
 from bookie.processor import RequestProcessor
 from bookie.security import BookieSecurity
 from bookie.state import DiskUsage, StateManager
-from bookie.stats import QUANTILES, JournalStats, OpStat, RequestStats
+from bookie.stats import QUANTILES, FlushStats, JournalStats, OpStat, RequestStats
 from bookie.storage.engine import StorageEngine
 from bookie.storage.ledger_dir import LedgerDirStorage
 
@@ -81,6 +81,7 @@ class DirSnapshot:
     read_entry: OpStat
     readahead_count: OpStat
     readahead_size: OpStat
+    flush: FlushStats
 
 
 @dataclass
@@ -314,6 +315,11 @@ def _summaries(text: Text, s: Snapshot) -> None:
                      [*labels, ("thread", "0"), ("threadPool", "BookieReadThreadPool")])
         text.summary("bookie_readahead_batch_count", d.readahead_count, labels)
         text.summary("bookie_readahead_batch_size", d.readahead_size, labels)
+        text.summary("bookie_flush", d.flush.whole, labels)
+        text.summary("bookie_flush_entrylog", d.flush.entry_log, labels)
+        text.summary("bookie_flush_locations_index", d.flush.locations_index, labels)
+        text.summary("bookie_flush_ledger_index", d.flush.ledger_index, labels)
+        text.summary("bookie_flush_size", d.flush.size, labels)
     for name, stat in s.gc_runtimes.items():
         text.summary(f"bookie_{name}", stat, _gc_labels(s))
     if s.auditor is not None:
@@ -430,7 +436,8 @@ def _dir_snapshot(d: LedgerDirStorage, used: float, full_threshold: float, ledge
         read_cache_hits=d.read_cache.hits, read_cache_misses=d.read_cache.misses,
         ledgers_count=ledgers, entries_count=_estimated_keys(d.locations.db),
         usage_percent=used * 100.0, writable=used < full_threshold,
-        read_entry=d.read_entry_stat, readahead_count=d.readahead_count_stat, readahead_size=d.readahead_size_stat)
+        read_entry=d.read_entry_stat, readahead_count=d.readahead_count_stat, readahead_size=d.readahead_size_stat,
+        flush=d.flush_stats)
 
 
 def _estimated_keys(db: Any) -> int:
@@ -458,6 +465,7 @@ def all_op_stats(server: MetricsSource) -> list[OpStat]:
         stats += journal.stats.all_stats()
     for d in server.engine.dirs:
         stats += (d.read_entry_stat, d.readahead_count_stat, d.readahead_size_stat)
+        stats += d.flush_stats.all_stats()
     if server.autorecovery is not None:
         stats += server.autorecovery.stats.op_stats()
     return stats

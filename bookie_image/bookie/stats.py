@@ -182,3 +182,21 @@ class JournalStats:
 
     def all_stats(self) -> Iterable[OpStat]:
         return (self.add_entry, self.sync, self.flush, self.batch_entries, self.batch_bytes)
+
+
+class FlushStats:
+    """One ledger directory's write-cache flushes (``bookie_flush*{indexDir,ledgerDir}``, Apache BookKeeper's
+    ``DbLedgerStorageStats``): each checkpoint's flush of a swapped cache, whole and by step, and its bytes. The
+    entry-log step counts its writes and its sync (BookKeeper's, only the sync: it writes entries as it goes)."""
+
+    __slots__ = ("entry_log", "ledger_index", "locations_index", "size", "whole")
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.whole = op_stat(enabled)
+        self.entry_log = op_stat(enabled)
+        self.locations_index = op_stat(enabled)
+        self.ledger_index = op_stat(enabled)
+        self.size = op_stat(enabled)
+
+    def all_stats(self) -> Iterable[OpStat]:
+        return (self.whole, self.entry_log, self.locations_index, self.ledger_index, self.size)

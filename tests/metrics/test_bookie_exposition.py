@@ -4,6 +4,7 @@ the dedicated port (prometheusStatsHttpEnable)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 from tests.metrics.exposition import Exposition, parse
@@ -61,6 +62,29 @@ async def test_request_summaries_and_bytes_follow_the_traffic(bookies: BookieSet
     assert grew("bookie_READ_BYTES") >= 20 * 1000
     assert grew("bookie_journal_JOURNAL_ADD_ENTRY_count", success="true") >= 20
     assert grew("bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES_sum", success="true") >= 20
+
+
+async def test_flush_summaries_count_the_checkpoints_that_wrote_entries(bookies: BookieSet) -> None:
+    url, ledger, payload = bookies[2].http_url, random.randrange(1, 2**40), b"f" * 1000
+    before = await scrape(url)
+    async with await RawConnection.open(bookies[2].bookie_id) as conn:
+        for i in range(20):
+            await conn.add(ledger, i, payload)
+    flushed = before.value("bookie_flush_size_sum", success="true") + 20 * 1000
+    for _ in range(100):  # the next checkpoint (flushInterval) writes them
+        after = await scrape(url)
+        if after.value("bookie_flush_size_sum", success="true") >= flushed:
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("no checkpoint flushed the 20 entries' bytes within 10 s: "
+                             f"{after.value('bookie_flush_size_sum', success='true')} bytes flushed")
+    for name in ("bookie_flush", "bookie_flush_entrylog", "bookie_flush_locations_index", "bookie_flush_ledger_index"):
+        assert after.value(f"{name}_count", success="true") > before.value(f"{name}_count", success="true"), name
+        assert after.value(f"{name}_sum", success="true") > before.value(f"{name}_sum", success="true"), \
+            f"{name}: milliseconds, not zero"
+    assert after.value("bookie_flush_count", success="false") == 0
+    assert {"ledgerDir", "indexDir", "success"} <= after.label_sets("bookie_flush_count")[0].keys()
 
 
 async def test_dedicated_port_serves_the_same_families(bookie_factory: BookieFactory) -> None:

@@ -6,10 +6,11 @@ and ``WriteCache`` are C types of ``_write_path``, the request hot path's; they 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from bookie.config import BookieConfig
-from bookie.stats import op_stat
+from bookie.stats import FlushStats, op_stat
 from bookie.storage._write_path import LedgerState, WriteCache
 from bookie.storage.caches import ReadCache
 from bookie.storage.entrylog import LOCATION_RECORD_SIZE, EntryLogger
@@ -41,18 +42,33 @@ class LedgerDirStorage:
         # BookKeeper's bookie_read_entry and bookie_readahead_batch_{count,size} (bookie.metrics).
         self.read_entry_stat, self.readahead_count_stat, self.readahead_size_stat = (
             op_stat(conf.enable_statistics) for _ in range(3))
+        self.flush_stats = FlushStats(conf.enable_statistics)
         # -1: no byte limit of its own; the entry count and half the read cache (which holds the batch) bound it.
         bytes_limit = conf.db_storage_read_ahead_cache_batch_bytes_size
         self.read_ahead_bytes = bytes_limit if bytes_limit > 0 else self.read_cache.max_bytes // 2
 
     # --- blocking parts (worker threads)
     def flush_cache(self, cache: WriteCache) -> int:
-        """Append a swapped write cache to the entry log and index it; returns entries written."""
-        batch = cache.sorted_entries()
-        locations = self.entry_logger.append_durably(batch)
-        self.locations.put_packed(locations)
-        self.locations.sync()
-        self.ledger_index.sync()
+        """Append a swapped write cache to the entry log and index it; returns entries written. Timed whole and
+        by step (``flush_stats``): a slow ledger device shows there."""
+        stats, started = self.flush_stats, time.perf_counter()
+        try:
+            batch = cache.sorted_entries()
+            step = time.perf_counter()
+            locations = self.entry_logger.append_durably(batch)
+            stats.entry_log.record_since(step)
+            step = time.perf_counter()
+            self.locations.put_packed(locations)
+            self.locations.sync()
+            stats.locations_index.record_since(step)
+            step = time.perf_counter()
+            self.ledger_index.sync()
+            stats.ledger_index.record_since(step)
+        except BaseException:
+            stats.whole.record_since(started, success=False)
+            raise
+        stats.whole.record_since(started)
+        stats.size.record(cache.size)
         batch.release()  # here, with yields, rather than wherever its last reference goes
         return len(locations) // LOCATION_RECORD_SIZE
 
