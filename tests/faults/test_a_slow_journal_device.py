@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,8 @@ from tests.support.victims import (
     METRICS_CONF,
     VICTIM_CONF,
     append_batches,
-    victim_metrics,
+    slowed_in_log,
+    successful_totals,
     victims_own_violations,
     wait_writable,
 )
@@ -52,7 +52,6 @@ DURING = 48
 AFTER = 24
 IN_FLIGHT = 8
 WHY = "a slow journal only delays the adds, far less than the add timeout"
-_SYNC = re.compile(r'^bookie_journal_JOURNAL_SYNC_(sum|count)\{([^}]*)\} (\S+)$', re.MULTILINE)
 
 
 @pytest.mark.parametrize("bookie_kind", ["python", "java"])
@@ -88,9 +87,9 @@ async def _round(cluster: BookieCluster, victim: Any, fault: DeviceFault, histor
         await append_batches(writer, handle, payloads, rng.randint(*BEFORE), name, IN_FLIGHT, WHY)
         fault.fail()
         try:
-            syncs_before = await _journal_syncs(victim)
+            syncs_before = await successful_totals(victim, "bookie_journal_JOURNAL_SYNC")
             await append_batches(writer, handle, payloads, DURING, name, IN_FLIGHT, WHY)
-            syncs_after = await _journal_syncs(victim)
+            syncs_after = await successful_totals(victim, "bookie_journal_JOURNAL_SYNC")
         finally:
             fault.lift()
         await append_batches(writer, handle, payloads, AFTER, name, IN_FLIGHT, WHY)
@@ -98,7 +97,7 @@ async def _round(cluster: BookieCluster, victim: Any, fault: DeviceFault, histor
     assert victim.running, f"{name}: {victim.bookie_id} stopped on a slow journal; log:\n{victim.tail_log()}"
     assert len(handle.metadata.ensembles) == 1, \
         f"{name}: the writer replaced a bookie on a slow journal: {handle.metadata.ensembles}"
-    slowed = _slowed_in_log(victim, log_before)
+    slowed = slowed_in_log(victim, log_before)
     assert slowed > 0, f"{name}: no sync of {victim.bookie_id}'s journal was slowed; log:\n{victim.tail_log()}"
     count = int(syncs_after[1] - syncs_before[1])
     assert count > 0, f"{name}: {victim.bookie_id}'s JOURNAL_SYNC counted no sync while {DURING} adds waited on it"
@@ -107,20 +106,3 @@ async def _round(cluster: BookieCluster, victim: Any, fault: DeviceFault, histor
         f"{name}: {victim.bookie_id}'s JOURNAL_SYNC says {mean_ms:.1f} ms a sync over {count} syncs, while each "
         f"took {fault.delay_ms} ms longer: the metric does not show a slow journal")
     return f"{slowed} syncs slowed, {count} counted at {mean_ms:.0f} ms each"
-
-
-async def _journal_syncs(victim: Any) -> tuple[float, float]:
-    """(milliseconds, syncs) of the victim's successful journal syncs so far, summed over its journals."""
-    text = await victim_metrics(victim)
-    totals = {"sum": 0.0, "count": 0.0}
-    for kind, labels, value in _SYNC.findall(text):
-        if 'success="true"' in labels:
-            totals[kind] += float(value)
-    assert totals["count"] > 0, f"{victim.bookie_id}'s /metrics has no JOURNAL_SYNC:\n{text[:3000]}"
-    return totals["sum"], totals["count"]
-
-
-def _slowed_in_log(victim: Any, since: int) -> int:
-    with victim.log_path.open("rb") as log:
-        log.seek(since)
-        return log.read().decode(errors="replace").count(": slowed by ")

@@ -8,13 +8,16 @@ lost); ``wait_writable(bk, victim, name)``: until it is listed as writable; ``ap
 appends, none of which may fail; ``victims_own_violations(history, tolerated)``: the checker's verdict, where the
 victims' own wrong answers are counted rather than failed on for an implementation known to give them.
 ``METRICS_CONF`` and ``JAVA_METRICS``: the configuration under which both implementations serve ``/metrics`` on their
-admin port; ``victim_metrics(victim)``: its exposition text.
+admin port; ``victim_metrics(victim)``: its exposition text; ``successful_totals(victim, family)``: the
+milliseconds and events of a summary's successful events so far; ``slowed_in_log(victim, since)``: the calls the
+slow-device preload says it delayed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import re
 from typing import Any
 
 from bookie.client import BookKeeper, LedgerHandle
@@ -137,3 +140,24 @@ async def victim_metrics(victim: Any) -> str:
     answer = await get(f"{victim.http_url}/metrics")
     assert answer.status == 200, f"{victim.bookie_id}'s /metrics answered {answer.status}: {answer.text[:300]}"
     return answer.text
+
+
+async def successful_totals(victim: Any, family: str) -> tuple[float, float]:
+    """(milliseconds, events) of the victim's successful ``family`` events so far (a summary of either
+    implementation), summed over its label sets (journals, ledger directories)."""
+    text = await victim_metrics(victim)
+    pattern = re.compile(rf'^{re.escape(family)}_(sum|count)\{{([^}}]*)\}} (\S+)$', re.MULTILINE)
+    totals, found = {"sum": 0.0, "count": 0.0}, False
+    for kind, labels, value in pattern.findall(text):
+        if 'success="true"' in labels:
+            totals[kind] += float(value)
+            found = True
+    assert found, f"{victim.bookie_id}'s /metrics has no {family}:\n{text[:3000]}"
+    return totals["sum"], totals["count"]
+
+
+def slowed_in_log(victim: Any, since: int) -> int:
+    """How many calls the slow-device preload delayed, by the victim's log from byte ``since``."""
+    with victim.log_path.open("rb") as log:
+        log.seek(since)
+        return log.read().decode(errors="replace").count(": slowed by ")
