@@ -21,6 +21,7 @@ from bookie_fleet.jvm_archives import archive_options
 from bookie_fleet.processes import (
     BookieProcess,
     accepts,
+    answers_requests,
     console_log4j2,
     free_port,
     java_tmpdir,
@@ -144,8 +145,9 @@ class JavaBookie(BookieProcess):
         return super().start(wait, timeout)
 
     def wait_ready(self, timeout: float | None = None) -> None:
-        """Until the bookie accepts connections (and those of its admin REST API, when it has one) and has
-        registered itself under ``available/``.
+        """Until the bookie answers a request on a new connection (and its admin REST API accepts connections,
+        when it has one) and has registered itself under ``available/``: it listens, and registers, before it
+        serves, and closes the connections it accepts until then (``answers_requests``).
 
         Its own registration, made since ``start()``: a bookie killed on this address leaves its ephemeral
         znode until its session expires, and the new process takes requests only once it has replaced it.
@@ -162,7 +164,7 @@ class JavaBookie(BookieProcess):
                 return stat is not None and stat.ctime >= self.started_ms
 
             def serving() -> bool:  # its admin REST API starts after the registration, when it has one
-                return accepts(self.address, self.port) and (
+                return answers_requests(self.address, self.port) and (
                     self.http_port is None or accepts(self.address, self.http_port))
 
             self._wait_until(lambda: registered() and serving(), timeout, poll=0.2)

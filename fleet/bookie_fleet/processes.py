@@ -39,6 +39,34 @@ def accepts(host: str, port: int) -> bool:
     return False
 
 
+def answers_requests(host: str, port: int, within: float = 2.0) -> bool:
+    """Whether the bookie on ``host:port`` answers a request on a new connection (a v3 GET_BOOKIE_INFO; any answer,
+    an error included). Apache BookKeeper's bookie listens from before it serves: a connection it accepts then is
+    closed at once, whatever comes after (its RejectRequestHandler), so a port that accepts does not say the next
+    connection will be served, and a client that connected in that window has its requests reset."""
+    from bookie.protocol import client_codec
+    from bookie.protocol import messages as m
+
+    request = client_codec.encode_request(m.GetBookieInfoRequest(m.Wire.v3(1)))
+    try:
+        with socket.create_connection((host, port), timeout=within) as conn:
+            conn.sendall(request)
+            _received(conn, int.from_bytes(_received(conn, 4), "big"))  # a whole frame back: an answer
+    except OSError:  # refused, closed, reset or silent
+        return False
+    return True
+
+
+def _received(conn: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("closed before answering")
+        data += chunk
+    return data
+
+
 def write_properties(path: Path, values: Mapping[str, Any]) -> None:
     """``key=value`` lines, as Java's ``Properties`` read them: booleans as ``true``/``false``."""
     lines = [f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in values.items()]
