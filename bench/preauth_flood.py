@@ -27,6 +27,7 @@ from typing import Any
 from bookie.protocol import client_codec
 from bookie.protocol import messages as m
 from bookie_fleet.local_bookies import LocalBookie, plan_bookies
+from bookie_fleet.processes import call_blocking
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import publish  # bench/ is on sys.path when a bench script runs
 
@@ -47,30 +48,14 @@ def rss(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for {pid}: the bookie exited")
 
 
-def call(sock: socket.socket, request: m.Request) -> None:
-    sock.sendall(client_codec.encode_request(request))
-    size = struct.unpack(">i", recv_exactly(sock, 4))[0]
-    recv_exactly(sock, size)
-
-
-def recv_exactly(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("closed by the bookie")
-        data += chunk
-    return data
-
-
 def write_entries(address: tuple[str, int], ledger: int) -> None:
     """v2 adds (our bookie stores the body as sent), then each entry read once, as a normal client would."""
     with socket.create_connection(address, timeout=30) as sock:
         for i in range(ENTRIES):
             body = struct.pack(">qq", ledger, i) + random.randbytes(ENTRY)
-            call(sock, m.AddRequest(m.Wire.v2(), ledger, i, b"preauth-flood-bench!", body))
+            call_blocking(sock, m.AddRequest(m.Wire.v2(), ledger, i, b"preauth-flood-bench!", body))
         for i in range(ENTRIES):
-            call(sock, m.ReadRequest(m.Wire.v2(), ledger, i))
+            call_blocking(sock, m.ReadRequest(m.Wire.v2(), ledger, i))
 
 
 def hold_partial_frame(address: tuple[str, int], sent: int, held: list[socket.socket]) -> None:

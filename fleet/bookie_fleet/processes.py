@@ -44,17 +44,22 @@ def answers_requests(host: str, port: int, within: float = 2.0) -> bool:
     an error included). Apache BookKeeper's bookie listens from before it serves: a connection it accepts then is
     closed at once, whatever comes after (its RejectRequestHandler), so a port that accepts does not say the next
     connection will be served, and a client that connected in that window has its requests reset."""
-    from bookie.protocol import client_codec
     from bookie.protocol import messages as m
 
-    request = client_codec.encode_request(m.GetBookieInfoRequest(m.Wire.v3(1)))
     try:
         with socket.create_connection((host, port), timeout=within) as conn:
-            conn.sendall(request)
-            _received(conn, int.from_bytes(_received(conn, 4), "big"))  # a whole frame back: an answer
+            call_blocking(conn, m.GetBookieInfoRequest(m.Wire.v3(1)))
     except OSError:  # refused, closed, reset or silent
         return False
     return True
+
+
+def call_blocking(conn: socket.socket, request: Any) -> bytes:
+    """Send one request on a blocking socket and return the frame the bookie answers (its body, undecoded)."""
+    from bookie.protocol import client_codec
+
+    conn.sendall(client_codec.encode_request(request))
+    return _received(conn, int.from_bytes(_received(conn, 4), "big"))
 
 
 def _received(conn: socket.socket, size: int) -> bytes:
@@ -62,7 +67,7 @@ def _received(conn: socket.socket, size: int) -> bytes:
     while len(data) < size:
         chunk = conn.recv(size - len(data))
         if not chunk:
-            raise ConnectionError("closed before answering")
+            raise ConnectionError("closed by the bookie")
         data += chunk
     return data
 

@@ -43,5 +43,7 @@ SLOW_JOURNAL = SlowDevice(
 async def test_a_slow_journal_device_slows_the_adds_loses_nothing_and_shows_in_the_sync_latency(
         cluster_factory: Callable[..., BookieCluster], bookie_kind: str, seeded_rng: random.Random,
         tmp_path: Path) -> None:
-    await run_slow_device_scenario(SLOW_JOURNAL, cluster_factory, bookie_kind, CONF, ROUNDS[bookie_kind], seeded_rng,
-                                   tmp_path)
+    stretches = await run_slow_device_scenario(SLOW_JOURNAL, cluster_factory, bookie_kind, CONF,
+                                               ROUNDS[bookie_kind], seeded_rng, tmp_path)
+    assert all(s.shows_the_delay for s in stretches), (
+        "the metric does not show a slow journal: " + "; ".join(map(str, stretches)))

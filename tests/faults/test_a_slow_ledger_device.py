@@ -65,5 +65,7 @@ SLOW_LEDGER_DEVICE = SlowDevice("ledger device", lambda victim: victim.ledger_di
 async def test_a_slow_ledger_device_slows_the_checkpoints_loses_nothing_and_shows_in_the_flush_latency(
         cluster_factory: Callable[..., BookieCluster], bookie_kind: str, seeded_rng: random.Random,
         tmp_path: Path) -> None:
-    await run_slow_device_scenario(SLOW_LEDGER_DEVICE, cluster_factory, bookie_kind, CONF, ROUNDS[bookie_kind],
-                                   seeded_rng, tmp_path)
+    stretches = await run_slow_device_scenario(SLOW_LEDGER_DEVICE, cluster_factory, bookie_kind, CONF,
+                                               ROUNDS[bookie_kind], seeded_rng, tmp_path)
+    assert all(s.shows_the_delay for s in stretches), (
+        "the metric does not show a slow ledger device: " + "; ".join(map(str, stretches)))
