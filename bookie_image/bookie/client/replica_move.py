@@ -11,8 +11,9 @@ ledger no longer names it.
 Only closed ledgers move (an open one's writer may change its ensemble at any moment). The move holds the
 ledger's under-replication lock, as a replication worker does, so neither a worker nor the target's
 over-replicated GC (which takes the same lock) acts on the ledger while the target holds entries the metadata
-does not name yet. Redoing a move that finished is a no-op, so a caller that lost track of one simply asks
-again.
+does not name yet; a move that finds the lock held waits for it (``LOCK_WAIT_S``: its other holders keep it
+for moments). Redoing a move that finished is a no-op, taking no lock, so a caller that lost track of one simply
+asks again.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from bookie.protocol.entry import package_entry, verify_entry
 log = logging.getLogger(__name__)
 
 MoveState = Literal["running", "moved", "failed"]
+LOCK_WAIT_S = 60.0  # for the ledger's under-replication lock, which other holders keep for moments
 
 
 class MoveRefused(ValueError):
@@ -148,18 +150,14 @@ def _check(md: LedgerMetadata, ledger_id: int, source: str, target: str, registe
 
 async def move_replica(bk: BookKeeper, move: ReplicaMove, owner: str) -> None:
     """Carry ``move`` out (see the module's docstring); its fields record the progress and the outcome."""
-    if not await bk.store.acquire_underreplicated_lock(move.ledger_id, owner):
-        raise e.MetadataConflict(f"ledger {move.ledger_id} is being re-replicated by another worker")
+    if not await _to_move(bk, move):  # done already: a redo takes no lock (another holder may have it)
+        return
+    await _acquire_lock(bk, move.ledger_id, owner)
     try:
-        try:
-            versioned = await bk.store.read_ledger_metadata(move.ledger_id)
-        except NoSuchLedger:
-            raise MoveRefused(f"ledger {move.ledger_id} does not exist") from None
-        md = versioned.value
-        registered = set(await bk.store.list_bookies()) | set(await bk.store.list_bookies(readonly=True))
-        if not _check(md, move.ledger_id, move.source, move.target, registered):
+        md, version = await _read(bk, move.ledger_id)
+        if not await _to_move(bk, move, md):
             return
-        handle = LedgerHandle(bk, move.ledger_id, md, versioned.version, md.password or b"", writable=False)
+        handle = LedgerHandle(bk, move.ledger_id, md, version, md.password or b"", writable=False)
         pace = _Pace(move.rate_bytes_per_s)
 
         async def copied(size: int) -> None:
@@ -177,6 +175,34 @@ async def move_replica(bk: BookKeeper, move: ReplicaMove, owner: str) -> None:
                  move.target, move.entries, move.bytes)
     finally:
         await bk.store.release_underreplicated_lock(move.ledger_id)
+
+
+async def _read(bk: BookKeeper, ledger_id: int) -> tuple[LedgerMetadata, Any]:
+    try:
+        versioned = await bk.store.read_ledger_metadata(ledger_id)
+    except NoSuchLedger:
+        raise MoveRefused(f"ledger {ledger_id} does not exist") from None
+    return versioned.value, versioned.version
+
+
+async def _to_move(bk: BookKeeper, move: ReplicaMove, md: LedgerMetadata | None = None) -> bool:
+    """``_check`` on the ledger's metadata as it is (read unless given) and the bookies registered now."""
+    if md is None:
+        md, _ = await _read(bk, move.ledger_id)
+    registered = set(await bk.store.list_bookies()) | set(await bk.store.list_bookies(readonly=True))
+    return _check(md, move.ledger_id, move.source, move.target, registered)
+
+
+async def _acquire_lock(bk: BookKeeper, ledger_id: int, owner: str) -> None:
+    """The ledger's under-replication lock, waited for up to ``LOCK_WAIT_S``: its other holders (a replication
+    worker copying a fragment, a bookie's over-replicated GC deleting its copy) hold it for moments."""
+    deadline, pause = time.monotonic() + LOCK_WAIT_S, 0.1
+    while not await bk.store.acquire_underreplicated_lock(ledger_id, owner):
+        if time.monotonic() >= deadline:
+            raise e.MetadataConflict(f"ledger {ledger_id}'s under-replication lock stayed held for {LOCK_WAIT_S:.0f} "
+                                     "s (a replication worker or a bookie's over-replicated GC has it); ask again")
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 2.0)
 
 
 def _swap(move: ReplicaMove, positions: dict[int, int]) -> Callable[[LedgerMetadata], LedgerMetadata | None]:
