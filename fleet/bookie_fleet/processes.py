@@ -82,6 +82,7 @@ _CONSOLE_LOG4J2 = """\
 status = error
 appender.console.type = Console
 appender.console.name = console
+appender.console.target = {target}
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1} - %m%n
 rootLogger.level = {level}
@@ -89,9 +90,47 @@ rootLogger.appenderRef.console.ref = console
 """
 
 
-def console_log4j2(level: str) -> str:
-    """A log4j2 configuration that writes everything at ``level`` and above to the console (the process's log)."""
-    return _CONSOLE_LOG4J2.replace("{level}", level)
+def console_log4j2(level: str, target: str = "SYSTEM_OUT") -> str:
+    """A log4j2 configuration that writes everything at ``level`` and above to the console (the process's log);
+    ``target`` SYSTEM_ERR for a tool whose standard output is its answer."""
+    return _CONSOLE_LOG4J2.replace("{level}", level).replace("{target}", target)
+
+
+def java_thread_dump(pid: int, timeout: float = 30) -> str:
+    """Every thread's stack of a running JVM (``jcmd <pid> Thread.print``), or why there is none."""
+    try:
+        done = subprocess.run(["jcmd", str(pid), "Thread.print"], capture_output=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(no thread dump: {exc})"
+    out = done.stdout.decode(errors="replace")
+    if done.returncode != 0:
+        return f"(no thread dump: jcmd exited {done.returncode}: {(out + done.stderr.decode()).strip()[:300]})"
+    return out
+
+
+# Where a JVM thread waits for work: a thread on one of these frames is idle, not stuck.
+_IDLE_FRAMES = ("jdk.internal.misc.Unsafe.park", "io.netty.channel.epoll.Native.epollWait",
+                "sun.nio.ch.EPoll.wait", "java.lang.Object.wait", "java.lang.Thread.sleep")
+
+
+def busy_threads(dump: str, prefixes: tuple[str, ...], frames: int = 3) -> list[str]:
+    """The threads of a ``java_thread_dump`` named with one of ``prefixes`` that are not waiting for work: a
+    line each, their state and top ``frames``; a line saying how many idle ones were left out."""
+    busy, idle = [], 0
+    for block in dump.split("\n\n"):
+        head, _, rest = block.strip().partition("\n")
+        if not head.startswith('"'):
+            continue
+        name = head[1:].partition('"')[0]
+        if not name.startswith(prefixes):
+            continue
+        stack = [line.strip().removeprefix("at ") for line in rest.splitlines() if line.strip().startswith("at ")]
+        if not stack or stack[0].startswith(_IDLE_FRAMES):
+            idle += 1
+            continue
+        state = rest.splitlines()[0].strip().removeprefix("java.lang.Thread.State: ")
+        busy.append(f"  {name} ({state}): {' < '.join(stack[:frames])}")
+    return [*busy, f"  ({idle} more of them idle, waiting for work)"]
 
 
 def java_tmpdir(directory: Path) -> str:

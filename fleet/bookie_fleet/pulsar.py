@@ -10,6 +10,7 @@ JVM runs in its own process group and ``stop()`` takes down everything it starte
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import shutil
@@ -27,8 +28,10 @@ from bookie_fleet.certificates import TLS_CONTEXT_FACTORY, Issued
 from bookie_fleet.jvm_archives import archive_options
 from bookie_fleet.processes import (
     accepts,
+    busy_threads,
     console_log4j2,
     free_port,
+    java_thread_dump,
     java_tmpdir,
     log_tail,
     spawn,
@@ -37,6 +40,9 @@ from bookie_fleet.processes import (
 )
 
 CLUSTER = "bookie-fleet"
+# The broker's threads that move an entry from a producer to the bookies and back.
+STALL_THREADS = ("BookKeeperClientWorker", "bookkeeper-ml", "metadata-store", "pulsar-io", "ForkJoinPool",
+                 "main-EventThread", "pulsar-ordered")
 # Small heap, no C2 and the serial collector: the broker starts in well under a minute on two shared cores.
 JVM_OPTS = ("-Xms64m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-Djava.net.preferIPv4Stack=true", "-Dio.netty.tryReflectionSetAccessible=true",
@@ -267,13 +273,14 @@ class PulsarBroker:
             terminate(self.proc, timeout)
             self.proc = None
 
-    def admin(self, method: str, path: str, body: Any = None, *, ok: tuple[int, ...] = (200, 204)) -> Any:
+    def admin(self, method: str, path: str, body: Any = None, *, ok: tuple[int, ...] = (200, 204),
+              timeout: float = 60) -> Any:
         """Pulsar's admin REST API (what ``pulsar-admin`` calls)."""
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(f"{self.web_url}/admin/v2/{path}", data=data, method=method,
                                          headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=60) as r:
+            with urllib.request.urlopen(request, timeout=timeout) as r:
                 text = r.read().decode()
                 status = r.status
         except urllib.error.HTTPError as exc:
@@ -281,6 +288,37 @@ class PulsarBroker:
         if status not in ok:
             raise AssertionError(f"{method} /admin/v2/{path}: HTTP {status} {text}")
         return json.loads(text) if text.strip() else None
+
+    @property
+    def client_log_config(self) -> Path:
+        """The log4j2 configuration of the Pulsar clients run beside this broker: their log to standard error,
+        since their standard output is their answer (``PulsarHarness``)."""
+        path = self.data_dir / "client-log4j2.properties"
+        if not path.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(console_log4j2(self.log_level, target="SYSTEM_ERR"))
+        return path
+
+    def stall_report(self, topic: str) -> str:
+        """What the broker says of a topic that stopped acknowledging, in a few lines: its managed ledger's state
+        and pending adds, and where the broker's BookKeeper, managed-ledger and metadata threads are (the whole
+        thread dump is kept beside the broker's log)."""
+        lines = []
+        try:
+            stats = self.admin("GET", f"persistent/{topic}/internalStats", timeout=15)
+            last = stats["ledgers"][-1] if stats.get("ledgers") else {}
+            lines.append(f"managed ledger: state {stats.get('state')}, {stats.get('pendingAddEntriesCount')} adds "
+                         f"pending, last confirmed {stats.get('lastConfirmedEntry')}, current ledger "
+                         f"{last.get('ledgerId')} with {stats.get('currentLedgerEntries')} entries")
+        except (AssertionError, OSError, ValueError, KeyError) as exc:
+            lines.append(f"managed ledger: no stats ({exc})")
+        if self.proc is not None and self.proc.poll() is None:
+            dump = java_thread_dump(self.proc.pid)
+            kept = self.data_dir / f"threads-{time.strftime('%H%M%S')}.txt"
+            kept.write_text(dump)
+            lines.append(f"broker threads (all in {kept}):")
+            lines += busy_threads(dump, STALL_THREADS)
+        return "\n".join(lines)
 
     def ledgers_of(self, topic: str) -> list[int]:
         """The ledger ids of a persistent topic ``tenant/namespace/name``, from its managed ledger's stats."""
@@ -299,19 +337,20 @@ class Producer:
 
     def __init__(self, broker: PulsarBroker, topic: str, count: int, *, keys: int = 8, max_size: int = 2048,
                  rate: float = 0) -> None:
+        self.topic = topic
         self.acked: dict[int, Acked] = {}
         self.failed: dict[int, str] = {}
         self.done = threading.Event()
         log = broker.data_dir / f"producer-{topic.replace('/', '_')}-{time.monotonic_ns()}.log"
         self._err = log.open("wb")
         cmd = [java(), *CLIENT_JVM_OPTS, java_tmpdir(broker.data_dir / "tmp"),
-               f"-Dlog4j2.configurationFile={broker.data_dir / 'log4j2.properties'}",
+               f"-Dlog4j2.configurationFile={broker.client_log_config}",
                "-cp", f"{broker.classpath.classes}:{broker.classpath.lib}/*", "PulsarHarness", "produce",
                broker.service_url, f"persistent://{topic}", str(count), str(keys), str(max_size), str(rate)]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
                                      start_new_session=True)
         self._log = log
-        self._broker_log = broker.log_path
+        self._broker = broker
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -331,16 +370,23 @@ class Producer:
         while not condition():
             if self.proc.poll() is not None and not self.done.is_set():
                 raise AssertionError(f"producer exited ({self.proc.returncode}) while waiting for {what}:\n"
-                                     f"{log_tail(self._log, 40)}\n{self._broker_tail()}")
+                                     f"{log_tail(self._log, 30)}\n{self._broker_tail()}")
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what} ({len(self.acked)} acked, "
-                                     f"{len(self.failed)} failed):\n{log_tail(self._log, 40)}\n"
-                                     f"{self._broker_tail()}")
+                                     f"{len(self.failed)} failed{self._failure_reasons()}):\n"
+                                     f"{self._broker.stall_report(self.topic)}\n"
+                                     f"-- the producer's log:\n{log_tail(self._log, 15)}\n{self._broker_tail()}")
             time.sleep(0.2)
 
+    def _failure_reasons(self) -> str:
+        counts = collections.Counter(reason[:160] for reason in self.failed.values())
+        return "".join(f"; {n} x {reason}" for reason, n in counts.most_common(2))
+
     def _broker_tail(self) -> str:
-        # The broker's side of a stall (its BookKeeper client's ensemble changes, ledger errors).
-        return f"-- the broker's log:\n{log_tail(self._broker_log, 60)}"
+        # The broker's side of a stall (its BookKeeper client's ensemble changes, ledger errors), most recent
+        # last; stack frames left out, so that a CI log's excerpt still reaches the end.
+        lines = [line for line in log_tail(self._broker.log_path, 400).splitlines() if not line.startswith("\t")]
+        return "-- the broker's log:\n" + "\n".join(lines[-40:])
 
     def finish(self, timeout: float = 300) -> None:
         """Stop an open-ended producer (or wait for a counted one) until every send has its outcome."""
@@ -365,7 +411,7 @@ def consume(broker: PulsarBroker, topic: str, subscription: str, count: int, idl
             timeout: float = 300) -> list[tuple[int, str, str]]:
     """Every message of a topic from the earliest, through Pulsar's Java client: (seq, key, sha256) in order."""
     cmd = [java(), *CLIENT_JVM_OPTS, java_tmpdir(broker.data_dir / "tmp"),
-           f"-Dlog4j2.configurationFile={broker.data_dir / 'log4j2.properties'}",
+           f"-Dlog4j2.configurationFile={broker.client_log_config}",
            "-cp", f"{broker.classpath.classes}:{broker.classpath.lib}/*", "PulsarHarness", "consume",
            broker.service_url, f"persistent://{topic}", subscription, str(count), str(idle_s)]
     done = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
