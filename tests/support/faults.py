@@ -24,6 +24,9 @@ true time by ``seconds`` (an NTP step, a virtual machine restored from a snapsho
 log says it took the step. Only the wall clock moves (``CLOCK_REALTIME`` and what is built on it): the monotonic
 clocks stay true, as they do on a real machine when its time of day is stepped.
 
+Links: ``Partition(address, port)`` drops every packet to and from one bookie's address and port (nftables);
+``LossyLink(address, port, loss_percent=, kbytes_per_s=)`` drops a share of them and caps the rate instead.
+
 ZooKeeper sessions: ``SessionExpiry(zk_connect, ledgers_root)`` expires the session a running bookie (either
 implementation) registered itself with, for real, on ZooKeeper's side (``expire``), and waits for the bookie to
 register again (``wait_registered``); ``expire_session`` does it for any session id.
@@ -353,13 +356,18 @@ class Partition:
         self.table = f"{PARTITION_TABLE_PREFIX}{os.getpid()}_{next(self._tables)}"
         self.cut_now = False
 
+    def _drops(self) -> list[str]:
+        """What is dropped of each direction's packets (nftables statements after the match)."""
+        return ["drop"]
+
     def cut(self) -> None:
+        to, back = f"ip daddr {self.address} tcp dport {self.port}", f"ip saddr {self.address} tcp sport {self.port}"
+        rules = "\n".join(f"        {match} {drop}" for drop in self._drops() for match in (to, back))
         _nft(f"cutting {self.address}:{self.port} off", ["-f", "-"], f"""
 table inet {self.table} {{
     chain output {{
         type filter hook output priority filter - 10; policy accept;
-        ip daddr {self.address} tcp dport {self.port} drop
-        ip saddr {self.address} tcp sport {self.port} drop
+{rules}
     }}
 }}
 """)
@@ -377,6 +385,28 @@ table inet {self.table} {{
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.heal()
+
+
+class LossyLink(Partition):
+    """A poor link to ``address:port`` rather than none: each packet either way dropped with a chance of
+    ``loss_percent``, and what goes over ``kbytes_per_s`` either way dropped too (a policer, so TCP slows down to
+    it). TCP retransmits what was lost, after its retransmission timeout (200 ms at least), so the bookie's
+    requests and answers arrive late, in pieces and in bursts. This kernel has no ``netem`` queueing discipline
+    (``CONFIG_NET_SCH_NETEM``), so there is no fixed added delay; nftables draws the losses (``numgen random``).
+    Made and healed like a ``Partition`` (``cut()``, ``heal()``, a table of its own)."""
+
+    def __init__(self, address: str, port: int, *, loss_percent: int, kbytes_per_s: int) -> None:
+        super().__init__(address, port)
+        if not 0 <= loss_percent < 100:
+            raise ValueError(f"a lossy link loses 0 to 99 % of its packets, not {loss_percent}")
+        if kbytes_per_s < 1:
+            raise ValueError(f"a lossy link carries at least 1 kbyte/s, not {kbytes_per_s}")
+        self.loss_percent = loss_percent
+        self.kbytes_per_s = kbytes_per_s
+
+    def _drops(self) -> list[str]:
+        return [f"numgen random mod 100 < {self.loss_percent} drop",
+                f"limit rate over {self.kbytes_per_s} kbytes/second drop"]
 
 
 def partition_tables() -> list[str]:
