@@ -43,12 +43,21 @@ def replace(tmp: Path, path: Path) -> None:
 def write_file(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically and durably (write a temporary file, fsync, rename, fsync the
     directory)."""
+    stage_file(path, data)
+    fsync_dir(path.parent)
+
+
+def stage_file(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically, its bytes durable but not yet its name: after a power cut it
+    is the new file or the old one, whole, until the next ``fsync_dir`` of its directory makes it the new one.
+    For a file whose older version is still correct to find, so that one directory fsync can cover it together
+    with a file written next to it."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    replace(tmp, path)
+    tmp.replace(path)
 
 
 def unlink(path: Path) -> None:

@@ -440,8 +440,10 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
     def _write_marks(self, marks: list[LogMark]) -> None:
         for d in self.dirs:
             for i, mark in enumerate(marks):
-                # Renamed into place and the directory fsynced: the journals before the mark are trimmed next.
-                durable.write_file(d.current / self._mark_file(i), mark.encode())
+                durable.stage_file(d.current / self._mark_file(i), mark.encode())
+            # Renamed into place and their directory fsynced (with the indexes' sequence files the checkpoint
+            # staged there): the journals before the marks are trimmed next.
+            d.settle_names()
 
     def _read_marks(self) -> list[LogMark]:
         marks = []

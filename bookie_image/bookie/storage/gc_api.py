@@ -103,11 +103,13 @@ class GcStorageApi:
     def gc_relocate(self, dir_index: int, moves: list[tuple[int, int, int, int]]) -> int:
         """Point compacted entries at their new location where still unchanged, durably, on the checkpoint
         thread; returns how many moved. Blocks the calling (GC) thread, never the event loop."""
-        locations = self.dirs[dir_index].locations
+        directory = self.dirs[dir_index]
+        locations = directory.locations
 
         def apply() -> int:
             moved = locations.replace_if_unchanged(moves)
             locations.sync()
+            directory.settle_names()  # the index's sequence file durable before GC deletes the old log
             return moved
 
         return self._flush_pool.submit(apply).result()

@@ -147,8 +147,9 @@ def _open(path: Path) -> Rdict:
 class RocksIndex:
     """One RocksDB index of a ledger directory, ``<indexDir>/current/<NAME>``, refused when it opens rolled back.
 
-    Every sync records RocksDB's sequence number in ``<NAME>.sequence`` beside it. An index that opens below
-    that number lost writes it had made durable: RocksDB recovers some damage to its manifest or write-ahead log
+    Every sync records RocksDB's sequence number in ``<NAME>.sequence`` beside it (its bytes synced, its name made
+    durable by its directory's next fsync, ``LedgerDirStorage.settle_names``). An index that opens below that
+    number lost writes it had made durable: RocksDB recovers some damage to its manifest or write-ahead log
     by dropping what it cannot read, and opens without an error. Serving from it would lose what those writes
     said (``LOST``), so the bookie refuses to start instead. A disk without the file (one Apache BookKeeper
     wrote) is taken as it is and gets the file at its first sync; Apache BookKeeper's own later writes on the
@@ -165,6 +166,7 @@ class RocksIndex:
         self._errors_seen = self.db.property_int_value("rocksdb.background-errors")
         self.sequence_file = current_dir / f"{self.NAME}.sequence"
         self._recorded: int | None = None  # what the file holds, once read or written by this process
+        self.sequence_staged = False  # its new name not yet made durable by an fsync of its directory
         try:
             self._check_not_rolled_back()
         except BaseException:
@@ -208,8 +210,11 @@ class RocksIndex:
             time.sleep(FLUSH_POLL_S)
         if self._flush_failed():
             self._raise_flush_error(what)
-        durable.write_file(self.sequence_file, str(sequence).encode())
+        # Its name is left to the next fsync of the directory (``LedgerDirStorage.settle_names``), shared with the
+        # journal mark's: the older number a power cut may leave makes the start-up check less strict, never wrong.
+        durable.stage_file(self.sequence_file, str(sequence).encode())
         self._recorded = sequence
+        self.sequence_staged = True
 
     def _flush_failed(self) -> bool:
         """Whether a flush on RocksDB's threads failed since the last one known to have succeeded."""

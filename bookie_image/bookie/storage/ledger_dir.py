@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bookie.config import BookieConfig
 from bookie.stats import FlushStats, op_stat
+from bookie.storage import durable
 from bookie.storage._write_path import LedgerState, WriteCache
 from bookie.storage.caches import ReadCache
 from bookie.storage.entrylog import LOCATION_RECORD_SIZE, EntryLogger
@@ -27,9 +28,10 @@ class LedgerDirStorage:
         self.ledger_dir = ledger_dir
         self.index_dir = index_dir
         self.current = ledger_dir / "current"
+        self.index_current = index_dir / "current"
         self.entry_logger = EntryLogger(self.current, conf.log_size_limit)
-        self.ledger_index = LedgerIndex(index_dir / "current")
-        self.locations = LocationIndex(index_dir / "current")
+        self.ledger_index = LedgerIndex(self.index_current)
+        self.locations = LocationIndex(self.index_current)
         half = max(1, conf.db_storage_write_cache_max_size_mb * 1024 * 1024 // n_dirs // 2)
         self.write_cache = WriteCache(half)
         self.flushing: WriteCache | None = None
@@ -71,6 +73,17 @@ class LedgerDirStorage:
         stats.size.record(cache.size)
         batch.release()  # here, with yields, rather than wherever its last reference goes
         return len(locations) // LOCATION_RECORD_SIZE
+
+    def settle_names(self) -> None:
+        """Make durable the names staged in this directory's ``current/`` (the journal marks) and in its index
+        directory's (the indexes' sequence files): one fsync of each, however many names it holds; the two are
+        one directory unless the indexes have a directory of their own (``indexDirectories``)."""
+        directories = {self.current}
+        if self.locations.sequence_staged or self.ledger_index.sequence_staged:
+            directories.add(self.index_current)
+        for directory in directories:
+            durable.fsync_dir(directory)
+        self.locations.sequence_staged = self.ledger_index.sequence_staged = False
 
     def read_from_disk(self, ledger_id: int, entry_id: int) -> bytes:
         location = self.locations.get(ledger_id, entry_id)
