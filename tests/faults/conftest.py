@@ -7,13 +7,13 @@ from typing import TypeVar
 
 import pytest
 
-from tests.support.faults import Partition, ZooKeeperPartition, remove_partitions
+from tests.support.faults import Partition, ProcessPartition, remove_partitions
 from tests.support.java_bookies import cluster_factory
 
 # Fixtures, found by pytest under these names.
 __all__ = ["cluster_factory", "cut_until_the_end", "no_partition_left"]
 
-P = TypeVar("P", Partition, ZooKeeperPartition)
+P = TypeVar("P", Partition, ProcessPartition)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -30,7 +30,7 @@ def no_partition_left() -> Iterator[None]:
 def cut_until_the_end() -> Iterator[Callable[[P], P]]:
     """``cut(partition)``: cuts it now and returns it; it stays cut until its ``heal()`` or the end of the test,
     whatever the test does."""
-    made: list[Partition | ZooKeeperPartition] = []
+    made: list[Partition | ProcessPartition] = []
 
     def cut(partition: P) -> P:
         made.append(partition)

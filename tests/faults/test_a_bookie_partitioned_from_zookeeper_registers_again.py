@@ -2,7 +2,7 @@
 loses its registration, and registers again as writable once the partition heals; no acknowledged entry is lost.
 
 The partition is real and touches only the bookie's ZooKeeper traffic (``tests/support/faults.py``,
-``ZooKeeperPartition``: its processes in a cgroup of their own, nftables dropping what that cgroup sends to
+``ProcessPartition``: its processes in a cgroup of their own, nftables dropping what that cgroup sends to
 ZooKeeper's port, and its ZooKeeper connections made before by their own ports); its clients' connections go on.
 The bookie's ZooKeeper client hears nothing, so it cannot learn that its session expired until the partition heals:
 ZooKeeper expires it on its side after the session timeout and deletes the bookie's registration, which an observer
@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from bookie.client import BookKeeper, LedgerHandle
 
-from tests.support.faults import SessionExpiry, ZooKeeperPartition
+from tests.support.faults import ProcessPartition, SessionExpiry
 from tests.support.history import History, check, report
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
@@ -50,7 +50,7 @@ RATE = 250  # entries per second at most while waiting for the expiry: a steady 
 EXPIRED_WITHIN = 30.0  # s from the cut: the session timeout (4 s), ZooKeeper's expiry tick, a loaded machine
 REGISTERED_WITHIN = 30.0  # s from the heal
 # The fixture ``cut_until_the_end`` (tests/faults/conftest.py): cuts a partition, heals it at the test's end.
-Cut = Callable[[ZooKeeperPartition], ZooKeeperPartition]
+Cut = Callable[[ProcessPartition], ProcessPartition]
 
 
 @pytest.mark.parametrize("bookie_kind", ["python", "java"])
@@ -84,7 +84,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, observer: SessionExpiry
     writer = Recorder(history, f"writer-{name}")
     await _append(writer, handle, payloads, IN_FLIGHT, name)
     host, port = cluster.zk_connect.split(",")[0].rsplit(":", 1)
-    partition = cut_until_the_end(ZooKeeperPartition(victim.proc.pid, host, int(port)))
+    partition = cut_until_the_end(ProcessPartition(victim.proc.pid, host, int(port)))
     cut_at = time.monotonic()
     while await asyncio.to_thread(observer.registration, victim.bookie_id) is not None:
         assert time.monotonic() - cut_at < EXPIRED_WITHIN, \

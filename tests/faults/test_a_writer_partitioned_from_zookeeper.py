@@ -4,7 +4,7 @@ lost.
 
 Each implementation end to end: our client on our bookies, Apache BookKeeper's client
 (tests/java/ClientHarness.java) on its bookies. The writer runs in a process of its own
-(``tests/support/writer_process.py``), cut off ZooKeeper alone by ``ZooKeeperPartition`` (its process group in a
+(``tests/support/writer_process.py``), cut off ZooKeeper alone by ``ProcessPartition`` (its process group in a
 cgroup of its own, nftables dropping what it sends to ZooKeeper's port); its connections to the bookies go on.
 Appends need no ZooKeeper, so they go on being acknowledged during the cut. Then a bookie of its ensemble is killed:
 replacing it is an ensemble change, a write of the ledger's metadata to ZooKeeper, which cannot happen until the
@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.faults import ZooKeeperPartition
+from tests.support.faults import ProcessPartition
 from tests.support.history import History, Op, check, report
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import recover_and_read_every_ledger
@@ -53,7 +53,7 @@ ANSWER_WITHIN = 30.0  # s for the writer's answers outside the cut
 JAVA_CLIENT = {"bookieAddressResolverEnabled": "false"}
 ACKNOWLEDGED_WITHIN = 30.0  # s from the heal: a new ZooKeeper session, the metadata write, the adds' resends
 # The fixture ``cut_until_the_end`` (tests/faults/conftest.py): cuts a partition, heals it at the test's end.
-Cut = Callable[[ZooKeeperPartition], ZooKeeperPartition]
+Cut = Callable[[ProcessPartition], ProcessPartition]
 
 
 @pytest.mark.parametrize("implementation", ["python", "java"])
@@ -82,7 +82,7 @@ async def _round(cluster: BookieCluster, client: str, cut_until_the_end: Cut, hi
         await writer.send("create", 3, 3, 3)
         ledger = int((await writer.answer(ANSWER_WITHIN))["ledger"])
         await _appended(writer, history, ledger, rng, name, "before the cut")
-        partition = cut_until_the_end(ZooKeeperPartition(writer.pid, host, int(port)))
+        partition = cut_until_the_end(ProcessPartition(writer.pid, host, int(port)))
         cut_at = time.monotonic()
         await _appended(writer, history, ledger, rng, name, "during the cut, all bookies up")
         ensemble = await _ensembles(writer)

@@ -418,7 +418,7 @@ def partition_tables() -> list[str]:
 
 
 def remove_partitions(*, owner: int | None = None) -> list[str]:
-    """Delete the partition tables (and the cgroups of ``ZooKeeperPartition``) of process ``owner``, or
+    """Delete the partition tables (and the cgroups of ``ProcessPartition``) of process ``owner``, or
     (``None``) those whose process is gone; returns the tables."""
     def doomed(name: str) -> bool:
         pid = int(name[len(PARTITION_TABLE_PREFIX):].split("_", 1)[0])
@@ -501,26 +501,28 @@ def tcp_ports_to(pids: list[int], port: int) -> list[int]:
     return sorted(set(ports))
 
 
-class ZooKeeperPartition:
-    """Cuts the processes of ``leader``'s process group off ZooKeeper at ``zk_host:zk_port`` while cut; every other
-    connection of theirs goes on. ``with ZooKeeperPartition(bookie.proc.pid, host, port) as cut: ...``."""
+class ProcessPartition:
+    """Cuts the processes of ``leader``'s process group off ``host:port`` (ZooKeeper, another bookie: ``peer``
+    names it in messages) while cut; every other connection of theirs goes on.
+    ``with ProcessPartition(bookie.proc.pid, host, port) as cut: ...``."""
 
-    def __init__(self, leader: int, zk_host: str, zk_port: int) -> None:
+    def __init__(self, leader: int, host: str, port: int, peer: str = "ZooKeeper") -> None:
         if not Path(f"/proc/{leader}").exists():
-            raise ValueError(f"no process {leader} to cut off ZooKeeper")
+            raise ValueError(f"no process {leader} to cut off {peer}")
         self.leader = leader
-        self.zk = Partition(zk_host, zk_port)  # its table, address and port checks
+        self.peer = peer
+        self.target = Partition(host, port)  # its table, address and port checks
         self.cgroup: Path | None = None
         self.origin: Path | None = None  # where its processes go back to
 
     def cut(self) -> None:
         root = _cgroup2_root()
-        group = root / self.zk.table
+        group = root / self.target.table
         try:
             # nftables names a cgroup by its path under /sys/fs/cgroup, the level from the cgroup2 mount.
             rule_path, level = group.relative_to("/sys/fs/cgroup"), len(group.relative_to(root).parts)
         except ValueError:
-            raise FaultSetupError(f"cutting process {self.leader} off ZooKeeper: cgroup2 is mounted on {root}, "
+            raise FaultSetupError(f"cutting process {self.leader} off {self.peer}: cgroup2 is mounted on {root}, "
                                   "not under /sys/fs/cgroup where nftables looks for cgroups") from None
         self.origin = _cgroup_of(self.leader, root)
         try:
@@ -530,20 +532,22 @@ class ZooKeeperPartition:
                     (group / "cgroup.procs").write_text(str(pid))
         except OSError as exc:
             _leave_cgroup(group, self.origin)
-            raise FaultSetupError(f"cutting process {self.leader} off ZooKeeper: moving it into {group}: {exc}") \
+            raise FaultSetupError(f"cutting process {self.leader} off {self.peer}: moving it into {group}: {exc}") \
                 from None
         self.cgroup = group
         # After the move: every socket made from now on is the cgroup's, every older one is among these.
-        ports = ",".join(map(str, tcp_ports_to(process_group(self.leader), self.zk.port)))
-        zk = f"ip daddr {self.zk.address} tcp dport {self.zk.port}"
-        older = (f"{zk} tcp sport {{ {ports} }} drop\n"
-                 f"ip saddr {self.zk.address} tcp sport {self.zk.port} tcp dport {{ {ports} }} drop") if ports else ""
+        ports = ",".join(map(str, tcp_ports_to(process_group(self.leader), self.target.port)))
+        target = f"ip daddr {self.target.address} tcp dport {self.target.port}"
+        older = (f"{target} tcp sport {{ {ports} }} drop\n"
+                 f"ip saddr {self.target.address} tcp sport {self.target.port} tcp dport {{ {ports} }} drop"
+                 ) if ports else ""
         try:
-            _nft(f"cutting process {self.leader} off ZooKeeper at {self.zk.address}:{self.zk.port}", ["-f", "-"], f"""
-table inet {self.zk.table} {{
+            where = f"{self.target.address}:{self.target.port}"
+            _nft(f"cutting process {self.leader} off {self.peer} at {where}", ["-f", "-"], f"""
+table inet {self.target.table} {{
     chain output {{
         type filter hook output priority filter - 10; policy accept;
-        socket cgroupv2 level {level} "{rule_path}" {zk} drop
+        socket cgroupv2 level {level} "{rule_path}" {target} drop
         {older}
     }}
 }}
@@ -551,15 +555,15 @@ table inet {self.zk.table} {{
         except FaultSetupError:
             self.heal()
             raise
-        self.zk.cut_now = True
+        self.target.cut_now = True
 
     def heal(self) -> None:
-        self.zk.heal()
+        self.target.heal()
         if self.cgroup is not None:
             _leave_cgroup(self.cgroup, self.origin)
             self.cgroup = None
 
-    def __enter__(self) -> ZooKeeperPartition:
+    def __enter__(self) -> ProcessPartition:
         self.cut()
         return self
 

@@ -12,7 +12,8 @@ Everything lives in BookKeeper's ZooKeeper layout (``underreplication/``: audito
 * Worker (every instance): takes a mark under its lock, and for every ensemble segment holding a missing
   replica copies that position's entries (read from the surviving replicas, digest verified) to a new bookie
   with recovery adds, then swaps the bookie in the metadata. An open ledger whose last ensemble lost a bookie
-  is first recovered (fenced and closed) once ``open_ledger_grace_s`` has passed.
+  is first recovered (fenced and closed) once ``open_ledger_grace_s`` has passed. A ledger a worker failed on
+  (its copies or the new bookie out of its reach) is left to the other workers for a while, doubling.
 * Replica moves (``replica_move``): one closed ledger's replica from a named bookie to another, the same copy
   and ensemble swap, for the operator's rebalancing.
 * Decommission: every ledger holding the bookie is marked (the bookie may still be up); the report lists
@@ -44,6 +45,7 @@ from bookie.stats import OpStat
 from bookie.waits import wait_event
 
 log = logging.getLogger(__name__)
+FAILED_LEDGER_BACKOFF_MAX_S = 60.0  # the longest a worker leaves a ledger it failed on to the others
 
 
 @dataclass
@@ -95,6 +97,8 @@ class Autorecovery:
         self._vote: str | None = None
         self._lost_since: dict[str, float] = {}
         self._marked_at: dict[int, float] = {}
+        # ledger id -> (failed attempts in a row, when this worker may try it again)
+        self._failed: dict[int, tuple[int, float]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._audit_now = asyncio.Event()
         self._work_now = asyncio.Event()
@@ -257,8 +261,12 @@ class Autorecovery:
         if not await self.store.is_replication_enabled():
             return []
         cleared = []
-        for ledger_id in await self.store.list_underreplicated():
-            if not await self.store.acquire_underreplicated_lock(ledger_id, self.worker_id):
+        marked = await self.store.list_underreplicated()
+        for gone in self._failed.keys() - set(marked):  # fixed by another worker, or deleted
+            del self._failed[gone]
+        for ledger_id in marked:
+            if self._backing_off(ledger_id) or \
+                    not await self.store.acquire_underreplicated_lock(ledger_id, self.worker_id):
                 continue
             try:
                 mark = await self.store.get_underreplicated(ledger_id)
@@ -268,14 +276,31 @@ class Autorecovery:
                     await self.store.mark_ledger_replicated(ledger_id)
                     cleared.append(ledger_id)
                     self.replicated.append(ledger_id)
+                self._failed.pop(ledger_id, None)
             except e.BKError as exc:
-                log.warning("replication of ledger %d failed (will retry): %s", ledger_id, exc)
+                wait_s = self._failed_now(ledger_id)
+                log.warning("replication of ledger %d failed (this worker tries it again in %.0f s; another may "
+                            "first): %s", ledger_id, wait_s, exc)
             finally:
                 await self.store.release_underreplicated_lock(ledger_id)
         if cleared:
             log.info("replication worker %s: ledgers %s fully replicated", self.worker_id, cleared)
             self._audit_now.set()
         return cleared
+
+    def _backing_off(self, ledger_id: int) -> bool:
+        failed = self._failed.get(ledger_id)
+        return failed is not None and time.monotonic() < failed[1]
+
+    def _failed_now(self, ledger_id: int) -> float:
+        """Back off a ledger this worker failed to replicate (doubling from the check interval, up to
+        ``FAILED_LEDGER_BACKOFF_MAX_S``), so that a worker that can reach its copies takes it meanwhile: one
+        that cannot (a partition between it and the ledger's bookies) would otherwise take it again the moment
+        it let it go, every time, and keep the others out. Returns the wait."""
+        attempts = self._failed.get(ledger_id, (0, 0.0))[0] + 1
+        wait_s = min(FAILED_LEDGER_BACKOFF_MAX_S, self.check_interval_s * 2 ** (attempts - 1))
+        self._failed[ledger_id] = (attempts, time.monotonic() + wait_s)
+        return wait_s
 
     async def replicate_ledger(self, ledger_id: int, missing: set[str]) -> bool:
         """Move every fragment of ``ledger_id`` off the ``missing`` bookies; False = not yet (retry)."""
