@@ -44,8 +44,11 @@ from tests.support.victims import append_batches
 COMMON: dict[str, Any] = {"autoRecoveryDaemonEnabled": True, "lostBookieRecoveryDelay": 0, "flushInterval": 1000}
 CONF: dict[str, dict[str, Any]] = {
     "python": COMMON,
-    # As deployed, DbLedgerStorage.
-    "java": {**COMMON, "ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"},
+    # As deployed, DbLedgerStorage. Its worker keeps a ledger it failed on locked for a while, doubling up to
+    # lockReleaseOfFailedLedgerGracePeriod (5 min by default: one worker cut off the copies then keeps the others
+    # out for minutes; docs/reliability.md, "Findings"): 20 s here, so a round ends within its bound.
+    "java": {**COMMON, "ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
+             "lockReleaseOfFailedLedgerGracePeriod": 20000},
 }
 ROUNDS = {"python": 1, "java": 1}  # a cluster each (one bookie is lost per round): 1 in CI, more in soak runs
 LEDGERS = (3, 6)
@@ -90,7 +93,12 @@ async def _round(cluster: BookieCluster, cut_until_the_end: Cut, history: Histor
                                  "every bookie is up")
             assert await writer.close(handle), f"{name}: could not close ledger {handle.ledger_id}"
             ledgers.append(handle.ledger_id)
-        one, other, lost = (cluster.by_id(b) for b in rng.sample(sorted(cluster.bookie_ids), 3))
+        # The lost bookie holds copies (each ensemble leaves one of the 4 out: all of them may leave out the same).
+        holders = set()
+        for ledger_id in ledgers:
+            holders |= (await bk.ledger_metadata(ledger_id)).value.bookies()
+        lost = cluster.by_id(rng.choice(sorted(holders)))
+        one, other = (cluster.by_id(b) for b in rng.sample(sorted(set(cluster.bookie_ids) - {lost.bookie_id}), 2))
         partitions = [cut_until_the_end(ProcessPartition(a.proc.pid, b.address, b.port, peer=f"bookie {b.bookie_id}"))
                       for a, b in ((one, other), (other, one))]
         await asyncio.to_thread(lost.kill)
