@@ -303,6 +303,14 @@ def events(kube: KubeTarget, namespace: str, name: str, reason: str | None = Non
     return [e for e in kube.events(namespace, name) if reason is None or e.get("reason") == reason]
 
 
+def as_posted(posted: list[Obj]) -> list[Obj]:
+    """Events in the order the API server stored them. Their timestamps have whole seconds only, so two Events of
+    one second (a bookie's compaction started and finished) would sort by anything else; the resource version is
+    the order of writes in this control plane's etcd (opaque to clients in general; each Event here is written
+    once)."""
+    return sorted(posted, key=lambda e: int(e["metadata"]["resourceVersion"]))
+
+
 def await_events(kube: KubeTarget, namespace: str, name: str, reason: str, at_least: int = 1,
                  timeout: float = 20) -> list[Obj]:
     """The Events of ``reason`` once there are ``at_least`` of them: the operator posts a tick's Events just

@@ -11,6 +11,7 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 
 from tests.operator.conftest import (
     OperatorProcess,
+    as_posted,
     bookie_cluster,
     events,
     get_cluster,
@@ -44,7 +45,7 @@ def test_a_config_change_rolls_one_bookie_at_a_time(
     obj = wait_for(rolled, 240, interval=0.2, what="every bookie restarted with the new configuration")
     assert obj["status"]["configChecksum"] != checksum
     assert most_unready == 1, f"{most_unready} bookies were down at once"
-    restarts = sorted(events(kube, ns, "bk", "RollingRestart"), key=lambda e: e["firstTimestamp"])
+    restarts = as_posted(events(kube, ns, "bk", "RollingRestart"))
     assert [e["message"].split()[0] for e in restarts] == ["bk-2", "bk-1", "bk-0"]
     wait_ready(kube, ns, "bk")
 

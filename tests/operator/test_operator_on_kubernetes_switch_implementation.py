@@ -21,6 +21,7 @@ from bookie_operator.models import BOOKIE_IMAGE
 from tests.operator.conftest import (
     JAVA,
     OperatorProcess,
+    as_posted,
     await_events,
     bookie_cluster,
     events,
@@ -117,9 +118,8 @@ async def test_three_java_bookies_switch_to_ours_and_back_in_place_through_an_op
                                 "every bookie on bookie-fleet")
         print(f"switch to bookie-fleet: {time.monotonic() - started:.0f}s")
         await asyncio.to_thread(wait_for, restored(kube, ns), 120, 1, "re-replication restored after the switch")
-        assert [e["message"].split()[0] for e in sorted(events(kube, ns, "bk", "ImplementationSwitching"),
-                                                          key=lambda e: e["firstTimestamp"])] == ["bk-2", "bk-1",
-                                                                                                   "bk-0"]
+        switching = as_posted(events(kube, ns, "bk", "ImplementationSwitching"))
+        assert [e["message"].split()[0] for e in switching] == ["bk-2", "bk-1", "bk-0"]
         written.update(await write_ledgers(config, "ours"))       # written by our bookies, read back by Java's
         middle = await identities(zookeeper.connect_string, root, list(written))
 
