@@ -88,7 +88,8 @@ async def test_scheduled_compaction_runs_bookie_by_bookie_and_reclaims_space(
     obj = wait_for(completed, 240, interval=1, what="the scheduled compaction run to complete")
     assert obj["status"]["compaction"]["lastScheduleTime"] == fire.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert obj["status"]["compaction"]["nextScheduleTime"] > obj["status"]["compaction"]["lastScheduleTime"]
-    finished = await_events(kube, ns, "bk", "CompactionFinished", at_least=3)
+    # The Events follow the status by a request each; a busy API server can take longer than the default 20 s.
+    finished = await_events(kube, ns, "bk", "CompactionFinished", at_least=3, timeout=60)
     started = events(kube, ns, "bk", "CompactionStarted")
     order = [e["message"].split(":")[0] for e in as_posted(started)]
     assert order == ["bk-0", "bk-1", "bk-2"]
