@@ -614,7 +614,7 @@ class LedgerHandle:
             self.client.read_entry(b, self.ledger_id, -1, fence=fence, master_key=self.master_key if fence
                                    else None): i for i, b in enumerate(ensemble)}
         responded: set[int] = set()
-        failed: set[int] = set()
+        failed: dict[int, str] = {}  # ensemble index -> why its bookie did not answer
         best_lac, best_entry = -1, None
         quorums = [set(write_set(i, n, wq)) for i in range(n)]
         pending = set(futures)
@@ -644,13 +644,14 @@ class LedgerHandle:
                 except (e.BookieError, DigestMismatch, ValueError) as exc:
                     log.info("ledger %d: %s on %s: %s", self.ledger_id, "fencing" if fence else "LAC read",
                              bookie, exc)
-                    failed.add(index)
+                    failed[index] = str(exc) or type(exc).__name__
             if all(len(q & responded) >= need for q in quorums):
                 break
-            if any(len(q - failed) < need for q in quorums):
+            if any(len(q - failed.keys()) < need for q in quorums):
+                reasons = "; ".join(f"{ensemble[i]}: {why}" for i, why in sorted(failed.items()))
                 raise e.LedgerRecoveryError(
                     f"ledger {self.ledger_id}: could not {'fence' if fence else 'read the LAC of'} enough bookies "
-                    f"of {list(ensemble)} (failed: {sorted(ensemble[i] for i in failed)})")
+                    f"of {list(ensemble)} (failed: {reasons})")
         return best_lac, best_entry
 
     # ------------------------------------------------------------ reads
