@@ -19,8 +19,9 @@ PASSWORD = b"pw"
 
 async def test_a_recovery_that_cannot_fence_names_each_unreachable_bookie_and_why(cluster: BookieCluster) -> None:
     live = cluster.bookie_ids[0]
-    # Nothing listens at these: a fence sent there is refused, as to a bookie that is down.
-    gone = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+    # Nothing listens at these (two hosts, so never one address twice): a fence sent there is refused, as to a
+    # bookie that is down.
+    gone = [f"{host}:{free_port(host)}" for host in ("127.0.0.1", "127.0.0.2")]
     async with MetadataStore(cluster.zk_connect, cluster.ledgers_root) as store:
         await store.create_ledger_metadata(LEDGER, new_ledger_metadata([live, *gone], 3, 2, password=PASSWORD))
     async with BookKeeper(cluster.client_config()) as bk:
