@@ -147,12 +147,19 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         return result
 
     async def close(self) -> None:
-        """Checkpoint everything, stop the journal and close files; adds after this fail."""
+        """Checkpoint everything, stop the journal and close files; adds after this fail. A failed checkpoint
+        still stops and closes everything, then raises: the journal keeps what it could not write, for the next
+        start to replay."""
         if self._closed:
             return
         if self._timer is not None:
             self._timer.cancel()
-        await self.checkpoint()
+        try:
+            await self.checkpoint()
+        finally:
+            await self._release()
+
+    async def _release(self) -> None:
         self._closed = self.write_path.closed = True
         loop = asyncio.get_running_loop()
         for journal in self.journals:
