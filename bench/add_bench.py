@@ -21,7 +21,6 @@ import random
 import statistics
 import struct
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from bookie_fleet.local_bookies import plan_bookies
 from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import write_section  # bench/ is on sys.path when a bench script runs
+from workdir import add_workdir_argument, run_directory  # bench/ is on sys.path when a bench script runs
 
 SIZES = (100, 1024, 16 * 1024)
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -205,14 +205,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--window", type=int, default=100)
-    parser.add_argument("--workdir", default=None)
+    add_workdir_argument(parser)
     args = parser.parse_args(argv)
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.rounds, args.seconds, args.window = 1, 0.5, 10
-    if args.workdir is not None:
-        Path(args.workdir).mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+    with run_directory(args.workdir, "add-bench-") as tmp:
         results, fsyncs = run(args.rounds, args.seconds, args.window, Path(tmp))
     command = "python bench/add_bench.py" + (f" --rounds {args.rounds}" if args.rounds != 3 else "")
     section = table(results, fsyncs, args.rounds, args.seconds, args.window, command)

@@ -18,7 +18,6 @@ import os
 import platform
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from bookie.protocol import entry as bke
 from bookie.storage import entrylog_format as ef
 from bookie_fleet.processes import stop_on_sigterm
 from docs_section import publish  # bench/ is on sys.path when a bench script runs
+from workdir import add_workdir_argument, run_directory  # bench/ is on sys.path when a bench script runs
 
 MIB = 1 << 20
 
@@ -213,12 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split-mib", type=int, default=64)
     parser.add_argument("--small-logs", type=int, default=10_000)
     parser.add_argument("--no-cluster", dest="cluster", action="store_false")
-    parser.add_argument("--workdir", default=None)
+    add_workdir_argument(parser)
     args = parser.parse_args(argv)
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.logs, args.log_mib, args.split_mib, args.small_logs, args.cluster = 2, 4, 2, 200, False
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+    with run_directory(args.workdir, "audit-bench-") as tmp:
         res = run(args, Path(tmp))
     command = "python bench/audit_bench.py" + (" --quick" if args.quick else "")
     publish("audit", table(res, command), res, write=not args.quick)

@@ -30,6 +30,7 @@ from bookie.storage.entrylog import EntryLogger
 from bookie.storage.index import LocationIndex
 from bookie.storage.ledger_dir import WriteCache
 from bookie_fleet.processes import stop_on_sigterm
+from workdir import add_workdir_argument, ensure_workdir  # bench/ is on sys.path when a bench script runs
 
 
 def filled_cache(entries: int, size: int, ledgers: int) -> WriteCache:
@@ -98,16 +99,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--entries", type=int, default=200_000)
     parser.add_argument("--sizes", default="100,1024", help="entry sizes in bytes, comma-separated")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
+    add_workdir_argument(parser)
     parser.add_argument("--quick", action="store_true", help="2,000 entries, one round")
     args = parser.parse_args(argv)
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.entries, args.rounds = 2_000, 1
+    workdir = ensure_workdir(args.workdir)
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
         cache = filled_cache(args.entries, size, 64)
-        rounds = [checkpoint(cache, args.workdir) for _ in range(args.rounds)]
+        rounds = [checkpoint(cache, workdir) for _ in range(args.rounds)]
         best, stall = min(r[0] for r in rounds), min(r[1] for r in rounds)
         print(f"{size} B: {best:.2f} us CPU per entry, event loop kept from the GIL at most {stall:.1f} ms "
               f"(best of {args.rounds})")

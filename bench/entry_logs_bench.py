@@ -23,7 +23,6 @@ import os
 import platform
 import secrets
 import statistics
-import tempfile
 import threading
 import time
 import urllib.error
@@ -37,6 +36,7 @@ from bookie_fleet.local_bookies import LocalBookie, plan_bookies
 from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import publish  # bench/ is on sys.path when a bench script runs
+from workdir import add_workdir_argument, run_directory  # bench/ is on sys.path when a bench script runs
 
 LOG_SIZE = 65 * 1024
 ENTRY = 8 * 1024
@@ -179,12 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="100 logs; docs untouched")
     parser.add_argument("--logs", type=int, default=1000, help="entry logs to write")
     parser.add_argument("--adds", type=int, default=200, help="adds timed in each phase")
-    parser.add_argument("--workdir", default=None)
+    add_workdir_argument(parser)
     args = parser.parse_args(argv)
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.logs, args.adds = 100, 50
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+    with run_directory(args.workdir, "entry-logs-bench-") as tmp:
         res = run(args, Path(tmp))
     command = "python bench/entry_logs_bench.py" + (" --quick" if args.quick else "")
     publish("entry-logs", table(res, command), res, write=not args.quick)

@@ -19,7 +19,6 @@ import json
 import os
 import platform
 import secrets
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -30,6 +29,7 @@ from bookie_fleet.local_bookies import LocalBookie, plan_bookies
 from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import publish  # bench/ is on sys.path when a bench script runs
+from workdir import add_workdir_argument, run_directory  # bench/ is on sys.path when a bench script runs
 
 MIB = 1 << 20
 ENTRY = 16 * 1024
@@ -221,12 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seq-mib", type=int, default=512)
     parser.add_argument("--bytes-rate", type=int, default=10_000_000)
     parser.add_argument("--entries-rate", type=int, default=500)
-    parser.add_argument("--workdir", default=None)
+    add_workdir_argument(parser)
     args = parser.parse_args(argv)
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.mib, args.small_mib, args.seq_mib = 16, 8, 16
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+    with run_directory(args.workdir, "gc-bench-") as tmp:
         res = run(args, Path(tmp))
     command = "python bench/gc_bench.py" + (" --quick" if args.quick else "")
     publish("gc", table(res, command), res, write=not args.quick)

@@ -18,7 +18,6 @@ import platform
 import random
 import socket
 import struct
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ from bookie_fleet.local_bookies import LocalBookie, plan_bookies
 from bookie_fleet.processes import call_blocking
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import publish  # bench/ is on sys.path when a bench script runs
+from workdir import add_workdir_argument, run_directory  # bench/ is on sys.path when a bench script runs
 
 MIB = 1024 * 1024
 LIMITS = Path(__file__).resolve().parents[1] / "docs" / "limits.md"
@@ -150,11 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="20 connections x 1 MiB; docs untouched")
     parser.add_argument("--connections", type=int, default=150)
     parser.add_argument("--sent-mib", type=int, default=3)
-    parser.add_argument("--workdir", default=None)
+    add_workdir_argument(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.connections, args.sent_mib = 20, 1
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+    with run_directory(args.workdir, "preauth-flood-") as tmp:
         res = run(args, Path(tmp))
     command = "python bench/preauth_flood.py" + (" --quick" if args.quick else "")
     publish("preauth-flood", table(res, args, command), res, write=not args.quick, doc=LIMITS)

@@ -37,7 +37,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -199,6 +198,7 @@ from run_all import (  # noqa: E402  (bench/ is on sys.path when a bench script 
     stop_clusters,
     write_section,
 )
+from workdir import add_workdir_argument, kept_run_directory  # noqa: E402  (bench/ is on sys.path when a bench script runs)
 
 # ----------------------------------------------------------------------------------------------- the load tools
 
@@ -737,7 +737,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=int, default=10, help="the producer's run per point")
     parser.add_argument("--warmups", type=int, default=2, help="warm-up passes per implementation")
-    parser.add_argument("--workdir", default=None)
+    add_workdir_argument(parser)
     parser.add_argument("--points", default=None,
                         help="only these points, comma-separated (e.g. on-1k-8,on-16k-8: batching on/off, size, "
                              "topics); their section of the docs and bench/pulsar_e2e_points_results.json, not the "
@@ -777,9 +777,7 @@ def main(argv: list[str] | None = None) -> int:
         from bookie_fleet.pulsar import JVM_OPTS
 
         broker_jvm = JVM_OPTS
-    base = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="pulsar-e2e-"))
-    base.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(dir=base))
+    workdir = kept_run_directory(args.workdir, "pulsar-e2e-")
     try:
         points, facts = run(rounds, seconds, count, ensemble, workloads, warmups, warm, broker_jvm, workdir)
     finally:

@@ -134,6 +134,7 @@ if __name__ == "__main__":
 from add_bench import fdatasync_rate  # noqa: E402
 from appends import AppendWindow  # noqa: E402
 from docs_section import write_section  # noqa: E402
+from workdir import add_workdir_argument, run_directory  # noqa: E402
 
 
 def sequential_write_mb_s(directory: Path, megabytes: int) -> float:
@@ -1400,7 +1401,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--free-memory", action="store_true",
                         help="points start with whatever memory is free instead of a full page cache")
     parser.add_argument("--impls", default="java,ours", help="java,ours (ours alone: the optimisation loop)")
-    parser.add_argument("--workdir", default=None)
+    add_workdir_argument(parser)
     args = parser.parse_args(argv)
     for option, given, known in (("--impls", args.impls, ("java", "ours")),
                                  ("--workloads", args.workloads, ("adds", "pyclient", "reads", "compaction")),
@@ -1408,8 +1409,6 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(given.split(",")) - set(known))
         if unknown:
             parser.error(f"{option}: unknown {', '.join(unknown)} (choose from {', '.join(known)})")
-    if args.workdir is not None:
-        Path(args.workdir).mkdir(parents=True, exist_ok=True)
     global IMPLS
     IMPLS = tuple(args.impls.split(","))
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
@@ -1432,7 +1431,7 @@ def main(argv: list[str] | None = None) -> int:
         settings.ensembles, settings.read_entries, settings.tail_rate = ((1, 1, 1),), 300, 200
         # 8 ledgers of 1 MiB in 2 MiB logs: every log still mixes a kept ledger with deleted ones, or is all dead
         settings.gc_mib, settings.gc_log_mib, settings.gc_rate, settings.gc_baseline_s = 8, 2, 100, 1.0
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+    with run_directory(args.workdir, "run-all-") as tmp:
         results = run(settings, Path(tmp), lambda line: print(line, flush=True))
     command = "python bench/run_all.py" + ("" if argv is None else " " + " ".join(argv))
     command = "python bench/run_all.py " + " ".join(sys.argv[1:]) if argv is None else command

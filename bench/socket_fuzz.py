@@ -23,7 +23,6 @@ import json
 import random
 import struct
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -37,6 +36,7 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bookie_fleet.processes import stop_on_sigterm
+from workdir import add_workdir_argument, run_directory  # bench/ is on sys.path when a bench script runs
 
 from tests.support.raw_client import RawConnection, entry
 
@@ -244,12 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=32, help="concurrent workers")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="tiny run for the test suite")
-    parser.add_argument("--workdir", type=Path, default=None)
+    add_workdir_argument(parser)
     args = parser.parse_args(argv)
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     frames = 5_000 if args.quick else args.frames
-    with tempfile.TemporaryDirectory(prefix="socket-fuzz-") as tmp:
-        result = run(frames, args.connections, args.seed, args.workdir or Path(tmp))
+    with run_directory(args.workdir, "socket-fuzz-") as tmp:
+        result = run(frames, args.connections, args.seed, tmp)
     print(json.dumps(result))
     return 0 if result["alive"] and result["served_and_nothing_lost"] else 1
 

@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -34,6 +33,7 @@ from bookie_fleet.local_bookies import plan_bookies, stop_all
 from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import write_section  # bench/ is on sys.path when a bench script runs
+from workdir import add_workdir_argument, run_directory  # bench/ is on sys.path when a bench script runs
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- streams:begin -->", "<!-- streams:end -->"
@@ -144,12 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--map-keys", type=int, default=1_000_000)
     parser.add_argument("--master", default=None)
-    parser.add_argument("--workdir", default=None)
+    add_workdir_argument(parser)
     args = parser.parse_args(argv)
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.records, args.map_keys = 5_000, 50_000
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+    with run_directory(args.workdir, "stream-cleaner-bench-") as tmp:
         res = run(args, Path(tmp))
     print(json.dumps(res, indent=2, default=str))
     if not args.quick:

@@ -27,7 +27,6 @@ import platform
 import shutil
 import statistics
 import sys
-import tempfile
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -57,6 +56,7 @@ from run_all import (  # noqa: E402  (bench/ is on sys.path when a bench script 
     stop_clusters,
     write_section,
 )
+from workdir import add_workdir_argument, kept_run_directory  # noqa: E402  (bench/ is on sys.path when a bench script runs)
 
 
 @dataclass
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=8, help="per point")
     parser.add_argument("--throttle", type=int, default=1000, help="BenchThroughputLatency -throttle")
-    parser.add_argument("--workdir", default=None)
+    add_workdir_argument(parser)
     parser.add_argument("--report-only", action="store_true",
                         help="rewrite the docs section from bench/tls_results.json, measuring nothing")
     args = parser.parse_args(argv)
@@ -265,9 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds, seconds, count, ensemble = args.rounds, args.seconds, 3, ENSEMBLE
     if args.quick:
         rounds, seconds, count, ensemble = 1, 3, 1, (1, 1, 1)
-    base = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="tls-bench-"))
-    base.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(dir=base))
+    workdir = kept_run_directory(args.workdir, "tls-bench-")
     try:
         points, facts = run(rounds, seconds, args.throttle, count, ensemble, workdir)
     finally:
