@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from localkube.runner.imagestore import ImageStore
 
 from tests.support import oci
 
@@ -18,13 +19,14 @@ def images() -> dict[str, oci.Image]:
 
 @pytest.fixture(scope="session")
 def rootfs(images: dict[str, oci.Image], tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """``rootfs(role)``: the image's root filesystem, unpacked once per session."""
+    """``rootfs(role)``: the image's root filesystem, read-only, as localkube's runner unpacks it: once on this
+    machine, beside the layout (localkube/localkube/runner/imagestore.py)."""
     oci.have_tools()
-    unpacked: dict[str, Path] = {}
+    store = ImageStore.from_environment(tmp_path_factory.mktemp("runner-state"))
 
     def get(role: str) -> Path:
-        if role not in unpacked:
-            unpacked[role] = oci.unpack(images[role], tmp_path_factory.mktemp(f"rootfs-{role}"))
-        return unpacked[role]
+        image = store.find(images[role].ref)
+        assert image is not None, f"{images[role].ref} not in {store.layouts}"
+        return store.rootfs(image)
 
     return get

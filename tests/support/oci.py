@@ -1,7 +1,8 @@
 """Reading the OCI image layout the bootstrap builds (``$BOOKIE_FLEET_IMAGES``) and running its images with
 runc, for the image tests (tests/images) and the examples' tests.
 
-Only the layout's JSON is read here (index, manifests, configs); root filesystems are unpacked with umoci.
+Only the layout's JSON is read here (index, manifests, configs); root filesystems are unpacked as localkube's
+runner does it (tests/images/conftest.py).
 """
 
 from __future__ import annotations
@@ -73,14 +74,6 @@ def image(ref: str, root: Path | None = None) -> Image:
             return Image(root, ref, manifest, config)
     refs = [d.get("annotations", {}).get(REF) for d in index["manifests"]]
     raise LookupError(f"{ref} is not in {root} (it has {refs})")
-
-
-def unpack(img: Image, target: Path) -> Path:
-    """The image's root filesystem, unpacked with umoci into ``target/rootfs``."""
-    rootfs = target / "rootfs"
-    subprocess.run(["umoci", "raw", "unpack", "--image", f"{img.layout}:{img.ref}", str(rootfs)],
-                   check=True, capture_output=True, timeout=600)
-    return rootfs
 
 
 def runtime_spec(img: Image, rootfs: Path, args: list[str] | None = None, *, host_network: bool = False,

@@ -7,8 +7,12 @@ Nothing is pulled. The runner looks a pod's image up (registry prefix ignored: `
 1. the node's own layout ``<runner state>/images`` (images loaded into this cluster, like ``kind load``),
 2. the layout named by ``$BOOKIE_FLEET_IMAGES`` (the images the bootstrap builds from our Dockerfiles).
 
-An image's root filesystem is unpacked with ``umoci raw unpack`` into ``<runner state>/rootfs/<digest>``
-the first time a container needs it and shared read-only by every container of that image.
+An image's root filesystem is unpacked with ``umoci raw unpack`` the first time a container needs it and
+shared read-only by every container of that image (each writable one gets an overlay over it). An image of the
+bootstrap's layout is unpacked beside that layout, ``<layout>/../rootfs/<digest>``, once for every cluster and
+every run on this machine that uses the layout, and removed with it when the bootstrap prunes old layouts: an
+unpack costs 5 to 30 s of CPU (the audit image, Spark and its Python, the most), once per cluster before. An image
+loaded into one cluster is unpacked into ``<runner state>/rootfs/<digest>``, and goes with the cluster.
 """
 
 from __future__ import annotations
@@ -98,16 +102,21 @@ def _manifest_digest(layout: Path, descriptor: Obj) -> str:
 
 
 class ImageStore:
-    def __init__(self, state_root: Path, extra_layouts: list[Path] | None = None) -> None:
+    def __init__(self, state_root: Path, extra_layouts: list[Path] | None = None,
+                 shared_cache: Path | None = None) -> None:
+        """``shared_cache``: where the images of ``extra_layouts`` are unpacked (default: beside the node's own)."""
         self.local_layout = state_root / "images"
         self.cache = state_root / "rootfs"
+        self.shared_cache = shared_cache or self.cache
         self.layouts = [self.local_layout, *(extra_layouts or [])]
         self._lock = threading.Lock()
 
     @classmethod
     def from_environment(cls, state_root: Path) -> ImageStore:
         built = os.environ.get("BOOKIE_FLEET_IMAGES")
-        return cls(state_root, [Path(built)] if built else [])
+        if not built:
+            return cls(state_root)
+        return cls(state_root, [Path(built)], shared_cache=Path(built).parent / "rootfs")
 
     def find(self, image: str) -> Image | None:
         """The image a pod names, or None when no layout has it."""
@@ -145,13 +154,14 @@ class ImageStore:
 
     def rootfs(self, image: Image) -> Path:
         """The image's unpacked root filesystem, unpacked now if no container used it before. Several
-        runners (or threads) asking at once unpack it once: a file lock per digest."""
-        target = self.cache / image.digest.replace(":", "-")
+        runners (or threads, or clusters) asking at once unpack it once: a file lock per digest."""
+        cache = self.cache if image.layout == self.local_layout else self.shared_cache
+        target = cache / image.digest.replace(":", "-")
         rootfs = target / "rootfs"
         if (target / ".complete").exists():
             return rootfs
-        self.cache.mkdir(parents=True, exist_ok=True)
-        with self._lock, open(self.cache / f"{target.name}.lock", "w") as lock:
+        cache.mkdir(parents=True, exist_ok=True)
+        with self._lock, open(cache / f"{target.name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if (target / ".complete").exists():
                 return rootfs
