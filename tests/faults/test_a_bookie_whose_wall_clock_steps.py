@@ -112,7 +112,7 @@ async def _round(cluster: BookieCluster, victim: Any, clock: WallClock, observer
     await asyncio.to_thread(victim.stop)
     await asyncio.to_thread(clock.step, -HOUR)
     await asyncio.to_thread(clock.start)
-    await read_from(victim.bookie_id, handle.ledger_id, asked_of(handle, victim.bookie_id), history,
+    await read_from(victim, handle.ledger_id, asked_of(handle, victim.bookie_id), history,
                     f"victim-reader-{name}")
     await _takes_adds(cluster, victim, history, payloads, name)
     return (f"{victim.bookie_id} entered minor compaction (every {MINOR_INTERVAL_S} s) "

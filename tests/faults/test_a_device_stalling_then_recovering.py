@@ -122,7 +122,7 @@ async def _round(cluster: BookieCluster, victim: Any, fault: DeviceFault, histor
     stalled_ms = _stalls_logged(victim, log_before, name)
     # Each entry it was asked to store before the stall reached it while its device was sound: all there.
     asked = asked_of(handle, victim.bookie_id, last=acknowledged_before)
-    await read_from(victim.bookie_id, handle.ledger_id, asked, history, f"victim-reader-{name}")
+    await read_from(victim, handle.ledger_id, asked, history, f"victim-reader-{name}")
     await _takes_adds_again(cluster, victim, history, payloads, name)
     replaced = _replaced_only_the_victim(handle, victim.bookie_id, name)
     return (f"3/{write_quorum}/2, stalled {stall_s:.1f} s (its longest call {max(stalled_ms)} ms) after "

@@ -115,7 +115,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
     await asyncio.to_thread(victim.start)
     asked = asked_of(handle, victim.bookie_id)
     assert asked, f"{name}: {victim.bookie_id} was replaced before it stored anything"
-    statuses = await read_from(victim.bookie_id, handle.ledger_id, asked, history, f"victim-reader-{name}")
+    statuses = await read_from(victim, handle.ledger_id, asked, history, f"victim-reader-{name}")
     served = sum(1 for status in statuses.values() if status == StatusCode.EOK)
     return (f"{victim.bookie_id} failing {'+'.join(calls)} after {fault_after} entries and {pass_first} calls: "
             f"{reaction}; after its restart it served {served} of the {len(asked)} entries it acknowledged")

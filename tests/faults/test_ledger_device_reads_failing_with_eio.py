@@ -103,7 +103,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
     log_before = victim.log_path.stat().st_size
     fault.fail(after=pass_first)
     try:
-        during = await read_from(victim.bookie_id, handle.ledger_id, stored, history, f"victim-reader-{name}")
+        during = await read_from(victim, handle.ledger_id, stored, history, f"victim-reader-{name}")
         assert victim.running, f"{name}: {victim.bookie_id} stopped under the read fault; log:\n{victim.tail_log()}"
         refused = Counter(status.name for status in during.values() if status != StatusCode.EOK)
         assert refused, (f"{name}: {victim.bookie_id} answered all {len(stored)} reads with EOK under the fault: they "
@@ -113,7 +113,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
         fault.lift()
     logged = _failures_logged(victim.log_path, log_before)
     assert logged, f"{name}: {victim.bookie_id} refused {dict(refused)} reads and logged nothing about them"
-    after = await read_from(victim.bookie_id, handle.ledger_id, stored, history, f"victim-reader-after-{name}")
+    after = await read_from(victim, handle.ledger_id, stored, history, f"victim-reader-after-{name}")
     not_served = {entry: status.name for entry, status in after.items() if status != StatusCode.EOK}
     assert not not_served or cluster.kind in WRONG_ANSWERS_KNOWN, (
         f"{name}: {victim.bookie_id} does not serve its entries after the fault was lifted: "

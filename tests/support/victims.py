@@ -2,7 +2,7 @@
 it, know which entries it was asked to store, and read them from it alone into the history.
 
 ``ledger_on(bk, bookie_id)``: a new 3/2/2 (or 3/3/2) ledger whose ensemble holds the bookie; ``asked_of(handle,
-bookie_id)``: the entries it was a write-set member of; ``read_from(bookie_id, ...)``: raw reads of those entries
+bookie_id)``: the entries it was a write-set member of; ``read_from(victim, ...)``: raw reads of those entries
 from it alone, recorded (a definite "no such entry" is ``missing``, so the checker flags an acknowledged entry it
 lost); ``wait_writable(bk, victim, name)``: until it is listed as writable; ``append_batches(...)``: the writer's
 appends, none of which may fail; ``victims_own_violations(history, tolerated)``: the checker's verdict, where the
@@ -73,20 +73,25 @@ def asked_of(handle: LedgerHandle, bookie_id: str, last: int | None = None) -> l
     return asked
 
 
-async def read_from(bookie_id: str, ledger_id: int, entries: list[int], history: History,
+async def read_from(victim: Any, ledger_id: int, entries: list[int], history: History,
                     process: str) -> dict[int, StatusCode]:
     """Read each entry from this bookie alone and record it: no such entry is a definite answer. Returns each
-    entry's status; a read unanswered within ``READ_WITHIN`` fails the caller (a hang)."""
+    entry's status; a read unanswered within ``READ_WITHIN`` (a hang) or a connection the bookie closes fails the
+    caller, with whether the bookie still runs and its log's end."""
     acknowledged = history.acknowledged(ledger_id)
     statuses: dict[int, StatusCode] = {}
-    async with await RawConnection.open(bookie_id) as conn:
+    async with await RawConnection.open(victim.bookie_id) as conn:
         for entry in entries:
             start = history.clock()
             try:
                 response = await asyncio.wait_for(conn.read(ledger_id, entry), READ_WITHIN)
             except TimeoutError:
-                raise AssertionError(f"{bookie_id} did not answer a read of {ledger_id}:{entry} within "
-                                     f"{READ_WITHIN} s") from None
+                raise AssertionError(f"{victim.bookie_id} did not answer a read of {ledger_id}:{entry} within "
+                                     f"{READ_WITHIN} s; log:\n{victim.tail_log(80)}") from None
+            except (ConnectionError, asyncio.IncompleteReadError) as exc:
+                raise AssertionError(f"{victim.bookie_id} closed the connection of a read of {ledger_id}:{entry} "
+                                     f"({exc!r}); {'running' if victim.running else 'not running'}; log:\n"
+                                     f"{victim.tail_log(80)}") from None
             statuses[entry] = response.status
             if response.status == StatusCode.EOK:
                 body = bytes(response.body)
