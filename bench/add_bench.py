@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.rounds, args.seconds, args.window = 1, 0.5, 10
     with run_directory(args.workdir, "add-bench-") as tmp:
-        results, fsyncs = run(args.rounds, args.seconds, args.window, Path(tmp))
+        results, fsyncs = run(args.rounds, args.seconds, args.window, tmp)
     command = "python bench/add_bench.py" + (f" --rounds {args.rounds}" if args.rounds != 3 else "")
     section = table(results, fsyncs, args.rounds, args.seconds, args.window, command)
     print(section)

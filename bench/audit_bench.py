@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.logs, args.log_mib, args.split_mib, args.small_logs, args.cluster = 2, 4, 2, 200, False
     with run_directory(args.workdir, "audit-bench-") as tmp:
-        res = run(args, Path(tmp))
+        res = run(args, tmp)
     command = "python bench/audit_bench.py" + (" --quick" if args.quick else "")
     publish("audit", table(res, command), res, write=not args.quick)
     return 0

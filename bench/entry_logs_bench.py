@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.logs, args.adds = 100, 50
     with run_directory(args.workdir, "entry-logs-bench-") as tmp:
-        res = run(args, Path(tmp))
+        res = run(args, tmp)
     command = "python bench/entry_logs_bench.py" + (" --quick" if args.quick else "")
     publish("entry-logs", table(res, command), res, write=not args.quick)
     return 0

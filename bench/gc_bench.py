@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.mib, args.small_mib, args.seq_mib = 16, 8, 16
     with run_directory(args.workdir, "gc-bench-") as tmp:
-        res = run(args, Path(tmp))
+        res = run(args, tmp)
     command = "python bench/gc_bench.py" + (" --quick" if args.quick else "")
     publish("gc", table(res, command), res, write=not args.quick)
     return 0

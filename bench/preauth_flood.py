@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.connections, args.sent_mib = 20, 1
     with run_directory(args.workdir, "preauth-flood-") as tmp:
-        res = run(args, Path(tmp))
+        res = run(args, tmp)
     command = "python bench/preauth_flood.py" + (" --quick" if args.quick else "")
     publish("preauth-flood", table(res, args, command), res, write=not args.quick, doc=LIMITS)
     return 0

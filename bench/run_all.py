@@ -1432,7 +1432,7 @@ def main(argv: list[str] | None = None) -> int:
         # 8 ledgers of 1 MiB in 2 MiB logs: every log still mixes a kept ledger with deleted ones, or is all dead
         settings.gc_mib, settings.gc_log_mib, settings.gc_rate, settings.gc_baseline_s = 8, 2, 100, 1.0
     with run_directory(args.workdir, "run-all-") as tmp:
-        results = run(settings, Path(tmp), lambda line: print(line, flush=True))
+        results = run(settings, tmp, lambda line: print(line, flush=True))
     command = "python bench/run_all.py" + ("" if argv is None else " " + " ".join(argv))
     command = "python bench/run_all.py " + " ".join(sys.argv[1:]) if argv is None else command
     section = report(results, command.strip())

@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.records, args.map_keys = 5_000, 50_000
     with run_directory(args.workdir, "stream-cleaner-bench-") as tmp:
-        res = run(args, Path(tmp))
+        res = run(args, tmp)
     print(json.dumps(res, indent=2, default=str))
     if not args.quick:
         write_docs(table(res, " ".join(["python bench/stream_cleaner_bench.py", *(argv or sys.argv[1:])])))
