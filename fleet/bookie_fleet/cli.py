@@ -11,12 +11,19 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+
+from bookie_fleet import fork_server
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # The main job starts its bookies as fresh interpreters, as production does, even under the test suite: a
+    # forked bookie's command line is its fork server's, and the playground's tests look for what a run left
+    # behind by command line.
+    os.environ.pop(fork_server.ENABLE_ENV, None)
     if argv[:1] == ["cluster"]:
         from localkube.cli import main as cluster_main
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import ssl
-import subprocess
 import sys
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from localkube.procs import ChildProcess
 
 from bookie_fleet.processes import TokenProtected, free_port, metadata_service_uri, start_all, stop_all
 
@@ -40,7 +41,7 @@ class LocalBookie(TokenProtected):
     ledgers_root: str
     overrides: dict[str, Any] = field(default_factory=dict)
     admin_token: str | None = None
-    proc: subprocess.Popen[bytes] | None = None
+    proc: ChildProcess | None = None
 
     @property
     def bookie_id(self) -> str:

@@ -23,7 +23,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from localkube.procs import pick_port, signal_group, stop_process_group
+from localkube.procs import ChildProcess, pick_port, signal_group, stop_process_group
+
+from bookie_fleet import fork_server
 
 
 def free_port(host: str = "127.0.0.1", preferred: int | None = None) -> int:
@@ -173,7 +175,7 @@ def stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
+def terminate(proc: ChildProcess, timeout: float) -> None:
     """SIGTERM the group and wait; SIGKILL what is left of it after ``timeout`` (``localkube.procs``)."""
     stop_process_group(proc, timeout)
 
@@ -198,7 +200,7 @@ class BookieProcess:
     ready_timeout: ClassVar[float]  # the default wait of start() and wait_ready()
 
     data_dir: Path
-    proc: subprocess.Popen[bytes] | None
+    proc: ChildProcess | None
 
     @property
     def bookie_id(self) -> str:
@@ -246,7 +248,8 @@ class BookieProcess:
         if self.running:
             return self
         self.write_conf()
-        self.proc = spawn(self.command(), self.log_path)
+        command = self.command()
+        self.proc = fork_server.start(command, self.log_path) or spawn(command, self.log_path)
         if wait:
             self.wait_ready(timeout)
         return self

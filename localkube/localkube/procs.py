@@ -11,6 +11,35 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+
+class ChildProcess(Protocol):
+    """What the functions below use of a started process: ``subprocess.Popen``, or a handle that answers as it
+    does for a process another one forked (``bookie_fleet.fork_server.ForkedProcess``)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | Any: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+
+@runtime_checkable
+class WaitsUnreaped(Protocol):
+    """A handle whose process is not this one's child, so ``os.waitid`` cannot look at it: it waits itself."""
+
+    def wait_unreaped(self, timeout: float) -> bool: ...
 
 
 def start_detached(argv: list[str], log: Path, *, cwd: Path | None = None,
@@ -85,7 +114,7 @@ def _processes() -> Iterator[tuple[int, str, int]]:
         yield int(entry.name), fields[0], int(fields[2])
 
 
-def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+def signal_group(proc: ChildProcess, sig: int) -> None:
     """Send ``sig`` to the process group ``proc`` leads, as long as ``proc`` has not been reaped (running, or a
     zombie still holding its id). Once reaped, its id is free and the kernel hands it out again when its ids come
     round (``kernel.pid_max`` is 32768 on many machines, and every thread of a JVM takes one): another session's
@@ -95,9 +124,11 @@ def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
             os.killpg(proc.pid, sig)
 
 
-def wait_unreaped(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+def wait_unreaped(proc: ChildProcess, timeout: float) -> bool:
     """Wait up to ``timeout`` seconds for ``proc`` to exit without reaping it, so that its group can still be
     signalled safely; whether it exited."""
+    if isinstance(proc, WaitsUnreaped):
+        return proc.wait_unreaped(timeout)
     deadline = time.monotonic() + timeout
     while proc.returncode is None:
         try:
@@ -113,7 +144,7 @@ def wait_unreaped(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     return True
 
 
-def stop_process_group(proc: subprocess.Popen[bytes], timeout: float) -> None:
+def stop_process_group(proc: ChildProcess, timeout: float) -> None:
     """SIGTERM ``proc``'s group, give its leader ``timeout`` seconds to exit, SIGKILL whatever is left of the group
     (the leader unreaped meanwhile, so the group id is still its own), then reap the leader."""
     signal_group(proc, signal.SIGTERM)
