@@ -16,6 +16,9 @@ import textwrap
 import time
 from pathlib import Path
 
+from bookie_fleet import fork_server
+from bookie_fleet.processes import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -41,6 +44,32 @@ def test_an_orphan_left_by_a_test_is_killed_and_fails_its_test(tmp_path: Path) -
     assert "1 passed, 1 error" in out and "sleep 300" in out and "orphaned (now killed)" in out, out
     pid = int(pidfile.read_text())
     assert _gone_or_zombie(pid), "the left process still runs"
+
+
+def test_a_bookie_forked_for_a_harness_that_died_is_found_and_killed(tmp_path: Path) -> None:
+    """A forked bookie's parent is its fork server, which leaves with its client: the bookie of a harness killed
+    by a timeout is an orphan like a Popen'd one, and is named by the name its fork gave it."""
+    pidfile, conf = tmp_path / "pid", tmp_path / "bookie.conf"
+    conf.write_text(f"metadataServiceUri=zk+hierarchical://127.0.0.1:{free_port('127.0.0.1')}/ledgers\n"
+                    f"bookiePort={free_port('127.0.0.1')}\nlisteningAddress=127.0.0.1\n"
+                    f"journalDirectories={tmp_path}/journal\nledgerDirectories={tmp_path}/ledgers\n")
+    harness = (f"import sys; from pathlib import Path; from bookie_fleet import fork_server; "
+               f"bookie = fork_server.start([sys.executable, '-m', 'bookie.cli', 'serve', '--conf', '{conf}'], "
+               f"Path('{tmp_path}/bookie.log')); print(bookie.pid, flush=True); sys.stdin.read()")
+    result = _run_inner(tmp_path, f"""
+        import os, subprocess, sys
+        def test_starts_a_harness_that_is_killed():
+            env = {{**os.environ, "{fork_server.ENABLE_ENV}": "1"}}
+            harness = subprocess.Popen([sys.executable, "-c", {harness!r}], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, env=env)
+            open("{pidfile}", "w").write(harness.stdout.readline().decode())
+            harness.kill()
+            harness.wait()
+        """)
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out
+    assert "1 passed, 1 error" in out and "(bookie serve)" in out and "orphaned (now killed)" in out, out
+    assert _gone_or_zombie(int(pidfile.read_text())), "the forked bookie still runs"
 
 
 def _gone_or_zombie(pid: int) -> bool:

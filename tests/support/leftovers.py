@@ -116,11 +116,14 @@ def _descends_from(pid: int, owners: set[int]) -> bool:
 
 
 def _describe(pid: int) -> str:
+    """Its name and command line: a bookie forked from its fork server has the server's command line, and the
+    name of its own (``bookie serve``)."""
     try:
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
-        cmdline = "?"
-    return f"pid {pid}: {cmdline[:200]}"
+        name, cmdline = "?", "?"
+    return f"pid {pid} ({name}): {cmdline[:200]}"
 
 
 def _stop(pids: list[int]) -> None:
