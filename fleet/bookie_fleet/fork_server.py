@@ -1,13 +1,14 @@
-"""Start ``python -m bookie.cli ...`` processes by forking one that has imported the bookie already.
+"""Start ``python -m bookie.cli ...`` and ``python -m bookie_operator ...`` by forking a process that imported them.
 
 A bookie process spends about 1.1 s of CPU importing its modules (aiohttp, pydantic, kazoo, its own) before it
-does anything; the test suite starts some 700 of them, which on two cores is minutes of a run. A fork server
-imports them once: each start is a ``fork`` of it, then the command runs as ``python -m`` would run it, in its
-own session, its output appended to its log, with the caller's environment and working directory.
+does anything, the operator about 2.5 s (kubernetes_asyncio's generated models, Kopf, the CRD's models); the test
+suite starts some 700 bookies and 80 operators, which on two cores is minutes of a run. A fork server imports a
+program's modules once: each start is a ``fork`` of it, then the command runs as ``python -m`` would run it, in
+its own session, its output appended to its log, with the caller's environment and working directory.
 
 Used where ``BOOKIE_FLEET_FORK_SERVER=1`` (the tests set it, tests/support/fork_server.py). A benchmark run by
-hand and the playground (whatever its environment says) start each bookie as a fresh interpreter, as production
-does. A command the server cannot run as the interpreter would (another program, an environment whose
+hand and the playground (whatever its environment says) start each process as a fresh interpreter, as
+production does. A command the server cannot run as the interpreter would (another program, an environment whose
 import-time variables differ: ``LD_PRELOAD``, ``PYTHON*``) starts with ``subprocess.Popen`` as before.
 
 The handle (``ForkedProcess``) answers as ``subprocess.Popen`` does (``pid``, ``poll``, ``wait``,
@@ -31,6 +32,7 @@ import contextlib
 import ctypes
 import gc
 import importlib
+import importlib.util
 import json
 import os
 import runpy
@@ -45,8 +47,11 @@ from pathlib import Path
 from typing import IO, Any
 
 ENABLE_ENV = "BOOKIE_FLEET_FORK_SERVER"
-MODULE = "bookie.cli"  # what the server runs: ``python -m bookie.cli <args>``
-PRELOAD = ("bookie.cli", "bookie.server", "bookie.termination", "bookie.inspector.process")
+# What a server can run (``python -m <module> <args>``), each by a server of its own, and what it imports first.
+PRELOADS: dict[str, tuple[str, ...]] = {
+    "bookie.cli": ("bookie.cli", "bookie.server", "bookie.termination", "bookie.inspector.process"),
+    "bookie_operator": ("bookie_operator.__main__", "bookie_operator.handlers"),
+}
 # Variables read when the interpreter starts or a module loads: a start asking for other values than the
 # server started with runs as a fresh interpreter.
 _IMPORT_TIME_PREFIXES = ("PYTHON", "LD_", "MALLOC_", "ASAN_", "UBSAN_", "LSAN_")
@@ -55,24 +60,25 @@ LOST_RETURNCODE = 255  # a child of a server that died: its exit code went with 
 _PR_SET_NAME = 15
 
 
-# --- The server (``python -m bookie_fleet.fork_server``) ---
+# --- The server (``python -m bookie_fleet.fork_server <module>``) ---
 
 
-def serve() -> None:
-    for name in PRELOAD:
+def serve(module: str) -> None:
+    for name in PRELOADS[module]:
         importlib.import_module(name)
     if threading.active_count() != 1:  # a fork copies the calling thread only: a thread's locks could be held
-        raise SystemExit(f"fork server: importing {PRELOAD} started threads: {threading.enumerate()}")
+        raise SystemExit(f"fork server: importing {PRELOADS[module]} started threads: {threading.enumerate()}")
     gc.collect()
     gc.freeze()  # the children's collections leave the preloaded objects, and so the shared pages, alone
     # A Ctrl-C reaches the client's whole process group: the server stays to collect the children the client
     # stops on its way out, and leaves when the client closes its end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    Server(sys.stdin.fileno(), sys.stdout.buffer).run()
+    Server(module, sys.stdin.fileno(), sys.stdout.buffer).run()
 
 
 class Server:
-    def __init__(self, requests: int, replies: IO[bytes]) -> None:
+    def __init__(self, module: str, requests: int, replies: IO[bytes]) -> None:
+        self.module = module
         self.requests = requests
         self.replies = replies
         self.running: set[int] = set()  # children not yet seen exited
@@ -127,7 +133,7 @@ class Server:
             return {"error": f"cannot fork: {e}"}
         if pid == 0:
             os.close(in_session_r)
-            run_child(argv, env, cwd, log_fd, in_session_w)  # never returns
+            run_child(self.module, argv, env, cwd, log_fd, in_session_w)  # never returns
         os.close(in_session_w)
         os.read(in_session_r, 1)  # end of file: the child closed its end, or died
         os.close(in_session_r)
@@ -151,14 +157,14 @@ class Server:
         self.replies.flush()
 
 
-def run_child(argv: list[str], env: dict[str, str], cwd: str, log_fd: int, in_session: int) -> None:
-    """In the forked child: become what ``python -m bookie.cli <argv>`` started with ``Popen`` would be, run
-    it, and exit as the interpreter would. ``in_session`` is closed once it leads its own session."""
+def run_child(module: str, argv: list[str], env: dict[str, str], cwd: str, log_fd: int, in_session: int) -> None:
+    """In the forked child: become what ``python -m <module> <argv>`` started with ``Popen`` would be, run it,
+    and exit as the interpreter would. ``in_session`` is closed once it leads its own session."""
     code = 1
     try:
         os.setsid()
         os.close(in_session)
-        _name_process(argv)
+        _name_process(module, argv)
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -171,28 +177,31 @@ def run_child(argv: list[str], env: dict[str, str], cwd: str, log_fd: int, in_se
         os.environ.clear()
         os.environ.update(env)
         sys.path[0] = cwd  # as ``python -m`` puts its working directory first
-        sys.argv = [MODULE, *argv]
-        sys.modules.pop(MODULE)  # preloaded for its imports; ``python -m`` runs it as __main__ only
-        code = _run_main()
+        sys.argv = [module, *argv]
+        code = _run_main(module)
     except BaseException:  # setting up: into the log, which is standard error by now (or nowhere before)
         traceback.print_exc()
     finally:
         os._exit(code)
 
 
-def _name_process(argv: list[str]) -> None:
+def _name_process(module: str, argv: list[str]) -> None:
     """Name the child after its command (``bookie serve``) where ``ps``, ``top`` and /proc/<pid>/stat show a
     process's name; its command line stays the server's (changing that takes privileges or rewriting the
     interpreter's argv in place)."""
-    name = " ".join(["bookie", *argv[:1]]).encode()[:15]  # the kernel keeps 15 bytes
+    program = module.split(".")[0].replace("_", "-")
+    name = " ".join([program, *argv[:1]]).encode()[:15]  # the kernel keeps 15 bytes
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NAME, name, 0, 0, 0)
 
 
-def _run_main() -> int:
+def _run_main(module: str) -> int:
+    # Preloaded for its imports: ``python -m`` runs the main module (a package's __main__) as __main__ only.
+    is_package = importlib.util.find_spec(module).submodule_search_locations is not None  # type: ignore[union-attr]
+    sys.modules.pop(f"{module}.__main__" if is_package else module, None)
     code = 0
     try:
-        runpy.run_module(MODULE, run_name="__main__", alter_sys=True)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as e:
         code = _exit_code(e.code)
     except KeyboardInterrupt:
@@ -275,10 +284,11 @@ class ForkedProcess:
 class ForkServer:
     """The client of one server process, shared by every thread of this process."""
 
-    def __init__(self) -> None:
+    def __init__(self, module: str, env: dict[str, str]) -> None:
+        self.module = module
         self.owner = os.getpid()  # a copy of this client in a forked child shares its pipes: it must not use them
-        self.env = dict(os.environ)
-        self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+        self.env = env
+        self.proc = subprocess.Popen([sys.executable, "-m", __name__, module], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=self.env)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.requests, self.replies_in = self.proc.stdin, self.proc.stdout
@@ -299,7 +309,7 @@ class ForkServer:
         reply = self._call({"start": {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}})
         if "error" in reply:
             raise OSError(reply["error"])
-        return ForkedProcess(self, int(reply["started"]), [sys.executable, "-m", MODULE, *argv])
+        return ForkedProcess(self, int(reply["started"]), [sys.executable, "-m", self.module, *argv])
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send ``request`` and wait for its reply: the next one, as requests go one at a time."""
@@ -368,30 +378,34 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-_server: ForkServer | None = None
-_server_lock = threading.Lock()
+_servers: dict[str, ForkServer] = {}
+_servers_lock = threading.Lock()
 
 
 def enabled() -> bool:
     return os.environ.get(ENABLE_ENV) == "1"
 
 
-def start(cmd: list[str], log: Path) -> ForkedProcess | None:
-    """Start ``cmd`` through this process's fork server when it can run it (``python -m bookie.cli ...``, an
-    environment the server's imports fit), its output appended to ``log``; None when it cannot."""
-    global _server
-    if not enabled() or cmd[:3] != [sys.executable, "-m", MODULE]:
+def start(cmd: list[str], log: Path, *, env: dict[str, str] | None = None,
+          cwd: Path | None = None) -> ForkedProcess | None:
+    """Start ``cmd`` through this process's fork server for its program when there is one that can run it
+    (``python -m bookie.cli ...``, ``python -m bookie_operator ...``; ``env``, by default this process's, one
+    the server's imports fit), its output appended to ``log``; None when none can."""
+    module = cmd[2] if len(cmd) > 2 and cmd[:2] == [sys.executable, "-m"] else None
+    if not enabled() or module not in PRELOADS:
         return None
-    env = dict(os.environ)
-    with _server_lock:
-        if _server is None or _server.gone or _server.owner != os.getpid():
-            _server = ForkServer()
-            atexit.register(_server.close)
-        server = _server
+    env = dict(os.environ) if env is None else env
+    with _servers_lock:
+        server = _servers.get(module)
+        if server is None or server.gone or server.owner != os.getpid():
+            # Started with the environment this process has (its client's own), not a start's: a start's
+            # could carry a preloaded library meant for that one process.
+            server = _servers[module] = ForkServer(module, dict(os.environ))
+            atexit.register(server.close)
     if not server.runs(env):
         return None
-    return server.start(cmd[3:], env, Path.cwd(), log)
+    return server.start(cmd[3:], env, Path.cwd() if cwd is None else cwd, log)
 
 
 if __name__ == "__main__":
-    serve()
+    serve(sys.argv[1])

@@ -1,8 +1,9 @@
 """A bookie started through the fork server (bookie_fleet/fork_server.py) is the process ``python -m bookie.cli``
 started with ``subprocess.Popen`` would be: the caller's environment and working directory, its own session, its
 output appended to its log, its exit code or signal as ``Popen`` reports them. It stays a zombie, its pid and
-group id its own, until its handle takes the code; its group is stopped as any bookie's. What the server cannot
-run as a fresh interpreter would (another program, other import-time variables) starts as a fresh interpreter."""
+group id its own, until its handle takes the code; its group is stopped as any bookie's. The operator starts from
+a server of its own. What a server cannot run as a fresh interpreter would (another program, other import-time
+variables) starts as a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from localkube.procs import stop_process_group, wait_unreaped
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ForkServer]:
-    server = ForkServer()
+    server = ForkServer("bookie.cli", dict(os.environ))
     yield server
     server.close()
 
@@ -106,9 +107,21 @@ def test_what_the_server_cannot_run_as_a_fresh_interpreter_starts_as_one(tmp_pat
     assert fork_server.start([sys.executable, "-m", "bookie.cli", "--help"], tmp_path / "log") is None
 
 
+def test_the_operator_starts_from_a_server_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(fork_server.ENABLE_ENV, "1")
+    log = tmp_path / "operator.log"
+    operator = fork_server.start([sys.executable, "-m", "bookie_operator", "--help"], log)
+    bookie = fork_server.start([sys.executable, "-m", "bookie.cli", "--help"], log)
+    assert isinstance(operator, ForkedProcess) and isinstance(bookie, ForkedProcess)
+    assert operator.server is not bookie.server and operator.server.module == "bookie_operator"
+    assert operator.wait(60) == 0 and bookie.wait(60) == 0
+    assert "usage: bookie-operator" in log.read_text()
+
+
 def test_the_server_exits_with_its_client() -> None:
-    client = subprocess.run([sys.executable, "-c", "from bookie_fleet.fork_server import ForkServer\n"
-                             "print(ForkServer().proc.pid)"], capture_output=True, text=True, timeout=60, check=True)
+    client = subprocess.run([sys.executable, "-c", "import os; from bookie_fleet.fork_server import ForkServer\n"
+                             "print(ForkServer('bookie.cli', dict(os.environ)).proc.pid)"],
+                            capture_output=True, text=True, timeout=60, check=True)
     server_pid = int(client.stdout)
     deadline = time.monotonic() + 20
     while _state(server_pid) not in (None, "Z") and time.monotonic() < deadline:

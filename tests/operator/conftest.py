@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bookie_fleet import fork_server
 from bookie_fleet.processes import free_port
 from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import audit_builders, crd
+from localkube.procs import ChildProcess
 
 from tests.support.kube import KubeTarget, wait_for
 
@@ -92,7 +94,7 @@ class OperatorProcess:
     log_path: Path
     interval: float = INTERVAL
     metrics_port: int = 0
-    proc: subprocess.Popen[bytes] | None = None
+    proc: ChildProcess | None = None
     starts: int = 0
     extra_args: list[str] = field(default_factory=list)
     hostname: str | None = None          # the replica's name (a pod's HOSTNAME): its leader identity starts so
@@ -105,12 +107,14 @@ class OperatorProcess:
             env["HOSTNAME"] = self.hostname
         with open(self.log_path, "ab") as log:
             log.write(f"\n===== start {self.starts}\n".encode())
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bookie_operator", "--namespace", self.namespace, "--kubeconfig",
-                 str(self.kubeconfig), "--interval", str(self.interval), "--metrics-port", str(self.metrics_port),
-                 "--liveness", "",
-                 "--log-format", "plain", *self.extra_args],
-                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        command = [sys.executable, "-m", "bookie_operator", "--namespace", self.namespace, "--kubeconfig",
+                   str(self.kubeconfig), "--interval", str(self.interval), "--metrics-port", str(self.metrics_port),
+                   "--liveness", "", "--log-format", "plain", *self.extra_args]
+        self.proc = fork_server.start(command, self.log_path, env=env)  # tests/support/fork_server.py
+        if self.proc is None:
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                             start_new_session=True)
         return self
 
     def kill(self) -> None:
