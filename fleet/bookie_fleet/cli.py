@@ -20,10 +20,6 @@ from bookie_fleet import fork_server
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    # The main job starts its bookies as fresh interpreters, as production does, even under the test suite: a
-    # forked bookie's command line is its fork server's, and the playground's tests look for what a run left
-    # behind by command line.
-    os.environ.pop(fork_server.ENABLE_ENV, None)
     if argv[:1] == ["cluster"]:
         from localkube.cli import main as cluster_main
 
@@ -65,6 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def playground(args: argparse.Namespace) -> int:
     from pathlib import Path
+
+    # The main job starts its bookies as fresh interpreters, as production does, even under the test suite (whose
+    # playground runs are processes of their own, so this changes nothing else): a forked bookie's command line
+    # is its fork server's, and the playground's tests look for what a run left behind by command line.
+    os.environ.pop(fork_server.ENABLE_ENV, None)
 
     from bookie_fleet.cache import playground_run
     from bookie_fleet.playground import default_workdir, say

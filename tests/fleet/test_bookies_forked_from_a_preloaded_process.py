@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from bookie import termination
 from bookie_fleet import fork_server
+from bookie_fleet.cli import main as fleet_main
 from bookie_fleet.fork_server import ForkedProcess, ForkServer
 from bookie_fleet.local_bookies import LocalBookie, free_port
 from localkube.procs import stop_process_group, wait_unreaped
@@ -105,6 +106,17 @@ def test_what_the_server_cannot_run_as_a_fresh_interpreter_starts_as_one(tmp_pat
     monkeypatch.setenv(fork_server.ENABLE_ENV, "0")
     monkeypatch.delenv("LD_PRELOAD")
     assert fork_server.start([sys.executable, "-m", "bookie.cli", "--help"], tmp_path / "log") is None
+
+
+def test_the_fleet_command_called_in_a_test_process_leaves_forking_on(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the playground starts fresh interpreters; ``bookie-fleet cluster`` and ``cache``, which tests call in
+    their own process, leave this process's setting alone (else every later start of the session would be a
+    fresh interpreter, silently)."""
+    monkeypatch.setenv(fork_server.ENABLE_ENV, "1")
+    monkeypatch.setenv("BOOKIE_FLEET_CACHE", str(tmp_path))
+    assert fleet_main(["cache"]) == 0
+    assert fork_server.enabled()
 
 
 def test_the_operator_starts_from_a_server_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
