@@ -18,11 +18,11 @@ again while a caller may still signal the group. Why not ``multiprocessing``'s f
 soon as it exits, runs the parent's main module again in each child, replaces its standard input and skips
 its ``atexit`` handlers.
 
-Protocol, one JSON object per line: the client writes ``{"start": {argv, env, cwd, log}}`` and reads
-``{"started": pid}`` (once the child leads its session) or ``{"error": why}``; the server writes
-``{"exited": pid, "returncode": n}`` when a child exits, and the client sends ``{"reap": pid}`` once it has taken
-the code and reads ``{"reaped": pid}``. The server exits when its standard input closes (its client is gone);
-children still running then carry on, as a ``Popen``'s would.
+Protocol, one JSON object per line. The server first writes ``{"read_at_import": [names]}``. The client writes
+``{"start": {argv, env, cwd, log}}`` and reads ``{"started": pid}`` (once the child leads its session) or
+``{"error": why}``; the server writes ``{"exited": pid, "returncode": n}`` when a child exits, and the client sends
+``{"reap": pid}`` once it has taken the code and reads ``{"reaped": pid}``. The server exits when its standard
+input closes (its client is gone); children still running then carry on, as a ``Popen``'s would.
 """
 
 from __future__ import annotations
@@ -43,18 +43,30 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import IO, Any
 
 ENABLE_ENV = "BOOKIE_FLEET_FORK_SERVER"
 # What a server can run (``python -m <module> <args>``), each by a server of its own, and what it imports first.
+# A module that reads a variable when imported would keep the server's value in every child: the server records
+# the variables its imports read (``ReadRecorder``) and a start whose values differ runs as a fresh interpreter.
+# That cannot see a program that sets a variable itself before importing the module reading it: the operator's
+# handlers are such a module (their timer's interval is a decorator argument, from the variable its __main__ sets
+# from --interval), so they are not preloaded: each child imports them itself.
 PRELOADS: dict[str, tuple[str, ...]] = {
     "bookie.cli": ("bookie.cli", "bookie.server", "bookie.termination", "bookie.inspector.process"),
-    "bookie_operator": ("bookie_operator.__main__", "bookie_operator.handlers"),
+    "bookie_operator": ("kopf", "kubernetes_asyncio.client", "kubernetes_asyncio.config", "bookie_operator.kube",
+                        "bookie_operator.reconcile", "bookie_operator.builders", "bookie_operator.crd",
+                        "bookie_operator.bookie_client", "bookie_operator.zk", "bookie_operator.storage_version",
+                        "bookie_operator.decisions.escalations"),
 }
-# Variables read when the interpreter starts or a module loads: a start asking for other values than the
-# server started with runs as a fresh interpreter.
+# Variables the interpreter and the C libraries read at start (``ReadRecorder`` sees reads through os.environ
+# only): a start asking for other values than the server started with runs as a fresh interpreter, too.
 _IMPORT_TIME_PREFIXES = ("PYTHON", "LD_", "MALLOC_", "ASAN_", "UBSAN_", "LSAN_")
+# Read at import and not used by our programs afterwards: kubernetes_asyncio's default kubeconfig path (the
+# operator passes its kubeconfig, or reads the in-cluster configuration).
+_READ_AT_IMPORT_UNUSED = frozenset({"KUBECONFIG"})
 REPLY_TIMEOUT_S = 30.0
 LOST_RETURNCODE = 255  # a child of a server that died: its exit code went with it
 _PR_SET_NAME = 15
@@ -63,9 +75,53 @@ _PR_SET_NAME = 15
 # --- The server (``python -m bookie_fleet.fork_server <module>``) ---
 
 
+class ReadRecorder(dict[str, str]):
+    """``os.environ`` while the server imports: a copy of it that notes each variable read by name (and passes
+    writes on). A dict, so that a copy of the whole environment (``dict(os.environ, LC_ALL="C")``, as platform
+    makes for a subprocess) takes dict's own path and reads nothing by name: none of those copies is kept."""
+
+    def __init__(self, real: MutableMapping[str, str]) -> None:
+        super().__init__(real)
+        self.real = real
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.read.add(key)
+        return super().__contains__(key)
+
+    def setdefault(self, key: str, default: str) -> str:
+        self.read.add(key)
+        if key not in self.real:
+            self.real[key] = default
+        return super().setdefault(key, default)
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self.real[key] = value
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        del self.real[key]
+        super().__delitem__(key)
+
+
 def serve(module: str) -> None:
-    for name in PRELOADS[module]:
-        importlib.import_module(name)
+    # Replaced, not cleared (ruff's B003): the mapping that reads go through, delegating to the real one.
+    real, recorder = os.environ, ReadRecorder(os.environ)
+    os.environ = recorder  # type: ignore[assignment]  # noqa: B003
+    try:
+        for name in PRELOADS[module]:
+            importlib.import_module(name)
+    finally:
+        os.environ = real  # noqa: B003
     if threading.active_count() != 1:  # a fork copies the calling thread only: a thread's locks could be held
         raise SystemExit(f"fork server: importing {PRELOADS[module]} started threads: {threading.enumerate()}")
     gc.collect()
@@ -73,7 +129,9 @@ def serve(module: str) -> None:
     # A Ctrl-C reaches the client's whole process group: the server stays to collect the children the client
     # stops on its way out, and leaves when the client closes its end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    Server(module, sys.stdin.fileno(), sys.stdout.buffer).run()
+    server = Server(module, sys.stdin.fileno(), sys.stdout.buffer)
+    server.reply({"read_at_import": sorted(recorder.read)})
+    server.run()
 
 
 class Server:
@@ -296,14 +354,25 @@ class ForkServer:
         self.changed = threading.Condition()
         self.replies: list[dict[str, Any]] = []
         self.exit_codes: dict[int, int] = {}
+        self.read_at_import: frozenset[str] | None = None  # the server's first message
         self.gone = False
         threading.Thread(target=self._read, name="fork-server-replies", daemon=True).start()
 
     def runs(self, env: dict[str, str]) -> bool:
-        """Whether a child with this environment would be the same as a fresh interpreter's."""
-        def import_time(e: dict[str, str]) -> dict[str, str]:
-            return {k: v for k, v in e.items() if k.startswith(_IMPORT_TIME_PREFIXES)}
-        return not self.gone and import_time(env) == import_time(self.env)
+        """Whether a child with this environment would be the same as a fresh interpreter's: the same values of
+        the variables read while the server imported, and of the interpreter's."""
+        with self.changed:
+            if not self.changed.wait_for(lambda: self.read_at_import is not None or self.gone, REPLY_TIMEOUT_S):
+                raise RuntimeError(f"the fork server (pid {self.proc.pid}) did not start in {REPLY_TIMEOUT_S:.0f} s")
+        if self.gone or self.read_at_import is None:
+            return False
+
+        def import_time(e: dict[str, str]) -> dict[str, str | None]:
+            assert self.read_at_import is not None
+            read = self.read_at_import - _READ_AT_IMPORT_UNUSED
+            keys = {k for k in e if k.startswith(_IMPORT_TIME_PREFIXES)} | read
+            return {k: e.get(k) for k in keys}
+        return import_time(env) == import_time(self.env)
 
     def start(self, argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> ForkedProcess:
         reply = self._call({"start": {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}})
@@ -362,6 +431,8 @@ class ForkServer:
             with self.changed:
                 if "exited" in message:
                     self.exit_codes[int(message["exited"])] = int(message["returncode"])
+                elif "read_at_import" in message:
+                    self.read_at_import = frozenset(message["read_at_import"])
                 else:
                     self.replies.append(message)
                 self.changed.notify_all()

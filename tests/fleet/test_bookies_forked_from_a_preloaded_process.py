@@ -108,6 +108,25 @@ def test_what_the_server_cannot_run_as_a_fresh_interpreter_starts_as_one(tmp_pat
     assert fork_server.start([sys.executable, "-m", "bookie.cli", "--help"], tmp_path / "log") is None
 
 
+def test_a_variable_read_while_the_server_imported_with_another_value_runs_a_fresh_interpreter(
+        server: ForkServer) -> None:
+    assert server.runs(dict(os.environ))
+    assert server.read_at_import is not None and "AIOHTTP_NO_EXTENSIONS" in server.read_at_import  # aiohttp's
+    assert not server.runs({**os.environ, "AIOHTTP_NO_EXTENSIONS": "1"})
+    assert not server.runs({**os.environ, "PYTHONMALLOC": "malloc"})  # read by the interpreter itself
+
+
+def test_the_operators_own_variables_are_read_by_each_child() -> None:
+    """Its __main__ sets them from its flags, then imports what reads them: those modules cannot be preloaded."""
+    operator_server = ForkServer("bookie_operator", dict(os.environ))
+    try:
+        assert operator_server.runs(dict(os.environ))
+        assert operator_server.read_at_import is not None
+        assert not {name for name in operator_server.read_at_import if name.startswith("BOOKIE_OPERATOR")}
+    finally:
+        operator_server.close()
+
+
 def test_the_fleet_command_called_in_a_test_process_leaves_forking_on(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the playground starts fresh interpreters; ``bookie-fleet cluster`` and ``cache``, which tests call in
