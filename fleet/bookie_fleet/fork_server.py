@@ -8,8 +8,9 @@ its own session, its output appended to its log, with the caller's environment a
 
 Used where ``BOOKIE_FLEET_FORK_SERVER=1`` (the tests set it, tests/support/fork_server.py). A benchmark run by
 hand and the playground (whatever its environment says) start each process as a fresh interpreter, as
-production does. A command the server cannot run as the interpreter would (another program, an environment whose
-import-time variables differ: ``LD_PRELOAD``, ``PYTHON*``) starts with ``subprocess.Popen`` as before.
+production does. A start whose environment differs in a variable the server's imports read gets a server started with it;
+a command no server can run as the interpreter would (another program, a preloaded library this process was not
+started with) starts with ``subprocess.Popen`` as before.
 
 The handle (``ForkedProcess``) answers as ``subprocess.Popen`` does (``pid``, ``poll``, ``wait``,
 ``returncode``, ``send_signal``): its process is the server's child, and stays a zombie until the handle reaps
@@ -50,7 +51,8 @@ from typing import IO, Any
 ENABLE_ENV = "BOOKIE_FLEET_FORK_SERVER"
 # What a server can run (``python -m <module> <args>``), each by a server of its own, and what it imports first.
 # A module that reads a variable when imported would keep the server's value in every child: the server records
-# the variables its imports read (``ReadRecorder``) and a start whose values differ runs as a fresh interpreter.
+# the variables its imports read (``ReadRecorder``) and a start whose values differ goes to a server started with
+# them (or, past ``MAX_SERVERS``, runs as a fresh interpreter).
 # That cannot see a program that sets a variable itself before importing the module reading it: the operator's
 # handlers are such a module (their timer's interval is a decorator argument, from the variable its __main__ sets
 # from --interval), so they are not preloaded: each child imports them itself.
@@ -64,9 +66,9 @@ PRELOADS: dict[str, tuple[str, ...]] = {
 # Variables the interpreter and the C libraries read at start (``ReadRecorder`` sees reads through os.environ
 # only): a start asking for other values than the server started with runs as a fresh interpreter, too.
 _IMPORT_TIME_PREFIXES = ("PYTHON", "LD_", "MALLOC_", "ASAN_", "UBSAN_", "LSAN_")
-# Read at import and not used by our programs afterwards: kubernetes_asyncio's default kubeconfig path (the
-# operator passes its kubeconfig, or reads the in-cluster configuration).
-_READ_AT_IMPORT_UNUSED = frozenset({"KUBECONFIG"})
+# Servers per program at most, each for other values of those variables (the operator's KUBECONFIG, read when
+# Kopf's imports choose its login): past that, a start with yet other values runs a fresh interpreter.
+MAX_SERVERS = 3
 REPLY_TIMEOUT_S = 30.0
 LOST_RETURNCODE = 255  # a child of a server that died: its exit code went with it
 _PR_SET_NAME = 15
@@ -369,8 +371,7 @@ class ForkServer:
 
         def import_time(e: dict[str, str]) -> dict[str, str | None]:
             assert self.read_at_import is not None
-            read = self.read_at_import - _READ_AT_IMPORT_UNUSED
-            keys = {k for k in e if k.startswith(_IMPORT_TIME_PREFIXES)} | read
+            keys = {k for k in e if k.startswith(_IMPORT_TIME_PREFIXES)} | self.read_at_import
             return {k: e.get(k) for k in keys}
         return import_time(env) == import_time(self.env)
 
@@ -449,8 +450,9 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-_servers: dict[str, ForkServer] = {}
+_servers: dict[str, list[ForkServer]] = {}
 _servers_lock = threading.Lock()
+_PRELOADED_LIBRARIES = os.environ.get("LD_PRELOAD")  # this process's own
 
 
 def enabled() -> bool:
@@ -466,16 +468,27 @@ def start(cmd: list[str], log: Path, *, env: dict[str, str] | None = None,
     if not enabled() or module not in PRELOADS:
         return None
     env = dict(os.environ) if env is None else env
-    with _servers_lock:
-        server = _servers.get(module)
-        if server is None or server.gone or server.owner != os.getpid():
-            # Started with the environment this process has (its client's own), not a start's: a start's
-            # could carry a preloaded library meant for that one process.
-            server = _servers[module] = ForkServer(module, dict(os.environ))
-            atexit.register(server.close)
-    if not server.runs(env):
+    server = _server_for(module, env)
+    if server is None:
         return None
     return server.start(cmd[3:], env, Path.cwd() if cwd is None else cwd, log)
+
+
+def _server_for(module: str, env: dict[str, str]) -> ForkServer | None:
+    """A server of this process whose imports fit ``env``: one already started, else a new one started with it.
+    Never one started with a preloaded library this process was not (a fault injector meant for one start)."""
+    with _servers_lock:
+        servers = _servers.setdefault(module, [])
+        servers[:] = [s for s in servers if not s.gone and s.owner == os.getpid()]
+        for server in servers:
+            if server.runs(env):
+                return server
+        if len(servers) >= MAX_SERVERS or env.get("LD_PRELOAD") != _PRELOADED_LIBRARIES:
+            return None
+        server = ForkServer(module, env)
+        atexit.register(server.close)
+        servers.append(server)
+        return server if server.runs(env) else None
 
 
 if __name__ == "__main__":

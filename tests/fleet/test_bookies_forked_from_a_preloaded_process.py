@@ -2,8 +2,8 @@
 started with ``subprocess.Popen`` would be: the caller's environment and working directory, its own session, its
 output appended to its log, its exit code or signal as ``Popen`` reports them. It stays a zombie, its pid and
 group id its own, until its handle takes the code; its group is stopped as any bookie's. The operator starts from
-a server of its own. What a server cannot run as a fresh interpreter would (another program, other import-time
-variables) starts as a fresh interpreter."""
+a server of its own, and a start with other values of the variables a server's imports read from another server.
+What no server can run as a fresh interpreter would (another program, a preloaded library) starts as one."""
 
 from __future__ import annotations
 
@@ -108,12 +108,19 @@ def test_what_the_server_cannot_run_as_a_fresh_interpreter_starts_as_one(tmp_pat
     assert fork_server.start([sys.executable, "-m", "bookie.cli", "--help"], tmp_path / "log") is None
 
 
-def test_a_variable_read_while_the_server_imported_with_another_value_runs_a_fresh_interpreter(
-        server: ForkServer) -> None:
+def test_a_variable_read_while_the_server_imported_with_another_value_takes_another_server(
+        server: ForkServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert server.runs(dict(os.environ))
     assert server.read_at_import is not None and "AIOHTTP_NO_EXTENSIONS" in server.read_at_import  # aiohttp's
     assert not server.runs({**os.environ, "AIOHTTP_NO_EXTENSIONS": "1"})
     assert not server.runs({**os.environ, "PYTHONMALLOC": "malloc"})  # read by the interpreter itself
+    monkeypatch.setenv(fork_server.ENABLE_ENV, "1")
+    command = [sys.executable, "-m", "bookie.cli", "--help"]
+    usual = fork_server.start(command, tmp_path / "log")
+    other = fork_server.start(command, tmp_path / "log", env={**os.environ, "AIOHTTP_NO_EXTENSIONS": "1"})
+    assert isinstance(usual, ForkedProcess) and isinstance(other, ForkedProcess)
+    assert other.server is not usual.server and other.server.env["AIOHTTP_NO_EXTENSIONS"] == "1"
+    assert usual.wait(30) == 0 and other.wait(30) == 0
 
 
 def test_the_operators_own_variables_are_read_by_each_child() -> None:
