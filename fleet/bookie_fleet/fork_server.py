@@ -8,9 +8,9 @@ its own session, its output appended to its log, with the caller's environment a
 
 Used where ``BOOKIE_FLEET_FORK_SERVER=1`` (the tests set it, tests/support/fork_server.py). A benchmark run by
 hand and the playground (whatever its environment says) start each process as a fresh interpreter, as
-production does. A start whose environment differs in a variable the server's imports read gets a server started with it;
-a command no server can run as the interpreter would (another program, a preloaded library this process was not
-started with) starts with ``subprocess.Popen`` as before.
+production does. A start whose environment differs in a variable the server's imports read gets a server started
+with it; a command no server can run as the interpreter would (another program, a preloaded library this process
+was not started with) starts with ``subprocess.Popen`` as before.
 
 The handle (``ForkedProcess``) answers as ``subprocess.Popen`` does (``pid``, ``poll``, ``wait``,
 ``returncode``, ``send_signal``): its process is the server's child, and stays a zombie until the handle reaps
