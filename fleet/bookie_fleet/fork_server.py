@@ -1,7 +1,7 @@
 """Start ``python -m bookie.cli ...`` and ``python -m bookie_operator ...`` by forking a process that imported them.
 
 A bookie process spends about 1.1 s of CPU importing its modules (aiohttp, pydantic, kazoo, its own) before it
-does anything, the operator about 2.5 s (kubernetes_asyncio's generated models, Kopf, the CRD's models); the test
+does anything, the operator about 2.4 s (kubernetes_asyncio's generated models, Kopf, the CRD's models); the test
 suite starts some 700 bookies and 80 operators, which on two cores is minutes of a run. A fork server imports a
 program's modules once: each start is a ``fork`` of it, then the command runs as ``python -m`` would run it, in
 its own session, its output appended to its log, with the caller's environment and working directory.
