@@ -407,7 +407,9 @@ def snapshot_of(server: MetricsSource) -> Snapshot:
     pinned: list[PinnedLedger] = []
     if server.gc is not None and hasattr(server.gc, "metrics"):
         gc_counters, gc_gauges = server.gc.metrics()
-        gc_runtimes = dict(server.gc.runtimes.stats) if hasattr(server.gc, "runtimes") else {}
+        if hasattr(server.gc, "runtimes"):
+            seconds, gc_runtimes = server.gc.runtimes.snapshot()
+            gc_counters.update(seconds)
         ages = entry_log_ages(server.gc)
         pinned = server.gc.pinned_ledgers(conf.pinned_garbage_top_ledgers)
     return Snapshot(

@@ -58,6 +58,13 @@ class _Side:
         self.previous, self.previous_max = self.current, self.current_max
         self.current, self.current_max = [0] * _NBUCKETS, -math.inf
 
+    def copy(self) -> _Side:
+        """A copy no later event changes (``previous`` is never written to after a rotation: shared)."""
+        side = _Side.__new__(_Side)
+        side.count, side.sum, side.current, side.current_max = self.count, self.sum, self.current[:], self.current_max
+        side.previous, side.previous_max = self.previous, self.previous_max
+        return side
+
     def quantiles(self) -> list[float]:
         """The window's quantiles (NaN when it saw no event), the last one being its exact maximum."""
         buckets = self.previous
@@ -106,6 +113,12 @@ class OpStat:
     def rotate(self) -> None:
         self.ok.rotate()
         self.failed.rotate()
+
+    def copy(self) -> OpStat:
+        """The summary as it is now, for a scrape that must not see a half-recorded event of another thread."""
+        stat = OpStat.__new__(OpStat)
+        stat.ok, stat.failed = self.ok.copy(), self.failed.copy()
+        return stat
 
 
 class NullOpStat(OpStat):

@@ -31,6 +31,13 @@ class Runtimes:
             self.counters[f"{name}_SECONDS"] += elapsed
             self.stats[name].record(elapsed * 1000.0, success)
 
+    def snapshot(self) -> tuple[dict[str, float], dict[str, OpStat]]:
+        """Both forms as of one instant: the ``_SECONDS`` counters and copies of the summaries, taken together
+        so a scrape never shows an event in one form and not yet in the other."""
+        with self._lock:
+            seconds = {f"{name}_SECONDS": self.counters[f"{name}_SECONDS"] for name in RUNTIMES}
+            return seconds, {name: stat.copy() for name, stat in self.stats.items()}
+
     def rotate(self) -> None:
         """The summaries' quantile window (``bookie.metrics.rollover_forever``)."""
         with self._lock:
