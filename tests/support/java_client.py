@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from bookie_fleet.jvm_archives import archive_options
 from bookie_fleet.processes import java_tools_tmpdir
 
 from tests.support.java_bookies import BookieCluster
@@ -59,7 +60,12 @@ VERSIONS = {"pinned": PINNED, "other": OTHER}
 
 
 def classpath(version: BookKeeperVersion = PINNED) -> str:
-    return f"{version.harness}{os.pathsep}{version.lib}/*"
+    """The harness as the jar the bootstrap packs its classes into: with jars alone on it, the JVM maps the
+    classes an earlier start archived (``archive_options``)."""
+    jar = version.harness / "harness.jar"
+    if not jar.is_file():
+        pytest.fail(f"{jar} is missing: run ./scripts/bootstrap and source its env file")
+    return f"{jar}{os.pathsep}{version.lib}/*"
 
 
 def java_command(main: str, *args: str, properties: dict[str, str] | None = None,
@@ -70,8 +76,9 @@ def java_command(main: str, *args: str, properties: dict[str, str] | None = None
     props = [f"-D{k}={v}" for k, v in (properties or {}).items()]
     if props:
         props.insert(0, "-Dorg.apache.bookkeeper.conf.readsystemproperties=true")
-    return [shutil.which("java") or "java", *JVM, java_tools_tmpdir(), *props, *harness_options, "-cp",
-            classpath(version), main, *args]
+    java, path = shutil.which("java") or "java", classpath(version)
+    return [java, *JVM, *archive_options(java, path, main), java_tools_tmpdir(), *props, *harness_options, "-cp",
+            path, main, *args]
 
 
 @dataclass
