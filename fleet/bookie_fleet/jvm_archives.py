@@ -13,8 +13,9 @@ before it exits writes nothing, and after ``_TRAINING_EXPIRES_S`` another start 
 
 Only where ``$BOOKIE_FLEET_JVM_ARCHIVES`` names a directory (tests/conftest.py sets it for the test suite, in
 the cache): the playground, benchmarks and production settings run the JVM as shipped. Classpaths holding a
-directory of classes are left alone: a dynamic archive takes classes from jars only (the bootstrap packs the
-Java client harness the tests start most, tests/java, into a jar for this: 1.05 CPU-seconds a run instead of 1.6).
+directory of classes are left alone: a dynamic archive takes classes from jars only. The bootstrap packs the
+client harnesses the tests start by the hundred into jars for this: Apache BookKeeper's (tests/java) takes 1.05
+CPU-seconds a run instead of 1.6, Pulsar's (hack/pulsar) 1.15 instead of 1.8.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def env_dir(name: str) -> Path:
 @dataclass(frozen=True)
 class PulsarClasspath:
     """One Pulsar line the bootstrap assembled: its jars (``$<prefix>_LIB``) and the client harness compiled
-    against them (``$<prefix>_CLASSES``)."""
+    against them, as a jar (``$<prefix>_HARNESS_JAR``)."""
 
     env_prefix: str
 
@@ -77,8 +77,19 @@ class PulsarClasspath:
         return env_dir(f"{self.env_prefix}_LIB")
 
     @property
-    def classes(self) -> Path:
-        return env_dir(f"{self.env_prefix}_CLASSES")
+    def harness_jar(self) -> Path:
+        name = f"{self.env_prefix}_HARNESS_JAR"
+        value = os.environ.get(name)
+        if not value or not Path(value).is_file():
+            raise RuntimeError(f"${name} must name the harness jar built by scripts/bootstrap.d/pulsar.sh (got "
+                               f"{value!r}); run ./scripts/bootstrap and source its env file")
+        return Path(value)
+
+    def harness_command(self, *args: str, log_config: Path, tmp: Path) -> list[str]:
+        """A ``PulsarHarness`` JVM (the test suite's maps the classes an earlier one archived)."""
+        classpath = f"{self.harness_jar}:{self.lib}/*"
+        return [java(), *CLIENT_JVM_OPTS, *archive_options(java(), classpath, "PulsarHarness"), java_tmpdir(tmp),
+                f"-Dlog4j2.configurationFile={log_config}", "-cp", classpath, "PulsarHarness", *args]
 
     @property
     def version(self) -> str:
@@ -343,10 +354,9 @@ class Producer:
         self.done = threading.Event()
         log = broker.data_dir / f"producer-{topic.replace('/', '_')}-{time.monotonic_ns()}.log"
         self._err = log.open("wb")
-        cmd = [java(), *CLIENT_JVM_OPTS, java_tmpdir(broker.data_dir / "tmp"),
-               f"-Dlog4j2.configurationFile={broker.client_log_config}",
-               "-cp", f"{broker.classpath.classes}:{broker.classpath.lib}/*", "PulsarHarness", "produce",
-               broker.service_url, f"persistent://{topic}", str(count), str(keys), str(max_size), str(rate)]
+        cmd = broker.classpath.harness_command(
+            "produce", broker.service_url, f"persistent://{topic}", str(count), str(keys), str(max_size), str(rate),
+            log_config=broker.client_log_config, tmp=broker.data_dir / "tmp")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
                                      start_new_session=True)
         self._log = log
@@ -410,10 +420,9 @@ class Producer:
 def consume(broker: PulsarBroker, topic: str, subscription: str, count: int, idle_s: int = 20,
             timeout: float = 300) -> list[tuple[int, str, str]]:
     """Every message of a topic from the earliest, through Pulsar's Java client: (seq, key, sha256) in order."""
-    cmd = [java(), *CLIENT_JVM_OPTS, java_tmpdir(broker.data_dir / "tmp"),
-           f"-Dlog4j2.configurationFile={broker.client_log_config}",
-           "-cp", f"{broker.classpath.classes}:{broker.classpath.lib}/*", "PulsarHarness", "consume",
-           broker.service_url, f"persistent://{topic}", subscription, str(count), str(idle_s)]
+    cmd = broker.classpath.harness_command(
+        "consume", broker.service_url, f"persistent://{topic}", subscription, str(count), str(idle_s),
+        log_config=broker.client_log_config, tmp=broker.data_dir / "tmp")
     done = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
     if done.returncode != 0:
         raise AssertionError(f"consumer failed ({done.returncode}): {done.stderr.decode()[-4000:]}")

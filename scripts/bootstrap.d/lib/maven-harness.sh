@@ -3,8 +3,9 @@
 #
 #   assemble_maven_harness <name> <Main.java> <ENV_PREFIX> [<variant> <mvn -Dproperty=value>...]
 #
-# caches $cache/<name>-<key>/{lib,classes} and writes $cache/env.d/<name>.sh exporting
-# <ENV_PREFIX>_LIB and <ENV_PREFIX>_CLASSES, which scripts/bootstrap appends to the env file it prints.
+# caches $cache/<name>-<key>/{lib,classes,harness.jar} and writes $cache/env.d/<name>.sh exporting
+# <ENV_PREFIX>_LIB, <ENV_PREFIX>_CLASSES and <ENV_PREFIX>_HARNESS_JAR (the classes as a jar), which
+# scripts/bootstrap appends to the env file it prints.
 # A variant (another version of the same pom, by its properties) is cached apart and written to
 # $cache/env.d/<name>-<variant>.sh.
 assemble_maven_harness() {
@@ -38,8 +39,13 @@ assemble_maven_harness() {
     }
     touch "$dir/.complete"
   fi
+  # The launcher's classes also as a jar: a JVM maps archived classes (class-data sharing, fleet/bookie_fleet/
+  # jvm_archives.py) only when its classpath holds jars alone.
+  if [ ! -f "$dir/harness.jar" ]; then
+    jar cf "$dir/harness.jar.$$" -C "$dir/classes" . && mv "$dir/harness.jar.$$" "$dir/harness.jar"
+  fi
   exec {lock}>&-
   mkdir -p "$cache/env.d"
-  printf 'export %s_LIB="%s"\nexport %s_CLASSES="%s"\n' "$prefix" "$dir/lib" "$prefix" "$dir/classes" \
-    > "$cache/env.d/$env_name.sh"
+  printf 'export %s_LIB="%s"\nexport %s_CLASSES="%s"\nexport %s_HARNESS_JAR="%s"\n' "$prefix" "$dir/lib" \
+    "$prefix" "$dir/classes" "$prefix" "$dir/harness.jar" > "$cache/env.d/$env_name.sh"
 }
