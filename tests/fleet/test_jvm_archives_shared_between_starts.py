@@ -61,3 +61,18 @@ def test_no_option_for_a_directory_of_classes_or_without_an_archive_directory(
     assert jvm_archives.archive_options("java", f"{tmp_path}{os.pathsep}{_classpath()}", MAIN) == []
     monkeypatch.delenv(jvm_archives.ENV)
     assert jvm_archives.archive_options("java", _classpath(), MAIN) == []
+
+
+def test_the_client_harnesses_run_from_jars_and_so_map_archived_classes(archives: Path, tmp_path: Path) -> None:
+    """Apache BookKeeper's client harness (tests/java) and Pulsar's (hack/pulsar): the JVMs the tests start most,
+    packed into jars by the bootstrap so that archives apply to them."""
+    from bookie_fleet.pulsar import NEWEST
+
+    from tests.support.java_client import java_command
+
+    harnesses = {"ClientHarness": java_command("ClientHarness", "digests"),
+                 "PulsarHarness": NEWEST.harness_command("consume", log_config=tmp_path / "l", tmp=tmp_path / "t")}
+    for main, command in harnesses.items():
+        classpath = command[command.index("-cp") + 1]
+        assert classpath.split(os.pathsep)[0].endswith(".jar"), (main, classpath)
+        assert any(o.startswith("-XX:ArchiveClassesAtExit=") for o in command), (main, command)
