@@ -32,10 +32,9 @@ if [ ! -f "$dir/.complete" ]; then
   [ -f "$dir/harness/ClientHarness.class" ] || { log "compiling tests/java against $version failed"; exit 1; }
   touch "$dir/.complete"
 fi
-# The harness's classes also as a jar, for class-data sharing (see scripts/bootstrap's harness).
-if [ ! -f "$dir/harness/harness.jar" ]; then
-  (cd "$dir/harness" && jar cf "$dir/harness.jar.writing" ./*.class && mv "$dir/harness.jar.writing" "$dir/harness/harness.jar")
-fi
+# shellcheck source=scripts/bootstrap.d/lib/harness-jar.sh
+source "$repo/scripts/bootstrap.d/lib/harness-jar.sh"
+pack_harness_jar "$dir/harness" "$dir/harness/harness.jar"
 exec {lock}>&-
 mkdir -p "$cache/env.d"
 printf 'export BOOKIE_FLEET_BK_COMPAT_VERSION="%s"\nexport BOOKIE_FLEET_BK_COMPAT_LIB="%s"\nexport BOOKIE_FLEET_BK_COMPAT_HARNESS="%s"\n' \

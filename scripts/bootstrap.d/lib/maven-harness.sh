@@ -8,6 +8,9 @@
 # scripts/bootstrap appends to the env file it prints.
 # A variant (another version of the same pom, by its properties) is cached apart and written to
 # $cache/env.d/<name>-<variant>.sh.
+# shellcheck source=scripts/bootstrap.d/lib/harness-jar.sh
+source "$(dirname "${BASH_SOURCE[0]}")/harness-jar.sh"
+
 assemble_maven_harness() {
   local name="$1" main="$2" prefix="$3" variant="${4:-}"
   local -a properties=("${@:5}")
@@ -39,11 +42,7 @@ assemble_maven_harness() {
     }
     touch "$dir/.complete"
   fi
-  # The launcher's classes also as a jar: a JVM maps archived classes (class-data sharing, fleet/bookie_fleet/
-  # jvm_archives.py) only when its classpath holds jars alone.
-  if [ ! -f "$dir/harness.jar" ]; then
-    jar cf "$dir/harness.jar.$$" -C "$dir/classes" . && mv "$dir/harness.jar.$$" "$dir/harness.jar"
-  fi
+  pack_harness_jar "$dir/classes" "$dir/harness.jar"   # lib/harness-jar.sh
   exec {lock}>&-
   mkdir -p "$cache/env.d"
   printf 'export %s_LIB="%s"\nexport %s_CLASSES="%s"\nexport %s_HARNESS_JAR="%s"\n' "$prefix" "$dir/lib" \
