@@ -38,18 +38,20 @@ def _signature(path: Path | None) -> tuple[int, int] | None:
 
 
 class ServerCertificates:
-    """One ``ssl.SSLContext`` for the admin server; ``refresh()`` loads rotated files into it (new handshakes
-    use them; open connections keep theirs)."""
+    """The admin server's TLS: ``context`` is the one the listener is given; ``refresh()`` builds a new context
+    from rotated files, and each new handshake is switched to the newest (open connections keep theirs).
+
+    A context in use is never loaded into: OpenSSL's ``SSL_CTX`` is not safe to change while handshakes read it
+    (a connection started between the certificate and the key being set gets a certificate without its key, or
+    worse), so the listener's context only hands each handshake over, from its ``sni_callback`` (which OpenSSL
+    calls for every ClientHello, with or without a server name)."""
 
     def __init__(self, cert: Path, key: Path, trust: Path | None = None) -> None:
         self.cert, self.key, self.trust = cert, key, trust
-        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
         self._signatures = self._current()
-        self._load_chain()
-        if trust is not None:
-            self._load_trust()
-            self.context.verify_mode = ssl.CERT_OPTIONAL
+        self.context = self._build()
+        self._newest = self.context
+        self.context.sni_callback = self._hand_over
 
     @classmethod
     def from_config(cls, conf: BookieConfig) -> ServerCertificates | None:
@@ -62,34 +64,41 @@ class ServerCertificates:
     def _current(self) -> tuple[tuple[int, int] | None, ...]:
         return _signature(self.cert), _signature(self.key), _signature(self.trust)
 
-    def _load_chain(self) -> None:
+    def _build(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
         try:
-            self.context.load_cert_chain(self.cert, self.key)
+            context.load_cert_chain(self.cert, self.key)
         except (OSError, ssl.SSLError) as exc:
             raise HttpsConfigError(f"httpServerTlsCertificatePath {self.cert} / httpServerTlsKeyPath {self.key}: "
                                    f"cannot load the certificate and its key: {exc}") from None
+        if self.trust is not None:
+            try:
+                context.load_verify_locations(cafile=str(self.trust))
+            except (OSError, ssl.SSLError) as exc:
+                raise HttpsConfigError(f"httpServerTlsTrustStorePath {self.trust}: cannot load the CA bundle: "
+                                       f"{exc}") from None
+            context.verify_mode = ssl.CERT_OPTIONAL
+        return context
 
-    def _load_trust(self) -> None:
-        try:
-            self.context.load_verify_locations(cafile=str(self.trust))
-        except (OSError, ssl.SSLError) as exc:
-            raise HttpsConfigError(f"httpServerTlsTrustStorePath {self.trust}: cannot load the CA bundle: "
-                                   f"{exc}") from None
+    def _hand_over(self, connection: ssl.SSLObject | ssl.SSLSocket, server_name: str | None,
+                   listener: ssl.SSLContext) -> None:
+        newest = self._newest     # one read: refresh() may replace it meanwhile
+        if newest is not listener:
+            connection.context = newest
 
     def refresh(self) -> bool:
-        """Load the files again if any changed (blocking: call it off the event loop). A CA added to the trust
-        store is trusted at once; a CA removed from it stays trusted until a restart (OpenSSL only adds)."""
+        """Build a new context if any file changed (blocking: call it off the event loop); True when new
+        handshakes get it. Files caught half-written keep the previous context, and the next check retries."""
         current = self._current()
         if current == self._signatures:
             return False
         try:
-            self._load_chain()
-            if self.trust is not None:
-                self._load_trust()
-        except HttpsConfigError as exc:  # half-written files during a rotation: the next check retries
+            newest = self._build()
+        except HttpsConfigError as exc:
             log.error("admin API certificate not reloaded, the previous one stays in use: %s", exc)
             return False
-        self._signatures = current
+        self._newest, self._signatures = newest, current
         log.info("admin API certificate reloaded from %s", self.cert)
         return True
 
