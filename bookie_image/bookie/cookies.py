@@ -8,6 +8,7 @@ wiped disk under an id whose data other bookies and clients expect.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 from pathlib import Path
@@ -34,8 +35,9 @@ class CookieCheckFailed(StartFailure):
 def check_writable(dirs: list[Path]) -> None:
     """Every journal, ledger and index directory can be created and written, before anything else touches them.
 
-    Raises ``StartFailure`` with reason ``DiskFull`` (no space or quota left) or ``DirectoryNotWritable``
-    (read-only filesystem, permissions, a file in the way), naming the directory.
+    Raises ``StartFailure`` with reason ``DiskFull`` (no space or quota left), ``DeviceError`` (the device answers
+    I/O errors) or ``DirectoryNotWritable`` (read-only filesystem, permissions, a file in the way), naming the
+    directory.
     """
     for d in dirs:
         probe = d / _PROBE
@@ -49,6 +51,8 @@ def check_writable(dirs: list[Path]) -> None:
                 os.close(fd)
         except OSError as exc:
             reason = termination.reason_for_error(exc)
+            if reason == termination.DEVICE_ERROR:
+                raise termination.device_error(f"directory {d}", exc) from None
             if reason == termination.DISK_FULL:
                 raise StartFailure(f"directory {d}: no space left ({exc.strerror}): free space on its volume or "
                                    "give it a larger one", reason) from None
@@ -79,6 +83,10 @@ def read_local(dirs: list[Path]) -> dict[Path, Cookie | None]:
             found[d] = Cookie.parse(path.read_bytes())
         except FileNotFoundError:
             found[d] = None
+        except OSError as exc:
+            if exc.errno == errno.EIO:
+                raise termination.device_error(f"cookie {path}", exc) from None
+            raise
         except CookieError as exc:
             raise CookieCheckFailed(f"{path}: {exc}") from None
     return found

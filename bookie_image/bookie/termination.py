@@ -24,14 +24,15 @@ MAX_BYTES = 4096  # what the kubelet reads of a termination message file
 COOKIE_MISMATCH = "CookieMismatch"
 INVALID_CONFIG = "InvalidConfig"
 DIRECTORY_NOT_WRITABLE = "DirectoryNotWritable"
+DEVICE_ERROR = "DeviceError"  # a journal, ledger or index device answering I/O errors (EIO): a failing disk
 METADATA_UNREACHABLE = "MetadataUnreachable"
 DISK_FULL = "DiskFull"
 PORT_IN_USE = "PortInUse"
 INCOMPATIBLE_DISK = "IncompatibleDisk"  # a ledger directory in a layout this bookie cannot serve (not opened)
 STARTUP_FAILED = "StartupFailed"
 WRONG_IMAGE = "WrongImage"  # the pod is built for Apache BookKeeper's bookie, the image runs this one
-REASONS = (COOKIE_MISMATCH, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, METADATA_UNREACHABLE, DISK_FULL, PORT_IN_USE,
-           INCOMPATIBLE_DISK, STARTUP_FAILED, WRONG_IMAGE)
+REASONS = (COOKIE_MISMATCH, INVALID_CONFIG, DIRECTORY_NOT_WRITABLE, DEVICE_ERROR, METADATA_UNREACHABLE, DISK_FULL,
+           PORT_IN_USE, INCOMPATIBLE_DISK, STARTUP_FAILED, WRONG_IMAGE)
 
 # The implementation a pod is built for, set by the operator in the bookie container (its spec.implementation):
 # ``bookie serve`` refuses to start in a pod built for another one (an image that does not match it).
@@ -50,19 +51,31 @@ class StartFailure(Exception):
 
 
 def reason_for_error(exc: BaseException) -> str:
-    """The reason of an unexpected start-up error: a full disk and a taken port are told apart."""
+    """The reason of an unexpected start-up error: a full disk, a failing device and a taken port are told
+    apart."""
     if isinstance(exc, StartFailure):
         return exc.reason
     if isinstance(exc, OSError):
         if exc.errno in _SPACE_ERRNOS:
             return DISK_FULL
+        if exc.errno == errno.EIO:
+            return DEVICE_ERROR
         if exc.errno == errno.EADDRINUSE:
             return PORT_IN_USE
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             return DIRECTORY_NOT_WRITABLE
     if "No space left on device" in str(exc):  # RocksDB's IOError carries the text, not an errno
         return DISK_FULL
+    if "Input/output error" in str(exc):
+        return DEVICE_ERROR
     return STARTUP_FAILED
+
+
+def device_error(what: str, exc: OSError) -> StartFailure:
+    """A start-up read or write of ``what`` (a file or directory) that its device answered with an I/O error."""
+    return StartFailure(f"{what}: its device answers I/O errors ({exc.strerror}): the disk or volume under it is "
+                        "failing; replace it (its ledgers are copied again from the other bookies by autorecovery)",
+                        DEVICE_ERROR)
 
 
 def render(reason: str, message: str) -> bytes:

@@ -1114,7 +1114,7 @@ class Condition(Model):
 class StartFailureStatus(Model):
     """Why a bookie's container cannot start, from its termination message."""
 
-    reason: str = Field(description="WrongImage, UnsupportedVersion, CookieMismatch, IncompatibleDisk, "
+    reason: str = Field(description="WrongImage, UnsupportedVersion, DeviceError, CookieMismatch, IncompatibleDisk, "
                         "InvalidConfig, DirectoryNotWritable, MetadataUnreachable, DiskFull, PortInUse or "
                         "StartupFailed (docs/operator.md, Troubleshooting).")
     message: str = Field(description="The bookie's own words (its termination message, at most 4 KiB).")

@@ -57,6 +57,20 @@ def test_unknown_prefixes_and_java_logs() -> None:
     assert sf.classify("java.io.IOException: No space left on device")[0] == "DiskFull"
 
 
+def test_a_failing_device_is_told_from_a_cookie_mismatch() -> None:
+    ours = ("DeviceError: cookie /bookie/ledgers-0/current/VERSION: its device answers I/O errors (Input/output "
+            "error): the disk or volume under it is failing; replace it")
+    assert sf.classify(ours)[0] == "DeviceError"
+    # The end of Apache BookKeeper 4.17.3's log when its ledger device fails the read of its cookie.
+    java = ("2026-12-01T05:12:11,518 ERROR [main] Main - Failed to build bookie server\n"
+            "org.apache.bookkeeper.bookie.BookieException$InvalidCookieException: java.io.IOException: Input/output "
+            "error\n\tat org.apache.bookkeeper.bookie.LegacyCookieValidation.checkCookies(LegacyCookieValidation.java:"
+            "131)\nCaused by: java.io.IOException: Input/output error\n")
+    assert sf.classify(java) == ("DeviceError", "org.apache.bookkeeper.bookie.BookieException$InvalidCookieException: "
+                                                "java.io.IOException: Input/output error")
+    assert sf.REASONS.index("DeviceError") < sf.REASONS.index("CookieMismatch")   # it leads Degraded
+
+
 def test_instance_ids_of_a_mismatch() -> None:
     assert sf.instance_ids(MISMATCH) == (NEW, OLD)
     assert sf.instance_ids("cookie mismatch (instance id 'a' != None)") == ("a", None)

@@ -611,15 +611,18 @@ def _preload_library(source_path: Path, directory: Path, purpose: str) -> Path:
     return library
 
 
-def start_with_preload(bookie: Any, library: Path, env: list[str]) -> None:
+def start_with_preload(bookie: Any, library: Path, env: list[str], *, wait: bool = True) -> None:
     """Start the stopped ``bookie`` (either implementation) once with ``library`` preloaded and ``env`` (``NAME=value``
-    items) set; its later starts are plain again. Fails unless the library is loaded in the started process."""
+    items) set; its later starts are plain again. Waiting for it to be ready (``wait``), fails unless the library
+    is loaded in the started process; not waiting, the caller looks for the library's own lines in the log."""
     plain = bookie.command
     vars(bookie)["command"] = lambda: ["env", f"LD_PRELOAD={library}", *env, *plain()]
     try:
-        bookie.start()
+        bookie.start(wait=wait)
     finally:
         del vars(bookie)["command"]
+    if not wait:
+        return
     maps = Path(f"/proc/{bookie.proc.pid}/maps")
     if library.name not in maps.read_text(errors="replace"):
         raise FaultSetupError(f"{bookie.bookie_id} started without {library} loaded (LD_PRELOAD was not honoured)")
@@ -653,14 +656,19 @@ class DeviceFault:
         self.switch = workdir / f"eio-{bookie.bookie_id.replace(':', '_')}"
         self.library = _eio_under_library(workdir)
 
-    def start(self) -> None:
+    def start(self, *, failing: bool = False) -> None:
+        """``failing``: the calls fail from the process's first (a device found broken at start-up), and the
+        bookie is not waited for (it may never be ready)."""
         if self.bookie.running:
             raise FaultSetupError(f"{self.bookie.bookie_id} must be stopped before it is started with a failing "
                                   "device")
         self.switch.unlink(missing_ok=True)
+        if failing:
+            self.fail()
         start_with_preload(self.bookie, self.library, [
             f"EIO_UNDER={self.under}", f"EIO_SWITCH={self.switch}", f"EIO_CALLS={','.join(self.calls)}",
-            f"EIO_MODE={self.mode}", *([f"EIO_DELAY_MS={self.delay_ms}"] if self.delay_ms is not None else [])])
+            f"EIO_MODE={self.mode}", *([f"EIO_DELAY_MS={self.delay_ms}"] if self.delay_ms is not None else [])],
+            wait=not failing)
 
     def fail(self, after: int = 0) -> None:
         if after < 0:

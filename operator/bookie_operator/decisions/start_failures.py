@@ -15,6 +15,7 @@ from typing import Any
 
 from bookie.termination import (
     COOKIE_MISMATCH,
+    DEVICE_ERROR,
     DIRECTORY_NOT_WRITABLE,
     DISK_FULL,
     INCOMPATIBLE_DISK,
@@ -38,15 +39,17 @@ UNSUPPORTED_VERSION = "UnsupportedVersion"
 # reason is the first of these that any bookie has. WrongImage (also the operator's start script's, for an image
 # without our bookie) comes first: whatever else that image says follows from it; then an image of a version the
 # operator does not manage, for the same reason.
-REASONS = (WRONG_IMAGE, UNSUPPORTED_VERSION, COOKIE_MISMATCH, INCOMPATIBLE_DISK, INVALID_CONFIG,
+REASONS = (WRONG_IMAGE, UNSUPPORTED_VERSION, DEVICE_ERROR, COOKIE_MISMATCH, INCOMPATIBLE_DISK, INVALID_CONFIG,
            DIRECTORY_NOT_WRITABLE, DISK_FULL, METADATA_UNREACHABLE, PORT_IN_USE, STARTUP_FAILED)
 
 _PREFIX = re.compile(r"^(?P<reason>[A-Z][A-Za-z]+): (?P<rest>.*)$", re.S)
 # Ours: "instance id 'A' != 'B'"; Apache BookKeeper's: "instanceId A is not matching with B" (A expected).
 _INSTANCE_IDS = (re.compile(r"instance id (?:'(?P<expected>[^']*)'|None) != (?:'(?P<found>[^']*)'|None)"),
                  re.compile(r"instanceId (?P<expected>[\w-]+) is not matching with (?P<found>[\w-]+)"))
-# Apache BookKeeper's exceptions, as the end of its log shows them.
+# Apache BookKeeper's exceptions, as the end of its log shows them. An I/O error comes first: Apache BookKeeper
+# wraps one met reading a cookie in an InvalidCookieException, which is no cookie mismatch.
 _JAVA = (
+    (re.compile(r"Input/output error"), DEVICE_ERROR),
     (re.compile(r"InvalidCookieException|Cookie .* is not matching"), COOKIE_MISMATCH),
     (re.compile(r"NoWritableLedgerDirException|No space left on device|DiskOutOfSpaceException"), DISK_FULL),
     (re.compile(r"ConfigurationException|IllegalArgumentException"), INVALID_CONFIG),
@@ -62,6 +65,8 @@ ADVICE = {
     INVALID_CONFIG: "fix the configuration the bookie names (spec.config)",
     DIRECTORY_NOT_WRITABLE: "give the bookie writable volumes (mount options, ownership, storage class)",
     DISK_FULL: "free space on the named volume or give the bookie larger volumes",
+    DEVICE_ERROR: "the disk or volume under the named directory is failing: replace it (the bookie's ledgers are "
+                  "copied again from the other bookies by autorecovery)",
     METADATA_UNREACHABLE: "check spec.metadataService and that ZooKeeper is reachable from the pods",
     PORT_IN_USE: "another process holds the bookie's port",
     STARTUP_FAILED: "see the message and the pod's log",
