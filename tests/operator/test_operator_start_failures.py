@@ -71,6 +71,18 @@ def test_a_failing_device_is_told_from_a_cookie_mismatch() -> None:
     assert sf.REASONS.index("DeviceError") < sf.REASONS.index("CookieMismatch")   # it leads Degraded
 
 
+def test_an_unknown_java_failure_is_told_by_its_deepest_cause_not_a_stack_frame() -> None:
+    # The end of Apache BookKeeper 4.17.3's log when its ledgers index's MANIFEST is damaged.
+    java = ("ERROR [main] Main - Failed to build bookie server\njava.io.IOException: Error open RocksDB database\n"
+            "\tat org.apache.bookkeeper.server.Main.main(Main.java:199) ~[bookkeeper-server-4.17.3.jar:4.17.3]\n"
+            "Caused by: org.rocksdb.RocksDBException: checksum mismatch in file /bk/ledgers/current/ledgers/"
+            "MANIFEST-000005\n\tat org.rocksdb.RocksDB.open(Native Method) ~[rocksdbjni-7.10.2.jar:?]\n"
+            "\t... 12 more\n")
+    assert sf.classify(java) == ("StartupFailed", "Caused by: org.rocksdb.RocksDBException: checksum mismatch in "
+                                                  "file /bk/ledgers/current/ledgers/MANIFEST-000005")
+    assert sf.classify("\tat a.B.c(B.java:1)\n\t... 3 more") == ("StartupFailed", "... 3 more")   # nothing else
+
+
 def test_instance_ids_of_a_mismatch() -> None:
     assert sf.instance_ids(MISMATCH) == (NEW, OLD)
     assert sf.instance_ids("cookie mismatch (instance id 'a' != None)") == ("a", None)

@@ -58,6 +58,8 @@ _JAVA = (
     (re.compile(r"BindException|Address already in use"), PORT_IN_USE),
 )
 
+_STACK_FRAME = re.compile(r"^(at \S+\(.*\)|\.\.\. \d+ more)")  # "at a.B.c(B.java:1) ~[...]", "... 12 more"
+
 ADVICE = {
     COOKIE_MISMATCH: "the volumes hold another bookie's or another BookKeeper instance's data",
     INCOMPATIBLE_DISK: "the volumes hold data this implementation cannot take over; set spec.implementation "
@@ -96,7 +98,7 @@ class StartFailure:
 
 def classify(message: str) -> tuple[str, str]:
     """A termination message -> (reason, what it says: without the reason prefix; of a log's end, the line
-    naming a known exception, else the last line)."""
+    naming a known exception, else the last line that is not a stack frame: the deepest cause)."""
     text = message.strip()
     m = _PREFIX.match(text)
     if m and m["reason"] in REASONS:
@@ -107,7 +109,9 @@ def classify(message: str) -> tuple[str, str]:
         line = next((line for line in lines if pattern.search(line)), None)
         if line is not None:
             return reason, line
-    return STARTUP_FAILED, lines[-1] if lines else ""
+    # Else the last line that says something: a Java log ends with the stack frames of its last cause.
+    said = [line for line in lines if not _STACK_FRAME.match(line)] or lines
+    return STARTUP_FAILED, said[-1] if said else ""
 
 
 def instance_ids(message: str) -> tuple[str | None, str | None] | None:
