@@ -25,7 +25,9 @@ log says it took the step. Only the wall clock moves (``CLOCK_REALTIME`` and wha
 clocks stay true, as they do on a real machine when its time of day is stepped.
 
 Links: ``Partition(address, port)`` drops every packet to and from one bookie's address and port (nftables);
-``LossyLink(address, port, loss_percent=, kbytes_per_s=)`` drops a share of them and caps the rate instead.
+``LossyLink(address, port, loss_percent=, kbytes_per_s=)`` drops a share of them and caps the rate instead;
+``DelayedLink(address, port, delay_ms=)`` delays everything either way by a fixed time instead (new connections,
+through a relay of ours).
 
 ZooKeeper sessions: ``SessionExpiry(zk_connect, ledgers_root)`` expires the session a running bookie (either
 implementation) registered itself with, for real, on ZooKeeper's side (``expire``), and waits for the bookie to
@@ -37,6 +39,7 @@ tried and why it failed: scenarios fail with it, they never skip.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import hashlib
@@ -44,8 +47,11 @@ import ipaddress
 import itertools
 import json
 import os
+import queue
 import shutil
+import socket
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -392,7 +398,8 @@ class LossyLink(Partition):
     ``loss_percent``, and what goes over ``kbytes_per_s`` either way dropped too (a policer, so TCP slows down to
     it). TCP retransmits what was lost, after its retransmission timeout (200 ms at least), so the bookie's
     requests and answers arrive late, in pieces and in bursts. This kernel has no ``netem`` queueing discipline
-    (``CONFIG_NET_SCH_NETEM``), so there is no fixed added delay; nftables draws the losses (``numgen random``).
+    (``CONFIG_NET_SCH_NETEM``); nftables draws the losses (``numgen random``), and a fixed added delay is
+    ``DelayedLink``'s.
     Made and healed like a ``Partition`` (``cut()``, ``heal()``, a table of its own)."""
 
     def __init__(self, address: str, port: int, *, loss_percent: int, kbytes_per_s: int) -> None:
@@ -436,6 +443,163 @@ def remove_partitions(*, owner: int | None = None) -> list[str]:
             if doomed(group.name):
                 _leave_cgroup(group)
     return removed
+
+
+class DelayedLink:
+    """A long link to ``address:port`` (another zone, another region) rather than a poor one: every piece of data
+    either way arrives ``delay_ms`` later than it was sent, nothing lost, the bandwidth untouched.
+
+    This kernel has no ``netem`` queueing discipline, so the delay is added in user space: nftables redirects new
+    connections to the bookie's address and port (``redirect`` in the output hook's nat chain) to a relay of ours,
+    run on a thread of this process, which holds what it reads for ``delay_ms`` before writing it on, each direction
+    in order; its own connections to the bookie carry a mark (``SO_MARK``) the rule lets through. NAT acts when a
+    connection is set up, so only connections made after ``cut()`` are delayed: open the client after it. ``heal()``
+    stops the redirection and passes data on at once from then on (connections made through the relay go on through
+    it); ``close()`` (leaving the block, or the ``cut_until_the_end`` fixture's heal) ends them and the relay.
+    The table has a partition table's name, so ``remove_partitions`` cleans up after a killed run."""
+
+    MARK = 0x6B6F  # on the relay's own connections to the bookie: never redirected
+    QUEUED_CHUNKS = 256  # per direction, up to 64 KiB each: what a relay holds before it stops reading
+
+    def __init__(self, address: str, port: int, *, delay_ms: int) -> None:
+        if not 0 < delay_ms <= 60_000:
+            raise ValueError(f"a long link adds 1 to 60,000 ms each way, not {delay_ms}")
+        self.target = Partition(address, port)  # its table, address and port checks
+        self.delay_s = delay_ms / 1000
+        self.delay_ms = delay_ms
+        self.relayed = 0  # connections relayed so far
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    def cut(self) -> None:
+        ready: queue.Queue[int | BaseException] = queue.Queue()
+        self._thread = threading.Thread(target=asyncio.run, args=(self._relay(ready),), daemon=True,
+                                        name=f"delayed-link-{self.target.address}:{self.target.port}")
+        self._thread.start()
+        relay_port = ready.get(timeout=30)
+        if isinstance(relay_port, BaseException):
+            raise FaultSetupError(f"starting the relay of a long link to {self.target.address}:{self.target.port}: "
+                                  f"{relay_port!r}")
+        target = f"ip daddr {self.target.address} tcp dport {self.target.port}"
+        try:
+            _nft(f"redirecting {self.target.address}:{self.target.port} through a long link", ["-f", "-"], f"""
+table inet {self.target.table} {{
+    chain output {{
+        type nat hook output priority -100; policy accept;
+        meta mark {self.MARK:#x} accept
+        {target} redirect to :{relay_port}
+    }}
+}}
+""")
+        except FaultSetupError:
+            self.close()
+            raise
+        self.target.cut_now = True
+
+    def heal(self) -> None:
+        """New connections go straight to the bookie again, and the relay stops delaying."""
+        self.delay_s = 0.0
+        self.target.heal()
+
+    def close(self) -> None:
+        self.heal()
+        if self._loop is not None and self._stopping is not None and self._thread is not None:
+            with contextlib.suppress(RuntimeError):  # its loop already ended
+                self._loop.call_soon_threadsafe(self._stopping.set)
+            self._thread.join(timeout=30)
+        self._thread = None
+
+    def __enter__(self) -> DelayedLink:
+        self.cut()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    async def _relay(self, ready: queue.Queue[int | BaseException]) -> None:
+        self._loop, self._stopping = asyncio.get_running_loop(), asyncio.Event()
+        connections: set[asyncio.Task[Any]] = set()
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            if task is not None:  # always, in a connection's callback: kept to be cancelled at close()
+                connections.add(task)
+                task.add_done_callback(connections.discard)
+            await self._connection(reader, writer)
+
+        try:
+            server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        except OSError as exc:
+            ready.put(exc)
+            return
+        async with server:
+            ready.put(server.sockets[0].getsockname()[1])
+            await self._stopping.wait()
+            server.close()
+            for task in list(connections):
+                task.cancel()
+            await asyncio.gather(*connections, return_exceptions=True)
+
+    async def _connection(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        self.relayed += 1
+        upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        upstream.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, self.MARK)
+        upstream.setblocking(False)
+        try:
+            await asyncio.get_running_loop().sock_connect(upstream, (self.target.address, self.target.port))
+            bookie_reader, bookie_writer = await asyncio.open_connection(sock=upstream)
+        except OSError:
+            upstream.close()
+            client_writer.close()
+            return
+        try:
+            await asyncio.gather(self._pass_on(client_reader, bookie_writer),
+                                 self._pass_on(bookie_reader, client_writer))
+        finally:
+            for writer in (client_writer, bookie_writer):
+                writer.close()
+
+    async def _pass_on(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        """What ``source`` says, written to ``sink`` ``delay_s`` after it was read, in order; then its end. As on a
+        wire, what one side sent before it closed (or reset) the connection still reaches the other; what is sent
+        to a side that is gone is lost."""
+        loop = asyncio.get_running_loop()
+        held: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue(self.QUEUED_CHUNKS)
+
+        async def write_when_due() -> None:
+            receiver_gone = False
+            while True:
+                due, data = await held.get()
+                if not data:
+                    if not receiver_gone and sink.can_write_eof():
+                        with contextlib.suppress(OSError):
+                            sink.write_eof()
+                    return
+                if receiver_gone:
+                    continue  # taken off the queue all the same, so the reader never waits for room
+                if due > loop.time():
+                    await asyncio.sleep(due - loop.time())
+                try:
+                    sink.write(data)
+                    await sink.drain()
+                except OSError:
+                    receiver_gone = True
+
+        writing = asyncio.create_task(write_when_due())
+        try:
+            while True:
+                try:
+                    data = await source.read(65536)
+                except OSError:
+                    data = b""  # the sender reset the connection: its end, after what it sent before
+                await held.put((loop.time() + self.delay_s, data))
+                if not data:
+                    break
+            await writing
+        finally:
+            writing.cancel()
 
 
 # A bookie cut off from ZooKeeper only: its ZooKeeper connections leave from 127.0.0.1 like everyone's, so no
