@@ -31,6 +31,7 @@ import pytest
 from bookie.client import BookKeeper
 from bookie.protocol.codes import StatusCode
 
+from tests.support.accept_loop import serve_connections
 from tests.support.faults import DelayedLink
 from tests.support.history import History, check, report
 from tests.support.java_bookies import BookieCluster
@@ -61,20 +62,13 @@ def test_a_long_link_of_bad_input_says_what_is_wrong() -> None:
 def echo_server() -> Iterator[tuple[str, int]]:
     """A TCP server on this machine that sends back what it reads, one connection at a time."""
     listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.2)
     stop = threading.Event()
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                while data := conn.recv(65536):
-                    conn.sendall(data)
+    def echo(conn: socket.socket) -> None:
+        while data := conn.recv(65536):
+            conn.sendall(data)
 
-    thread = threading.Thread(target=serve)
+    thread = threading.Thread(target=serve_connections, args=(listener, stop, echo))
     thread.start()
     try:
         yield listener.getsockname()

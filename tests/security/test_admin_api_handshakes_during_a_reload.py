@@ -13,6 +13,7 @@ import trustme
 from bookie.http.https import ServerCertificates
 from cryptography import x509
 
+from tests.support.accept_loop import serve_connections
 from tests.support.admin_api import serial_of, swap_to, write_ca, write_identity
 
 RELOADS = 300
@@ -20,19 +21,14 @@ RELOADS = 300
 
 def serve(listener: socket.socket, context: ssl.SSLContext, stop: threading.Event, errors: list[str]) -> None:
     """Accept and complete handshakes until ``stop``; a server-side failure is recorded, not raised."""
-    listener.settimeout(0.2)
-    while not stop.is_set():
+    def shake_hands(conn: socket.socket) -> None:
         try:
-            conn, _ = listener.accept()
-        except TimeoutError:
-            continue
-        with conn:
-            conn.settimeout(10)
-            try:
-                with context.wrap_socket(conn, server_side=True):
-                    pass
-            except (OSError, ssl.SSLError) as exc:
-                errors.append(f"server: {exc!r}")
+            with context.wrap_socket(conn, server_side=True):
+                pass
+        except (OSError, ssl.SSLError) as exc:
+            errors.append(f"server: {exc!r}")
+
+    serve_connections(listener, stop, shake_hands)
 
 
 def connect(port: int, context: ssl.SSLContext, stop: threading.Event, serials: list[int],
