@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from bookie_fleet.processes import accepts, answers_requests
 
+from tests.support.accept_loop import serve_connections
 from tests.support.java_bookies import BookieCluster
 
 
@@ -24,16 +25,7 @@ def closes_what_it_accepts() -> Iterator[tuple[str, int]]:
     server = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
 
-    def serve() -> None:
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
+    thread = threading.Thread(target=serve_connections, args=(server, stop, lambda conn: None))  # closed at once
     thread.start()
     try:
         yield server.getsockname()[:2]
