@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import trustme
 from bookie.http.https import ServerCertificates
 from bookie.tls import ReloadingContext, ServerFiles
@@ -73,29 +74,31 @@ def rotation(tmp_path: Path) -> tuple[Path, Path, PemIdentity, PemIdentity]:
             write_identity(first, tmp_path / "c1", "client"), write_identity(second, tmp_path / "c2", "client"))
 
 
-def test_the_admin_api_stops_trusting_a_removed_ca(tmp_path: Path) -> None:
-    live, server_ca, of_first, of_second = rotation(tmp_path)
+Listener = Callable[[Path], tuple[Callable[[], ssl.SSLContext], Callable[[], bool]]]
+
+
+def admin_api(live: Path) -> tuple[Callable[[], ssl.SSLContext], Callable[[], bool]]:
+    """The admin API's HTTPS on the live files: (its listener's context, its reload)."""
     certificates = ServerCertificates(live / "server.crt", live / "server.key", live / "clients-ca.crt")
-    port, close = serving(lambda: certificates.context)
-    try:
-        assert handshake(port, server_ca, of_first) and not handshake(port, server_ca, of_second)
-        swap_to(live, tmp_path / "v2")
-        assert certificates.refresh()
-        assert handshake(port, server_ca, of_second), "the new CA is not trusted after the reload"
-        assert not handshake(port, server_ca, of_first), "the removed CA is still trusted after the reload"
-    finally:
-        close()
+    return lambda: certificates.context, certificates.refresh
 
 
-def test_the_bookie_port_stops_trusting_a_removed_ca(tmp_path: Path) -> None:
-    live, server_ca, of_first, of_second = rotation(tmp_path)
+def bookie_port(live: Path) -> tuple[Callable[[], ssl.SSLContext], Callable[[], bool]]:
+    """The bookie port's TLS on the live files, client certificates required: (its current context, its reload)."""
     reloading = ReloadingContext(ServerFiles(certificate=str(live / "server.crt"), key=str(live / "server.key"),
                                              trust_store=str(live / "clients-ca.crt"), client_authentication=True))
-    port, close = serving(lambda: reloading.context)
+    return lambda: reloading.context, reloading.refresh
+
+
+@pytest.mark.parametrize("listener", [admin_api, bookie_port], ids=["admin-api", "bookie-port"])
+def test_a_removed_ca_is_no_longer_trusted_after_the_reload(tmp_path: Path, listener: Listener) -> None:
+    live, server_ca, of_first, of_second = rotation(tmp_path)
+    context_now, reload = listener(live)
+    port, close = serving(context_now)
     try:
         assert handshake(port, server_ca, of_first) and not handshake(port, server_ca, of_second)
         swap_to(live, tmp_path / "v2")
-        assert reloading.refresh()
+        assert reload()
         assert handshake(port, server_ca, of_second), "the new CA is not trusted after the reload"
         assert not handshake(port, server_ca, of_first), "the removed CA is still trusted after the reload"
     finally:
