@@ -455,7 +455,8 @@ class DelayedLink:
     in order; its own connections to the bookie carry a mark (``SO_MARK``) the rule lets through. NAT acts when a
     connection is set up, so only connections made after ``cut()`` are delayed: open the client after it. ``heal()``
     stops the redirection and passes data on at once from then on (connections made through the relay go on through
-    it); ``close()`` (leaving the block, or the ``cut_until_the_end`` fixture's heal) ends them and the relay.
+    it); ``close()`` (or leaving the block) ends them and the relay. Not for ``cut_until_the_end``, whose heal
+    would leave the relay running: call ``close()`` in a ``finally``.
     The table has a partition table's name, so ``remove_partitions`` cleans up after a killed run."""
 
     MARK = 0x6B6F  # on the relay's own connections to the bookie: never redirected
