@@ -6,6 +6,7 @@
     bookie entrylog dump FILE.log [--limit N] [--map-only]
     bookie ledger locations --conf bookie.conf LEDGER_ID
     bookie check --conf bookie.conf
+    bookie index rebuild {ledgers,locations} --conf bookie.conf
 """
 
 from __future__ import annotations
@@ -110,6 +111,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if not report.get("problems") else 1
 
 
+def cmd_index_rebuild(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from bookie.storage.index_rebuild import RebuildRefusedError, rebuild
+
+    conf = BookieConfig.from_file(args.conf)
+    try:
+        reports = rebuild(conf, args.index)
+    except RebuildRefusedError as exc:
+        print(f"bookie: index rebuild refused, nothing changed: {exc}", file=sys.stderr)
+        return 1
+    _print_json([asdict(report) for report in reports])
+    damaged = [line for report in reports for line in report.damaged]
+    for line in damaged:  # rebuilt all the same: what the damaged files held before the damage is indexed
+        print(f"bookie: read only up to a damaged record: {line}", file=sys.stderr)
+    return 1 if damaged else 0
+
+
 def _service_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf", required=True, help="bk_server.conf-style file")
     parser.add_argument("--log-level", default="info")
@@ -156,6 +175,18 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="check a bookie's directories for consistency")
     check.add_argument("--conf", required=True)
     check.set_defaults(func=cmd_check)
+
+    index = sub.add_parser("index", help="the RocksDB indexes of the ledger directories").add_subparsers(
+        dest="action", required=True)
+    irebuild = index.add_parser(
+        "rebuild", help="rebuild an index from the entry logs (and journals), the bookie stopped; the old index is "
+                        "kept beside it as <name>.BACKUP-<time>. The same index as Apache BookKeeper's "
+                        "rebuild-db-ledgers-index and rebuild-db-ledger-locations-index: every ledger the ledgers "
+                        "index gets is fenced, with an empty master key")
+    irebuild.add_argument("index", choices=["ledgers", "locations"],
+                          help="ledgers first when both are lost: the location index keeps the ledgers it holds")
+    irebuild.add_argument("--conf", required=True, help="the bookie's bk_server.conf-style file")
+    irebuild.set_defaults(func=cmd_index_rebuild)
 
     from bookie.client.autorecovery_main import add_parser as add_autorecovery
 

@@ -10,7 +10,7 @@ there is exactly one parser of the format.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 
 HEADER_SIZE = 1024
@@ -98,7 +98,7 @@ def encode_record(ledger_id: int, entry_id: int, payload: Buffer) -> bytes:
     return _INT32.pack(len(payload)) + bytes(payload)
 
 
-def iter_records(buf: Buffer, start: int = HEADER_SIZE, end: int | None = None) -> Iterator[Record]:
+def iter_records(buf: Buffer, start: int = HEADER_SIZE, end: int | None = None) -> Generator[Record, None, None]:
     """Records between ``start`` and ``end`` (default: the whole buffer, up to a ledgers map).
 
     Zero sizes are padding (skipped a byte at a time, as BookKeeper's scanner does). A record that runs past

@@ -31,6 +31,7 @@ from rocksdict import Rdict, WriteBatch, WriteOptions
 from bookie.storage import durable, index_format
 from bookie.storage._write_path import put_locations, yield_gil
 from bookie.storage.errors import IndexRolledBackError
+from bookie.storage.index_logs import IndexDamagedError
 
 _LEDGER_KEY = struct.Struct(">q")
 _LOCATION_KEY = struct.Struct(">qq")
@@ -116,6 +117,15 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+def ledger_id_of_key(key: bytes, index: Path) -> int:
+    """The ledger id of a ledgers-index key: its first 8 bytes, as Apache BookKeeper reads them."""
+    if len(key) < _LEDGER_KEY.size:
+        raise IndexDamagedError(f"RocksDB ledgers index {index}: a key of {len(key)} bytes ({key.hex()}), shorter "
+                                "than a ledger id")
+    (ledger_id,) = _LEDGER_KEY.unpack_from(key)
+    return int(ledger_id)
+
+
 @contextlib.contextmanager
 def rocksdb_io_errors(what: str) -> Iterator[None]:
     """RocksDB's failed reads, writes and syncs of its files as the ``OSError`` they are.
@@ -187,9 +197,10 @@ class RocksIndex:
                 f"RocksDB {self.KIND} {self.path} opened at sequence {opened}, "
                 f"below the {recorded} its last sync made durable: its manifest or write-ahead log is damaged "
                 f"and writes were dropped, so {self.LOST}. Restore the index together with {self.sequence_file.name}, "
-                "or take the bookie out of the cluster (its data is on the other replicas) and start it on empty "
-                f"disks. If you rebuilt this index on purpose ({index_format.rebuild_advice([self.NAME])}), delete "
-                f"{self.sequence_file}: a rebuilt index numbers its writes from 0 again")
+                f"rebuild it from the files with `bookie index rebuild {self.NAME} --conf <bk_server.conf>` (the "
+                "bookie stopped), or take the bookie out of the cluster (its data is on the other replicas) and start "
+                f"it on empty disks. If Apache BookKeeper's `{index_format.REBUILD_COMMANDS[self.NAME]}` rebuilt "
+                f"this index, delete {self.sequence_file}: a rebuilt index numbers its writes from 0 again")
         self._recorded = recorded
 
     def sync(self) -> None:
@@ -240,14 +251,29 @@ class LedgerIndex(RocksIndex):
             "or explicit LAC")
 
     def load_all(self) -> dict[int, LedgerData]:
+        """Every ledger of the index. A ledger under a 16-byte key (Apache BookKeeper's ``rebuild-db-ledgers-index``
+        writes its id and 8 zero bytes; its bookie reads the first 8 and writes 8-byte keys after) is moved to its
+        8-byte key, or dropped when that key exists too: it was written after the rebuild, so it is newer. A long
+        key left in place would outlive the ledger's deletion and bring it back at the next start."""
         result: dict[int, LedgerData] = {}
+        rekeyed = WriteBatch(raw_mode=True)
         it = self.db.iter()
         it.seek_to_first()
         while it.valid():
-            (ledger_id,) = _LEDGER_KEY.unpack(it.key())
+            key = it.key()
+            ledger_id = ledger_id_of_key(key, self.path)
+            if len(key) != _LEDGER_KEY.size:
+                rekeyed.delete(key)
+                if ledger_id not in result:  # an 8-byte key sorts before its longer ones
+                    rekeyed.put(_LEDGER_KEY.pack(ledger_id), it.value())
+                else:
+                    it.next()
+                    continue
             if ledger_id != STORAGE_FLAGS_KEY:
                 result[ledger_id] = LedgerData.decode(it.value())
             it.next()
+        if len(rekeyed):
+            self.db.write(rekeyed)  # made durable by the next sync; until then the next start redoes it
         return result
 
     def put(self, ledger_id: int, data: LedgerData) -> None:

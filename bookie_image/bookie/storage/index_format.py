@@ -32,14 +32,19 @@ log = logging.getLogger(__name__)
 # The newest block-based table format RocksDB 7.10 reads (format_version 6 came with RocksDB 8.6).
 TABLE_FORMAT_VERSION = 5
 INDEX_NAMES = ("ledgers", "locations")
-# Apache BookKeeper's command that rebuilds each index from the entry logs (the bookie stopped).
+# Apache BookKeeper's command that rebuilds each index from the entry logs (the bookie stopped); this bookie's
+# ``bookie index rebuild <name>`` (storage/index_rebuild.py) gives the same index.
 REBUILD_COMMANDS = {"ledgers": "bookkeeper shell rebuild-db-ledgers-index",
                     "locations": "bookkeeper shell rebuild-db-ledger-locations-index"}
 
 
 def rebuild_advice(names: Iterable[str]) -> str:
-    """How to rebuild these indexes: Apache BookKeeper's commands, in backquotes."""
-    return " and ".join(f"`{REBUILD_COMMANDS[name]}`" for name in names)
+    """How to rebuild these indexes, in backquotes: this bookie's command, then Apache BookKeeper's."""
+    names = [name for name in INDEX_NAMES if name in set(names)]  # the ledgers index first: the other needs it
+    ours = " then ".join(f"`bookie index rebuild {name} --conf <bk_server.conf>`" for name in names)
+    return f"{ours} (Apache BookKeeper: {' and '.join(f'`{REBUILD_COMMANDS[name]}`' for name in names)})"
+
+
 _FOOTER_VERSION = struct.Struct("<I")  # a table's footer ends with format_version (uint32) and the magic (8 bytes)
 
 
@@ -65,8 +70,8 @@ def open_db(path: Path) -> Rdict:
         if path.name not in REBUILD_COMMANDS:
             raise
         raise index_logs.IndexDamagedError(
-            f"{exc}. Restore the index directory, or rebuild the index with Apache BookKeeper's "
-            f"{rebuild_advice([path.name])} while the bookie is stopped") from None
+            f"{exc}. Restore the index directory, or rebuild the index with {rebuild_advice([path.name])} while "
+            "the bookie is stopped") from None
     opts = options()
     # The column family's options given explicitly: otherwise those of the database's OPTIONS file are used.
     db = Rdict(str(path), opts, column_families={"default": opts})
@@ -131,7 +136,7 @@ def check_takeover(ledger_dir: Path, index_dir: Path) -> None:
             f"ledger directory {ledger_dir} holds {len(logs)} entry log(s) and its index directory {index_dir} "
             f"has the RocksDB index {' and '.join(present)} but not {' and '.join(missing)} under current/: "
             "the entries of those logs could not be found. Restore the index directory, or rebuild the index "
-            f"with Apache BookKeeper's {rebuild_advice(missing)} while the bookie is stopped")
+            f"with {rebuild_advice(missing)} while the bookie is stopped")
     idx_files = next(current.glob("*/*/*.idx"), None)
     if idx_files is not None:
         raise IncompatibleDiskError(
@@ -145,4 +150,4 @@ def check_takeover(ledger_dir: Path, index_dir: Path) -> None:
             f"ledger directory {ledger_dir} holds {len(logs)} entry log(s) but its index directory {index_dir} "
             f"has no RocksDB index ({' and '.join(INDEX_NAMES)} under current/): the ledgers of those logs could "
             "not be found. Restore the index directory (check indexDirectories), or rebuild the indexes with "
-            f"Apache BookKeeper's {rebuild_advice(INDEX_NAMES)} before switching")
+            f"{rebuild_advice(INDEX_NAMES)} before switching")

@@ -42,7 +42,7 @@ _MASK_DELTA = 0xA282EAD8  # RocksDB stores a CRC rotated and offset, so a CRC of
 
 
 class IndexDamagedError(StorageError):
-    """A RocksDB index whose MANIFEST or write-ahead log is damaged: it cannot be opened as it is."""
+    """A RocksDB index that is damaged (its MANIFEST, its write-ahead log, a key): it cannot be served as it is."""
 
 
 def unmask(masked: int) -> int:

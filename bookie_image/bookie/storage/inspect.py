@@ -106,6 +106,8 @@ def ledger_locations(conf: BookieConfig, ledger_id: int) -> dict[str, Any]:
         ledgers = _read_only(index_dir / "ledgers")
         try:
             raw = ledgers.get(struct.pack(">q", ledger_id))
+            if raw is None:  # the 16-byte key of Apache BookKeeper's rebuild-db-ledgers-index
+                raw = ledgers.get(struct.pack(">q", ledger_id) + bytes(8))
         finally:
             ledgers.close()
         if raw is not None:
