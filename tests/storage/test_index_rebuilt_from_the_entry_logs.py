@@ -28,10 +28,10 @@ from bookie.storage.engine import StorageEngine
 from bookie.storage.errors import FencedError
 from bookie.storage.index import LedgerData
 from bookie.storage.index_rebuild import RebuildRefusedError, rebuild
-from rocksdict import AccessType, Options, Rdict
 
 from tests.storage.conftest import engine_conf
 from tests.support.raw_client import MASTER_KEY, entry
+from tests.support.rocksdb_index import index_pairs
 
 DIRS: dict[str, Any] = {"ledgerDirectories": "{base}/l0,{base}/l1", "logSizeLimit": 128 * 1024}
 LEDGERS = range(10, 16)  # in both ledger directories (ledger id mod 2)
@@ -42,6 +42,10 @@ def _conf(base: Path) -> Any:
     return engine_conf(base, **{k: v.format(base=base) if isinstance(v, str) else v for k, v in DIRS.items()})
 
 
+def _files(base: Path, pattern: str) -> list[Path]:
+    return sorted(base.glob(pattern))
+
+
 def _conf_file(base: Path) -> Path:
     """The bookie's configuration as ``bookie index rebuild --conf`` reads it."""
     path = base / "bk_server.conf"
@@ -50,12 +54,6 @@ def _conf_file(base: Path) -> Path:
     return path
 
 
-def _pairs(index: Path) -> dict[bytes, bytes]:
-    db = Rdict(str(index), Options(raw_mode=True), access_type=AccessType.read_only())
-    try:
-        return dict(db.items())
-    finally:
-        db.close()
 
 
 async def _write(base: Path, rng: random.Random) -> dict[tuple[int, int], bytes]:
@@ -83,7 +81,7 @@ async def _write(base: Path, rng: random.Random) -> dict[tuple[int, int], bytes]
 @pytest.fixture
 async def stopped_bookie(tmp_path: Path, seeded_rng: random.Random) -> tuple[Path, dict[tuple[int, int], bytes]]:
     written = await _write(tmp_path, seeded_rng)
-    logs = sorted(tmp_path.glob("l*/current/*.log"))
+    logs = _files(tmp_path, "l*/current/*.log")
     assert len(logs) >= 4, f"the scenario needs several entry logs per directory, got {logs}"
     return tmp_path, written
 
@@ -102,7 +100,7 @@ async def test_a_lost_location_index_comes_back_byte_for_byte(
         stopped_bookie: tuple[Path, dict[tuple[int, int], bytes]], capsys: pytest.CaptureFixture[str]) -> None:
     base, written = stopped_bookie
     indexes = [base / d / "current" / "locations" for d in ("l0", "l1")]
-    lost = [_pairs(index) for index in indexes]
+    lost = [index_pairs(index) for index in indexes]
     assert all(lost) and not any(key[:8] == struct.pack(">q", DELETED) for pairs in lost for key in pairs)
     for index in indexes:
         shutil.rmtree(index)
@@ -110,7 +108,7 @@ async def test_a_lost_location_index_comes_back_byte_for_byte(
     assert cli.main(["index", "rebuild", "locations", "--conf", str(conf_file)]) == 0
     print(capsys.readouterr().out)
     for index, pairs in zip(indexes, lost, strict=True):
-        rebuilt = _pairs(index)
+        rebuilt = index_pairs(index)
         assert rebuilt == pairs, (f"{index}: {len(set(rebuilt.items()) ^ set(pairs.items()))} key/value pairs "
                                   "differ from the lost index")
     await _read_all(base, written)
@@ -120,13 +118,13 @@ async def test_a_lost_ledgers_index_comes_back_with_every_ledger_fenced(
         stopped_bookie: tuple[Path, dict[tuple[int, int], bytes]]) -> None:
     base, written = stopped_bookie
     indexes = [base / d / "current" / "ledgers" for d in ("l0", "l1")]
-    before = [_pairs(index) for index in indexes]
+    before = [index_pairs(index) for index in indexes]
     for index in indexes:
         shutil.rmtree(index)
     reports = rebuild(_conf(base), "ledgers")
     assert [r.previous for r in reports] == [None, None] and not any(r.damaged for r in reports)
     for index, pairs in zip(indexes, before, strict=True):
-        rebuilt = _pairs(index)
+        rebuilt = index_pairs(index)
         # The deleted ledger's bytes are still in the logs: it is back, as in Apache BookKeeper's rebuild (GC,
         # which asks the ledger metadata, deletes it again).
         expected = {key for key in pairs} | ({struct.pack(">q", DELETED)} if DELETED % 2 == indexes.index(index)
@@ -146,7 +144,7 @@ async def test_a_lost_ledgers_index_comes_back_with_every_ledger_fenced(
 async def test_both_lost_come_back_ledgers_first(
         stopped_bookie: tuple[Path, dict[tuple[int, int], bytes]]) -> None:
     base, written = stopped_bookie
-    locations = [_pairs(base / d / "current" / "locations") for d in ("l0", "l1")]
+    locations = [index_pairs(base / d / "current" / "locations") for d in ("l0", "l1")]
     for index in base.glob("l*/current/*"):
         if index.name in ("ledgers", "locations"):
             shutil.rmtree(index)
@@ -158,7 +156,7 @@ async def test_both_lost_come_back_ledgers_first(
     rebuild(_conf(base), "locations")
     # With the deleted ledger back in the ledgers index, its entries are indexed again too: nothing else differs.
     for d, pairs in zip(("l0", "l1"), locations, strict=True):
-        rebuilt = _pairs(base / d / "current" / "locations")
+        rebuilt = index_pairs(base / d / "current" / "locations")
         assert {k: v for k, v in rebuilt.items() if k[:8] != struct.pack(">q", DELETED)} == pairs
     await _read_all(base, written)
 
@@ -177,15 +175,15 @@ async def test_refused_while_the_bookie_runs(tmp_path: Path) -> None:
         assert refused.returncode == 1 and "stop the bookie" in refused.stderr, refused
         assert "nothing changed" in refused.stderr
         # (The running RocksDB changes its own files meanwhile: what a rebuild would have made is looked for.)
-        assert not [p for p in tmp_path.rglob("*") if ".TEMP-" in p.name or ".BACKUP-" in p.name]
+        assert not [p for p in _files(tmp_path, "**/*") if ".TEMP-" in p.name or ".BACKUP-" in p.name]
     finally:
         await engine.close()
 
 
 async def test_a_damaged_entry_log_is_indexed_up_to_the_damage_and_named(
         stopped_bookie: tuple[Path, dict[tuple[int, int], bytes]], capsys: pytest.CaptureFixture[str]) -> None:
-    base, written = stopped_bookie
-    log = sorted((base / "l0" / "current").glob("*.log"))[1]
+    base, _ = stopped_bookie
+    log = _files(base, "l0/current/*.log")[1]
     data = bytearray(log.read_bytes())
     records = [(r.offset, r.ledger_id, r.entry_id) for r in ef.iter_records(data)]
     damaged_at = records[len(records) // 2][0]
@@ -196,7 +194,7 @@ async def test_a_damaged_entry_log_is_indexed_up_to_the_damage_and_named(
     assert cli.main(["index", "rebuild", "locations", "--conf", str(conf_file)]) == 1
     said = capsys.readouterr().err
     assert f"{log}: at offset {damaged_at}: negative record size -5" in said, said
-    rebuilt = _pairs(base / "l0" / "current" / "locations")
+    rebuilt = index_pairs(base / "l0" / "current" / "locations")
     log_id = int(log.stem, 16)
     in_this_log = {(ledger, entry_id) for ledger, entry_id, location in (
         (*struct.unpack(">qq", key), struct.unpack(">q", value)[0]) for key, value in rebuilt.items())

@@ -16,10 +16,10 @@ from bookie.storage.engine import StorageEngine
 from bookie.storage.errors import FencedError, NoLedgerError
 from bookie.storage.index import LedgerData
 from bookie.storage.index_logs import IndexDamagedError
-from rocksdict import AccessType, Options, Rdict
 
 from tests.storage.conftest import engine_conf
 from tests.support.raw_client import MASTER_KEY, entry
+from tests.support.rocksdb_index import index_pairs
 
 REBUILT = LedgerData(master_key=b"", fenced=True)  # what the rebuild writes for every ledger
 
@@ -28,12 +28,6 @@ def _long_key(ledger_id: int) -> bytes:
     return struct.pack(">q", ledger_id) + bytes(8)
 
 
-def _keys(index: Path) -> list[bytes]:
-    db = Rdict(str(index), Options(raw_mode=True), access_type=AccessType.read_only())
-    try:
-        return list(db.keys())
-    finally:
-        db.close()
 
 
 async def test_ledgers_under_16_byte_keys_are_served_and_rekeyed(tmp_path: Path) -> None:
@@ -63,7 +57,7 @@ async def test_ledgers_under_16_byte_keys_are_served_and_rekeyed(tmp_path: Path)
         await engine.delete_ledger(10)
     finally:
         await engine.close()
-    assert _keys(index) == [struct.pack(">q", 11)], "ledger 11 under its 8-byte key only, ledger 10 deleted"
+    assert list(index_pairs(index)) == [struct.pack(">q", 11)], "ledger 11 under its 8-byte key only, ledger 10 deleted"
 
     engine = StorageEngine(engine_conf(tmp_path))
     await engine.start()

@@ -175,10 +175,8 @@ def _scan_entry_log(path: Path, report: RebuildReport) -> Iterator[tuple[int, in
     """(ledger id, entry id, position of the entry) of each record, up to the ledgers map or the first damaged
     record (which is added to ``report.damaged``)."""
     with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size < ef.HEADER_SIZE:
-            report.damaged.append(f"{path}: {size} bytes, shorter than an entry log's header")
-            return
+        if os.fstat(f.fileno()).st_size <= ef.HEADER_SIZE:
+            return  # no record yet: a log created ahead of its use (Apache BookKeeper's) or cut before its first
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data, memoryview(data) as view:
             records = ef.iter_records(view)
             try:
