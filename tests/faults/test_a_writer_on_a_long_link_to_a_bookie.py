@@ -1,9 +1,10 @@
-"""A writer with a long link to one bookie of its ensemble (every byte either way a fixed time late, nothing lost:
-the bookie in another zone or region) loses nothing, keeps that bookie, and its acknowledgements follow its ack
-quorum, not the far bookie.
+"""A writer with a long link to one bookie of its ensemble (every byte either way late, by a time that varies,
+nothing lost: the bookie in another zone or region, on a path whose queues fill and drain) loses nothing, keeps
+that bookie, and its acknowledgements follow its ack quorum, not the far bookie.
 
 The link is real (``tests/support/faults.py``, ``DelayedLink``): new connections to the bookie's address and port
-go through a relay that holds what it reads a seeded 100 to 400 ms before passing it on, each way.
+go through a relay that holds what it reads a seeded 100 to 400 ms before passing it on, each way, and each piece
+up to a seeded jitter (0 to as much again) later still, in order.
 
 Each round, on 3 bookies of either implementation: the link to a seeded bookie made long, a new client (its
 connections made through the link), a 3/3/2 ledger (every entry goes to the far bookie, two near ones acknowledge
@@ -54,6 +55,8 @@ IN_FLIGHT = 8
 def test_a_long_link_of_bad_input_says_what_is_wrong() -> None:
     with pytest.raises(ValueError, match="1 to 60,000 ms each way, not 0"):
         DelayedLink("127.0.0.1", 3181, delay_ms=0)
+    with pytest.raises(ValueError, match="jitter is 0 to 60,000 ms, not -1"):
+        DelayedLink("127.0.0.1", 3181, delay_ms=10, jitter_ms=-1)
     with pytest.raises(ValueError, match="65535, not 70000"):
         DelayedLink("127.0.0.1", 70000, delay_ms=100)
 
@@ -100,6 +103,26 @@ def test_a_long_link_delays_new_connections_both_ways_until_healed(echo_server: 
         assert back == payload and link.relayed == 1, "a connection made after the heal went through the relay"
 
 
+def test_a_jittery_link_varies_each_pieces_delay_and_keeps_the_stream_in_order(
+        echo_server: tuple[str, int]) -> None:
+    rng = random.Random(11)
+    with DelayedLink(*echo_server, delay_ms=5, jitter_ms=40, seed=3) as link, \
+            socket.create_connection(echo_server, timeout=10) as conn:
+        sent = b""
+        back = b""
+        for _ in range(30):  # pieces a few ms apart: later ones may be due before earlier ones, never passed on so
+            piece = rng.randbytes(rng.randint(1, 2000))
+            conn.sendall(piece)
+            sent += piece
+            time.sleep(0.003)
+        while len(back) < len(sent):
+            back += conn.recv(65536)
+        assert back == sent, "the relay reordered or changed the stream"
+        added = list(link.added_ms)
+    assert added and all(5 <= ms <= 45 for ms in added), added
+    assert max(added) - min(added) > 10, f"the pieces' delays did not vary: {added}"
+
+
 # ------------------------------------------------------------------ the scenario
 
 
@@ -120,7 +143,9 @@ async def _round(cluster: BookieCluster, history: History, rng: random.Random, n
     """One ledger written with one bookie of its ensemble behind a long link; returns what was seen."""
     far = rng.choice(cluster.bookies)
     payloads = random.Random(rng.getrandbits(64))
-    link = DelayedLink(far.address, far.port, delay_ms=rng.randint(*DELAY_MS))
+    delay_ms = rng.randint(*DELAY_MS)
+    link = DelayedLink(far.address, far.port, delay_ms=delay_ms, jitter_ms=rng.randint(0, delay_ms),
+                       seed=rng.getrandbits(32))
     await asyncio.to_thread(link.cut)
     try:
         async with BookKeeper(cluster.client_config()) as bk:
@@ -138,6 +163,7 @@ async def _round(cluster: BookieCluster, history: History, rng: random.Random, n
         assert link.relayed >= 1, f"{name}: the writer's connection did not go through the long link"
         # Read from the far bookie over a direct link (one read per round trip would take minutes): once the
         # last entry is there, what the relay still held has reached it too (in order, on one connection).
+        link_jitter_ms, added_ms = link.jitter_ms, list(link.added_ms)  # before the heal, which zeroes the jitter
         await asyncio.to_thread(link.heal)
         entries = list(range(handle.last_add_confirmed + 1))
         await _until_stored(far, handle.ledger_id, entries[-1], name)
@@ -146,8 +172,9 @@ async def _round(cluster: BookieCluster, history: History, rng: random.Random, n
         assert not lacking, f"{name}: the far bookie lacks entries {lacking}"
     finally:
         await asyncio.to_thread(link.close)
-    return (f"{name}: {far.bookie_id} {link.delay_ms} ms away each way, {len(entries)} appends {IN_FLIGHT} at a "
-            f"time, a batch's median {statistics.median(batches) * 1000:.0f} ms, slowest "
+    return (f"{name}: {far.bookie_id} {link.delay_ms} ms away each way, up to {link_jitter_ms} ms more per piece "
+            f"({len(added_ms)} pieces, {min(added_ms):.0f} to {max(added_ms):.0f} ms), {len(entries)} appends "
+            f"{IN_FLIGHT} at a time, a batch's median {statistics.median(batches) * 1000:.0f} ms, slowest "
             f"{max(batches) * 1000:.0f} ms")
 
 

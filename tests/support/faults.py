@@ -40,6 +40,7 @@ tried and why it failed: scenarios fail with it, they never skip.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import errno
 import hashlib
@@ -48,6 +49,7 @@ import itertools
 import json
 import os
 import queue
+import random
 import shutil
 import socket
 import subprocess
@@ -447,7 +449,10 @@ def remove_partitions(*, owner: int | None = None) -> list[str]:
 
 class DelayedLink:
     """A long link to ``address:port`` (another zone, another region) rather than a poor one: every piece of data
-    either way arrives ``delay_ms`` later than it was sent, nothing lost, the bandwidth untouched.
+    either way arrives ``delay_ms`` later than it was sent, nothing lost, the bandwidth untouched. With
+    ``jitter_ms``, each piece a seeded 0 to ``jitter_ms`` later still, never before the piece sent ahead of it on
+    its connection (TCP hands the receiver a stream in order, whatever its packets did): a path whose queues fill
+    and drain. ``added_ms`` keeps the delay each piece got, the last ``ADDED_KEPT``.
 
     This kernel has no ``netem`` queueing discipline, so the delay is added in user space: nftables redirects new
     connections to the bookie's address and port (``redirect`` in the output hook's nat chain) to a relay of ours,
@@ -461,13 +466,18 @@ class DelayedLink:
 
     MARK = 0x6B6F  # on the relay's own connections to the bookie: never redirected
     QUEUED_CHUNKS = 256  # per direction, up to 64 KiB each: what a relay holds before it stops reading
+    ADDED_KEPT = 10_000
 
-    def __init__(self, address: str, port: int, *, delay_ms: int) -> None:
+    def __init__(self, address: str, port: int, *, delay_ms: int, jitter_ms: int = 0, seed: int = 0) -> None:
         if not 0 < delay_ms <= 60_000:
             raise ValueError(f"a long link adds 1 to 60,000 ms each way, not {delay_ms}")
+        if not 0 <= jitter_ms <= 60_000:
+            raise ValueError(f"a long link's jitter is 0 to 60,000 ms, not {jitter_ms}")
         self.target = Partition(address, port)  # its table, address and port checks
         self.delay_s = delay_ms / 1000
-        self.delay_ms = delay_ms
+        self.delay_ms, self.jitter_ms = delay_ms, jitter_ms
+        self._jitter = random.Random(seed)  # drawn on the relay's thread only
+        self.added_ms: collections.deque[float] = collections.deque(maxlen=self.ADDED_KEPT)
         self.relayed = 0  # connections relayed so far
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
@@ -500,7 +510,7 @@ table inet {self.target.table} {{
 
     def heal(self) -> None:
         """New connections go straight to the bookie again, and the relay stops delaying."""
-        self.delay_s = 0.0
+        self.delay_s, self.jitter_ms = 0.0, 0
         self.target.heal()
 
     def close(self) -> None:
@@ -589,13 +599,18 @@ table inet {self.target.table} {{
                     receiver_gone = True
 
         writing = asyncio.create_task(write_when_due())
+        due_last = 0.0
         try:
             while True:
                 try:
                     data = await source.read(65536)
                 except OSError:
                     data = b""  # the sender reset the connection: its end, after what it sent before
-                await held.put((loop.time() + self.delay_s, data))
+                now = loop.time()
+                jitter_s = self._jitter.uniform(0, self.jitter_ms) / 1000 if self.jitter_ms else 0.0
+                due_last = max(due_last, now + self.delay_s + jitter_s)  # never ahead of what was sent before
+                self.added_ms.append((due_last - now) * 1000)
+                await held.put((due_last, data))
                 if not data:
                     break
             await writing
