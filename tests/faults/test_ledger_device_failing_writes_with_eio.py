@@ -1,15 +1,16 @@
-"""A bookie whose ledger device alone starts failing its writes or syncs with EIO (its journal healthy) loses no
-entry it acknowledged: the client replaces it and loses nothing, and restarted on a sound device it still has
-every entry it acknowledged (its journal replays what its ledger storage did not take). Ours reacts as
-docs/architecture.md says: a checkpoint's I/O error fail-stops it with exit status 5.
+"""A bookie whose ledger device alone starts failing its writes or syncs, or everything, reads too, with EIO (its
+journal healthy) loses no entry it acknowledged: the client replaces it and loses nothing, and restarted on a sound
+device it still has every entry it acknowledged (its journal replays what its ledger storage did not take). Ours
+reacts as docs/architecture.md says: a checkpoint's I/O error fail-stops it with exit status 5.
 
 The failing device is the preload of ``tests/support/faults.py``'s ``DeviceFault`` (tests/support/eio_under.c), as
 in the entry-log read scenario: the victim, a seeded bookie of the ledger's ensemble (3/2/2 on 4 bookies), starts
 with it, and once a seeded number of entries is acknowledged, its writes (``write``, ``pwrite``, ``writev``), its
-syncs (``fsync``, ``fdatasync``) or both, on files under its ledger directory only, fail with EIO (after a seeded 0
-to 5 of them still done), each set in turn from a seeded first. That is its entry logs and both RocksDB indexes
-(their write-ahead logs, tables and syncs), and ``lastMark``; its journal, on another directory, is untouched, so
-adds go on being acknowledged until the bookie reacts.
+syncs (``fsync``, ``fdatasync``), both, or all of its calls there, reads (``read``, ``pread``) too, on files under
+its ledger directory only, fail with EIO (after a seeded 0 to 5 of them still done), each set in turn from a seeded
+first. That is its entry logs and both RocksDB indexes (their write-ahead logs, tables and syncs), and
+``lastMark``; its journal, on another directory, is untouched, so adds go on being acknowledged until the bookie
+reacts.
 
 Each round: the writer goes on past the fault (no append may fail) and closes its ledger; the victim's reaction is
 awaited up to ``REACTS_WITHIN`` (ours must exit with BookKeeper's ``BOOKIE_EXCEPTION`` status, 5; Apache
@@ -38,7 +39,7 @@ import pytest
 from bookie.client import BookKeeper
 from bookie.protocol.codes import StatusCode
 
-from tests.support.faults import DeviceFault
+from tests.support.faults import DEVICE_CALLS, DeviceFault
 from tests.support.history import History
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
@@ -54,9 +55,10 @@ from tests.support.victims import (
     wait_writable,
 )
 
-ROUNDS = {"python": 3, "java": 2}  # ours: each set of calls once; each round restarts its victim twice
+ROUNDS = {"python": 4, "java": 2}  # ours: each set of calls once; each round restarts its victim twice
 FAULTS = [["write", "pwrite", "writev"], ["fsync", "fdatasync"],
-          ["write", "pwrite", "writev", "fsync", "fdatasync"]]
+          ["write", "pwrite", "writev", "fsync", "fdatasync"],
+          list(DEVICE_CALLS)]  # reads too: a device that answers nothing
 FAULT_AFTER = (20, 200)  # entries acknowledged before the device fails
 PASS_FIRST = (0, 5)  # calls on the ledger directory still done once it fails
 AFTER_FAULT = 100  # entries acknowledged after it

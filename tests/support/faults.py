@@ -682,16 +682,18 @@ def tcp_ports_to(pids: list[int], port: int) -> list[int]:
 
 
 class ProcessPartition:
-    """Cuts the processes of ``leader``'s process group off ``host:port`` (ZooKeeper, another bookie: ``peer``
-    names it in messages) while cut; every other connection of theirs goes on.
-    ``with ProcessPartition(bookie.proc.pid, host, port) as cut: ...``."""
+    """Cuts the processes of ``leader``'s process group off ``host:port`` and the ``also`` (host, port) pairs
+    (ZooKeeper, another bookie, a writer's ensemble: ``peer`` names them in messages) while cut; every other
+    connection of theirs goes on. ``with ProcessPartition(bookie.proc.pid, host, port) as cut: ...``."""
 
-    def __init__(self, leader: int, host: str, port: int, peer: str = "ZooKeeper") -> None:
+    def __init__(self, leader: int, host: str, port: int, peer: str = "ZooKeeper", *,
+                 also: Sequence[tuple[str, int]] = ()) -> None:
         if not Path(f"/proc/{leader}").exists():
             raise ValueError(f"no process {leader} to cut off {peer}")
         self.leader = leader
         self.peer = peer
         self.target = Partition(host, port)  # its table, address and port checks
+        self.targets = [self.target, *(Partition(other_host, other_port) for other_host, other_port in also)]
         self.cgroup: Path | None = None
         self.origin: Path | None = None  # where its processes go back to
 
@@ -716,19 +718,22 @@ class ProcessPartition:
                 from None
         self.cgroup = group
         # After the move: every socket made from now on is the cgroup's, every older one is among these.
-        ports = ",".join(map(str, tcp_ports_to(process_group(self.leader), self.target.port)))
-        target = f"ip daddr {self.target.address} tcp dport {self.target.port}"
-        older = (f"{target} tcp sport {{ {ports} }} drop\n"
-                 f"ip saddr {self.target.address} tcp sport {self.target.port} tcp dport {{ {ports} }} drop"
-                 ) if ports else ""
+        members = process_group(self.leader)
+        rules = []
+        for each in self.targets:
+            target = f"ip daddr {each.address} tcp dport {each.port}"
+            rules.append(f'socket cgroupv2 level {level} "{rule_path}" {target} drop')
+            ports = ",".join(map(str, tcp_ports_to(members, each.port)))
+            if ports:
+                rules += [f"{target} tcp sport {{ {ports} }} drop",
+                          f"ip saddr {each.address} tcp sport {each.port} tcp dport {{ {ports} }} drop"]
         try:
-            where = f"{self.target.address}:{self.target.port}"
+            where = ", ".join(f"{each.address}:{each.port}" for each in self.targets)
             _nft(f"cutting process {self.leader} off {self.peer} at {where}", ["-f", "-"], f"""
 table inet {self.target.table} {{
     chain output {{
         type filter hook output priority filter - 10; policy accept;
-        socket cgroupv2 level {level} "{rule_path}" {target} drop
-        {older}
+        {chr(10).join(rules)}
     }}
 }}
 """)
