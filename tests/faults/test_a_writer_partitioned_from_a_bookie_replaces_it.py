@@ -4,7 +4,8 @@ The partition is real: every TCP packet to and from the bookie's own address and
 (``tests/support/faults.py``, ``Partition``: an nftables table of its own, removed by this file's finalizer and by
 the session's safety net in conftest.py), so the client hears nothing from it, no reset and no error, and has to
 find out by its add timeout. The bookie keeps its ZooKeeper session (another port) and stays registered: the
-client must exclude it by itself.
+client must exclude it by itself. The rounds take the cut's directions in turn from a seeded first: both ways, only
+what is sent to the bookie (its requests lost), only what it sends (it stores the adds, its answers are lost).
 
 Each round, on 4 bookies of either implementation: a 3/2/2 ledger (each entry on 2 of the 3, both needed for the
 acknowledgement, so every entry striped onto the cut bookie waits for the ensemble change), a seeded number of
@@ -31,7 +32,13 @@ from typing import Any
 import pytest
 from bookie.client import BookKeeper, LedgerHandle
 
-from tests.support.faults import PARTITION_TABLE_PREFIX, Partition, partition_tables, remove_partitions
+from tests.support.faults import (
+    PARTITION_DIRECTIONS,
+    PARTITION_TABLE_PREFIX,
+    Partition,
+    partition_tables,
+    remove_partitions,
+)
 from tests.support.history import History, check, report
 from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
@@ -87,6 +94,25 @@ def test_a_partition_drops_only_its_address_and_port_until_healed() -> None:
             server.close()
 
 
+def test_a_one_way_partition_drops_only_that_direction() -> None:
+    server = _listener("127.0.0.251")
+    port = server.getsockname()[1]
+    try:
+        with Partition("127.0.0.251", port, "to"):
+            assert not _connects("127.0.0.251", port), "a SYN to the address got through"
+        with socket.create_connection(("127.0.0.251", port), timeout=2) as conn, Partition("127.0.0.251", port, "from"):
+            accepted, _ = server.accept()
+            with accepted:
+                conn.sendall(b"request")  # arrives: only what the address sends is dropped
+                assert accepted.recv(16) == b"request"
+                accepted.sendall(b"answer")
+                conn.settimeout(1.0)
+                with pytest.raises(TimeoutError):
+                    conn.recv(16)
+    finally:
+        server.close()
+
+
 def test_a_partition_left_by_a_killed_run_is_removed() -> None:
     gone = subprocess.Popen(["true"])  # the process that owned the leftover, ended before its finalizers ran
     gone.wait()
@@ -108,6 +134,8 @@ def test_a_partition_of_bad_input_says_what_is_wrong() -> None:
         Partition("127.0.0.1", 0)
     with pytest.raises(ValueError, match="does not appear to be an IPv4 or IPv6 address"):
         Partition("bookie-0", 3181)
+    with pytest.raises(ValueError, match="both, to, from, not 'sideways'"):
+        Partition("127.0.0.1", 3181, "sideways")
 
 
 # ------------------------------------------------------------------ the scenario
@@ -120,10 +148,12 @@ async def test_a_writer_partitioned_from_a_bookie_replaces_it(
     cluster = await asyncio.to_thread(cluster_factory, bookie_kind, 4, **CONF)
     history = History()
     replaced_after: list[float] = []
+    first = seeded_rng.randrange(len(PARTITION_DIRECTIONS))  # then in turn: both ways, then one way each
     async with BookKeeper(cluster.client_config()) as bk:
         for number in range(rounds(ROUNDS[bookie_kind])):
-            replaced_after.append(await _round(bk, cluster, cut_until_the_end, history, seeded_rng,
-                                               f"{bookie_kind}-{number}"))
+            direction = PARTITION_DIRECTIONS[(first + number) % len(PARTITION_DIRECTIONS)]
+            replaced_after.append(await _round(bk, cluster, cut_until_the_end, history, seeded_rng, direction,
+                                               f"{bookie_kind}-{number}-{direction}"))
     await recover_and_read_every_ledger(cluster.client_config(), history, IN_FLIGHT)
     violations = check(history)
     assert not violations, report(violations, history)
@@ -132,7 +162,7 @@ async def test_a_writer_partitioned_from_a_bookie_replaces_it(
 
 
 async def _round(bk: BookKeeper, cluster: BookieCluster, cut_until_the_end: Cut, history: History,
-                 rng: random.Random, name: str) -> float:
+                 rng: random.Random, direction: str, name: str) -> float:
     """One ledger written across a partition of one bookie of its ensemble; returns how long the first batch
     appended while cut took (the add timeout, then the ensemble change)."""
     payloads = random.Random(rng.getrandbits(64))
@@ -141,7 +171,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, cut_until_the_end: Cut,
     victim = cluster.by_id(rng.choice(sorted(handle.metadata.ensemble_at(0))))
     writer = Recorder(history, f"writer-{name}")
     before = await _append(writer, handle, payloads, rng.randint(*BEFORE_CUT), name)
-    partition = cut_until_the_end(Partition(victim.address, victim.port))
+    partition = cut_until_the_end(Partition(victim.address, victim.port, direction))
     started = time.monotonic()
     await _append(writer, handle, payloads, IN_FLIGHT, name)
     first_batch_s = time.monotonic() - started

@@ -347,20 +347,28 @@ def _nft(what: str, args: list[str], script: str | None = None) -> str:
     return proc.stdout
 
 
+PARTITION_DIRECTIONS = ("both", "to", "from")
+
+
 class Partition:
     """Drops every TCP packet to and from ``address:port`` (one bookie's port) while cut:
-    ``with Partition(bookie.address, bookie.port) as cut: ...; cut.heal()``; leaving the block heals it too."""
+    ``with Partition(bookie.address, bookie.port) as cut: ...; cut.heal()``; leaving the block heals it too.
+    ``direction``: ``"to"`` drops only what is sent to it, ``"from"`` only what it sends (an asymmetric cut: its
+    requests arrive and its answers are lost, or the reverse)."""
 
     _tables = itertools.count()
 
-    def __init__(self, address: str, port: int) -> None:
+    def __init__(self, address: str, port: int, direction: str = "both") -> None:
         parsed = ipaddress.ip_address(address)
         if parsed.version != 4:
             raise ValueError(f"a partition matches an IPv4 bookie address, not {address!r}")
         if not 0 < port < 65536:
             raise ValueError(f"a partition needs a TCP port from 1 to 65535, not {port}")
+        if direction not in PARTITION_DIRECTIONS:
+            raise ValueError(f"a partition cuts {', '.join(PARTITION_DIRECTIONS)}, not {direction!r}")
         self.address = str(parsed)
         self.port = port
+        self.direction = direction
         self.table = f"{PARTITION_TABLE_PREFIX}{os.getpid()}_{next(self._tables)}"
         self.cut_now = False
 
@@ -370,7 +378,8 @@ class Partition:
 
     def cut(self) -> None:
         to, back = f"ip daddr {self.address} tcp dport {self.port}", f"ip saddr {self.address} tcp sport {self.port}"
-        rules = "\n".join(f"        {match} {drop}" for drop in self._drops() for match in (to, back))
+        matches = {"both": (to, back), "to": (to,), "from": (back,)}[self.direction]
+        rules = "\n".join(f"        {match} {drop}" for drop in self._drops() for match in matches)
         _nft(f"cutting {self.address}:{self.port} off", ["-f", "-"], f"""
 table inet {self.table} {{
     chain output {{
