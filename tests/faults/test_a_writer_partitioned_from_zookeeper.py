@@ -103,7 +103,7 @@ async def _round(cluster: BookieCluster, client: str, cut_until_the_end: Cut, hi
         partition.heal()
         healed_at = time.monotonic()
         cut_lasted_s = healed_at - cut_at  # more than planned when killing the bookie took longer
-        pending = await _collect(writer, history, ledger, start, ACKNOWLEDGED_WITHIN)
+        pending = await writer.collect(history, ledger, start, ACKNOWLEDGED_WITHIN)
         back_s = time.monotonic() - healed_at
         failed = [a for a in pending if not a.ok]
         assert not failed, (f"{name}: {len(failed)} of {len(pending)} appends failed after a ZooKeeper cut of "
@@ -146,21 +146,9 @@ async def _appended(writer: WriterProcess, history: History, ledger: int, rng: r
                     when: str) -> None:
     start = history.clock()
     await writer.send("append", BATCH, rng.getrandbits(32))
-    appends = await _collect(writer, history, ledger, start, ANSWER_WITHIN)
+    appends = await writer.collect(history, ledger, start, ANSWER_WITHIN)
     failed = [a for a in appends if not a.ok]
     assert not failed, f"{name}: an append {when} failed: {failed[0].error}\nlog:\n{writer.log_tail()}"
-
-
-async def _collect(writer: WriterProcess, history: History, ledger: int, start: int, within: float) -> list[Any]:
-    """The answers to one ``append`` command, each recorded in ``history`` (invoked when the command was sent)."""
-    deadline = time.monotonic() + within
-    appends = []
-    while "done" not in (answer := await writer.answer(max(deadline - time.monotonic(), 0.1))):
-        append = WriterProcess.parse_append(answer)
-        history.add(Op("append", "writer", ledger, start, history.clock(), append.ok, entry=append.entry,
-                       data=append.data, error=append.error))
-        appends.append(append)
-    return appends
 
 
 async def _answers_until(writer: WriterProcess, until: float) -> list[dict[str, Any]]:

@@ -89,7 +89,7 @@ async def _round(cluster: BookieCluster, client: str, cut_until_the_end: Cut, hi
         recovered_last = recovered.metadata.last_entry_id
         partition.heal()
         healed_at = time.monotonic()
-        pending = await _collect(writer, history, ledger, start)
+        pending = await writer.collect(history, ledger, start, ANSWER_WITHIN)
         ended_s = time.monotonic() - healed_at
         after = await _appends(writer, history, ledger, rng, count=5)
         assert not any(a.ok for a in after), f"{name}: the cut-off writer appended to its recovered ledger: {after}"
@@ -111,16 +111,4 @@ async def _appends(writer: WriterProcess, history: History, ledger: int, rng: ra
                    count: int = BATCH) -> list[Append]:
     start = history.clock()
     await writer.send("append", count, rng.getrandbits(32))
-    return await _collect(writer, history, ledger, start)
-
-
-async def _collect(writer: WriterProcess, history: History, ledger: int, start: int) -> list[Append]:
-    """The answers to one ``append`` command, each recorded in ``history`` (invoked when the command was sent)."""
-    deadline = time.monotonic() + ANSWER_WITHIN
-    appends = []
-    while "done" not in (answer := await writer.answer(max(deadline - time.monotonic(), 0.1))):
-        append = WriterProcess.parse_append(answer)
-        history.add(Op("append", "writer", ledger, start, history.clock(), append.ok, entry=append.entry,
-                       data=append.data, error=append.error))
-        appends.append(append)
-    return appends
+    return await writer.collect(history, ledger, start, ANSWER_WITHIN)

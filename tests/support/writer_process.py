@@ -24,6 +24,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import Any
 
 from bookie.client import BookKeeper, ClientConfig, LedgerHandle
 
+from tests.support.history import History, Op
 from tests.support.java_client import java_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -193,6 +195,18 @@ class WriterProcess:
         body = answer["append"]
         return Append(ok=body["ok"], data=bytes.fromhex(body["data"]), entry=body.get("entry"),
                       error=body.get("error", ""))
+
+    async def collect(self, history: History, ledger: int, start: int, within: float) -> list[Append]:
+        """The answers to one ``append`` command, each recorded in ``history`` as the writer's (invoked at
+        ``start``, when the command was sent), within ``within`` s for them all."""
+        deadline = time.monotonic() + within
+        appends = []
+        while "done" not in (answer := await self.answer(max(deadline - time.monotonic(), 0.1))):
+            append = self.parse_append(answer)
+            history.add(Op("append", "writer", ledger, start, history.clock(), append.ok, entry=append.entry,
+                           data=append.data, error=append.error))
+            appends.append(append)
+        return appends
 
 
 if __name__ == "__main__":
