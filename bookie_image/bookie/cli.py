@@ -6,6 +6,7 @@
     bookie entrylog dump FILE.log [--limit N] [--map-only]
     bookie ledger locations --conf bookie.conf LEDGER_ID
     bookie check --conf bookie.conf
+    bookie scrub LEDGER_DIR...
     bookie index rebuild {ledgers,locations} --conf bookie.conf
 """
 
@@ -129,6 +130,19 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
     return 1 if damaged else 0
 
 
+def cmd_scrub(args: argparse.Namespace) -> int:
+    from bookie.scrub import scrub
+
+    report = scrub([Path(d) for d in args.ledger_dirs])
+    _print_json(report.as_json())
+    for damaged in report.damaged:
+        print(f"bookie: damaged: ledger {damaged.ledger} entry {damaged.entry} in {damaged.log} at offset "
+              f"{damaged.offset} (its {damaged.digest} digest does not match)", file=sys.stderr)
+    for problem in report.problems:
+        print(f"bookie: {problem}", file=sys.stderr)
+    return 1 if report.damaged or report.problems else 0
+
+
 def _service_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf", required=True, help="bk_server.conf-style file")
     parser.add_argument("--log-level", default="info")
@@ -175,6 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="check a bookie's directories for consistency")
     check.add_argument("--conf", required=True)
     check.set_defaults(func=cmd_check)
+
+    scrub = sub.add_parser(
+        "scrub", help="check every entry of the entry logs against its digest and name the damaged ones (CRC32C "
+                      "and CRC32 ledgers; HMAC and DUMMY ones are listed as not verified); the bookie may run")
+    scrub.add_argument("ledger_dirs", nargs="+", metavar="LEDGER_DIR",
+                       help="a ledger directory (ledgerDirectories), of this bookie or an Apache BookKeeper one")
+    scrub.set_defaults(func=cmd_scrub)
 
     index = sub.add_parser("index", help="the RocksDB indexes of the ledger directories").add_subparsers(
         dest="action", required=True)

@@ -2,18 +2,23 @@
 entry from another replica, so every acknowledged entry still reads back with its bytes.
 
 Each round writes a closed 3/2/2 ledger, stops one bookie (its write cache goes to its entry logs), flips a
-seeded bit in the payload of seeded entries whose first replica to read is that bookie, checks through a raw
-connection that the bookie now serves the damaged bytes (the fault is real), starts it and reads the ledger
-back with a new client. The history checker judges every operation, and a read the client could not complete
-(it found no good copy) fails the round. Apache BookKeeper's bookie is not in it yet: restarted, it served the
-entries undamaged (a good copy written again from its journal, it seems), so the fault never reached a reader
-(docs/reliability.md).
+seeded bit in the payload of seeded entries whose first replica to read is that bookie, runs ``bookie scrub`` on
+its ledger directory, which must name exactly the entries damaged there so far (this round's and earlier
+rounds'), checks through a raw connection that the bookie now serves the damaged bytes (the fault is real),
+starts it and reads the ledger back with a new client. The history checker judges every operation, and a read
+the client could not complete (it found no good copy) fails the round. Apache BookKeeper's bookie is not in it
+yet: restarted, it served the entries undamaged (a good copy written again from its journal, it seems), so the
+fault never reached a reader (docs/reliability.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
+import subprocess
+import sys
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,16 +49,18 @@ async def test_a_flipped_bit_is_read_from_another_replica(
         cluster_factory: Callable[..., BookieCluster], bookie_kind: str, seeded_rng: random.Random) -> None:
     cluster = await asyncio.to_thread(cluster_factory, bookie_kind, 3, **CONF)
     history = History()
+    damaged_on: dict[str, set[tuple[int, int]]] = defaultdict(set)  # bookie -> (ledger, entry) damaged there
     async with BookKeeper(cluster.client_config(sticky_reads=False)) as bk:
         for number in range(rounds(ROUNDS)):
-            await _round(bk, cluster, history, seeded_rng, f"{bookie_kind}-{number}")
+            await _round(bk, cluster, history, seeded_rng, damaged_on, f"{bookie_kind}-{number}")
     violations = check(history)
     assert not violations, report(violations, history)
     failed = [op for op in history.ops if not op.ok]
     assert not failed, "reads the client could not serve from a good replica:\n" + "\n".join(map(str, failed))
 
 
-async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: random.Random, name: str) -> None:
+async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: random.Random,
+                 damaged_on: dict[str, set[tuple[int, int]]], name: str) -> None:
     writer = Recorder(history, f"writer-{name}")
     handle = await bk.create_ledger(3, 2, 2)
     for i in range(ENTRIES):
@@ -72,12 +79,27 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
         offset, bit = DIGEST_HEADER + rng.randrange(size - DIGEST_HEADER), rng.randrange(8)
         for path, body_at, _ in records[entry_id]:  # every copy (a compaction or replay may have left two)
             flip_bit(path, body_at + offset, bit)
+    damaged_on[victim.bookie_id] |= {(handle.ledger_id, entry_id) for entry_id in damaged}
+    named = await asyncio.to_thread(_scrub, victim.ledger_dir)
+    assert named == damaged_on[victim.bookie_id], (
+        f"{name}: `bookie scrub` named {sorted(named)}, the damaged entries on {victim.bookie_id} are "
+        f"{sorted(damaged_on[victim.bookie_id])}")
     await asyncio.to_thread(victim.start)
     await _served_damaged(victim.bookie_id, handle.ledger_id, damaged, history, name)
     reader = Recorder(history, f"reader-{name}")
     opened = await reader.recover(bk, handle.ledger_id)
     assert opened is not None, f"{name}: ledger {handle.ledger_id} could not be opened"
     await reader.read_back(opened)
+
+
+def _scrub(ledger_dir: Path) -> set[tuple[int, int]]:
+    """What ``bookie scrub`` names as damaged on a ledger directory: (ledger, entry) pairs."""
+    done = subprocess.run([sys.executable, "-m", "bookie.cli", "scrub", str(ledger_dir)], capture_output=True,
+                          text=True, timeout=120)
+    report = json.loads(done.stdout)
+    assert done.returncode == (1 if report["damaged"] else 0) and not report["problems"], done
+    assert not report["not_verified"], f"CRC32C ledgers reported as not verified: {report['not_verified']}"
+    return {(found["ledger"], found["entry"]) for found in report["damaged"]}
 
 
 def _records(current: Path, ledger_id: int) -> dict[int, list[tuple[Path, int, int]]]:
