@@ -62,8 +62,9 @@ _STACK_FRAME = re.compile(r"^(at \S+\(.*\)|\.\.\. \d+ more)")  # "at a.B.c(B.jav
 
 ADVICE = {
     COOKIE_MISMATCH: "the volumes hold another bookie's or another BookKeeper instance's data",
-    INCOMPATIBLE_DISK: "the volumes hold data this implementation cannot take over; set spec.implementation "
-                       "back to the one that wrote them",
+    INCOMPATIBLE_DISK: "the volumes hold data this implementation cannot serve as it is: a layout another "
+                       "implementation wrote (set spec.implementation back to the one that wrote them), or a lost "
+                       "RocksDB index (rebuild it with the command the message names, the bookie stopped)",
     INVALID_CONFIG: "fix the configuration the bookie names (spec.config)",
     DIRECTORY_NOT_WRITABLE: "give the bookie writable volumes (mount options, ownership, storage class)",
     DISK_FULL: "free space on the named volume or give the bookie larger volumes",
