@@ -850,15 +850,18 @@ class DeviceFault:
         self.switch = workdir / f"eio-{bookie.bookie_id.replace(':', '_')}"
         self.library = _eio_under_library(workdir)
 
-    def start(self, *, failing: bool = False) -> None:
-        """``failing``: the calls fail from the process's first (a device found broken at start-up), and the
-        bookie is not waited for (it may never be ready)."""
+    def start(self, *, failing: bool = False, after: int = 0) -> None:
+        """``failing``: the calls fail from the process's first (a device found broken at start-up), or once
+        ``after`` of them went through (a device that fails part-way through the start), and the bookie is not
+        waited for (it may never be ready)."""
         if self.bookie.running:
             raise FaultSetupError(f"{self.bookie.bookie_id} must be stopped before it is started with a failing "
                                   "device")
+        if after and not failing:
+            raise ValueError("calls let through before the failure only make sense for a device failing at start")
         self.switch.unlink(missing_ok=True)
         if failing:
-            self.fail()
+            self.fail(after)
         start_with_preload(self.bookie, self.library, [
             f"EIO_UNDER={self.under}", f"EIO_SWITCH={self.switch}", f"EIO_CALLS={','.join(self.calls)}",
             f"EIO_MODE={self.mode}", *([f"EIO_DELAY_MS={self.delay_ms}"] if self.delay_ms is not None else [])],
