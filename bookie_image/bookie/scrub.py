@@ -15,9 +15,6 @@ of its entries is damaged, which this cannot tell apart.
 
 from __future__ import annotations
 
-import contextlib
-import mmap
-import os
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -26,7 +23,7 @@ from typing import Any
 
 from bookie.protocol.entry import METADATA_LENGTH, Crc32cDigestManager, Crc32DigestManager, DigestManager
 from bookie.storage import entrylog_format as ef
-from bookie.storage.log_files import shared_hold
+from bookie.storage.log_files import scan_records
 
 # The digests a bookie can recompute without the ledger's password, by the name BookKeeper gives their type.
 CHECKED = {"CRC32C": Crc32cDigestManager(), "CRC32": Crc32DigestManager()}
@@ -93,27 +90,9 @@ def _entry_logs(ledger_dirs: Sequence[Path]) -> list[Path]:
 
 
 def _check_log(path: Path, report: ScrubReport) -> Iterator[tuple[int, int, int, list[str]]]:
-    """(offset, ledger, entry, digest types it verifies with) of each record of the log, up to its ledgers map or
-    a damaged record (added to ``report.problems``)."""
-    with contextlib.ExitStack() as stack:
-        try:
-            fd = stack.enter_context(shared_hold(path))
-        except FileNotFoundError:
-            return  # deleted by GC since the listing
-        if os.fstat(fd).st_size <= ef.HEADER_SIZE:
-            return  # no record yet
-        data = stack.enter_context(mmap.mmap(fd, 0, access=mmap.ACCESS_READ))
-        view = stack.enter_context(memoryview(data))
-        records = ef.iter_records(view)
-        try:
-            for record in records:
-                found = (record.offset, record.ledger_id, record.entry_id, _verifying(record.data))
-                del record  # its view of the map must be gone before the map closes
-                yield found
-        except ef.CorruptRecord as exc:
-            report.problems.append(f"{path}: {exc} (the records after it were not checked)")
-        finally:
-            records.close()
+    """(offset, ledger, entry, digest types it verifies with) of each record of the log; a damaged record ends
+    the log's check (``report.problems``)."""
+    yield from scan_records(path, report.problems, _verifying)
 
 
 def _verifying(entry: memoryview) -> list[str]:

@@ -84,7 +84,7 @@ async def test_a_record_cut_short_is_a_problem_named(tmp_path: Path, seeded_rng:
     log.write_bytes(bytes(data))
     report = scrub([tmp_path / "l0"])
     assert report.problems == [f"{log}: at offset {offset}: record of {2**31 - 1} bytes runs past the end of the "
-                               f"data ({len(data)}) (the records after it were not checked)"]
+                               f"data ({len(data)}) (the records after it were not read)"]
 
 
 def test_a_directory_without_entry_logs_is_named(tmp_path: Path) -> None:

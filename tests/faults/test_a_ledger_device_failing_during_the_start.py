@@ -39,8 +39,7 @@ from tests.support.seeds import rounds
 from tests.support.victims import (
     VICTIM_CONF,
     append_batches,
-    asked_of,
-    ledger_on,
+    closed_ledger_on,
     read_from,
     victims_own_violations,
 )
@@ -82,12 +81,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
                  name: str) -> str:
     victim = rng.choice(cluster.bookies)
     payloads = random.Random(rng.getrandbits(64))
-    before = await ledger_on(bk, victim.bookie_id)
-    first_writer = Recorder(history, f"writer-{name}")
-    await append_batches(first_writer, before, payloads, rng.randint(*BEFORE), name, IN_FLIGHT, WHY)
-    assert await first_writer.close(before), f"{name}: the first writer could not close its ledger"
-    asked = asked_of(before, victim.bookie_id)
-    assert asked, f"{name}: {victim.bookie_id} was asked to store nothing"
+    before, asked = await closed_ledger_on(bk, victim, history, payloads, rng.randint(*BEFORE), name, IN_FLIGHT, WHY)
     await asyncio.to_thread(victim.kill)  # its acknowledged entries only in its journal
 
     through = rng.randint(*CALLS_THROUGH[cluster.kind])

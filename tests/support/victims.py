@@ -115,6 +115,19 @@ async def wait_writable(bk: BookKeeper, victim: Any, name: str) -> None:
                          f"{read_only}); log:\n{victim.tail_log()}")
 
 
+async def closed_ledger_on(bk: BookKeeper, victim: Any, history: History, payloads: random.Random, count: int,
+                           name: str, in_flight: int, why: str) -> tuple[LedgerHandle, list[int]]:
+    """A 3/2/2 ledger with ``victim`` in its ensemble, ``count`` entries appended (each acknowledged) and closed;
+    returns it and the entries the victim acknowledged."""
+    handle = await ledger_on(bk, victim.bookie_id)
+    writer = Recorder(history, f"writer-{name}")
+    await append_batches(writer, handle, payloads, count, name, in_flight, why)
+    assert await writer.close(handle), f"{name}: the first writer could not close its ledger"
+    asked = asked_of(handle, victim.bookie_id)
+    assert asked, f"{name}: {victim.bookie_id} was asked to store nothing"
+    return handle, asked
+
+
 async def append_batches(writer: Recorder, handle: LedgerHandle, payloads: random.Random, count: int, name: str,
                          in_flight: int, why: str) -> None:
     """``count`` appends (or up to ``in_flight`` more), ``in_flight`` at a time, seeded payloads named after the

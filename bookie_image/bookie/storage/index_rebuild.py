@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import mmap
 import os
 import struct
 from collections.abc import Iterator
@@ -43,6 +42,7 @@ from bookie.storage import entrylog_format as ef
 from bookie.storage import journal_format as jf
 from bookie.storage.errors import StorageError
 from bookie.storage.index import STORAGE_FLAGS_KEY, LedgerData, ledger_id_of_key
+from bookie.storage.log_files import scan_records
 
 _LEDGER_KEY = struct.Struct(">q")
 _LOCATION_KEY = struct.Struct(">qq")
@@ -172,22 +172,13 @@ def _entry_logs(ledger_dir: Path) -> list[tuple[int, Path]]:
 
 
 def _scan_entry_log(path: Path, report: RebuildReport) -> Iterator[tuple[int, int, int]]:
-    """(ledger id, entry id, position of the entry) of each record, up to the ledgers map or the first damaged
-    record (which is added to ``report.damaged``)."""
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size <= ef.HEADER_SIZE:
-            return  # no record yet: a log created ahead of its use (Apache BookKeeper's) or cut before its first
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data, memoryview(data) as view:
-            records = ef.iter_records(view)
-            try:
-                for record in records:
-                    found = (record.ledger_id, record.entry_id, record.location_offset)
-                    del record  # its view of the map must be gone before the map closes
-                    yield found
-            except ef.CorruptRecord as exc:
-                report.damaged.append(f"{path}: {exc} (the records after it were not read)")
-            finally:
-                records.close()
+    """(ledger id, entry id, position of the entry) of each record; a damaged one ends the log's scan."""
+    for offset, ledger_id, entry_id, _ in scan_records(path, report.damaged, _nothing):
+        yield ledger_id, entry_id, offset + ef.RECORD_SIZE_PREFIX
+
+
+def _nothing(_: memoryview) -> None:
+    return None
 
 
 def _journal_ledgers(conf: BookieConfig, reports: list[RebuildReport]) -> set[int]:

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from bookie.storage import entrylog_format as ef
 from bookie.storage.errors import StorageError
 from bookie.storage.ledger_dir import LedgerDirStorage
+
+T = TypeVar("T")
 
 
 class NoSuchLogError(StorageError):
@@ -144,6 +147,33 @@ def held_by_other_process(path: Path) -> bool:
     finally:
         os.close(fd)  # closing drops our lock too
     return False
+
+
+def scan_records(path: Path, problems: list[str],
+                 look: Callable[[memoryview], T]) -> Iterator[tuple[int, int, int, T]]:
+    """(offset of the record, ledger id, entry id, ``look(entry bytes)``) of each record of the entry log at
+    ``path``, read through a map of the file under a shared hold, up to its ledgers map or its first damaged record
+    (said in ``problems``; the records after it are not read). A log deleted since it was listed has none. The entry
+    bytes are a view of the map, valid only inside ``look``: the map closes when the scan ends."""
+    with contextlib.ExitStack() as stack:
+        try:
+            fd = stack.enter_context(shared_hold(path))
+        except FileNotFoundError:
+            return
+        if os.fstat(fd).st_size <= ef.HEADER_SIZE:
+            return  # no record yet: a log created ahead of its use (Apache BookKeeper's) or cut before its first
+        data = stack.enter_context(mmap.mmap(fd, 0, access=mmap.ACCESS_READ))
+        view = stack.enter_context(memoryview(data))
+        records = ef.iter_records(view)
+        try:
+            for record in records:
+                found = (record.offset, record.ledger_id, record.entry_id, look(record.data))
+                del record  # its view of the map must be gone before the map closes
+                yield found
+        except ef.CorruptRecord as exc:
+            problems.append(f"{path}: {exc} (the records after it were not read)")
+        finally:
+            records.close()
 
 
 @contextlib.contextmanager
