@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 from bookie.client import BookKeeper
-from bookie.protocol.codes import StatusCode
 from bookie.termination import DEVICE_ERROR
 from bookie_operator.decisions.start_failures import classify
 
@@ -40,7 +39,7 @@ from tests.support.victims import (
     VICTIM_CONF,
     append_batches,
     closed_ledger_on,
-    read_from,
+    served_after_a_restart,
     victims_own_violations,
 )
 
@@ -93,10 +92,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
             f"{name}: the preload failed no call of {victim.bookie_id}; log:\n{victim.tail_log()}")
     finally:
         fault.lift()
-    await asyncio.to_thread(victim.stop)
-    await asyncio.to_thread(victim.start)
-    statuses = await read_from(victim, before.ledger_id, asked, history, f"victim-reader-{name}")
-    served = sum(1 for status in statuses.values() if status == StatusCode.EOK)
+    served = await served_after_a_restart(victim, before.ledger_id, asked, history, name)
     return (f"{victim.bookie_id} started on a broken ledger device: {reaction}; once sound it served {served} of "
             f"the {len(asked)} entries it acknowledged")
 

@@ -28,7 +28,6 @@ from typing import Any
 
 import pytest
 from bookie.client import BookKeeper
-from bookie.protocol.codes import StatusCode
 from bookie.termination import DEVICE_ERROR
 
 from tests.support.faults import DEVICE_CALLS, DeviceFault
@@ -41,6 +40,7 @@ from tests.support.victims import (
     append_batches,
     closed_ledger_on,
     read_from,
+    served_after_a_restart,
     victims_own_violations,
 )
 
@@ -98,10 +98,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
         failed_a_call = "eio_under:" in victim.tail_log(2000)
     finally:
         fault.lift()
-    await asyncio.to_thread(victim.stop)
-    await asyncio.to_thread(victim.start)
-    statuses = await read_from(victim, before.ledger_id, asked, history, f"victim-reader-{name}")
-    served = sum(1 for status in statuses.values() if status == StatusCode.EOK)
+    served = await served_after_a_restart(victim, before.ledger_id, asked, history, name)
     return (f"{victim.bookie_id}, its device failing after {through} calls at start "
             f"({'a call failed' if failed_a_call else 'no call failed'}): {reaction}; once sound it served "
             f"{served} of the {len(asked)} entries it acknowledged")

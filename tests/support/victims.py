@@ -105,6 +105,15 @@ async def read_from(victim: Any, ledger_id: int, entries: list[int], history: Hi
     return statuses
 
 
+async def served_after_a_restart(victim: Any, ledger_id: int, asked: list[int], history: History, name: str) -> int:
+    """The victim started again (stopped first if it runs), as its supervisor would, and each entry it acknowledged
+    read from it alone into ``history``; returns how many it served."""
+    await asyncio.to_thread(victim.stop)
+    await asyncio.to_thread(victim.start)
+    statuses = await read_from(victim, ledger_id, asked, history, f"victim-reader-{name}")
+    return sum(1 for status in statuses.values() if status == StatusCode.EOK)
+
+
 async def wait_writable(bk: BookKeeper, victim: Any, name: str) -> None:
     for _ in range(600):
         if victim.bookie_id in await bk.writable_bookies():
