@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bookie.protocol.entry import METADATA_LENGTH, Crc32cDigestManager, Crc32DigestManager, DigestManager
-from bookie.storage import entrylog_format as ef
-from bookie.storage.log_files import scan_records
+from bookie.storage.log_files import entry_log_files, scan_records
 
 # The digests a bookie can recompute without the ledger's password, by the name BookKeeper gives their type.
 CHECKED = {"CRC32C": Crc32cDigestManager(), "CRC32": Crc32DigestManager()}
@@ -60,7 +59,7 @@ def scrub(ledger_dirs: Sequence[Path]) -> ScrubReport:
     report = ScrubReport()
     verifies: dict[int, Counter[str]] = defaultdict(Counter)  # ledger -> entries each digest type verifies
     unverified: dict[int, list[tuple[str, int, int]]] = defaultdict(list)  # ledger -> (log, offset, entry)
-    for log in _entry_logs(ledger_dirs):
+    for log in [path for ledger_dir in ledger_dirs for _, path in entry_log_files(ledger_dir)]:
         report.entry_logs += 1
         for offset, ledger, entry, matches in _check_log(log, report):
             report.entries += 1
@@ -76,17 +75,6 @@ def scrub(ledger_dirs: Sequence[Path]) -> ScrubReport:
         report.damaged += [DamagedEntry(log, offset, ledger, entry, digest) for log, offset, entry in failed]
     report.verified = report.entries - len(report.damaged) - sum(report.not_verified.values())
     return report
-
-
-def _entry_logs(ledger_dirs: Sequence[Path]) -> list[Path]:
-    logs = []
-    for ledger_dir in ledger_dirs:
-        current = ledger_dir / "current"
-        if not current.is_dir():
-            raise FileNotFoundError(f"{current}: no such directory (a ledger directory holds current/<id>.log)")
-        logs += sorted((path for path in current.iterdir() if ef.parse_log_file_name(path.name) is not None),
-                       key=lambda path: ef.parse_log_file_name(path.name) or 0)
-    return logs
 
 
 def _check_log(path: Path, report: ScrubReport) -> Iterator[tuple[int, int, int, list[str]]]:

@@ -42,7 +42,7 @@ from bookie.storage import entrylog_format as ef
 from bookie.storage import journal_format as jf
 from bookie.storage.errors import StorageError
 from bookie.storage.index import STORAGE_FLAGS_KEY, LedgerData, ledger_id_of_key
-from bookie.storage.log_files import scan_records
+from bookie.storage.log_files import entry_log_files, scan_records
 
 _LEDGER_KEY = struct.Struct(">q")
 _LOCATION_KEY = struct.Struct(">qq")
@@ -111,7 +111,7 @@ def _rebuild_locations(ledger_dir: Path, index_dir: Path) -> RebuildReport:
     active = _ledgers_in(current / "ledgers")
     report.ledgers = len(active)
     with _NewIndex(current, "locations") as new:
-        for log_id, path in _entry_logs(ledger_dir):
+        for log_id, path in entry_log_files(ledger_dir):
             report.entry_logs += 1
             for ledger_id, entry_id, position in _scan_entry_log(path, report):
                 if ledger_id in active:
@@ -127,7 +127,7 @@ def _rebuild_ledgers(conf: BookieConfig, pairs: list[tuple[Path, Path]]) -> list
     found: list[set[int]] = []
     for (ledger_dir, _), report in zip(pairs, reports, strict=True):
         ledgers: set[int] = set()
-        for _, path in _entry_logs(ledger_dir):
+        for _, path in entry_log_files(ledger_dir):
             report.entry_logs += 1
             ledgers.update(ledger_id for ledger_id, _, _ in _scan_entry_log(path, report))
         found.append(ledgers)
@@ -159,16 +159,6 @@ def _ledgers_in(index: Path) -> set[int]:
         return ledgers
     finally:
         db.close()
-
-
-def _entry_logs(ledger_dir: Path) -> list[tuple[int, Path]]:
-    """The entry logs of a ledger directory, oldest first."""
-    logs = []
-    for path in (ledger_dir / "current").iterdir():
-        log_id = ef.parse_log_file_name(path.name)
-        if log_id is not None:
-            logs.append((log_id, path))
-    return sorted(logs)
 
 
 def _scan_entry_log(path: Path, report: RebuildReport) -> Iterator[tuple[int, int, int]]:

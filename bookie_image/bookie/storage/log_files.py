@@ -149,6 +149,15 @@ def held_by_other_process(path: Path) -> bool:
     return False
 
 
+def entry_log_files(ledger_dir: Path) -> list[tuple[int, Path]]:
+    """(log id, path) of the entry logs of a ledger directory, oldest first."""
+    current = ledger_dir / "current"
+    if not current.is_dir():
+        raise FileNotFoundError(f"{current}: no such directory (a ledger directory holds current/<id>.log)")
+    return sorted((log_id, path) for path in current.iterdir()
+                  if (log_id := ef.parse_log_file_name(path.name)) is not None)
+
+
 def scan_records(path: Path, problems: list[str],
                  look: Callable[[memoryview], T]) -> Iterator[tuple[int, int, int, T]]:
     """(offset of the record, ledger id, entry id, ``look(entry bytes)``) of each record of the entry log at
