@@ -11,7 +11,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bookie.storage import entrylog_format as ef
 from bookie_audit.files import LogInput
 from bookie_audit.run import TABLES, AuditOptions, run_audit
 from bookie_operator import audit_builders
@@ -19,6 +18,7 @@ from bookie_operator import audit_builders
 from tests.operator.conftest import get_cluster, patch_spec
 from tests.pipeline.tables import audit_tables
 from tests.support.kube import KubeTarget, wait_for
+from tests.support.live_entry_logs import records_on_a_live_disk
 
 
 def pod_ip(kube: KubeTarget, ns: str, pod: str) -> str:
@@ -38,15 +38,7 @@ def ledger_dir(kube: KubeTarget, ns: str, cluster: str, ordinal: int) -> Path:
 
 def entries_on_disk(ledger_dir: Path) -> set[tuple[int, int]]:
     """(ledger, entry) of every record in the directory's entry logs."""
-    found = set()
-    for path in (ledger_dir / "current").glob("*.log"):
-        data = path.read_bytes()
-        if len(data) < ef.HEADER_SIZE:
-            continue
-        header = ef.LogHeader.decode(data)
-        end = header.ledgers_map_offset if header.has_ledgers_map else len(data)
-        found |= {(r.ledger_id, r.entry_id) for r in ef.iter_records(data, ef.HEADER_SIZE, end)}
-    return found
+    return {(r.ledger_id, r.entry_id) for r in records_on_a_live_disk(ledger_dir)}
 
 
 def copy_logs(ledger_dir: Path, to: Path) -> None:

@@ -29,6 +29,7 @@ from bookie_fleet.processes import start_all, stop_all
 
 from tests.pipeline.tables import audit_tables
 from tests.support.admin_api import TEST_ADMIN_TOKEN
+from tests.support.live_entry_logs import records_on_a_live_disk
 
 raw = importlib.import_module("tests.support.raw_client")
 
@@ -68,21 +69,7 @@ async def _write_three_topics(store: MetadataStore, ids: list[str], rng: random.
 def _entries_on_disk(ledger_dir: Path) -> collections.Counter[tuple[int, int]]:
     """How many records of each (ledger, entry) the bookie's entry logs hold. Counted by entry, not by record: a
     CI-like run found one bookie's logs holding 271 records for its 270 entries, one entry written twice."""
-    found: collections.Counter[tuple[int, int]] = collections.Counter()
-    for path in (ledger_dir / "current").glob("*.log"):
-        data = path.read_bytes()
-        if len(data) < ef.HEADER_SIZE:
-            continue
-        header = ef.LogHeader.decode(data)
-        end = header.ledgers_map_offset if header.has_ledgers_map else len(data)
-        try:
-            for record in ef.iter_records(data, ef.HEADER_SIZE, end):
-                found[(record.ledger_id, record.entry_id)] += 1
-        except ef.CorruptRecord:
-            if header.has_ledgers_map:
-                raise
-            # a log the bookie is still writing, read up to its last whole record: a flush can be read half done
-    return found
+    return collections.Counter((r.ledger_id, r.entry_id) for r in records_on_a_live_disk(ledger_dir))
 
 
 async def _flushed(ledger_dirs: dict[str, Path], expected: dict[str, int]) -> None:

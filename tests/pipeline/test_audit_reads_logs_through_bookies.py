@@ -25,6 +25,7 @@ from bookie_audit.snapshot import export_snapshot
 
 from tests.pipeline.tables import audit_tables
 from tests.support.admin_api import TEST_ADMIN_TOKEN
+from tests.support.live_entry_logs import records_on_a_live_disk
 
 raw = importlib.import_module("tests.support.raw_client")
 
@@ -57,15 +58,7 @@ async def _write(ids: list[str], ledgers: tuple[int, ...], rng: random.Random) -
 
 
 def _records_on_disk(ledger_dir: Path, ledger_id: int) -> int:
-    count = 0
-    for path in (ledger_dir / "current").glob("*.log"):
-        data = path.read_bytes()
-        if len(data) < ef.HEADER_SIZE:
-            continue  # a log the bookie is creating right now: its header is not written yet
-        header = ef.LogHeader.decode(data)
-        end = header.ledgers_map_offset if header.has_ledgers_map else len(data)
-        count += sum(1 for r in ef.iter_records(data, ef.HEADER_SIZE, end) if r.ledger_id == ledger_id)
-    return count
+    return sum(1 for r in records_on_a_live_disk(ledger_dir) if r.ledger_id == ledger_id)
 
 
 async def _checkpointed(bs: Any) -> None:

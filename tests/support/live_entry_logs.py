@@ -1,0 +1,28 @@
+"""The records a running bookie's entry logs hold, read from outside the bookie while it writes.
+
+A log being created can be shorter than its header, and the log a bookie is appending to can end in a record
+whose flush is half done. Both are normal on a live disk, so they are read as "nothing yet" and "up to the last
+whole record". Damage in a finished log (one with its ledgers map) is still raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from bookie.storage import entrylog_format as ef
+
+
+def records_on_a_live_disk(ledger_dir: Path) -> Iterator[ef.Record]:
+    """Every whole record in the entry logs of ``ledger_dir``'s ``current`` directory, in no particular order."""
+    for path in (ledger_dir / "current").glob("*.log"):
+        data = path.read_bytes()
+        if len(data) < ef.HEADER_SIZE:
+            continue
+        header = ef.LogHeader.decode(data)
+        end = header.ledgers_map_offset if header.has_ledgers_map else len(data)
+        try:
+            yield from ef.iter_records(data, ef.HEADER_SIZE, end)
+        except ef.CorruptRecord:
+            if header.has_ledgers_map:
+                raise
