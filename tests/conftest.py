@@ -11,4 +11,4 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 pytest_plugins = ["tests.support.zookeeper", "tests.support.bookies", "tests.support.kube", "tests.support.hang_report",
                   "tests.support.zookeeper_tls", "tests.support.seeds", "tests.support.spark_jvm",
                   "tests.support.leftovers", "tests.support.file_durations",
-                  "tests.support.jvm_archives", "tests.support.fork_server"]
+                  "tests.support.jvm_archives", "tests.support.fork_server", "tests.support.exit_status"]
