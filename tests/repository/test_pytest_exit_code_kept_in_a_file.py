@@ -23,7 +23,9 @@ def test_the_file_holds_the_code_pytest_exits_with(tmp_path: Path, body: str, ex
     inner.mkdir()
     (inner / "conftest.py").write_text('pytest_plugins = ["tests.support.exit_status"]\n')
     (inner / "test_one.py").write_text(textwrap.dedent(f"""
+        import os
         def test_one():
+            assert "BOOKIE_FLEET_PYTEST_STATUS_FILE" not in os.environ  # what the tests start does not inherit it
             {body}
         """))
     status = tmp_path / "status"
