@@ -110,4 +110,6 @@ def assert_same_tables(live: Path, live_roots: dict[str, str], copy: Path, copy_
                                          if k != "snapshot_started_ms"})]
     assert got.keys() == want.keys()
     for table in got:
-        assert got[table] == want[table], table
+        only_live = sorted(set(got[table]) - set(want[table]))[:5]
+        only_copy = sorted(set(want[table]) - set(got[table]))[:5]
+        assert got[table] == want[table], f"{table}: only in the live audit {only_live}, only in the copy's {only_copy}"

@@ -58,6 +58,7 @@ from tests.operator.audit_runs import (
 from tests.operator.conftest import JAVA, OperatorProcess, bookie_cluster, get_cluster, wait_ready
 from tests.support.certificates import issued, tls_secret
 from tests.support.kube import KubeTarget, wait_for
+from tests.support.live_entry_logs import unfinished_logs
 from tests.support.ociimage import runc_pid
 from tests.support.spark_jvm import SPARK_TEST_JVM_OPTIONS
 
@@ -108,13 +109,15 @@ def _get_inspector(ip: str, name: str, path: str, token: str, context: ssl.SSLCo
 
 
 def _settled(dirs: dict[int, Path]) -> bool:
-    """Nothing changed in the entry logs for two seconds: the bookies flushed what they had."""
+    """Nothing changed in the entry logs for two seconds and each ends on a whole record: the bookies flushed what
+    they had. (A CI run once copied a log that ended part-way through a record: the Java bookie's entry logger had
+    written out its full buffer and was slow to write the rest.)"""
     def state() -> list[tuple[str, int, int]]:
         return sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for d in dirs.values()
                       for p in (d / "current").glob("*.log"))
     before = state()
     time.sleep(2)
-    return before == state()
+    return before == state() and not any(unfinished_logs(d) for d in dirs.values())
 
 
 @pytest.mark.timeout(1800)  # a Pulsar broker, three JVM bookies, Spark on Kubernetes and Spark here, on 2 cores
