@@ -32,10 +32,13 @@ def records_on_a_live_disk(ledger_dir: Path) -> Iterator[ef.Record]:
 
 def unfinished_logs(ledger_dir: Path) -> list[str]:
     """The entry logs of ``ledger_dir`` that do not end on a whole record, each named with why: a copy taken
-    while any is listed would hold a write the bookie has not finished."""
+    while any is listed would hold a write the bookie has not finished. An empty file is not one: Apache
+    BookKeeper creates its next log ahead of time and leaves it empty until it first flushes to it."""
     unfinished = []
     for path in sorted((ledger_dir / "current").glob("*.log")):
         data = path.read_bytes()
+        if not data:
+            continue
         try:
             header = ef.LogHeader.decode(data)
             end = header.ledgers_map_offset if header.has_ledgers_map else len(data)
