@@ -155,6 +155,8 @@ def _walk(words: tuple[str, ...] | list[str]) -> tuple[int, list[str]]:
         if expects_value:
             expects_value = False
             continue
+        if word == "--":
+            break  # what follows is another command, given to this one to run
         known = _help(tuple(argv))
         if word.startswith("-") and len(word) > 1:
             name = word.split("=")[0]
