@@ -110,8 +110,8 @@ def _get_inspector(ip: str, name: str, path: str, token: str, context: ssl.SSLCo
 
 def _settled(dirs: dict[int, Path]) -> bool:
     """Nothing changed in the entry logs for two seconds and each ends on a whole record: the bookies flushed what
-    they had. (A CI run once copied a log that ended part-way through a record: the Java bookie's entry logger had
-    written out its full buffer and was slow to write the rest.)"""
+    they had. (In a CI-like run the copy's audit once flagged a corrupt and a truncated span the live audit did
+    not: most likely a log copied part-way through a write, which two quiet seconds alone did not rule out.)"""
     def state() -> list[tuple[str, int, int]]:
         return sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for d in dirs.values()
                       for p in (d / "current").glob("*.log"))
