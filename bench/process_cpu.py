@@ -157,10 +157,10 @@ def print_table(rows: list[tuple[str, int, float]], smallest_share: float = 0.00
     total = sum(seconds for _, _, seconds in rows)
     print(f"{total / 60:.1f} CPU-minutes in {sum(n for _, n, _ in rows)} processes that ended")
     print(f"{'CPU-s':>8} {'share':>6} {'processes':>9}  program")
-    small = [row for row in rows if total and row[2] / total < smallest_share]
-    for program, processes, seconds in rows:
-        if (program, processes, seconds) not in small:
-            print(f"{seconds:8.1f} {seconds / total if total else 0:6.1%} {processes:9d}  {program}")
+    shown = [row for row in rows if not total or row[2] / total >= smallest_share]
+    small = rows[len(shown):]  # rows come most CPU first, so the small ones are the tail
+    for program, processes, seconds in shown:
+        print(f"{seconds:8.1f} {seconds / total if total else 0:6.1%} {processes:9d}  {program}")
     if small:
         seconds = sum(s for _, _, s in small)
         print(f"{seconds:8.1f} {seconds / total:6.1%} {sum(n for _, n, _ in small):9d}  "

@@ -18,16 +18,10 @@ from bookie.storage import entrylog_format as ef
 def records_on_a_live_disk(ledger_dir: Path) -> Iterator[ef.Record]:
     """Every whole record in the entry logs of ``ledger_dir``'s ``current`` directory, in no particular order."""
     for path in (ledger_dir / "current").glob("*.log"):
-        data = path.read_bytes()
-        if len(data) < ef.HEADER_SIZE:
-            continue
-        header = ef.LogHeader.decode(data)
-        end = header.ledgers_map_offset if header.has_ledgers_map else len(data)
-        try:
-            yield from ef.iter_records(data, ef.HEADER_SIZE, end)
-        except ef.CorruptRecord:
-            if header.has_ledgers_map:
-                raise
+        records, header, problem = _read_log(path)
+        if problem is not None and header is not None and header.has_ledgers_map:
+            raise problem
+        yield from records
 
 
 def unfinished_logs(ledger_dir: Path) -> list[str]:
@@ -36,14 +30,26 @@ def unfinished_logs(ledger_dir: Path) -> list[str]:
     BookKeeper creates its next log ahead of time and leaves it empty until it first flushes to it."""
     unfinished = []
     for path in sorted((ledger_dir / "current").glob("*.log")):
-        data = path.read_bytes()
-        if not data:
+        if path.stat().st_size == 0:
             continue
-        try:
-            header = ef.LogHeader.decode(data)
-            end = header.ledgers_map_offset if header.has_ledgers_map else len(data)
-            for _ in ef.iter_records(data, ef.HEADER_SIZE, end):
-                pass
-        except ef.CorruptRecord as exc:
-            unfinished.append(f"{path}: {exc}")
+        _, _, problem = _read_log(path)
+        if problem is not None:
+            unfinished.append(f"{path}: {problem}")
     return unfinished
+
+
+def _read_log(path: Path) -> tuple[list[ef.Record], ef.LogHeader | None, ef.CorruptRecord | None]:
+    """One log's whole records up to its ledgers map, its header (None if not written yet), and what stopped the
+    reading short (damage, or a write not finished), if anything did."""
+    data = path.read_bytes()
+    try:
+        header = ef.LogHeader.decode(data)
+    except ef.CorruptRecord as exc:
+        return [], None, exc
+    end = header.ledgers_map_offset if header.has_ledgers_map else len(data)
+    records: list[ef.Record] = []
+    try:
+        records.extend(ef.iter_records(data, ef.HEADER_SIZE, end))
+    except ef.CorruptRecord as exc:
+        return records, header, exc
+    return records, header, None
