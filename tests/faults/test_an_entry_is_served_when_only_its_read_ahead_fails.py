@@ -21,17 +21,17 @@ from bookie.protocol.codes import StatusCode
 from tests.support.faults import DeviceFault
 from tests.support.java_bookies import BookieCluster
 from tests.support.raw_client import RawConnection
+from tests.support.victims import METRICS_CONF, write_caches_flushed
 
 ENTRIES = 20
 FLUSH_INTERVAL_MS = 1000
-FLUSHED_AFTER = 3 * FLUSH_INTERVAL_MS / 1000  # s: two flushes: the entries are in the entry log, not in memory
 ENTRY_READ_CALLS = 2  # preads of one entry: its size prefix, then the record
 
 
 async def test_an_entry_read_whole_is_served_though_the_read_ahead_after_it_fails(
         cluster_factory: Callable[..., BookieCluster], tmp_path: Path) -> None:
     cluster = await asyncio.to_thread(cluster_factory, "python", 1, flushInterval=FLUSH_INTERVAL_MS,
-                                      gcWaitTime=3_600_000, indexDirectories=str(tmp_path / "index"))
+                                      gcWaitTime=3_600_000, indexDirectories=str(tmp_path / "index"), **METRICS_CONF)
     bookie = cluster.bookies[0]
     await asyncio.to_thread(bookie.stop)
     fault = DeviceFault(bookie, bookie.ledger_dir, tmp_path, ["read", "pread"])
@@ -42,7 +42,7 @@ async def test_an_entry_read_whole_is_served_though_the_read_ahead_after_it_fail
         for payload in payloads:
             await handle.add(payload)
         await handle.close()
-    await asyncio.sleep(FLUSHED_AFTER)
+    await write_caches_flushed(bookie, "the read-ahead's bookie")  # the entries are in the entry log, not in memory
 
     async with await RawConnection.open(bookie.bookie_id) as conn:
         fault.fail(after=ENTRY_READ_CALLS)

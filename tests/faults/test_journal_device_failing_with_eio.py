@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,9 +43,9 @@ from tests.support.java_bookies import BookieCluster
 from tests.support.recorder import Recorder, recover_and_read_every_ledger
 from tests.support.seeds import rounds
 from tests.support.victims import (
-    BOOKIE_EXCEPTION,
     VICTIM_CONF,
     asked_of,
+    fail_stopped,
     ledger_on,
     read_from,
     victims_own_violations,
@@ -109,7 +108,7 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
         assert None not in results, f"{name}: an append failed although a bookie was free to replace the victim"
         acknowledged += len(results)
     assert await writer.close(handle), f"{name}: the writer could not close its ledger"
-    reaction = await _reaction(victim, cluster.kind, name)
+    reaction = await fail_stopped(victim, cluster.kind, name, REACTS_WITHIN)
     # Its supervisor starts it again; what it acknowledged must be on its disks.
     await asyncio.to_thread(victim.stop)
     await asyncio.to_thread(victim.start)
@@ -118,19 +117,3 @@ async def _round(bk: BookKeeper, cluster: BookieCluster, history: History, rng: 
     await read_from(victim, handle.ledger_id, asked, history, f"victim-reader-{name}")
     return f"{victim.bookie_id} failing {'+'.join(calls)} after {fault_after} entries: {reaction}"
 
-
-async def _reaction(victim: Any, kind: str, name: str) -> str:
-    """Until the victim has stopped itself; ours must exit with BookKeeper's ``BOOKIE_EXCEPTION`` status (5), the
-    one that tells its supervisor storage failed. Apache BookKeeper 4.17.3's logs that status but its process
-    exits with 0 (docs/reliability.md), so for it only the stop is required."""
-    deadline = time.monotonic() + REACTS_WITHIN
-    while victim.running:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{name}: {victim.bookie_id} still running {REACTS_WITHIN} s after its journal "
-                                 f"device failed; log:\n{victim.tail_log()}")
-        await asyncio.sleep(0.1)
-    status = victim.proc.returncode
-    if kind == "python":
-        assert status == BOOKIE_EXCEPTION, (f"{name}: {victim.bookie_id} exited with {status}, not "
-                                            f"{BOOKIE_EXCEPTION}; log:\n{victim.tail_log()}")
-    return f"exited with status {status}"

@@ -9,8 +9,11 @@ appends, none of which may fail; ``victims_own_violations(history, tolerated)``:
 victims' own wrong answers are counted rather than failed on for an implementation known to give them.
 ``METRICS_CONF`` and ``JAVA_METRICS``: the configuration under which both implementations serve ``/metrics`` on their
 admin port; ``victim_metrics(victim)``: its exposition text; ``successful_totals(victim, family)``: the
-milliseconds and events of a summary's successful events so far; ``slowed_in_log(victim, since)``: the calls the
-slow-device preload says it delayed.
+milliseconds and events of a summary's successful events so far; ``write_caches_flushed(victim, name)``: until
+everything it acknowledged is in its entry logs and indexes; ``slowed_in_log(victim, since)``: the calls the
+slow-device preload says it delayed; ``storage_failure_logged(victim, since)``: the line in which it said its
+storage failed; ``fail_stopped(victim, kind, name, within)``: until it has stopped itself, with the exit status
+that says so.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ METRICS_CONF: dict[str, Any] = {"statsProviderClass": PROMETHEUS_PROVIDER}
 JAVA_METRICS: dict[str, Any] = {"http": True, "prometheusStatsHttpEnable": False}
 BOOKIE_EXCEPTION = 5  # the exit status of a bookie whose storage failed (BookKeeper's ExitCode)
 READ_WITHIN = 30.0  # s: a bookie answers a read, success or error, well within this; longer is a hang
+FLUSHED_WITHIN = 60.0  # s: a bookie empties its write caches within a few flush intervals; longer is a stuck flush
+# What each implementation logs when its storage fails and it stops itself: ours, Apache BookKeeper's.
+STORAGE_FAILED = ("storage cannot keep its promises any more", "Triggering shutdown of Bookie")
 
 
 async def ledger_on(bk: BookKeeper, bookie_id: str, write_quorum: int = 2) -> LedgerHandle:
@@ -181,6 +187,51 @@ async def successful_totals(victim: Any, family: str) -> tuple[float, float]:
             found = True
     assert found, f"{victim.bookie_id}'s /metrics has no {family}:\n{text[:3000]}"
     return totals["sum"], totals["count"]
+
+
+async def write_caches_flushed(victim: Any, name: str) -> None:
+    """Until the victim's write caches are empty: every entry it acknowledged is in its entry logs and indexes, so
+    its reads of them go to its ledger device. Both implementations count the cache being flushed in
+    ``bookie_write_cache_size`` until its whole flush, the indexes' syncs included, is over (under
+    ``METRICS_CONF``). A fixed wait is not enough on a loaded host: a flush still syncing our location index when
+    the device starts failing reads back the table it wrote, and fails."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + FLUSHED_WITHIN
+    pattern = re.compile(r"^bookie_write_cache_size(?:\{[^}]*\})? (\S+)$", re.MULTILINE)
+    while True:
+        sizes = [float(value) for value in pattern.findall(await victim_metrics(victim))]
+        assert sizes, f"{name}: {victim.bookie_id}'s /metrics has no bookie_write_cache_size"
+        if not any(sizes):
+            return
+        assert loop.time() < deadline, (f"{name}: {victim.bookie_id} still had {sum(sizes):.0f} bytes in its write "
+                                        f"caches after {FLUSHED_WITHIN} s; log:\n{victim.tail_log()}")
+        await asyncio.sleep(0.1)
+
+
+def storage_failure_logged(victim: Any, since: int) -> str | None:
+    """The line, from byte ``since`` of the victim's log, in which it said its storage failed and it stops."""
+    with victim.log_path.open("rb") as log:
+        log.seek(since)
+        lines = log.read().decode(errors="replace").splitlines()
+    return next((line.strip() for line in lines if any(said in line for said in STORAGE_FAILED)), None)
+
+
+async def fail_stopped(victim: Any, kind: str, name: str, within: float) -> str:
+    """Until the victim has stopped itself, within ``within`` s; ours must exit with BookKeeper's
+    ``BOOKIE_EXCEPTION`` status (5), the one that tells its supervisor storage failed. Apache BookKeeper 4.17.3's
+    logs that status but its process exits with 0 (docs/reliability.md), so for it only the stop is required."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while victim.running:
+        if loop.time() > deadline:
+            raise AssertionError(f"{name}: {victim.bookie_id} still running {within} s after its storage failed; "
+                                 f"log:\n{victim.tail_log()}")
+        await asyncio.sleep(0.1)
+    status = victim.proc.returncode
+    if kind == "python":
+        assert status == BOOKIE_EXCEPTION, (f"{name}: {victim.bookie_id} exited with {status}, not "
+                                            f"{BOOKIE_EXCEPTION}; log:\n{victim.tail_log()}")
+    return f"exited with status {status}"
 
 
 def slowed_in_log(victim: Any, since: int) -> int:
