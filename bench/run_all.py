@@ -515,10 +515,25 @@ def missing_bookie_account(bookie: Any, read_only: bool) -> str:
     if not bookie.running:
         state = exit_account(bookie.proc.returncode if bookie.proc else None)
     elif read_only:
-        state = "is running, registered read-only"
+        state = f"is running, registered read-only ({disk_account(bookie.ledger_dir)})"
     else:
         state = "is running, not registered at all"
     return f"bookie {bookie.bookie_id} {state}; its log ends:\n{log_tail(bookie.log_path, 40)}"
+
+
+def disk_account(path: Path) -> str:
+    """How full the disk under ``path`` is as a bookie's disk checker sees it (1 - usable / total), next to the
+    ``diskUsageThreshold`` above which a bookie goes read-only (ours by default; Apache BookKeeper's default is the
+    same, and the suite keeps both): a benchmark's data, its page-cache ballast and whatever else the disk holds can
+    fill it part-way through the run."""
+    from bookie.config import BookieConfig
+
+    threshold = BookieConfig.model_fields["disk_usage_threshold"].default
+    usage = shutil.disk_usage(path)
+    used = 1 - usage.free / usage.total
+    verdict = "over" if used > threshold else "under"
+    return (f"its ledger disk {used:.1%} used, {usage.free / 2**30:.1f} GiB free of {usage.total / 2**30:.1f}: "
+            f"{verdict} the {threshold:.0%} at which a bookie goes read-only")
 
 
 def kernel_oom_kills() -> int:

@@ -1,6 +1,7 @@
 """When a benchmark point fails because a bookie is gone, the suite says how that bookie ended: the exit code
 it returned, or the signal that killed it (a SIGKILL nobody of ours sent is the kernel's OOM killer). A bookie
-still running but out of the writable set is said to be registered read-only, or not registered at all."""
+still running but out of the writable set is said to be registered read-only, with how full its ledger disk is
+(a full disk is what makes a bookie read-only in a benchmark run), or not registered at all."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def test_a_bookie_out_of_the_writable_set_is_accounted_for_by_its_process_and_re
         bench: ModuleType, tmp_path: Path) -> None:
     from bookie_fleet.processes import spawn
 
-    bookie = SimpleNamespace(bookie_id="127.0.0.9:3181", log_path=tmp_path / "bookie.log", proc=None, running=False)
+    bookie = SimpleNamespace(bookie_id="127.0.0.9:3181", log_path=tmp_path / "bookie.log", proc=None, running=False,
+                             ledger_dir=tmp_path)
     bookie.proc = spawn([sys.executable, "-c", "print('last words', flush=True); import time; time.sleep(60)"],
                         bookie.log_path)
     try:
@@ -46,8 +48,10 @@ def test_a_bookie_out_of_the_writable_set_is_accounted_for_by_its_process_and_re
         while "last words" not in bookie.log_path.read_text() and time.monotonic() < deadline:
             time.sleep(0.05)
         bookie.running = True
-        assert bench.missing_bookie_account(bookie, read_only=True).startswith(
-            "bookie 127.0.0.9:3181 is running, registered read-only")
+        read_only = bench.missing_bookie_account(bookie, read_only=True)
+        assert read_only.startswith("bookie 127.0.0.9:3181 is running, registered read-only (its ledger disk "), \
+            read_only
+        assert "at which a bookie goes read-only)" in read_only
         assert "is running, not registered at all" in bench.missing_bookie_account(bookie, read_only=False)
     finally:
         bookie.proc.kill()
