@@ -145,7 +145,7 @@ async def _stopped_by_a_checkpoint(victim: Any, kind: str, since: int, name: str
     """If a checkpoint during the fault failed (the victim's log says its storage failed), the victim must stop
     itself, with status 5 if ours, and is started again, the device sound, as its supervisor would; returns what
     happened, for the round's summary ("" if it kept running)."""
-    failure = storage_failure_logged(victim, since)
+    failure = await asyncio.to_thread(storage_failure_logged, victim, since)
     if failure is None:
         assert victim.running, f"{name}: {victim.bookie_id} stopped with no storage failure logged; log:\n" \
                                f"{victim.tail_log()}"
