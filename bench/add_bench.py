@@ -5,8 +5,9 @@
 
 Each round starts one bookie of each implementation on a fresh directory of the same disk (alternating
 which goes first) and drives it with the same load generator: pipelined v3 adds, a fixed window of
-outstanding requests over one connection, entries of 100 B, 1 KiB and 16 KiB. The disk's fdatasync rate
-is measured in the same run, since a journal that fsyncs cannot ack faster than group commits allow.
+outstanding requests over one connection, entries of 100 B, 1 KiB and 16 KiB. Apache BookKeeper's bookie is
+the release of ``--peer`` (bench/peer.py). The disk's fdatasync rate is measured in the same run, since a
+journal that fsyncs cannot ack faster than group commits allow.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ import statistics
 import struct
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,7 @@ from bookie_fleet.local_bookies import plan_bookies
 from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
 from docs_section import write_section  # bench/ is on sys.path when a bench script runs
+from peer import Peer, add_peer_argument, chosen_peer  # bench/ is on sys.path when a bench script runs
 from workdir import add_workdir_argument, run_directory  # bench/ is on sys.path when a bench script runs
 
 SIZES = (100, 1024, 16 * 1024)
@@ -133,22 +137,23 @@ async def _init_cluster(zk: ZooKeeperServer, root: str) -> None:
         await store.init_cluster()
 
 
-def start_java(base: Path, zk: ZooKeeperServer, root: str) -> Any:
+def start_java(base: Path, zk: ZooKeeperServer, root: str, peer: Peer) -> Any:
     asyncio.run(_init_cluster(zk, root))  # Java bookies expect a formatted cluster
     bookie = plan_java_bookies(1, base, zk.connect_string, root, first_host=202, production=True,
-                               journalSyncData=True,
+                               journalSyncData=True, lib_dir=peer.lib,
                                ledgerStorageClass="org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
                                log_level="warn")[0]
     bookie.start()
     return bookie
 
 
-def run(rounds: int, seconds: float, window: int, workdir: Path) -> tuple[list[Result], float]:
+def run(rounds: int, seconds: float, window: int, workdir: Path, peer: Peer) -> tuple[list[Result], float]:
     zk = ZooKeeperServer(workdir / "zk").start()
     results: list[Result] = []
     try:
         fsyncs = fdatasync_rate(workdir, min(seconds, 3))
-        starters = {"python": start_ours, "java": start_java}
+        starters: dict[str, Callable[[Path, ZooKeeperServer, str], Any]] = {
+            "python": start_ours, "java": partial(start_java, peer=peer)}
         for r in range(rounds):
             order = ["python", "java"] if r % 2 == 0 else ["java", "python"]
             for impl in order:
@@ -171,11 +176,12 @@ def run(rounds: int, seconds: float, window: int, workdir: Path) -> tuple[list[R
     return results, fsyncs
 
 
-def table(results: list[Result], fsyncs: float, rounds: int, seconds: float, window: int, command: str) -> str:
+def table(results: list[Result], fsyncs: float, rounds: int, seconds: float, window: int, command: str,
+          peer: Peer) -> str:
     def med(impl: str, size: int, attr: str) -> float:
         return statistics.median(getattr(r, attr) for r in results if r.impl == impl and r.size == size)
 
-    lines = [BEGIN, "## Adds: our bookie vs Apache BookKeeper 4.17.3 (fsync on)", "",
+    lines = [BEGIN, f"## Adds: our bookie vs {peer.name} (fsync on)", "",
              f"Command: `{command}`  ", f"Machine: {os.cpu_count()} cores, {platform.platform()}; "
              f"disk fdatasync rate measured in the same run: **{fsyncs:.0f}/s** (4 KiB writes).  ",
              f"Load: one connection, {window} outstanding v3 adds on 8 ledgers, {seconds:g} s per point, "
@@ -206,14 +212,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--window", type=int, default=100)
     add_workdir_argument(parser)
+    add_peer_argument(parser)
     args = parser.parse_args(argv)
+    peer = chosen_peer(parser, args)
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.rounds, args.seconds, args.window = 1, 0.5, 10
     with run_directory(args.workdir, "add-bench-") as tmp:
-        results, fsyncs = run(args.rounds, args.seconds, args.window, tmp)
-    command = "python bench/add_bench.py" + (f" --rounds {args.rounds}" if args.rounds != 3 else "")
-    section = table(results, fsyncs, args.rounds, args.seconds, args.window, command)
+        results, fsyncs = run(args.rounds, args.seconds, args.window, tmp, peer)
+    command = ("python bench/add_bench.py" + (f" --rounds {args.rounds}" if args.rounds != 3 else "")
+               + (f" --peer {args.peer}" if args.peer else ""))
+    section = table(results, fsyncs, args.rounds, args.seconds, args.window, command, peer)
     print(section)
     if not args.quick:
         write_docs(section)

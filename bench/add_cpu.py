@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,6 +36,7 @@ from bookie.protocol import messages as m
 from bookie.protocol.entry import package_entry
 from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
+from peer import add_peer_argument, chosen_peer
 
 STALL_S = 60.0  # a bookie that stops answering fails the run instead of hanging it
 
@@ -118,14 +120,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flamegraph", default=None,
                         help="py-spy profile of the bookie during the second round (pip-installs py-spy): a flame "
                              "graph (SVG), or collapsed stacks when the name ends in .txt")
+    add_peer_argument(parser)
     args = parser.parse_args(argv)
+    peer = chosen_peer(parser, args)
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.adds, args.rounds = 500, 1
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         zk = ZooKeeperServer(Path(tmp) / "zk").start()
-        start = add_bench.start_java if args.impl == "java" else add_bench.start_ours
+        start = partial(add_bench.start_java, peer=peer) if args.impl == "java" else add_bench.start_ours
         bookie = start(Path(tmp) / args.impl, zk, f"/{args.impl}/ledgers")
         try:
             assert bookie.proc is not None

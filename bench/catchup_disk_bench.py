@@ -1,5 +1,5 @@
 """Catch-up reads from disk: a backlog read from the start once none of it is in memory, ours against Apache
-BookKeeper 4.17.3's bookies, same run, alternating.
+BookKeeper's bookies (the release of ``--peer``, bench/peer.py), same run, alternating.
 
     python bench/catchup_disk_bench.py                 # 3 rounds, 3 bookies each, a 100,000-entry 1 KiB backlog
     python bench/catchup_disk_bench.py --bookies 1 --entries 50000 --size 4096
@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import run_all
 from bookie_fleet.processes import stop_on_sigterm
+from peer import add_peer_argument, chosen_peer
 
 READ_BATCH = 100  # entries per read, as run_all.py's catch-up point
 
@@ -171,7 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=positive, default=30000, help="warm-up ledger length")
     parser.add_argument("--size", type=positive, default=1024, help="entry size, bytes")
     parser.add_argument("--quick", action="store_true")
+    add_peer_argument(parser)
     args = parser.parse_args(argv)
+    peer = chosen_peer(parser, args)
+    args.peer = peer.version
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.quick:
         args.rounds, args.entries, args.warmup = 1, 2000, 500
@@ -183,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     try:
         zk.start()
-        clusters = run_all.start_clusters(work, zk.connect_string, args.bookies, run_all.IMPLS, started)
+        clusters = run_all.start_clusters(work, zk.connect_string, args.bookies, run_all.IMPLS, started,
+                                          peer=peer)
         for r in range(args.rounds):
             for impl in run_all.order_for(r):
                 row = {"impl": impl, "round": r} | one_round(clusters[impl], args.entries, args.warmup, args.size)

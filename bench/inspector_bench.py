@@ -6,8 +6,9 @@ audit reading every entry log through them, same bookies, same run; and the insp
     python bench/inspector_bench.py --quick    # tiny run, docs untouched
     python bench/inspector_bench.py --report-only   # the docs section again from bench/inspector_results.json
 
-Three Apache BookKeeper 4.17.3 bookies at their production settings (bench/run_all.py: production JVM options,
-DbLedgerStorage, journal fsync on), 64 MB entry logs, filled first so the inspectors have finalized logs to read.
+Three Apache BookKeeper bookies (the release of ``--peer``, bench/peer.py) at their production settings
+(bench/run_all.py: production JVM options, DbLedgerStorage, journal fsync on), 64 MB entry logs, filled first
+so the inspectors have finalized logs to read.
 Each point runs BenchThroughputLatency (1 KiB entries, 3/2/2, at most ``THROTTLE`` adds outstanding) for
 ``POINT_S`` seconds. In the "inspectors" mode an inspector beside each bookie serves an explain request every
 ``EXPLAIN_EVERY_S`` seconds and ``READERS`` reader processes fetch every entry log through the inspectors in 8 MiB
@@ -39,6 +40,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import run_all  # noqa: E402  (bench/ on the path)
 from audit_load_bench import reader  # noqa: E402  (a full scan's reads, through the inspectors here)
 from docs_section import publish  # noqa: E402
+from peer import Peer, add_peer_argument, chosen_peer  # noqa: E402
 
 RESULTS = REPO / "bench" / "inspector_results.json"
 POINT_S = 30
@@ -109,7 +111,7 @@ def point(cluster: Any, inspectors: list[Any], mode: str, token_file: Path, seco
             "read_through_mb_s": through / 1e6 / seconds, "explains": answered[0], "load": load}
 
 
-def run(rounds: int, seconds: int, fill_s: int) -> list[dict[str, Any]]:
+def run(rounds: int, seconds: int, fill_s: int, peer: Peer) -> list[dict[str, Any]]:
     from bookie_fleet.inspectors import plan_inspectors
     from bookie_fleet.processes import start_all, stop_all
     from bookie_fleet.zookeeper import ZooKeeperServer
@@ -120,7 +122,8 @@ def run(rounds: int, seconds: int, fill_s: int) -> list[dict[str, Any]]:
         started: dict[str, Any] = {}
         inspectors: list[Any] = []
         try:
-            cluster = run_all.start_clusters(work, zk.connect_string, 3, ("java",), started)["java"]
+            cluster = run_all.start_clusters(work, zk.connect_string, 3, ("java",), started,
+                                             peer=peer)["java"]
             for b in cluster.bookies:   # entry logs that roll within the run
                 b.overrides["logSizeLimit"] = LOG_SIZE
                 b.restart()
@@ -149,7 +152,7 @@ def run(rounds: int, seconds: int, fill_s: int) -> list[dict[str, Any]]:
             zk.stop()
 
 
-def section(points: list[dict[str, Any]], rounds: int, seconds: int) -> str:
+def section(points: list[dict[str, Any]], rounds: int, seconds: int, version: str) -> str:
     def med(mode: str, key: str) -> float:
         return statistics.median(p[key] for p in points if p["mode"] == mode)
 
@@ -173,7 +176,7 @@ def section(points: list[dict[str, Any]], rounds: int, seconds: int) -> str:
         "",
         "Command: `python bench/inspector_bench.py`  ",
         f"Machine: {os.cpu_count()} cores, {platform.platform()}.  ",
-        f"Load: three Apache BookKeeper 4.17.3 bookies at their production settings (DbLedgerStorage, journal fsync "
+        f"Load: three Apache BookKeeper {version} bookies at their production settings (DbLedgerStorage, journal fsync "
         f"on, {LOG_SIZE >> 20} MB entry logs, filled first); BenchThroughputLatency, {ENTRY} B entries, 3/2/2, at "
         f"most {THROTTLE} outstanding, {seconds} s per point; with inspectors: one beside each bookie answering an "
         f"explain request every {EXPLAIN_EVERY_S:.0f} s, and {READERS} reader processes fetching every entry log "
@@ -202,18 +205,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1 round of 8 s points: docs untouched")
     parser.add_argument("--report-only", action="store_true", help="the docs section from the last results")
+    add_peer_argument(parser)
     args = parser.parse_args()
     if args.report_only:
         saved = json.loads(RESULTS.read_text())
-        publish("inspector", section(saved["points"], saved["rounds"], saved["seconds"]), saved["points"], write=True)
+        # Results saved before the peer could be chosen are of 4.17.3's bookies.
+        publish("inspector", section(saved["points"], saved["rounds"], saved["seconds"], saved.get("peer", "4.17.3")),
+                saved["points"], write=True)
         return 0
     run_all.prepare_interpreter()
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     rounds, seconds, fill_s = (1, 8, 8) if args.quick else (3, POINT_S, FILL_S)
-    points = run(rounds, seconds, fill_s)
+    peer = chosen_peer(parser, args)
+    points = run(rounds, seconds, fill_s, peer)
     if not args.quick:
-        RESULTS.write_text(json.dumps({"rounds": rounds, "seconds": seconds, "points": points}, indent=1) + "\n")
-    publish("inspector", section(points, rounds, seconds), points, write=not args.quick)
+        RESULTS.write_text(json.dumps({"rounds": rounds, "seconds": seconds, "peer": peer.version, "points": points},
+                                      indent=1) + "\n")
+    publish("inspector", section(points, rounds, seconds, peer.version), points, write=not args.quick)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Pulsar end to end: Pulsar's own load tools (``pulsar-perf produce`` / ``consume``, PerformanceProducer and
 PerformanceConsumer of pulsar-testclient) through a Pulsar broker on three of our bookies, next to the same broker
-on three of Apache BookKeeper 4.17.3's, same machine, same run.
+on three of Apache BookKeeper's (the release of ``--peer``, bench/peer.py), same machine, same run.
 
     python bench/pulsar_e2e_bench.py                 # 2 rounds; rewrites the Pulsar section of docs/benchmarks.md
     python bench/pulsar_e2e_bench.py --quick         # one short point on both implementations (the brokers at the
@@ -187,6 +187,7 @@ class E2ePoint:
         return sum(v["cpu_us_per_msg"] for g, v in self.broker_threads.items() if g in MESSAGE_PATH)
 
 
+from peer import Peer, add_peer_argument, chosen_peer  # noqa: E402
 from run_all import (  # noqa: E402  (bench/ is on sys.path when a bench script runs)
     TICKS,
     Cluster,
@@ -498,7 +499,7 @@ def _bring_up(broker: Any) -> None:
 
 
 def run(rounds: int, seconds: int, count: int, ensemble: tuple[int, int, int], workloads: tuple[Workload, ...],
-        warmups: int, warm: tuple[Workload, ...], broker_jvm: tuple[str, ...], workdir: Path
+        warmups: int, warm: tuple[Workload, ...], broker_jvm: tuple[str, ...], workdir: Path, peer: Peer
         ) -> tuple[list[E2ePoint], dict[str, Any]]:
     from bookie_fleet.pulsar import NEWEST
     from bookie_fleet.zookeeper import ZooKeeperServer
@@ -506,7 +507,8 @@ def run(rounds: int, seconds: int, count: int, ensemble: tuple[int, int, int], w
     facts: dict[str, Any] = {"cores": os.cpu_count(), "platform": platform.platform(),
                              "python": platform.python_version(), "load_before": load_average(),
                              "fdatasync_per_s": fdatasync_rate(workdir, 3 if rounds > 1 else 0.5),
-                             "broker_version": NEWEST.version, "tool_version": _tool_version()}
+                             "broker_version": NEWEST.version, "tool_version": _tool_version(),
+                             "peer": peer.version}
     print(f"machine: {facts}", flush=True)
     points: list[E2ePoint] = []
     loads: list[float] = []
@@ -514,7 +516,7 @@ def run(rounds: int, seconds: int, count: int, ensemble: tuple[int, int, int], w
     clusters: dict[str, Cluster] = {}
     brokers: dict[str, Any] = {}
     try:
-        start_clusters(workdir, zk.connect_string, count, ("java", "ours"), clusters)
+        start_clusters(workdir, zk.connect_string, count, ("java", "ours"), clusters, peer=peer)
         start_brokers(workdir, zk.connect_string, clusters, ensemble, broker_jvm, brokers)
         # Warm-up: the brokers' and Java bookies' JIT, the first ledgers of each broker; not recorded.
         for i in range(warmups):
@@ -687,7 +689,8 @@ def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, An
         f"{changed}; everything else Pulsar's default. The JVM of Pulsar's `pulsar_env.sh` with half its memory "
         f"(two brokers share this machine): `{' '.join(BROKER_JVM[:8])}`.  ",
         f"Bookies: {settings['bookies']} per implementation, as in the suite (journal fsync on, 1 ms group wait; "
-        "Apache BookKeeper 4.17.3 with DbLedgerStorage and the JVM of its bin/bookkeeper).  ",
+        # Runs before the peer could be chosen measured 4.17.3's bookies.
+        f"Apache BookKeeper {facts.get('peer', '4.17.3')} with DbLedgerStorage and the JVM of its bin/bookkeeper).  ",
         f"Load tools: Pulsar's `pulsar-perf produce` / `consume` (PerformanceProducer / PerformanceConsumer) from "
         f"pulsar-testclient {facts['tool_version']}, the newest version the Maven repository we use serves (none "
         f"of the {facts['broker_version'].rsplit('.', 1)[0]} line), with its own client; JVM "
@@ -744,6 +747,7 @@ def main(argv: list[str] | None = None) -> int:
                              "whole table's")
     parser.add_argument("--report-only", action="store_true",
                         help="rewrite the docs section from bench/pulsar_e2e_results.json, measuring nothing")
+    add_peer_argument(parser)
     args = parser.parse_args(argv)
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.rounds < 1 or args.seconds < 2 or args.warmups < 0:
@@ -763,6 +767,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     prepare_interpreter()
     perf_classpath()  # a missing classpath fails now, not after the clusters started
+    peer = chosen_peer(parser, args)
     rounds, seconds, warmups, count, ensemble, workloads = (args.rounds, args.seconds, args.warmups, 3, PERSISTENCE,
                                                             chosen or WORKLOADS)
     # A run of chosen points warms up on them: the broker's JIT otherwise still compiles their paths (the 8-topic
@@ -779,13 +784,13 @@ def main(argv: list[str] | None = None) -> int:
         broker_jvm = JVM_OPTS
     workdir = kept_run_directory(args.workdir, "pulsar-e2e-")
     try:
-        points, facts = run(rounds, seconds, count, ensemble, workloads, warmups, warm, broker_jvm, workdir)
+        points, facts = run(rounds, seconds, count, ensemble, workloads, warmups, warm, broker_jvm, workdir, peer)
     finally:
         if not os.environ.get("PULSAR_E2E_KEEP"):
             shutil.rmtree(workdir, ignore_errors=True)
     command = ("python bench/pulsar_e2e_bench.py" + (f" --points {','.join(w.point for w in chosen)}" if chosen else "")
                + (f" --rounds {rounds}" if rounds != 2 else "") + (f" --seconds {seconds}" if seconds != 10 else "")
-               + (f" --warmups {warmups}" if warmups != 2 else ""))
+               + (f" --warmups {warmups}" if warmups != 2 else "") + (f" --peer {args.peer}" if args.peer else ""))
     settings = {"rounds": rounds, "seconds": seconds, "warmups": warmups, "bookies": count,
                 "ensemble": list(ensemble), "warm_points": [w.point for w in warm]}
     section = report(points, facts, settings, command, chosen=bool(chosen))

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     try:
         zk.start()
-        cluster = run_all.start_clusters(work, zk.connect_string, 3, ("ours",), started)["ours"]
+        cluster = run_all.start_clusters(work, zk.connect_string, 3, ("ours",), started, peer=None)["ours"]
         for r in range(args.rounds):
             row = {"round": r} | read_round(cluster, args.entries)
             results.append(row)

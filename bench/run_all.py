@@ -1,4 +1,4 @@
-"""The whole benchmark suite in one command: our bookie next to Apache BookKeeper 4.17.3, same machine, same run.
+"""The whole benchmark suite in one command: our bookie next to Apache BookKeeper, same machine, same run.
 (One script over the usual module size: a benchmark is read top to bottom next to the numbers it printed.)
 
     python bench/run_all.py                    # full run: rewrites the suite's sections of docs/benchmarks.md
@@ -10,7 +10,8 @@
 It prepares what it needs (``scripts/bootstrap`` when ``$BOOKIE_FLEET_BK_LIB`` is not set: the Maven-assembled
 BookKeeper jars, which include its ``bookkeeper-benchmark`` tools),
 starts one real ZooKeeper and two clusters of three bookies each on this machine, every bookie with its own
-data directory on the same disk, journal fsync on: three Apache BookKeeper bookies (DbLedgerStorage) under
+data directory on the same disk, journal fsync on: three Apache BookKeeper bookies (DbLedgerStorage; the release
+of ``--peer``, bench/peer.py: the newest the bootstrap assembled unless named) under
 ``/java/ledgers`` and three of ours under ``/ours/ledgers``. Both clusters stay up; only one is loaded at a
 time, and every workload point alternates which implementation goes first, round after round, so the drift
 of a shared machine cancels out in the ratios. Reported values are medians over the rounds.
@@ -134,6 +135,7 @@ if __name__ == "__main__":
 from add_bench import fdatasync_rate  # noqa: E402
 from appends import AppendWindow  # noqa: E402
 from docs_section import write_section  # noqa: E402
+from peer import Peer, add_peer_argument, chosen_peer, running_release  # noqa: E402
 from workdir import add_workdir_argument, run_directory  # noqa: E402
 
 
@@ -287,12 +289,16 @@ JOURNAL_RETENTION: dict[str, Any] = {"journalMaxBackups": 1}
 
 
 def start_clusters(workdir: Path, zk_connect: str, count: int, impls: tuple[str, ...],
-                   started: dict[str, Cluster], ours_config: dict[str, str] | None = None) -> dict[str, Cluster]:
-    """Both clusters; ``started`` is filled as they come up, so that a failure still stops what runs."""
+                   started: dict[str, Cluster], *, peer: Peer | None,
+                   ours_config: dict[str, str] | None = None) -> dict[str, Cluster]:
+    """Both clusters, Apache BookKeeper's at the ``peer`` release; ``started`` is filled as they come up, so that
+    a failure still stops what runs."""
     from bookie_fleet.java_bookies import plan_java_bookies
     from bookie_fleet.java_bookies import start_all as start_java
     from bookie_fleet.local_bookies import plan_bookies
 
+    if "java" in impls and peer is None:
+        raise ValueError("start_clusters: Apache BookKeeper's cluster needs the peer release (bench/peer.py)")
     java = Cluster("java", "/java/ledgers", zk_connect)
     ours = Cluster("ours", "/ours/ledgers", zk_connect)
     for c in (java, ours):
@@ -301,7 +307,8 @@ def start_clusters(workdir: Path, zk_connect: str, count: int, impls: tuple[str,
     # journal file kept instead of 5 on both: six bookies x six 2 GB journals would not fit this machine's disk.
     java.bookies = plan_java_bookies(count, workdir / "java", zk_connect, java.root, first_host=221,
                                      production=True, journalSyncData=True, log_level="warn", http=True,
-                                     ledgerStorageClass=DB_LEDGER_STORAGE, **JOURNAL_RETENTION)
+                                     lib_dir=peer.lib if peer else None, ledgerStorageClass=DB_LEDGER_STORAGE,
+                                     **JOURNAL_RETENTION)
     ours_keys: dict[str, Any] = {"journalSyncData": True, "journalMaxGroupWaitMSec": 1,
                                  "autoRecoveryDaemonEnabled": False, **JOURNAL_RETENTION, **(ours_config or {})}
     ours.bookies = plan_bookies(count, workdir / "ours", zk_connect, ours.root, first_host=211,
@@ -715,7 +722,8 @@ class GcStore:
         return [self.bookie.proc.pid] if self.bookie.proc is not None else []
 
 
-def start_gc_stores(workdir: Path, zk_connect: str, r: int, log_mib: int, stores: dict[str, GcStore]) -> None:
+def start_gc_stores(workdir: Path, zk_connect: str, r: int, log_mib: int, stores: dict[str, GcStore], *,
+                    peer: Peer) -> None:
     """One bookie per implementation with GC_CONF, each alone under its own ledgers root, started in parallel;
     ``stores`` is filled before they start, so that a failure still stops what runs."""
     from bookie.client import ClientConfig
@@ -729,7 +737,8 @@ def start_gc_stores(workdir: Path, zk_connect: str, r: int, log_mib: int, stores
         bookie: Any
         if impl == "java":
             (bookie,) = plan_java_bookies(1, workdir / "java", zk_connect, root, first_host=241, http=True,
-                                          production=True, ledgerStorageClass=DB_LEDGER_STORAGE, **conf)
+                                          production=True, lib_dir=peer.lib, ledgerStorageClass=DB_LEDGER_STORAGE,
+                                          **conf)
         else:
             (bookie,) = plan_bookies(1, workdir / "ours", zk_connect, root, first_host=231,
                                      admin_token=secrets.token_urlsafe(32), **conf, **GC_CONF_OURS)
@@ -951,7 +960,7 @@ def measured(cluster: Cluster, fn: Callable[[], tuple[float, float, float, int]]
     return ops, p50, p99, count, cpu * 100000 / max(1, count), load
 
 
-def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[str, Any]:
+def run(settings: Settings, workdir: Path, log: Callable[[str], None], peer: Peer) -> dict[str, Any]:
     from bookie_fleet.zookeeper import ZooKeeperServer
 
     page_cache = FullPageCache(workdir)
@@ -961,16 +970,18 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
              "page_cache_ballast_gib": ballast[0], "page_cache_ballast_s": ballast[1],
              "load_before": load_average(), "fdatasync_per_s": fdatasync_rate(workdir, 3 if settings.rounds > 1
                                                                                else 0.5),
-             "seq_write_mb_s": sequential_write_mb_s(workdir, 512 if settings.rounds > 1 else 16)}
+             "seq_write_mb_s": sequential_write_mb_s(workdir, 512 if settings.rounds > 1 else 16),
+             "peer": peer.version}
     log(f"machine: {facts}")
     points: list[Point] = []
     zk = ZooKeeperServer(workdir / "zk").start()
     clusters: dict[str, Cluster] = {}
     try:
-        clusters = start_clusters(workdir, zk.connect_string, 3, IMPLS, started=clusters,
+        clusters = start_clusters(workdir, zk.connect_string, 3, IMPLS, started=clusters, peer=peer,
                                   ours_config=settings.ours_config)
         if "java" in clusters:
             facts["java_bookie_jvm"] = jvm_options(clusters["java"].pids[0])
+            facts["peer"] = running_release(clusters["java"].pids[0]) or peer.version
         step = 0
 
         def record(p: Point) -> None:
@@ -1027,7 +1038,7 @@ def run(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[s
                 step += 1
             if "compaction" in settings.workloads:
                 compaction_round(workdir / f"gc-{r}", zk.connect_string, r, order_for(step), settings, page_cache,
-                                 record)
+                                 record, peer)
                 step += 1
         if settings.profile:
             facts["profile"] = profile_add_path(clusters["ours"], settings, workdir, log)
@@ -1078,14 +1089,14 @@ def warm_up(cluster: Cluster, settings: Settings, workdir: Path, log: Callable[[
 
 
 def compaction_round(workdir: Path, zk_connect: str, r: int, order: tuple[str, ...], settings: Settings,
-                     page_cache: FullPageCache, record: Callable[[Point], None]) -> None:
+                     page_cache: FullPageCache, record: Callable[[Point], None], peer: Peer) -> None:
     """Fresh compaction bookies, the same prepared store on each, then one compaction point per implementation
     in ``order``. A failure is logged and recorded as failed points (count 0) rather than losing the run."""
     params = {"mib": settings.gc_mib, "garbage": settings.gc_garbage, "log_mib": settings.gc_log_mib}
     stores: dict[str, GcStore] = {}
     done: set[str] = set()
     try:
-        start_gc_stores(workdir, zk_connect, r, settings.gc_log_mib, stores)
+        start_gc_stores(workdir, zk_connect, r, settings.gc_log_mib, stores, peer=peer)
         prepare_gc_stores(stores, settings.gc_mib, settings.gc_garbage)
         for impl in order:
             page_cache.fill()
@@ -1161,7 +1172,9 @@ def page_cache_fact(facts: dict[str, Any]) -> str:
 
 def report(results: dict[str, Any], command: str) -> str:
     facts, s, pts = results["facts"], results["settings"], results["points"]
-    lines = [BEGIN, "## Suite: our bookie vs Apache BookKeeper 4.17.3, BookKeeper's own benchmark tools", "",
+    # Runs before the peer could be chosen measured 4.17.3's bookies.
+    peer = facts.get("peer", "4.17.3")
+    lines = [BEGIN, f"## Suite: our bookie vs Apache BookKeeper {peer}, BookKeeper's own benchmark tools", "",
              f"Command: `{command}`  ",
              f"Machine: {facts['cores']} cores, {facts['platform']}, Python {facts['python']}. Measured in the same "
              f"run: disk fdatasync **{facts['fdatasync_per_s']:.0f}/s** (4 KiB writes), sequential write "
@@ -1169,7 +1182,9 @@ def report(results: dict[str, Any], command: str) -> str:
              f"{facts['load_before']:.1f} before, {facts['load_after']:.1f} after; each row gives the median load "
              f"during its points. {page_cache_fact(facts)}  ",
              f"Clusters: 3 bookies per implementation on this machine (separate data directories, same disk), "
-             f"journal fsync on, 1 ms group wait; Apache BookKeeper with DbLedgerStorage. {s['rounds']} rounds, "
+             f"journal fsync on, 1 ms group wait; Apache BookKeeper {peer} with DbLedgerStorage, driven by "
+             f"BookKeeper's benchmark tools of 4.17.3 (the newest `bookkeeper-benchmark` published) for both "
+             f"implementations. {s['rounds']} rounds, "
              f"each point alternating which implementation goes first; medians over the rounds.  ",
              *production_settings(s.get("ours_config") or {}), "", *jvm_as_run(facts),
              *warm_up_report(facts, s, pts), ""]
@@ -1417,7 +1432,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="points start with whatever memory is free instead of a full page cache")
     parser.add_argument("--impls", default="java,ours", help="java,ours (ours alone: the optimisation loop)")
     add_workdir_argument(parser)
+    add_peer_argument(parser)
     args = parser.parse_args(argv)
+    peer = chosen_peer(parser, args)
     for option, given, known in (("--impls", args.impls, ("java", "ours")),
                                  ("--workloads", args.workloads, ("adds", "pyclient", "reads", "compaction")),
                                  ("--protocols", args.protocols, ("v3", "v2"))):
@@ -1447,7 +1464,7 @@ def main(argv: list[str] | None = None) -> int:
         # 8 ledgers of 1 MiB in 2 MiB logs: every log still mixes a kept ledger with deleted ones, or is all dead
         settings.gc_mib, settings.gc_log_mib, settings.gc_rate, settings.gc_baseline_s = 8, 2, 100, 1.0
     with run_directory(args.workdir, "run-all-") as tmp:
-        results = run(settings, tmp, lambda line: print(line, flush=True))
+        results = run(settings, tmp, lambda line: print(line, flush=True), peer)
     command = "python bench/run_all.py" + ("" if argv is None else " " + " ".join(argv))
     command = "python bench/run_all.py " + " ".join(sys.argv[1:]) if argv is None else command
     section = report(results, command.strip())

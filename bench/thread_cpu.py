@@ -44,6 +44,7 @@ import add_bench
 import add_cpu
 from bookie_fleet.processes import stop_on_sigterm
 from bookie_fleet.zookeeper import ZooKeeperServer
+from peer import add_peer_argument, chosen_peer
 
 CORES = (4, 8, 16)
 EVENT_LOOP = "event loop"
@@ -182,7 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--window", type=int, default=1000, help="adds outstanding per connection")
     parser.add_argument("--quick", action="store_true")
+    add_peer_argument(parser)
     args = parser.parse_args(argv)
+    peer = chosen_peer(parser, args)
+    args.peer = peer.version
     for key in ("adds", "rounds", "size", "connections", "window"):
         if getattr(args, key) <= 0:
             parser.error(f"--{key} must be positive, got {getattr(args, key)}")
@@ -196,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         zk = ZooKeeperServer(Path(tmp) / "zk").start()
         bookies: dict[str, Any] = {}
         try:
-            bookies["java"] = add_bench.start_java(Path(tmp) / "java", zk, "/java/ledgers")
+            bookies["java"] = add_bench.start_java(Path(tmp) / "java", zk, "/java/ledgers", peer)
             bookies["ours"] = add_bench.start_ours(Path(tmp) / "ours", zk, "/ours/ledgers")
             for bookie in bookies.values():  # warm-up: the JVM's add path compiled, our imports done
                 host, port = bookie.bookie_id.rsplit(":", 1)

@@ -1,5 +1,5 @@
 """TLS on the bookie port: adds with START_TLS connections next to the same adds in plaintext, on our bookie and
-on Apache BookKeeper 4.17.3, same machine, same run.
+on Apache BookKeeper (the release of ``--peer``, bench/peer.py), same machine, same run.
 
     python bench/tls_bench.py                 # 3 rounds; rewrites the TLS section of docs/benchmarks.md
     python bench/tls_bench.py --quick         # tiny run, docs untouched
@@ -42,6 +42,7 @@ BEGIN, END = "<!-- tls:begin -->", "<!-- tls:end -->"
 SIZE = 1024
 ENSEMBLE = (3, 2, 2)
 
+from peer import Peer, add_peer_argument, chosen_peer  # noqa: E402
 from run_all import (  # noqa: E402  (bench/ is on sys.path when a bench script runs)
     DB_LEDGER_STORAGE,
     JOURNAL_RETENTION,
@@ -73,7 +74,7 @@ class TlsPoint:
 
 
 def start_tls_clusters(workdir: Path, zk_connect: str, count: int, tls_conf: dict[str, Any],
-                       started: dict[str, Cluster]) -> None:
+                       started: dict[str, Cluster], peer: Peer) -> None:
     """Three bookies per implementation with the same TLS keys; ``started`` filled first, so a failure still stops
     what runs."""
     from bookie_fleet.java_bookies import plan_java_bookies
@@ -86,7 +87,7 @@ def start_tls_clusters(workdir: Path, zk_connect: str, count: int, tls_conf: dic
     for c in (java, ours):
         asyncio.run(_init_cluster(zk_connect, c.root))
     java.bookies = plan_java_bookies(count, workdir / "java", zk_connect, java.root, first_host=226,
-                                     production=True, journalSyncData=True, log_level="warn",
+                                     production=True, journalSyncData=True, log_level="warn", lib_dir=peer.lib,
                                      ledgerStorageClass=DB_LEDGER_STORAGE, **JOURNAL_RETENTION, **tls_conf)
     ours.bookies = plan_bookies(count, workdir / "ours", zk_connect, ours.root, first_host=216, journalSyncData=True,
                                 journalMaxGroupWaitMSec=1, autoRecoveryDaemonEnabled=False, **JOURNAL_RETENTION,
@@ -115,15 +116,16 @@ async def negotiated(bookie_id: str, ca: Path) -> str:
         writer.close()
 
 
-def run(rounds: int, seconds: int, throttle: int, count: int, ensemble: tuple[int, int, int], workdir: Path
-        ) -> tuple[list[TlsPoint], dict[str, Any]]:
+def run(rounds: int, seconds: int, throttle: int, count: int, ensemble: tuple[int, int, int], workdir: Path,
+        peer: Peer) -> tuple[list[TlsPoint], dict[str, Any]]:
     from bookie.tls import ClientTLS
     from bookie_fleet.certificates import LocalCA, bookie_tls_conf, java_client_tls_properties
     from bookie_fleet.zookeeper import ZooKeeperServer
 
     facts: dict[str, Any] = {"cores": os.cpu_count(), "platform": platform.platform(),
                              "python": platform.python_version(), "load_before": load_average(),
-                             "fdatasync_per_s": fdatasync_rate(workdir, 3 if rounds > 1 else 0.5)}
+                             "fdatasync_per_s": fdatasync_rate(workdir, 3 if rounds > 1 else 0.5),
+                             "peer": peer.version}
     print(f"machine: {facts}", flush=True)
     ca = LocalCA(workdir / "pki")
     tls_conf = bookie_tls_conf(ca.issue("bookie", "bookie"))
@@ -132,7 +134,7 @@ def run(rounds: int, seconds: int, throttle: int, count: int, ensemble: tuple[in
     zk = ZooKeeperServer(workdir / "zk").start()
     clusters: dict[str, Cluster] = {}
     try:
-        start_tls_clusters(workdir, zk.connect_string, count, tls_conf, clusters)
+        start_tls_clusters(workdir, zk.connect_string, count, tls_conf, clusters, peer)
         facts["negotiated"] = {impl: asyncio.run(negotiated(c.bookies[0].bookie_id, ca.ca))
                                for impl, c in clusters.items()}
         for impl in ("java", "ours"):  # warm-up: the JIT of the Java bookies, in both modes
@@ -218,7 +220,9 @@ def report(points: list[TlsPoint], facts: dict[str, Any], rounds: int, seconds: 
         f"Command: `{command}`  ",
         f"Machine: {facts['cores']} cores, {facts['platform']}, Python {facts['python']}; disk fdatasync "
         f"{facts['fdatasync_per_s']:.0f}/s measured in the same run.{load_note}  ",
-        "Clusters: 3 bookies per implementation (ours; Apache BookKeeper 4.17.3 with DbLedgerStorage and the JVM "
+        # Runs before the peer could be chosen measured 4.17.3's bookies.
+        f"Clusters: 3 bookies per implementation (ours; Apache BookKeeper {facts.get('peer', '4.17.3')} with "
+        "DbLedgerStorage and the JVM "
         "settings of its bin/bookkeeper, as in the suite), journal fsync on, both with TLS configured from the "
         "same PEM files (no client certificates). Clients, 1 KiB entries, 3/2/2, v3, in plaintext and with "
         "START_TLS on every connection: BookKeeper's `BenchThroughputLatency` "
@@ -252,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     add_workdir_argument(parser)
     parser.add_argument("--report-only", action="store_true",
                         help="rewrite the docs section from bench/tls_results.json, measuring nothing")
+    add_peer_argument(parser)
     args = parser.parse_args(argv)
     stop_on_sigterm()  # a timeout's SIGTERM still stops what the harness started
     if args.report_only:
@@ -262,15 +267,17 @@ def main(argv: list[str] | None = None) -> int:
                                    settings["throttle"], saved["command"]), BEGIN, END)
         return 0
     prepare_interpreter()
+    peer = chosen_peer(parser, args)
     rounds, seconds, count, ensemble = args.rounds, args.seconds, 3, ENSEMBLE
     if args.quick:
         rounds, seconds, count, ensemble = 1, 3, 1, (1, 1, 1)
     workdir = kept_run_directory(args.workdir, "tls-bench-")
     try:
-        points, facts = run(rounds, seconds, args.throttle, count, ensemble, workdir)
+        points, facts = run(rounds, seconds, args.throttle, count, ensemble, workdir, peer)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    command = "python bench/tls_bench.py" + (f" --rounds {rounds}" if rounds != 3 else "")
+    command = ("python bench/tls_bench.py" + (f" --rounds {rounds}" if rounds != 3 else "")
+               + (f" --peer {args.peer}" if args.peer else ""))
     section = report(points, facts, rounds, seconds, args.throttle, command)
     print(section)
     print(json.dumps([asdict(p) for p in points]))
