@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -272,8 +273,14 @@ def artifacthub_annotations(app_version: str) -> dict[str, str]:
         "artifacthub.io/images": _yaml([{"name": "operator", "image": f"{image.repository}:{app_version}"}]),
         "artifacthub.io/crds": _yaml([crd]),
         "artifacthub.io/crdsExamples": _yaml(crd_examples()),
+        "artifacthub.io/license": project_license(),
         "artifacthub.io/links": _yaml([{"name": "Apache BookKeeper", "url": "https://bookkeeper.apache.org/"}]),
     }
+
+
+def project_license() -> str:
+    """The SPDX expression pyproject.toml states, the one statement of the project's license."""
+    return str(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["license"])
 
 
 def _yaml(data: Any) -> str:

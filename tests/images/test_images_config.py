@@ -1,14 +1,21 @@
 """Each image's config as a container runtime reads it from the OCI layout: a numeric non-root user (so
-runAsNonRoot can be verified), the entry point, the OCI labels and the environment for a read-only root."""
+runAsNonRoot can be verified), the entry point, the OCI labels (the license the project's pyproject.toml states;
+Apache BookKeeper's own is the same) and the environment for a read-only root."""
 
 from __future__ import annotations
+
+import tomllib
+from pathlib import Path
 
 import pytest
 
 from tests.support import oci
 
 LABELS = ("org.opencontainers.image.title", "org.opencontainers.image.description",
-          "org.opencontainers.image.version", "org.opencontainers.image.base.name")
+          "org.opencontainers.image.version", "org.opencontainers.image.base.name",
+          "org.opencontainers.image.licenses")
+PROJECT_LICENSE = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"][
+    "license"]
 ENTRYPOINTS = {
     "bookie": ["/opt/venv/bin/bookie"],
     "operator": ["/opt/venv/bin/python", "-m", "bookie_operator"],
@@ -32,6 +39,7 @@ def test_image_entrypoint_and_labels(images: dict[str, oci.Image], role: str) ->
     missing = [label for label in LABELS if not labels.get(label)]
     assert not missing, f"{role}: labels missing {missing}"
     assert labels["org.opencontainers.image.version"] == img.ref.rsplit(":", 1)[1]
+    assert labels["org.opencontainers.image.licenses"] == PROJECT_LICENSE
 
 
 @pytest.mark.parametrize("role", ["bookie", "operator", "audit"])

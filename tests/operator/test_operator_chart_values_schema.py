@@ -5,6 +5,7 @@ defaults and passes the schema, and `helm template` refuses a misspelt or mistyp
 from __future__ import annotations
 
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,7 @@ def test_a_parent_charts_global_values_are_allowed() -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_artifact_hub_annotations_name_the_image_the_crd_and_valid_examples() -> None:
+def test_artifact_hub_annotations_name_the_image_the_crd_the_license_and_valid_examples() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     notes = {key: yaml.safe_load(value) for key, value in chart["annotations"].items()}
     assert notes["artifacthub.io/images"] == [{"name": "operator",
@@ -84,3 +85,6 @@ def test_artifact_hub_annotations_name_the_image_the_crd_and_valid_examples() ->
     for example in examples:
         assert example["apiVersion"] == f"{models.GROUP}/{models.VERSION}"
         models.parse_spec(example["spec"])
+    # An SPDX expression (Artifact Hub shows it as the package's license), the one pyproject.toml states.
+    project = tomllib.loads((CHART.parents[1] / "pyproject.toml").read_text())["project"]
+    assert notes["artifacthub.io/license"] == project["license"] == "Apache-2.0"
