@@ -24,6 +24,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "run_all.py"
     (["--ours-config", "writeCache=64"], "writeCache: unknown configuration key"),
     (["--ours-config", "dbStorage_writeCacheMaxSizeMb=big"], "dbStorage_writeCacheMaxSizeMb: Input should be a valid"),
     (["--ours-config", "dbStorage_writeCacheMaxSizeMb"], "expected KEY=VALUE"),
+    (["--peer", "4.19.0"], "--peer: 4.19.0 is not a release the bootstrap assembled (assembled: "),
 ])
 def test_bad_arguments_are_refused_naming_the_problem(args: list[str], message: str, tmp_path: Path) -> None:
     workdir = tmp_path / "work"

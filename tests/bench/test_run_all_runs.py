@@ -1,22 +1,30 @@
 """The benchmark suite's harness (bench/run_all.py) runs end to end on a tiny workload: both clusters, BookKeeper's
 BenchThroughputLatency and BenchReadThroughputLatency, our client's adds, catch-up and tailing reads, and a forced
-major compaction of a prepared store on one bookie of each implementation under a light add load. Numbers are not
-checked (no timings in tests), only that every workload produced a successful point for each implementation."""
+major compaction of a prepared store on one bookie of each implementation under a light add load, Apache
+BookKeeper's bookies at the newest release the bootstrap assembled. Numbers are not checked (no timings in tests),
+only that every workload produced a successful point for each implementation."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from tests.support.bench_runs import run_bench
+from tests.support.bench_runs import bench_module, run_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "run_all.py"
 
 
+@pytest.fixture(scope="module")
+def peer() -> Iterator[ModuleType]:
+    yield from bench_module("peer")
+
+
 @pytest.mark.timeout(1300)  # two clusters of each implementation, one after the other, on 2 shared cores
-def test_run_all_quick_measures_every_workload_on_both_implementations(tmp_path: Path) -> None:
+def test_run_all_quick_measures_every_workload_on_both_implementations(peer: ModuleType, tmp_path: Path) -> None:
     result = run_bench(BENCH, "--quick", "--workdir", str(tmp_path), timeout=1100)
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-3000:]
     points = json.loads(result.stdout.strip().splitlines()[-1])
@@ -42,6 +50,8 @@ def test_run_all_quick_measures_every_workload_on_both_implementations(tmp_path:
     assert "-XX:+UseG1GC" in jvm and "-Xmx1g" in jvm and "-XX:MaxDirectMemorySize=2g" in jvm, jvm
     assert "TieredStopAtLevel" not in jvm and "UseSerialGC" not in jvm, jvm
     assert "| java | " in result.stdout and "last pass vs the one before" in result.stdout
+    # The release the report names is the one the running Java bookies served, read from their classpath.
+    assert f"## Suite: our bookie vs Apache BookKeeper {peer.choose(None).version}, " in result.stdout
 
 
 def why_points_failed(stdout: str) -> str:
