@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,8 @@ JAVA = {"implementation": "apache-bookkeeper", "image": "bookie-fleet/apache-boo
 IMPLEMENTATIONS = {"bookie-fleet": {}, "apache-bookkeeper": JAVA}
 
 
+# BookieClusters of a namespace, by the REST path of their collection.
+CLUSTERS = f"/apis/{crd.models.GROUP}/{crd.models.VERSION}/namespaces/{{ns}}/{crd.models.PLURAL}"
 AUDIT_ROLE = "bookie-operator-audit"  # the operator's default name for it, as the chart installs it
 
 
@@ -59,6 +62,22 @@ def audit_cluster_role(kube: KubeTarget) -> Iterator[str]:
         yield AUDIT_ROLE
     finally:
         kube.kubectl("delete", "clusterrole", AUDIT_ROLE, "--ignore-not-found")
+
+
+@pytest.fixture
+def other_namespace(kube: KubeTarget) -> Iterator[str]:
+    """A namespace of its own, which the chart's default does not watch (it watches the release's)."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    kube.api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        # A finalizer the operator did not remove (the test failed before the cluster was deleted) would hold
+        # the namespace forever.
+        for item in (kube.get(CLUSTERS.format(ns=name)) or {}).get("items", []):
+            kube.api.merge_patch(f"{CLUSTERS.format(ns=name)}/{item['metadata']['name']}",
+                                 {"metadata": {"finalizers": None}})
+        kube.api.delete(f"/api/v1/namespaces/{name}")
 
 
 @pytest.fixture(scope="session")

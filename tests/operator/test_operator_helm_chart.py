@@ -9,36 +9,16 @@ The operator runs from the chart's own image (operator/Dockerfile, built by the 
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from bookie_fleet.zookeeper import ZooKeeperServer
 
-from tests.operator.conftest import bookie_cluster, condition, get_cluster, wait_ready
+from tests.operator.conftest import CLUSTERS, bookie_cluster, condition, get_cluster, wait_ready
 from tests.support.kube import KubeTarget, pod_ready, wait_for
 
 CHART = Path(__file__).resolve().parents[2] / "helm" / "bookie-operator"
-CLUSTERS = "/apis/bookie-fleet.dev/v1beta1/namespaces/{ns}/bookieclusters"
 FINALIZER = "bookie-fleet.dev/operator"
-
-
-@pytest.fixture
-def other_namespace(kube: KubeTarget) -> Iterator[str]:
-    """A namespace the chart's default does not watch."""
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    kube.api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    try:
-        yield name
-    finally:
-        # A finalizer the operator did not remove (the test failed before the cluster was deleted) would hold
-        # the namespace forever.
-        for item in (kube.get(CLUSTERS.format(ns=name)) or {}).get("items", []):
-            kube.api.merge_patch(f"{CLUSTERS.format(ns=name)}/{item['metadata']['name']}",
-                                 {"metadata": {"finalizers": None}})
-        kube.api.delete(f"/api/v1/namespaces/{name}")
 
 
 def test_helm_lint_install_and_the_deployed_operator_reconciles(

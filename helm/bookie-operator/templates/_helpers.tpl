@@ -103,3 +103,29 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   resources: ["events"]
   verbs: ["create"]
 {{- end -}}
+
+{{/* An upgrade never silently stops managing BookieClusters: when the release's operator watches every
+namespace now (its Deployment runs with --all-namespaces, as chart 0.1.0 did by default) and the new values
+narrow it (clusterWide false), the BookieClusters outside the namespaces it would keep are named and the upgrade
+fails before anything changes. Nothing to look up under helm template or a client-side dry run. */}}
+{{- define "bookie-operator.upgradeKeepsWatchedClusters" -}}
+{{- if and .Release.IsUpgrade (not .Values.clusterWide) -}}
+{{- $deployment := lookup "apps/v1" "Deployment" .Release.Namespace (include "bookie-operator.fullname" .) -}}
+{{- $args := list -}}
+{{- range ($deployment.spec | default dict).template.spec.containers | default list -}}
+{{- if eq .name "operator" }}{{ $args = .args | default list }}{{ end -}}
+{{- end -}}
+{{- if has "--all-namespaces" $args -}}
+{{- $kept := default (list .Release.Namespace) .Values.watchNamespaces -}}
+{{- $left := list -}}
+{{- range (lookup "bookie-fleet.dev/v1beta1" "BookieCluster" "" "").items | default list -}}
+{{- if not (has .metadata.namespace $kept) -}}
+{{- $left = append $left (printf "%s/%s" .metadata.namespace .metadata.name) -}}
+{{- end -}}
+{{- end -}}
+{{- if $left -}}
+{{- fail (printf "this upgrade would stop managing BookieClusters %s: the release's operator watches every namespace now, and these values watch %s only. Set clusterWide=true to keep every namespace, or list those namespaces in watchNamespaces (docs/operator.md, \"Upgrading the chart\")" (join ", " $left) (join ", " $kept)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
