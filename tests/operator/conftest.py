@@ -23,7 +23,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,7 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 from bookie_operator import audit_builders, crd
 from localkube.procs import ChildProcess
 
-from tests.support.kube import KubeTarget, wait_for
+from tests.support.kube import KubeTarget, fresh_namespace, wait_for
 
 Obj = dict[str, Any]
 INTERVAL = 2.0
@@ -67,17 +66,15 @@ def audit_cluster_role(kube: KubeTarget) -> Iterator[str]:
 @pytest.fixture
 def other_namespace(kube: KubeTarget) -> Iterator[str]:
     """A namespace of its own, which the chart's default does not watch (it watches the release's)."""
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    kube.api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    try:
-        yield name
-    finally:
-        # A finalizer the operator did not remove (the test failed before the cluster was deleted) would hold
-        # the namespace forever.
-        for item in (kube.get(CLUSTERS.format(ns=name)) or {}).get("items", []):
-            kube.api.merge_patch(f"{CLUSTERS.format(ns=name)}/{item['metadata']['name']}",
-                                 {"metadata": {"finalizers": None}})
-        kube.api.delete(f"/api/v1/namespaces/{name}")
+    with fresh_namespace(kube) as name:
+        try:
+            yield name
+        finally:
+            # A finalizer the operator did not remove (the test failed before the cluster was deleted) would hold
+            # the namespace forever.
+            for item in (kube.get(CLUSTERS.format(ns=name)) or {}).get("items", []):
+                kube.api.merge_patch(f"{CLUSTERS.format(ns=name)}/{item['metadata']['name']}",
+                                     {"metadata": {"finalizers": None}})
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ Registered for every test folder by tests/conftest.py (``pytest_plugins``).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import subprocess
@@ -181,14 +182,21 @@ def pod_zookeeper(kube: KubeTarget, tmp_path_factory: pytest.TempPathFactory) ->
         server.stop()
 
 
-@pytest.fixture
-def kube_namespace(kube: KubeTarget) -> Iterator[str]:
+@contextlib.contextmanager
+def fresh_namespace(kube: KubeTarget) -> Iterator[str]:
+    """A namespace of a random name, deleted afterwards."""
     name = f"t-{uuid.uuid4().hex[:10]}"
     kube.api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     try:
         yield name
     finally:
         kube.api.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture
+def kube_namespace(kube: KubeTarget) -> Iterator[str]:
+    with fresh_namespace(kube) as name:
+        yield name
 
 
 ZONE_TAINT = {"key": "localkube.io/zone-test", "value": "true", "effect": "NoSchedule"}
