@@ -70,9 +70,10 @@ def test_upgrade_from_the_newest_release_keeps_a_running_cluster_ready(
         wait_ready(kube, other, "elsewhere", timeout=180)
         before = {p["metadata"]["name"] for p in operator_pods(kube, ns)}
 
-        # Values that would watch the release's namespace only (the working chart's default) leave the
-        # BookieCluster elsewhere unmanaged: refused, naming it, before anything is changed.
-        refused = kube.helm("upgrade", RELEASE, str(CHART), "--namespace", ns, check=False)
+        # The chart's default values (a values file without clusterWide, as the charts before the first release
+        # needed) would watch the release's namespace only and leave the BookieCluster elsewhere unmanaged:
+        # refused, naming it, before anything is changed. (Without any values, helm upgrade reuses the last.)
+        refused = kube.helm("upgrade", RELEASE, str(CHART), "--namespace", ns, "--reset-values", check=False)
         assert refused.returncode != 0
         assert f"this upgrade would stop managing BookieClusters {other}/elsewhere" in refused.stderr, refused.stderr
         assert "Set clusterWide=true" in refused.stderr

@@ -124,7 +124,7 @@ fails before anything changes. Nothing to look up under helm template or a clien
 {{- end -}}
 {{- end -}}
 {{- if $left -}}
-{{- fail (printf "this upgrade would stop managing BookieClusters %s: the release's operator watches every namespace now, and these values watch %s only. Set clusterWide=true to keep every namespace, or list those namespaces in watchNamespaces (docs/operator.md, \"Upgrading the chart\")" (join ", " $left) (join ", " $kept)) -}}
+{{- fail (printf "this upgrade would stop managing BookieClusters %s: the release's operator watches every namespace now, and these values watch %s only. Set clusterWide=true to keep every namespace, or list those namespaces in watchNamespaces (docs/operator.md, \"Where the operator acts\")" (join ", " $left) (join ", " $kept)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
