@@ -67,7 +67,9 @@ def running_release(pid: int) -> str | None:
     if "-cp" not in args:
         return None
     for entry in args[args.index("-cp") + 1].split(":"):
-        for jar in Path(entry.removesuffix("*")).glob("bookkeeper-server-[0-9]*.jar"):
+        path = Path(entry.removesuffix("*"))
+        jars = [path] if path.match("bookkeeper-server-[0-9]*.jar") else path.glob("bookkeeper-server-[0-9]*.jar")
+        for jar in jars:
             return jar.name.removeprefix("bookkeeper-server-").removesuffix(".jar")
     return None
 

@@ -60,6 +60,14 @@ def test_a_running_bookies_release_is_read_from_its_classpath(peer: ModuleType, 
     finally:
         proc.kill()
         proc.wait()
+    # A classpath of jars named one by one.
+    listed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-cp",
+                               f"{lib}/netty-common-4.1.jar:{lib}/bookkeeper-server-4.18.0.jar", "Main"])
+    try:
+        assert peer.running_release(listed.pid) == "4.18.0"
+    finally:
+        listed.kill()
+        listed.wait()
     bare = subprocess.Popen(["sleep", "30"])
     try:
         assert peer.running_release(bare.pid) is None
