@@ -175,7 +175,11 @@ class FullPageCache:
 
     The fill reads the chunks of a ballast file (the machine's available memory in size) that are not in the page
     cache until free memory is down to ``keep_free``; a point's writes then evict ballast pages as they would
-    evict old entry logs."""
+    evict old entry logs. The ballast is a sparse file: reading a hole puts a page of zeros in the page cache,
+    written by the kernel as a disk read's data would be, clean and reclaimable the same way, and takes no block
+    of the disk. A ballast of real data took as much disk as memory, on the disk the bookies write to: on a
+    machine with 24 GiB of memory and 58 GiB of disk free, the disk then fell below the 5% free at which every
+    bookie goes read-only part-way through a run."""
 
     def __init__(self, directory: Path, keep_free: int = 2 * 2**30, chunk: int = 64 * 2**20) -> None:
         self.path, self.keep_free, self.chunk = directory / "page-cache-ballast", keep_free, chunk
@@ -183,25 +187,23 @@ class FullPageCache:
         self.free_at_points: list[float] = []  # GiB free when each measured point started
 
     def create(self, size: int | None = None) -> tuple[float, float]:
-        """(GiB, seconds): the ballast written; by default as large as the memory available before the clusters
-        start, or what the disk can spare beside the bookies (a third of its free space)."""
+        """(GiB, seconds): the ballast made and read into the page cache once; by default as large as the memory
+        available before the clusters start."""
         if size is None:
-            size = min(_meminfo("MemAvailable"), shutil.disk_usage(self.path.parent).free // 3)
+            size = _meminfo("MemAvailable")
         self.size = size // self.chunk * self.chunk
-        block = os.urandom(self.chunk)
         started = time.perf_counter()
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            for _ in range(self.size // self.chunk):
-                os.write(fd, block)
-            os.fdatasync(fd)
+            os.ftruncate(fd, self.size)  # all hole: no block allocated
         finally:
             os.close(fd)
+        self.fill(record=False)
         return self.size / 2**30, time.perf_counter() - started
 
-    def fill(self) -> None:
+    def fill(self, record: bool = True) -> None:
         """Read the ballast back until free memory is down to ``keep_free`` (or the whole file is cached), and
-        note the free memory left."""
+        note the free memory left (``record``: at the start of a measured point)."""
         if not self.size:
             return
         buffer = bytearray(self.chunk)
@@ -211,10 +213,11 @@ class FullPageCache:
                 if _meminfo("MemFree") <= self.keep_free:
                     break
                 if _cached_bytes(fd, offset, self.chunk) < self.chunk:
-                    os.preadv(fd, [buffer], offset)  # the disk read puts the chunk back in the page cache
+                    os.preadv(fd, [buffer], offset)  # the read puts the chunk back in the page cache
         finally:
             os.close(fd)
-        self.free_at_points.append(_meminfo("MemFree") / 2**30)
+        if record:
+            self.free_at_points.append(_meminfo("MemFree") / 2**30)
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -531,8 +534,8 @@ def missing_bookie_account(bookie: Any, read_only: bool) -> str:
 def disk_account(path: Path) -> str:
     """How full the disk under ``path`` is as a bookie's disk checker sees it (1 - usable / total), next to the
     ``diskUsageThreshold`` above which a bookie goes read-only (ours by default; Apache BookKeeper's default is the
-    same, and the suite keeps both): a benchmark's data, its page-cache ballast and whatever else the disk holds can
-    fill it part-way through the run."""
+    same, and the suite keeps both): a benchmark's data (its journals and entry logs) and whatever else the disk
+    holds can fill it part-way through the run."""
     from bookie.config import BookieConfig
 
     threshold = BookieConfig.model_fields["disk_usage_threshold"].default
