@@ -49,28 +49,35 @@ def test_a_release_not_assembled_is_refused_naming_those_that_were(peer: ModuleT
         peer.choose(None, {})
 
 
+def started(args: list[str]) -> subprocess.Popen[str]:
+    """A process with ``args`` on its command line, once it runs its own program: until then (between fork and
+    exec) its command line is still its parent's."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)", *args],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "up\n"
+    return proc
+
+
 def test_a_running_bookies_release_is_read_from_its_classpath(peer: ModuleType, tmp_path: Path) -> None:
     lib = jars(tmp_path, "4.18.0")
     # A process whose command line has the shape of a Java bookie's: options, -cp <dir>/*, the main class.
     # (Python takes the arguments after -c's program as its own argv and ignores them.)
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-Xmx1g", "-cp", f"{lib}/*",
-                             "org.apache.bookkeeper.server.Main"])
+    proc = started(["-Xmx1g", "-cp", f"{lib}/*", "org.apache.bookkeeper.server.Main"])
     try:
         assert peer.running_release(proc.pid) == "4.18.0"
     finally:
         proc.kill()
-        proc.wait()
+        proc.communicate()  # reaps it and closes its pipe
     # A classpath of jars named one by one.
-    listed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-cp",
-                               f"{lib}/netty-common-4.1.jar:{lib}/bookkeeper-server-4.18.0.jar", "Main"])
+    listed = started(["-cp", f"{lib}/netty-common-4.1.jar:{lib}/bookkeeper-server-4.18.0.jar", "Main"])
     try:
         assert peer.running_release(listed.pid) == "4.18.0"
     finally:
         listed.kill()
-        listed.wait()
-    bare = subprocess.Popen(["sleep", "30"])
+        listed.communicate()  # reaps it and closes its pipe
+    bare = started([])
     try:
         assert peer.running_release(bare.pid) is None
     finally:
         bare.kill()
-        bare.wait()
+        bare.communicate()  # reaps it and closes its pipe

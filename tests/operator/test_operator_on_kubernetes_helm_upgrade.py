@@ -92,13 +92,15 @@ def test_upgrade_from_the_newest_release_keeps_a_running_cluster_ready(
                        and p["metadata"]["labels"].get("helm.sh/chart") == f"bookie-operator-{working}"]
                 return new if len(new) == len(pods) == 2 else None
 
-            pods = wait_for(replaced, 120, what="both operator pods replaced by the upgraded chart's")
-            lease = wait_for(lambda: (kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/"
-                                               "bookie-operator") or {}).get("spec", {}).get("holderIdentity"),
-                             60, what="a Lease holder")
-            wait_for(lambda: kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/bookie-operator")
-                     ["spec"]["holderIdentity"].split("_")[0] in {p["metadata"]["name"] for p in pods},
-                     90, what=f"the Lease taken by an upgraded operator pod (held by {lease})")
+            upgraded = {p["metadata"]["name"] for p in wait_for(
+                replaced, 120, what="both operator pods replaced by the upgraded chart's")}
+
+            def lease_holder() -> str:
+                lease = kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/bookie-operator") or {}
+                return str(lease.get("spec", {}).get("holderIdentity") or "").split("_")[0]
+
+            wait_for(lambda: lease_holder() in upgraded, 90,
+                     what=f"the Lease taken by an upgraded operator pod, one of {sorted(upgraded)}")
             # The upgraded operator reconciles the next change of spec.
             patch_spec(kube, other, "elsewhere", {"diskPolicy": {"writableLowWaterMark": 0.995}})
             wait_ready(kube, other, "elsewhere", timeout=90)
