@@ -1,5 +1,5 @@
 """``helm upgrade`` from the chart's newest release (helm/releases) to the working chart keeps a running cluster
-Ready: the operator's pods are replaced one at a time (the standby takes the Lease), the BookieCluster's Ready
+Ready: the operator's pods are replaced (a rolling update; an upgraded pod takes the Lease), the BookieCluster's Ready
 condition never leaves True, and the new operator reconciles the next change of its spec. An upgrade whose values
 would narrow the operator's namespaces past a BookieCluster it manages is refused before anything changes, naming
 the cluster and what to set.
