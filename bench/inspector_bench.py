@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import run_all  # noqa: E402  (bench/ on the path)
 from audit_load_bench import reader  # noqa: E402  (a full scan's reads, through the inspectors here)
 from docs_section import publish  # noqa: E402
-from peer import Peer, add_peer_argument, chosen_peer  # noqa: E402
+from peer import EARLIER_RUNS_PEER, Peer, add_peer_argument, chosen_peer  # noqa: E402
 
 RESULTS = REPO / "bench" / "inspector_results.json"
 POINT_S = 30
@@ -209,8 +209,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.report_only:
         saved = json.loads(RESULTS.read_text())
-        # Results saved before the peer could be chosen are of 4.17.3's bookies.
-        publish("inspector", section(saved["points"], saved["rounds"], saved["seconds"], saved.get("peer", "4.17.3")),
+        publish("inspector", section(saved["points"], saved["rounds"], saved["seconds"],
+                                     saved.get("peer", EARLIER_RUNS_PEER)),
                 saved["points"], write=True)
         return 0
     run_all.prepare_interpreter()

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LIB_ENVS = ("BOOKIE_FLEET_BK_LIB", "BOOKIE_FLEET_BK_COMPAT_LIB")
+SERVER_JAR = "bookkeeper-server-[0-9]*.jar"  # a release's version is in its name
+# The release of every result saved before the peer could be chosen.
+EARLIER_RUNS_PEER = "4.17.3"
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,10 @@ class Peer:
         return f"Apache BookKeeper {self.version}"
 
 
+def _jar_version(jar: Path) -> str:
+    return jar.name.removeprefix("bookkeeper-server-").removesuffix(".jar")
+
+
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".") if part.isdigit())
 
@@ -41,8 +48,8 @@ def assembled() -> dict[str, Path]:
         lib = os.environ.get(env, "")
         if not lib or not Path(lib).is_dir():
             continue
-        for jar in Path(lib).glob("bookkeeper-server-[0-9]*.jar"):
-            releases[jar.name.removeprefix("bookkeeper-server-").removesuffix(".jar")] = Path(lib)
+        for jar in Path(lib).glob(SERVER_JAR):
+            releases[_jar_version(jar)] = Path(lib)
     return releases
 
 
@@ -68,9 +75,8 @@ def running_release(pid: int) -> str | None:
         return None
     for entry in args[args.index("-cp") + 1].split(":"):
         path = Path(entry.removesuffix("*"))
-        jars = [path] if path.match("bookkeeper-server-[0-9]*.jar") else path.glob("bookkeeper-server-[0-9]*.jar")
-        for jar in jars:
-            return jar.name.removeprefix("bookkeeper-server-").removesuffix(".jar")
+        for jar in [path] if path.match(SERVER_JAR) else path.glob(SERVER_JAR):
+            return _jar_version(jar)
     return None
 
 

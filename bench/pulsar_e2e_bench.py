@@ -187,7 +187,7 @@ class E2ePoint:
         return sum(v["cpu_us_per_msg"] for g, v in self.broker_threads.items() if g in MESSAGE_PATH)
 
 
-from peer import Peer, add_peer_argument, chosen_peer  # noqa: E402
+from peer import EARLIER_RUNS_PEER, Peer, add_peer_argument, chosen_peer  # noqa: E402
 from run_all import (  # noqa: E402  (bench/ is on sys.path when a bench script runs)
     TICKS,
     Cluster,
@@ -689,8 +689,8 @@ def report(points: list[E2ePoint], facts: dict[str, Any], settings: dict[str, An
         f"{changed}; everything else Pulsar's default. The JVM of Pulsar's `pulsar_env.sh` with half its memory "
         f"(two brokers share this machine): `{' '.join(BROKER_JVM[:8])}`.  ",
         f"Bookies: {settings['bookies']} per implementation, as in the suite (journal fsync on, 1 ms group wait; "
-        # Runs before the peer could be chosen measured 4.17.3's bookies.
-        f"Apache BookKeeper {facts.get('peer', '4.17.3')} with DbLedgerStorage and the JVM of its bin/bookkeeper).  ",
+        f"Apache BookKeeper {facts.get('peer', EARLIER_RUNS_PEER)} with DbLedgerStorage and the JVM of its "
+        "bin/bookkeeper).  ",
         f"Load tools: Pulsar's `pulsar-perf produce` / `consume` (PerformanceProducer / PerformanceConsumer) from "
         f"pulsar-testclient {facts['tool_version']}, the newest version the Maven repository we use serves (none "
         f"of the {facts['broker_version'].rsplit('.', 1)[0]} line), with its own client; JVM "

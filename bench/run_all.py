@@ -135,7 +135,7 @@ if __name__ == "__main__":
 from add_bench import fdatasync_rate  # noqa: E402
 from appends import AppendWindow  # noqa: E402
 from docs_section import write_section  # noqa: E402
-from peer import Peer, add_peer_argument, chosen_peer, running_release  # noqa: E402
+from peer import EARLIER_RUNS_PEER, Peer, add_peer_argument, chosen_peer, running_release  # noqa: E402
 from workdir import add_workdir_argument, run_directory  # noqa: E402
 
 
@@ -1175,8 +1175,7 @@ def page_cache_fact(facts: dict[str, Any]) -> str:
 
 def report(results: dict[str, Any], command: str) -> str:
     facts, s, pts = results["facts"], results["settings"], results["points"]
-    # Runs before the peer could be chosen measured 4.17.3's bookies.
-    peer = facts.get("peer", "4.17.3")
+    peer = facts.get("peer", EARLIER_RUNS_PEER)
     lines = [BEGIN, f"## Suite: our bookie vs Apache BookKeeper {peer}, BookKeeper's own benchmark tools", "",
              f"Command: `{command}`  ",
              f"Machine: {facts['cores']} cores, {facts['platform']}, Python {facts['python']}. Measured in the same "

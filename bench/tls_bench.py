@@ -42,7 +42,7 @@ BEGIN, END = "<!-- tls:begin -->", "<!-- tls:end -->"
 SIZE = 1024
 ENSEMBLE = (3, 2, 2)
 
-from peer import Peer, add_peer_argument, chosen_peer  # noqa: E402
+from peer import EARLIER_RUNS_PEER, Peer, add_peer_argument, chosen_peer  # noqa: E402
 from run_all import (  # noqa: E402  (bench/ is on sys.path when a bench script runs)
     DB_LEDGER_STORAGE,
     JOURNAL_RETENTION,
@@ -220,12 +220,10 @@ def report(points: list[TlsPoint], facts: dict[str, Any], rounds: int, seconds: 
         f"Command: `{command}`  ",
         f"Machine: {facts['cores']} cores, {facts['platform']}, Python {facts['python']}; disk fdatasync "
         f"{facts['fdatasync_per_s']:.0f}/s measured in the same run.{load_note}  ",
-        # Runs before the peer could be chosen measured 4.17.3's bookies.
-        f"Clusters: 3 bookies per implementation (ours; Apache BookKeeper {facts.get('peer', '4.17.3')} with "
-        "DbLedgerStorage and the JVM "
-        "settings of its bin/bookkeeper, as in the suite), journal fsync on, both with TLS configured from the "
-        "same PEM files (no client certificates). Clients, 1 KiB entries, 3/2/2, v3, in plaintext and with "
-        "START_TLS on every connection: BookKeeper's `BenchThroughputLatency` "
+        f"Clusters: 3 bookies per implementation (ours; Apache BookKeeper {facts.get('peer', EARLIER_RUNS_PEER)} "
+        "with DbLedgerStorage and the JVM settings of its bin/bookkeeper, as in the suite), journal fsync on, both "
+        "with TLS configured from the same PEM files (no client certificates). Clients, 1 KiB entries, 3/2/2, "
+        "v3, in plaintext and with START_TLS on every connection: BookKeeper's `BenchThroughputLatency` "
         f"(`-throttle {throttle} -ledgers 64 -time {seconds}` after its own warm-up of 10000 adds, which starts "
         "the JVM's TLS and is not measured; TLS by `tlsProviderFactoryClass` + `clientTrustStore`) and our "
         f"Python client ({PY_WINDOW} outstanding appends on one ledger for {seconds} s; `ClientConfig.tls`). "
