@@ -416,7 +416,7 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
             self.stats["checkpoints"] += 1
             if replay_mark is None:
                 for journal, mark in zip(self.journals, marks, strict=True):
-                    await self._in_thread(self._flush_pool, journal.delete_before, mark)
+                    journal.delete_before(mark)  # on the journal's removal thread: not waited for
             self._caches_swapped.set()
 
     async def _flush_swapped(self, d: LedgerDirStorage) -> None:

@@ -7,7 +7,8 @@ and the adds the request hot path stores (``_write_path.WritePath``) are complet
 entry. Records appended from Python (fences, master keys, explicit LACs, the adds of the general path) complete
 a future, with the rest of their group. ``written_mark`` tells how far the journal is
 written, so that after the write cache is flushed to entry logs the older journal files can be deleted
-(``LogMark``).
+(``LogMark``): on a thread of the journal's own, in steps (``gradual_removal``), so that neither the checkpoint
+nor the fsyncs of the journals sharing the disk wait for a file of gigabytes to be freed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from bookie.storage import durable
 from bookie.storage import journal_format as jf
 from bookie.storage._write_path import JournalWriter
 from bookie.storage.errors import StorageClosedError, StorageIOError
+from bookie.storage.gradual_removal import remove_in_steps
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,13 @@ class Journal:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._detached = threading.Event()
+        # Old files are removed on a thread of their own, one removal at a time; a mark given while one runs
+        # waits in _removal_mark (the newest only), so nothing queues up behind a slow disk.
+        self._removal = ThreadPoolExecutor(1, thread_name_prefix="journal-removal")
+        self._removal_lock = threading.Lock()
+        self._removal_mark: LogMark | None = None
+        self._removal_running = False
+        self._removal_stop = threading.Event()
 
     # --- lifecycle
     def start(self) -> None:
@@ -101,7 +111,10 @@ class Journal:
         run on another thread: ``await asyncio.to_thread(journal.close)``)."""
         if self._loop is None or self._closed:
             return
-        self._closed = True
+        with self._removal_lock:  # no removal is started after this
+            self._closed = True
+        self._removal_stop.set()  # a removal under way stops after its current step; the next start redoes it
+        self._removal.shutdown(wait=True)
         self.writer.stop()
         try:
             running = asyncio.get_running_loop()
@@ -178,13 +191,39 @@ class Journal:
         return self.writer.syncing
 
     # --- after a checkpoint
-    def delete_before(self, mark: LogMark) -> list[int]:
-        """Delete journal files older than ``mark`` beyond the ``journalMaxBackups`` newest of them."""
+    def delete_before(self, mark: LogMark) -> None:
+        """Have the journal files older than ``mark`` beyond the ``journalMaxBackups`` newest of them removed,
+        and return at once: the removal runs on this journal's removal thread, each file in steps. A checkpoint
+        must not wait for it: under 16 KiB adds a write cache half fills in less time than freeing a 2 GiB file
+        takes, and adds would wait for the next checkpoint meanwhile."""
+        with self._removal_lock:
+            if self._closed:
+                return
+            self._removal_mark = mark
+            if self._removal_running:
+                return
+            self._removal_running = True
+        self._removal.submit(self._remove_old_files)
+
+    def files_to_delete(self, mark: LogMark) -> list[int]:
+        """The ids of the journal files older than ``mark`` beyond the ``journalMaxBackups`` newest of them."""
         older = [i for i in self.journal_ids() if i < mark.log_id]
-        doomed = older[:max(0, len(older) - self.settings.max_backups)]
-        for log_id in doomed:
-            (self.current_dir / jf.journal_file_name(log_id)).unlink(missing_ok=True)
-        return doomed
+        return older[:max(0, len(older) - self.settings.max_backups)]
+
+    def _remove_old_files(self) -> None:
+        """Removal thread: remove what the newest mark dooms, again while newer marks came meanwhile."""
+        while True:
+            with self._removal_lock:
+                mark, self._removal_mark = self._removal_mark, None
+                if mark is None or self._removal_stop.is_set():
+                    self._removal_running = False
+                    return
+            try:
+                for log_id in self.files_to_delete(mark):
+                    if not remove_in_steps(self.current_dir / jf.journal_file_name(log_id), self._removal_stop):
+                        break
+            except OSError as exc:  # tried again after the next checkpoint; the journal itself is not affected
+                log.error("removing old journal files in %s failed: %r", self.current_dir, exc)
 
 
 def _complete_all(waiters: list[asyncio.Future[None]], error: BaseException | None) -> None:
