@@ -3,11 +3,12 @@
 Unlinking a file of gigabytes frees all of its blocks in one file-system transaction. On ext4 every fsync waits
 for the transaction being committed, and with online discard (the ``discard`` mount option, common on cloud
 disks) the commit waits for the device to discard the freed blocks as well. Measured on a 2-core machine of
-this project with its disk mounted so: unlinking one 2 GiB journal file held every fdatasync of the disk for up
-to 0.14 s when the disk was otherwise quiet, and for 1.4 s under three bookies' 16 KiB adds, during which no
+this project whose disk is mounted so: unlinking one 2 GiB journal file held every fdatasync of the disk for
+70 to 155 ms when the disk was otherwise quiet, and for 1.4 s under three bookies' 16 KiB adds, during which no
 journal on that disk acknowledged an add. Truncating the file from its end in steps frees a few tens of MiB per
 transaction instead, and the fsyncs between the steps go through: the same 2 GiB removed in 32 MiB steps held
-fdatasync for 11 ms at most, and took 0.9 s instead of 0.6 s (docs/benchmarks.md, "16 KiB at 3/2/2: the tail").
+fdatasync for 9 to 12 ms, and took 0.8 s instead of 0.6 s (``python bench/file_removal_stall.py``;
+docs/benchmarks.md, "16 KiB at 3/2/2: the tail").
 
 Every function blocks on the disk: call it from a worker thread.
 """
