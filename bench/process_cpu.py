@@ -10,7 +10,9 @@ its user and system CPU, pid and start time, and only 16 characters of its name.
 ``/proc/*/cmdline`` every half second, so most processes get their full command line; one that lived less than
 that is named by its 16 characters. A process still running when the command ends is not counted (the command's
 own children have ended by then). Accounting is one switch per PID namespace: this turns it on for the command and
-off after it, so do not use it where something else keeps accounting on.
+off after it, so do not use it where something else keeps accounting on. A recording inside another (this script's
+own test, in a recorded test suite) runs in a PID namespace of its own (``unshare --pid --fork --mount-proc``): a
+process is accounted in its namespace's file and in every ancestor's, so neither recording stops the other.
 
 Written here rather than taken from the ``acct`` package's ``sa``: ``sa`` groups by the 16-character name, which
 cannot tell our bookie from pytest (both ``python``) or one JVM from another (all ``java``).

@@ -16,6 +16,12 @@ COMMAND = (f"{sys.executable} -c 'import subprocess, sys, time; "
            f"subprocess.run([sys.executable, \"-c\", \"import time; time.sleep(1.5)\"]); time.sleep(1.5)'")
 
 
+# Accounting is one switch per PID namespace, and a process is accounted in its own namespace's file and in every
+# ancestor's: run in a namespace of its own, this test's recording neither steals nor stops one of the whole
+# suite around it (``python bench/process_cpu.py --out DIR -- ./scripts/test``).
+OWN_PID_NAMESPACE = ("unshare", "--pid", "--fork", "--mount-proc")
+
+
 def _rows(output: str) -> dict[str, int]:
     """program -> processes, from the printed table."""
     rows = {}
@@ -27,7 +33,8 @@ def _rows(output: str) -> dict[str, int]:
 
 def test_the_commands_processes_are_counted_under_their_program(tmp_path: Path) -> None:
     out = tmp_path / "recording"
-    result = run_bench(BENCH, "--out", str(out), "--all", "--", "sh", "-c", COMMAND, timeout=60)
+    result = run_bench(BENCH, "--out", str(out), "--all", "--", "sh", "-c", COMMAND, timeout=60,
+                       wrapper=OWN_PID_NAMESPACE)
     assert result.returncode == 0, result.stdout + result.stderr
     rows = _rows(result.stdout)
     assert rows.get("other Python", 0) >= 3, result.stdout
@@ -40,3 +47,12 @@ def test_a_report_without_a_recording_is_refused(tmp_path: Path) -> None:
     result = run_bench(BENCH, "--out", str(tmp_path / "nothing"), "--report", timeout=60)
     assert result.returncode == 2
     assert "no recording in" in result.stderr and "pacct" in result.stderr
+
+
+def test_a_recording_inside_another_leaves_the_outer_one_recording(tmp_path: Path) -> None:
+    # The outer recording's command: an inner recording as this file's tests make one, then a process of its own.
+    inner = " ".join([*OWN_PID_NAMESPACE, sys.executable, str(BENCH), "--out", str(tmp_path / "inner"), "--", "true"])
+    result = run_bench(BENCH, "--out", str(tmp_path / "outer"), "--all", "--", "sh", "-c",
+                       f"{inner} > /dev/null && sleep 1.5", timeout=60, wrapper=OWN_PID_NAMESPACE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _rows(result.stdout).get("other: sleep", 0) >= 1, result.stdout

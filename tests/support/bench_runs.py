@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -33,9 +33,11 @@ def bench_module(name: str) -> Iterator[ModuleType]:
         sys.path.remove(str(BENCH_DIR))
 
 
-def run_bench(script: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    """``python script args``: its exit code and output, within ``timeout`` seconds."""
-    argv = [sys.executable, str(script), *args]
+def run_bench(script: Path, *args: str, timeout: float,
+              wrapper: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """``python script args`` (after ``wrapper``'s words, a command that runs it): its exit code and output,
+    within ``timeout`` seconds."""
+    argv = [*wrapper, sys.executable, str(script), *args]
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True) as proc:
         try:
