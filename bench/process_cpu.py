@@ -5,14 +5,16 @@ ran, from the kernel's process accounting, named by its command line.
     python bench/process_cpu.py --out /tmp/cpu --report               # the table of an earlier recording
     (--all: a line for every program; by default those under 0.5% of the CPU share one line)
 
-The kernel writes one record per process as it exits (``acct(2)``, BSD process accounting, version 3 records):
-its user and system CPU, pid and start time, and only 16 characters of its name. A thread of this script samples
-``/proc/*/cmdline`` every half second, so most processes get their full command line; one that lived less than
-that is named by its 16 characters. A process still running when the command ends is not counted (the command's
-own children have ended by then). Accounting is one switch per PID namespace: this turns it on for the command and
-off after it, so do not use it where something else keeps accounting on. A recording inside another (this script's
-own test, in a recorded test suite) runs in a PID namespace of its own (``unshare --pid --fork --mount-proc``): a
-process is accounted in its namespace's file and in every ancestor's, so neither recording stops the other.
+The kernel writes one record per process as it exits (``acct(2)``, BSD process accounting, version 3 records): its
+user and system CPU, pid and start time, and only 16 characters of its name. A thread of this script samples
+``/proc/*/cmdline`` every half second, so most processes get their full command line, the last one seen: an exec
+keeps the pid (a pod's ``runc init`` becomes the container's program), so a process's is read again during its first
+half minute. One that lived less than half a second is named by its 16 characters. A process still running when the
+command ends is not counted (the command's own children have ended by then). Accounting is one switch per PID
+namespace: this turns it on for the command and off after it, so do not use it where something else keeps accounting
+on. A recording inside another (this script's own test, in a recorded test suite) runs in a PID namespace of its own
+(``unshare --pid --fork --mount-proc``): a process is accounted in its namespace's file and in every ancestor's, so
+neither recording stops the other.
 
 Written here rather than taken from the ``acct`` package's ``sa``: ``sa`` groups by the 16-character name, which
 cannot tell our bookie from pytest (both ``python``) or one JVM from another (all ``java``).
@@ -40,6 +42,9 @@ from pathlib import Path
 _RECORD = struct.Struct("<BBHIIIIIIf8H16s")
 _ACCT_V3 = 3
 _TICKS = 100  # AHZ: comp_t times are in 1/100 s
+# A process's command line is read again for this long after it is first seen, for an exec: most exec at once
+# (a container's init, a launcher script); reading every process's on each pass would cost the recorder more.
+_EXEC_WITHIN_S = 30.0
 
 # (program, pattern over the command line), first match wins: the order matters where one command line names
 # another program (pytest's arguments name test folders; a bookie's names its config).
@@ -97,22 +102,28 @@ def program_of(command_line: str, name: str) -> str:
 
 def _sample_command_lines(out: Path, stop: threading.Event) -> None:
     """Appends ``[pid, seen_at, command line]`` for each process not seen before (a pid with a new start time is
-    a new process)."""
-    seen: set[tuple[int, int]] = set()
+    a new process), and again when a young process's command line changes: an exec keeps the pid and start time
+    (a pod's ``runc init`` becomes the container's program, a shell's ``exec`` its last command), and the record
+    is named by the last command line seen."""
+    seen: dict[tuple[int, int], tuple[float, bytes]] = {}  # (pid, start) -> (first seen, last command line)
     with out.open("a") as sink:
         while not stop.is_set():
+            now = time.time()
             for entry in os.scandir("/proc"):
                 if not entry.name.isdigit():
                     continue
                 try:
                     key = (int(entry.name), entry.stat().st_ctime_ns)
-                    if key in seen:
+                    first_seen, last = seen.get(key, (now, None))
+                    if last is not None and now - first_seen > _EXEC_WITHIN_S:
                         continue
                     raw = Path(entry.path, "cmdline").read_bytes()
                 except OSError:
                     continue  # ended meanwhile
-                seen.add(key)
-                sink.write(json.dumps([key[0], time.time(), raw.replace(b"\0", b" ").decode(errors="replace")]) + "\n")
+                if raw == last:
+                    continue
+                seen[key] = (first_seen, raw)
+                sink.write(json.dumps([key[0], now, raw.replace(b"\0", b" ").decode(errors="replace")]) + "\n")
             sink.flush()
             stop.wait(0.5)
 

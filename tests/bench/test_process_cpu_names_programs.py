@@ -43,6 +43,17 @@ def test_the_commands_processes_are_counted_under_their_program(tmp_path: Path) 
     assert again.stdout == result.stdout
 
 
+def test_a_process_that_execs_is_counted_under_the_program_it_became(tmp_path: Path) -> None:
+    # Seen first as Python (a pod's ``runc init`` is seen first as runc), then ``sleep`` until it ends.
+    becomes_sleep = "import os, time; time.sleep(1.5); os.execvp('sleep', ['sleep', '1.5'])"
+    result = run_bench(BENCH, "--out", str(tmp_path / "recording"), "--all", "--", sys.executable, "-c",
+                       becomes_sleep, timeout=60, wrapper=OWN_PID_NAMESPACE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # The one Python process is the recorder: the kernel writes a record of the process that switches
+    # accounting off.
+    assert _rows(result.stdout) == {"other: sleep": 1, "other Python": 1}, result.stdout
+
+
 def test_a_report_without_a_recording_is_refused(tmp_path: Path) -> None:
     result = run_bench(BENCH, "--out", str(tmp_path / "nothing"), "--report", timeout=60)
     assert result.returncode == 2
