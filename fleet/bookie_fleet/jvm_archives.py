@@ -43,22 +43,36 @@ UNUSED_FOR_S = 3 * 24 * 3600.0
 def archive_options(java: str, classpath: str, main: str) -> list[str]:
     """The JVM options that use, or write, the archive of ``main`` on ``classpath``; none when archives are
     off or the classpath has a directory of classes."""
-    directory = os.environ.get(ENV)
-    jars = _jars(classpath)
-    if not directory or jars is None:
+    archive = archive_path(java, classpath, main)
+    if archive is None:
         return []
+    using = use_options(archive)
+    if using or not _claim_training(archive):
+        return using
+    return [_QUIET, f"-XX:ArchiveClassesAtExit={archive}.{uuid.uuid4().hex[:12]}.writing"]
+
+
+def archive_path(java: str, classpath: str, main: str) -> Path | None:
+    """Where the archive of ``main`` on ``classpath`` is (or will be); None when archives are off or the
+    classpath has a directory of classes."""
+    directory = os.environ.get(ENV)
+    jars = _jars(classpath) if directory else None
+    if not directory or jars is None:
+        return None
     home = Path(directory)
     home.mkdir(parents=True, exist_ok=True)
-    archive = home / f"{main.rsplit('.', 1)[-1]}-{_key(java, jars, main)}.jsa"
+    return home / f"{main.rsplit('.', 1)[-1]}-{_key(java, jars, main)}.jsa"
+
+
+def use_options(archive: Path) -> list[str]:
+    """The JVM options that use ``archive`` once it is written; none before (never a claim to write it)."""
     if not archive.exists():
         _adopt_settled(archive)
-    if archive.exists():
-        with contextlib.suppress(OSError):
-            os.utime(archive)  # its last use, for ``prune``
-        return [_QUIET, f"-XX:SharedArchiveFile={archive}"]
-    if not _claim_training(archive):
+    if not archive.exists():
         return []
-    return [_QUIET, f"-XX:ArchiveClassesAtExit={archive}.{uuid.uuid4().hex[:12]}.writing"]
+    with contextlib.suppress(OSError):
+        os.utime(archive)  # its last use, for ``prune``
+    return [_QUIET, f"-XX:SharedArchiveFile={archive}"]
 
 
 def _jars(classpath: str) -> list[Path] | None:

@@ -20,9 +20,9 @@ WRITTEN_WITHIN_S = 600
 
 
 def _shared_archive() -> str | None:
-    options = spark_jvm._archive_options()
-    used = [o.removeprefix("-XX:SharedArchiveFile=") for o in options if o.startswith("-XX:SharedArchiveFile=")]
-    return used[0] if used else None
+    archive = spark_jvm.archive_path()
+    assert archive is not None, "no archive for the local driver's classpath"
+    return str(archive) if jvm_archives.use_options(archive) else None
 
 
 def test_a_local_driver_maps_spark_from_the_suites_archive() -> None:

@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 TRAINING_GRACE_S = 120.0
 
 _base_options = ""
+_archive: Path | None = None  # where the drivers' archive is, or will be once written
 _training: subprocess.Popen[bytes] | None = None
 _archive_in_use = False
 
@@ -46,18 +47,21 @@ def _driver_java_and_jars() -> tuple[str, str] | None:
     return java, f"{Path(pyspark.__file__).parent / 'jars'}/*"
 
 
-def _archive_options() -> list[str]:
+def archive_path() -> Path | None:
+    """Where the local drivers' archive is, or will be once written; None when archives are off."""
     found = _driver_java_and_jars()
-    return jvm_archives.archive_options(*found, DRIVER_MAIN) if found else []
+    return jvm_archives.archive_path(*found, DRIVER_MAIN) if found else None
 
 
 @pytest.hookimpl(trylast=True)  # after tests/support/jvm_archives.py has turned the suite's archives on
 def pytest_configure(config: pytest.Config) -> None:
-    global _base_options, _training
+    global _base_options, _archive, _training
     for variable in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
         os.environ.setdefault(variable, " ".join(SPARK_TEST_JVM_OPTIONS))
     _base_options = os.environ["SPARK_SUBMIT_OPTS"]
-    options = _archive_options()
+    _archive = archive_path()
+    found = _driver_java_and_jars()
+    options = jvm_archives.archive_options(*found, DRIVER_MAIN) if _archive and found else []
     if any(o.startswith("-XX:ArchiveClassesAtExit=") for o in options):
         env = {**os.environ, "SPARK_SUBMIT_OPTS": " ".join([_base_options, *options])}
         _training = subprocess.Popen([sys.executable, "-m", "tests.support.spark_jvm"], cwd=REPO, env=env,
@@ -68,10 +72,10 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)  # before the test's fixtures start a driver
 def pytest_runtest_setup(item: pytest.Item) -> None:
     global _archive_in_use
-    if _archive_in_use:
+    if _archive_in_use or _archive is None:
         return
-    options = _archive_options()
-    if any(o.startswith("-XX:SharedArchiveFile=") for o in options):
+    options = jvm_archives.use_options(_archive)
+    if options:
         os.environ["SPARK_SUBMIT_OPTS"] = " ".join([_base_options, *options])
         _archive_in_use = True
 
