@@ -209,7 +209,9 @@ async def test_chart_bookies_adopted_then_rolled_onto_the_operator_statefulset_k
         await asyncio.to_thread(broker.stop)
     assert watch.marked == set(), f"ledgers marked under-replicated meanwhile: {sorted(watch.marked)}"
     assert len(watch.disabled_by - {None}) == 1, f"disabled by the operator meanwhile: {watch.disabled_by}"
-    # One suspension each: the adoption roll, the switch to ours, the switch back.
+    # One suspension each: the adoption roll, the switch to ours, the switch back. The last Restored Event is posted
+    # just after the status the switch back waited for.
+    await asyncio.to_thread(await_events, kube, ns, NAME, "ReReplicationRestored", at_least=3)
     assert [len(events(kube, ns, NAME, r)) for r in ("ReReplicationSuspended", "ReReplicationRestored")] == [3, 3]
     print(f"whole story {time.monotonic() - started:.0f}s")
 
