@@ -44,8 +44,12 @@ def archive_options(java: str, classpath: str, main: str) -> list[str]:
     """The JVM options that use, or write, the archive of ``main`` on ``classpath``; none when archives are
     off or the classpath has a directory of classes."""
     archive = archive_path(java, classpath, main)
-    if archive is None:
-        return []
+    return [] if archive is None else options_for(archive)
+
+
+def options_for(archive: Path) -> list[str]:
+    """The JVM options that use ``archive``, or write it when it is not written yet and this start claims the
+    writing; none when another start is writing it."""
     using = use_options(archive)
     if using or not _claim_training(archive):
         return using

@@ -60,8 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault(variable, " ".join(SPARK_TEST_JVM_OPTIONS))
     _base_options = os.environ["SPARK_SUBMIT_OPTS"]
     _archive = archive_path()
-    found = _driver_java_and_jars()
-    options = jvm_archives.archive_options(*found, DRIVER_MAIN) if _archive and found else []
+    options = jvm_archives.options_for(_archive) if _archive else []
     if any(o.startswith("-XX:ArchiveClassesAtExit=") for o in options):
         env = {**os.environ, "SPARK_SUBMIT_OPTS": " ".join([_base_options, *options])}
         _training = subprocess.Popen([sys.executable, "-m", "tests.support.spark_jvm"], cwd=REPO, env=env,
