@@ -218,7 +218,8 @@ def perf_classpath() -> str:
     lib = os.environ.get("BOOKIE_FLEET_PULSAR_PERF_LIB")
     if not lib or not Path(lib).is_dir():
         raise RuntimeError("$BOOKIE_FLEET_PULSAR_PERF_LIB must name the pulsar-testclient classpath that "
-                           "scripts/bootstrap.d/pulsar.sh assembles; run ./scripts/bootstrap and source its env file")
+                           "scripts/bootstrap.d/pulsar-lts.sh assembles; run ./scripts/bootstrap and source its env "
+                           "file")
     return f"{lib}/*"
 
 

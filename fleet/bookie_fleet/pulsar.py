@@ -57,12 +57,17 @@ CLIENT_JVM_OPTS = ("-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtL
                    "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED")
 
 
-def env_dir(name: str) -> Path:
+def env_dir(name: str, part: str) -> Path:
+    """The directory ``$name`` names, which the bootstrap's ``part`` (scripts/bootstrap.d/<part>.sh) built."""
     value = os.environ.get(name)
     if not value or not Path(value).is_dir():
-        raise RuntimeError(f"${name} must name a directory built by scripts/bootstrap.d/pulsar.sh (got {value!r}); "
+        raise RuntimeError(f"${name} must name a directory built by {_built_by(part)} (got {value!r}); "
                            f"run ./scripts/bootstrap and source its env file")
     return Path(value)
+
+
+def _built_by(part: str) -> str:
+    return f"scripts/bootstrap.d/{part}.sh (BOOKIE_FLEET_PARTS={part} ./scripts/bootstrap runs it alone)"
 
 
 @dataclass(frozen=True)
@@ -71,17 +76,18 @@ class PulsarClasspath:
     against them, as a jar (``$<prefix>_HARNESS_JAR``)."""
 
     env_prefix: str
+    part: str  # the bootstrap's part that assembles it (scripts/bootstrap.d/<part>.sh)
 
     @property
     def lib(self) -> Path:
-        return env_dir(f"{self.env_prefix}_LIB")
+        return env_dir(f"{self.env_prefix}_LIB", self.part)
 
     @property
     def harness_jar(self) -> Path:
         name = f"{self.env_prefix}_HARNESS_JAR"
         value = os.environ.get(name)
         if not value or not Path(value).is_file():
-            raise RuntimeError(f"${name} must name the harness jar built by scripts/bootstrap.d/pulsar.sh (got "
+            raise RuntimeError(f"${name} must name the harness jar built by {_built_by(self.part)} (got "
                                f"{value!r}); run ./scripts/bootstrap and source its env file")
         return Path(value)
 
@@ -101,9 +107,9 @@ class PulsarClasspath:
 
 
 # The newest line (hack/pulsar/pom.xml as written): every Pulsar test and the playground run it.
-NEWEST = PulsarClasspath("BOOKIE_FLEET_PULSAR")
+NEWEST = PulsarClasspath("BOOKIE_FLEET_PULSAR", "pulsar")
 # The 4.0 LTS line: its compatibility test only (tests/pulsar/test_pulsar_lts_broker.py).
-LTS = PulsarClasspath("BOOKIE_FLEET_PULSAR_LTS")
+LTS = PulsarClasspath("BOOKIE_FLEET_PULSAR_LTS", "pulsar-lts")
 
 
 def java() -> str:
