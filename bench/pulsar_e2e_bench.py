@@ -215,12 +215,10 @@ def _f(text: str) -> float:
 
 
 def perf_classpath() -> str:
-    lib = os.environ.get("BOOKIE_FLEET_PULSAR_PERF_LIB")
-    if not lib or not Path(lib).is_dir():
-        raise RuntimeError("$BOOKIE_FLEET_PULSAR_PERF_LIB must name the pulsar-testclient classpath that "
-                           "scripts/bootstrap.d/pulsar-lts.sh assembles; run ./scripts/bootstrap and source its env "
-                           "file")
-    return f"{lib}/*"
+    """Pulsar's load tools (pulsar-testclient) and their client, as a classpath."""
+    from bookie_fleet.pulsar import LOAD_TOOLS
+
+    return f"{LOAD_TOOLS.lib}/*"
 
 
 def perf_tool(command: str, args: list[str], workdir: Path, name: str) -> tuple[subprocess.Popen[bytes], Path]:

@@ -110,6 +110,8 @@ class PulsarClasspath:
 NEWEST = PulsarClasspath("BOOKIE_FLEET_PULSAR", "pulsar")
 # The 4.0 LTS line: its compatibility test only (tests/pulsar/test_pulsar_lts_broker.py).
 LTS = PulsarClasspath("BOOKIE_FLEET_PULSAR_LTS", "pulsar-lts")
+# The same line with Pulsar's load tools, pulsar-testclient: the Pulsar benchmark only (bench/pulsar_e2e_bench.py).
+LOAD_TOOLS = PulsarClasspath("BOOKIE_FLEET_PULSAR_PERF", "pulsar-lts")
 
 
 def java() -> str:

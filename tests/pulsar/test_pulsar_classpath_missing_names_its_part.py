@@ -1,16 +1,17 @@
 """A Pulsar classpath the bootstrap did not assemble (its part left out of ``BOOKIE_FLEET_PARTS``, as the
-playground leaves out the older line's) is refused with the variable, the part that assembles it and how to run
-that part alone, for the jars and for the harness alike."""
+playground leaves out the older line's and the load tools') is refused with the variable, the part that
+assembles it and how to run that part alone, for the jars and for the harness alike."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from bookie_fleet.pulsar import LTS, NEWEST, PulsarClasspath
+from bookie_fleet.pulsar import LOAD_TOOLS, LTS, NEWEST, PulsarClasspath
 
 
-@pytest.mark.parametrize(("line", "part"), [(NEWEST, "pulsar"), (LTS, "pulsar-lts")])
+@pytest.mark.parametrize(("line", "part"), [(NEWEST, "pulsar"), (LTS, "pulsar-lts"),
+                                            (LOAD_TOOLS, "pulsar-lts")])
 def test_an_unassembled_line_names_the_part_that_assembles_it(line: PulsarClasspath, part: str,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(f"{line.env_prefix}_LIB", raising=False)
@@ -34,7 +35,7 @@ def test_a_variable_naming_a_missing_directory_is_refused_too(tmp_path: Path,
 
 def test_each_part_the_classpaths_name_is_a_bootstrap_part() -> None:
     parts = Path(__file__).resolve().parents[2] / "scripts" / "bootstrap.d"
-    for line in (NEWEST, LTS):
+    for line in (NEWEST, LTS, LOAD_TOOLS):
         script = parts / f"{line.part}.sh"
         assert script.is_file(), script
         assert f" {line.env_prefix} " in script.read_text() or f" {line.env_prefix}\n" in script.read_text()
