@@ -57,19 +57,6 @@ CLIENT_JVM_OPTS = ("-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtL
                    "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED")
 
 
-def env_dir(name: str, part: str) -> Path:
-    """The directory ``$name`` names, which the bootstrap's ``part`` (scripts/bootstrap.d/<part>.sh) built."""
-    value = os.environ.get(name)
-    if not value or not Path(value).is_dir():
-        raise RuntimeError(f"${name} must name a directory built by {_built_by(part)} (got {value!r}); "
-                           f"run ./scripts/bootstrap and source its env file")
-    return Path(value)
-
-
-def _built_by(part: str) -> str:
-    return f"scripts/bootstrap.d/{part}.sh (BOOKIE_FLEET_PARTS={part} ./scripts/bootstrap runs it alone)"
-
-
 @dataclass(frozen=True)
 class PulsarClasspath:
     """One Pulsar line the bootstrap assembled: its jars (``$<prefix>_LIB``) and the client harness compiled
@@ -80,15 +67,20 @@ class PulsarClasspath:
 
     @property
     def lib(self) -> Path:
-        return env_dir(f"{self.env_prefix}_LIB", self.part)
+        return self._assembled("LIB", "a directory", Path.is_dir)
 
     @property
     def harness_jar(self) -> Path:
-        name = f"{self.env_prefix}_HARNESS_JAR"
+        return self._assembled("HARNESS_JAR", "the harness jar", Path.is_file)
+
+    def _assembled(self, suffix: str, what: str, exists: Callable[[Path], bool]) -> Path:
+        """The path ``$<prefix>_<suffix>`` names, refused with the part that assembles it when it is not there."""
+        name = f"{self.env_prefix}_{suffix}"
         value = os.environ.get(name)
-        if not value or not Path(value).is_file():
-            raise RuntimeError(f"${name} must name the harness jar built by {_built_by(self.part)} (got "
-                               f"{value!r}); run ./scripts/bootstrap and source its env file")
+        if not value or not exists(Path(value)):
+            raise RuntimeError(f"${name} must name {what} built by scripts/bootstrap.d/{self.part}.sh "
+                               f"(BOOKIE_FLEET_PARTS={self.part} ./scripts/bootstrap runs it alone; got {value!r}); "
+                               f"run ./scripts/bootstrap and source its env file")
         return Path(value)
 
     def harness_command(self, *args: str, log_config: Path, tmp: Path) -> list[str]:
