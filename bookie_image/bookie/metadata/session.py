@@ -265,7 +265,7 @@ class ZkSession:
             raise MetadataError(f"the ZooKeeper session ({self.zk_servers}) was closed")
         # kazoo's live flag, not its state: start() returns once the flag is set, and the state changes to
         # CONNECTED a moment later on kazoo's thread; a call in between must not count as "unreachable".
-        if not self._zk.connected:
+        if not self.connected:
             raise ZooKeeperUnreachable(f"not connected to ZooKeeper ({self._zk.state})")
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
