@@ -15,9 +15,9 @@ go_build_flags="-trimpath -buildvcs=false -gcflags=all=-dwarf=false"
 # two pairs: 729 CPU-seconds in 384 s at Go's defaults against 643 in 336 s with GOGC=off GOMEMLIMIT=3GiB, then
 # 623 in 322 s against 599 in 317 s (12% and 4% less; the defaults alone differed by 15% between the pairs, so
 # the gain is about the host's own spread, but always the same way: less user CPU, a little more system CPU for
-# the fresh pages). The largest process peaked at 1.5 and 1.7 GB. The go command runs a compile per core at once, so each gets the machine's memory divided by four
-# times its cores (all of them together a quarter of it), at most 3 GiB; below 512 MiB each, the collector keeps
-# Go's defaults. A GOGC or GOMEMLIMIT of the user's own wins.
+# the fresh pages). The largest process peaked at 1.5 and 1.7 GB. The go command runs a compile per core at once,
+# so each gets the machine's memory divided by four times its cores (all of them together a quarter of it), at most
+# 3 GiB; below 512 MiB each, the collector keeps Go's defaults. A GOGC or GOMEMLIMIT of the user's own wins.
 go_compiler_memory_limit_mib() {  # go_compiler_memory_limit_mib <memory KiB> <cores>: the limit, or nothing
   local mib=$(( $1 / 1024 / 4 / $2 ))
   [ "$mib" -gt 3072 ] && mib=3072
