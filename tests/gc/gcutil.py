@@ -141,16 +141,29 @@ def indexed_locations(bookie: LocalBookie) -> dict[tuple[int, int], int]:
         db.close()
 
 
-async def write_live_and_dead(bk: BookKeeper, live: dict[int, list[bytes]], dead: set[int], seed: int,
-                              entry_size: int = 8 * 1024) -> None:
+async def past_a_checkpoint(bookie: LocalBookie, within: float = 60) -> None:
+    """Returns once a whole checkpoint began after the call: everything written before it is in the entry logs
+    and the locations index, and nothing is left for a journal replay. Two more counted, because the first may
+    have swapped its write cache before the last write; counted, not slept for, because a loaded machine delays
+    the checkpoint thread well past its ``flushInterval``."""
+    seen = (await metrics(bookie)).get("bookie_checkpoints_total", 0.0)
+    deadline = asyncio.get_running_loop().time() + within
+    while (await metrics(bookie)).get("bookie_checkpoints_total", 0.0) < seen + 2:
+        assert asyncio.get_running_loop().time() < deadline, f"no two checkpoints in {within} s"
+        await asyncio.sleep(0.1)
+
+
+async def write_live_and_dead(bk: BookKeeper, bookie: LocalBookie, live: dict[int, list[bytes]], dead: set[int],
+                              seed: int, entry_size: int = 8 * 1024) -> None:
     """A live and a dead ledger written one after the other, so they share entry logs (more than one log's
-    worth with GC_OVERRIDES); adds them to ``live`` and ``dead``."""
+    worth with GC_OVERRIDES); adds them to ``live`` and ``dead``, and returns once ``bookie`` has checkpointed
+    them, so that a replay adds no copies."""
     lid, payloads = await write_ledger(bk, 60, entry_size, seed)
     live[lid] = payloads
     gone, _ = await write_ledger(bk, 110, entry_size, seed + 1)
     await bk.delete_ledger(gone)
     dead.add(gone)
-    await asyncio.sleep(1.2)  # past a checkpoint: nothing left to replay, so replay adds no copies
+    await past_a_checkpoint(bookie)
 
 
 async def kill_during_gc(bookie: LocalBookie, rnd: random.Random) -> None:

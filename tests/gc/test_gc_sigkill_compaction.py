@@ -47,7 +47,7 @@ async def test_sigkill_during_compaction_loses_and_duplicates_nothing(bookie_fac
     runs = [*STEPS, *["random"] * RANDOM_RUNS]
     for i, run in enumerate(runs):
         async with client(cluster) as bk:  # a fresh client: the previous one saw its bookie die
-            await write_live_and_dead(bk, live, dead, seed=i * 10)
+            await write_live_and_dead(bk, bookie, live, dead, seed=i * 10)
         if run == "random":
             await kill_during_gc(bookie, rnd)
         else:

@@ -77,7 +77,7 @@ async def test_sigkill_during_compaction_into_current_log_loses_nothing(bookie_f
     old_logs: set[int] = set()
     for i, run in enumerate([*STEPS, *["random"] * RANDOM_RUNS]):
         async with client(cluster) as bk:  # a fresh client: the previous one saw its bookie die
-            await write_live_and_dead(bk, live, dead, seed=i * 10)
+            await write_live_and_dead(bk, bookie, live, dead, seed=i * 10)
         if run == "random":
             await kill_during_gc(bookie, rnd)
         else:
