@@ -33,7 +33,7 @@ from bookie.client import BookKeeper
 from bookie.storage import entrylog_format as ef
 
 from tests.durability.powercut import PowerCutBookie
-from tests.gc.gcutil import COMPACTION_MODES, gc_now, read_all, rest, write_ledger
+from tests.gc.gcutil import COMPACTION_MODES, gc_now, past_a_checkpoint, read_all, rest, write_ledger
 
 CUTS = 20
 IN_LEDGER_DIRS = r"/ledgers\d+/"
@@ -58,7 +58,7 @@ async def test_live_entries_survive_power_cuts_inside_compactions(powercut_booki
     cut_in_gc = 0
     for round_ in range(2 * CUTS):
         async with bookie.client() as bk:
-            await _write_live_and_dead(bk, live, seed=round_ * 10)
+            await _write_live_and_dead(bk, bookie, live, seed=round_ * 10)
         bookie.arm(rnd.randint(*OPS_RANGE), match=IN_LEDGER_DIRS)
         gc_started = await _force_gc_unless_cut(bookie)
         if gc_started:
@@ -93,13 +93,15 @@ def _sample(extra: dict[Any, int]) -> dict[Any, int]:
     return dict(list(extra.items())[:10])
 
 
-async def _write_live_and_dead(bk: BookKeeper, live: dict[int, list[bytes]], seed: int) -> None:
-    """A live and a dead ledger one after the other, so they share entry logs; the dead one deleted."""
+async def _write_live_and_dead(bk: BookKeeper, bookie: PowerCutBookie, live: dict[int, list[bytes]],
+                               seed: int) -> None:
+    """A live and a dead ledger one after the other, so they share entry logs; the dead one deleted. Returns once
+    the bookie has checkpointed them: nothing left to replay, so a replay adds no copies."""
     lid, payloads = await write_ledger(bk, 60, 2048, seed)
     live[lid] = payloads
     gone, _ = await write_ledger(bk, 110, 2048, seed + 1)
     await bk.delete_ledger(gone)
-    await asyncio.sleep(0.5)  # past two checkpoints: nothing left to replay, so a replay adds no copies
+    await past_a_checkpoint(bookie.bookie)
 
 
 async def _force_gc_unless_cut(bookie: PowerCutBookie, within: float = 10) -> bool:
