@@ -17,7 +17,7 @@ import kopf
 from bookie_operator import builders, crd, models, storage_version
 from bookie_operator.bookie_client import BookieAdmin, admin_ssl_context, fetch_json
 from bookie_operator.decisions import escalations
-from bookie_operator.kube import Kube, KubeError
+from bookie_operator.kube import Kube, KubeError, in_cluster, kubeconfig_credentials
 from bookie_operator.reconcile import Operator, reconcile
 from bookie_operator.reconcile.ports import AdminTls
 from bookie_operator.zk import MetadataService, security_from_env
@@ -29,6 +29,26 @@ MANAGE_CRD = os.environ.get("BOOKIE_OPERATOR_MANAGE_CRD", "true") != "false"
 EXACT_NAMESPACES = bool(os.environ.get("BOOKIE_OPERATOR_NAMESPACES"))
 RESOURCE = (models.GROUP, models.VERSION, models.PLURAL)
 log = logging.getLogger("bookie_operator")
+
+
+@kopf.on.login()
+async def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """Kopf's connection, from the credentials the operator's own client uses. Kopf's default login goes through
+    the official client library, which writes a kubeconfig's embedded certificate and private key to /tmp and
+    removes them only at a clean exit: every killed operator left its key behind."""
+    if in_cluster():
+        return kopf.login_with_service_account(**kwargs)
+    return await kubeconfig_connection(os.environ.get("BOOKIE_OPERATOR_KUBECONFIG"))
+
+
+async def kubeconfig_connection(kubeconfig: str | None) -> kopf.ConnectionInfo:
+    """The kubeconfig's credentials, held in memory by Kopf (on a 401 it logs in again, which reads the
+    kubeconfig again: a plugin's token is renewed)."""
+    found = await kubeconfig_credentials(kubeconfig)
+    scheme, _, token = (found.authorization or "").partition(" ")
+    return kopf.ConnectionInfo(server=found.server, ca_data=found.ca, certificate_data=found.certificate,
+                               private_key_data=found.private_key, insecure=not found.verify_tls,
+                               scheme=scheme or None, token=token or None)
 
 
 @kopf.on.startup()

@@ -7,11 +7,16 @@ counter (API requests per minute is one of the operator's benchmarks).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
 import tempfile
 import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from kubernetes_asyncio import client as kclient
@@ -84,6 +89,47 @@ def _forget_files_under(directory: str) -> None:
             del written[content]
 
 
+@contextlib.asynccontextmanager
+async def _kubeconfig_loaded(kubeconfig: str | None) -> AsyncIterator[kclient.Configuration]:
+    """``kubeconfig`` (else ``$KUBECONFIG``) loaded, its embedded certificates and key in files that last only
+    inside this block. The library writes them to /tmp and removes them at a clean exit only (a killed operator
+    never removes its private key): here they go to a private directory, removed at the end of the block."""
+    configuration = kclient.Configuration()
+    with tempfile.TemporaryDirectory(prefix="bookie-operator-kubeconfig-") as private:
+        await kconfig.load_kube_config(config_file=kubeconfig or os.environ.get("KUBECONFIG"),
+                                       client_configuration=configuration, temp_file_path=private)
+        try:
+            yield configuration
+        finally:
+            _forget_files_under(private)
+
+
+@dataclasses.dataclass(frozen=True)
+class Credentials:
+    """How a kubeconfig's current context reaches its API server, in memory: PEM bytes, not files."""
+    server: str
+    ca: bytes | None
+    certificate: bytes | None
+    private_key: bytes | None
+    authorization: str | None  # the Authorization header's value ("Bearer <token>"), from a token or a plugin
+    verify_tls: bool
+
+
+async def kubeconfig_credentials(kubeconfig: str | None = None) -> Credentials:
+    """The credentials ``Kube.connect`` uses, for a second client (Kopf's own), read while their files exist."""
+    async with _kubeconfig_loaded(kubeconfig) as configuration:
+        async def pem(file: str | None) -> bytes | None:
+            return await asyncio.to_thread(Path(file).read_bytes) if file else None
+
+        if not configuration.host:
+            raise KubeError(f"{kubeconfig or os.environ.get('KUBECONFIG')}: the current context names no server")
+        return Credentials(
+            server=configuration.host, ca=await pem(configuration.ssl_ca_cert),
+            certificate=await pem(configuration.cert_file), private_key=await pem(configuration.key_file),
+            authorization=await configuration.get_api_key_with_prefix("BearerToken", alias="authorization"),
+            verify_tls=bool(configuration.verify_ssl))
+
+
 class Kube:
     def __init__(self, api: kclient.ApiClient) -> None:
         self.api = api
@@ -91,18 +137,12 @@ class Kube:
     @classmethod
     async def connect(cls, kubeconfig: str | None = None) -> Kube:
         """In-cluster credentials when running in a pod, else ``kubeconfig`` / ``$KUBECONFIG``."""
-        configuration = kclient.Configuration()
-        if kubeconfig is None and _in_cluster():
+        if kubeconfig is None and in_cluster():
+            configuration = kclient.Configuration()
             kconfig.load_incluster_config(client_configuration=configuration)
             return cls(kclient.ApiClient(configuration))
-        # A kubeconfig's embedded certificates and key are written to files for the TLS context to read. The
-        # library leaves them in /tmp until a clean exit (a killed operator never removes its private key): here
-        # they go to a private directory, removed as soon as the client's TLS context has read them.
-        with tempfile.TemporaryDirectory(prefix="bookie-operator-kubeconfig-") as private:
-            await kconfig.load_kube_config(config_file=kubeconfig or os.environ.get("KUBECONFIG"),
-                                           client_configuration=configuration, temp_file_path=private)
-            api = kclient.ApiClient(configuration)
-            _forget_files_under(private)
+        async with _kubeconfig_loaded(kubeconfig) as configuration:
+            api = kclient.ApiClient(configuration)  # its TLS context reads the files now
         return cls(api)
 
     async def close(self) -> None:
@@ -213,7 +253,7 @@ def metadata_only(url: str, answer: Obj) -> Obj:
     return {"apiVersion": answer.get("apiVersion"), "kind": answer["kind"], "metadata": metadata}
 
 
-def _in_cluster() -> bool:
+def in_cluster() -> bool:
     """Running in a pod with a service account token (read once at start-up)."""
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and \
         os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token")

@@ -2,7 +2,9 @@
 plane's, a developer's) leaves no copy of them on disk: the Kubernetes client library writes them to temporary
 files for its TLS context and removes those only at a clean exit, so every killed operator used to leave its
 private key in /tmp. Now they are gone once the client is built, even when the process is killed right after,
-and a second client in the same process still gets its key."""
+and a second client in the same process still gets its key. Kopf's own connection, which by default logs in
+through the same library, is given the operator's credentials in memory instead, so a whole operator killed once
+it has logged in leaves nothing either."""
 
 from __future__ import annotations
 
@@ -11,15 +13,18 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import trustme
 import yaml
+from bookie_operator import handlers
 from bookie_operator.kube import Kube
 
 _CONNECT_THEN_DIE = """
 import asyncio, os, signal, sys
+from bookie_operator import handlers
 from bookie_operator.kube import Kube
 asyncio.run(Kube.connect(sys.argv[1]))
 print("connected", flush=True)
@@ -27,19 +32,23 @@ os.kill(os.getpid(), signal.SIGKILL)  # no exit handler runs: evicted, OOM-kille
 """
 
 
-def _kubeconfig(path: Path) -> Path:
+def _data(pem: bytes) -> str:
+    return base64.b64encode(pem).decode()
+
+
+def _kubeconfig(path: Path, user: dict[str, str] | None = None) -> Path:
+    """A kubeconfig whose server refuses connections (port 1), with an embedded client certificate and key, or
+    ``user``'s credentials."""
     ca = trustme.CA()
-    client = ca.issue_cert("bookie-operator")
-
-    def data(pem: bytes) -> str:
-        return base64.b64encode(pem).decode()
-
+    if user is None:
+        client = ca.issue_cert("bookie-operator")
+        user = {"client-certificate-data": _data(client.cert_chain_pems[0].bytes()),
+                "client-key-data": _data(client.private_key_pem.bytes())}
     path.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "local",
         "clusters": [{"name": "local", "cluster": {"server": "https://127.0.0.1:1",
-                                                   "certificate-authority-data": data(ca.cert_pem.bytes())}}],
-        "users": [{"name": "admin", "user": {"client-certificate-data": data(client.cert_chain_pems[0].bytes()),
-                                             "client-key-data": data(client.private_key_pem.bytes())}}],
+                                                   "certificate-authority-data": _data(ca.cert_pem.bytes())}}],
+        "users": [{"name": "admin", "user": user}],
         "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}]}))
     return path
 
@@ -68,3 +77,34 @@ def test_a_killed_operator_leaves_no_key_behind(tmp_path: Path) -> None:
                          text=True, timeout=120, env={**os.environ, "TMPDIR": str(temporary)})
     assert run.returncode == -signal.SIGKILL and "connected" in run.stdout, run.stderr
     assert _left_in(temporary) == []
+
+
+def test_a_killed_operator_leaves_no_key_behind_once_kopf_has_logged_in(tmp_path: Path) -> None:
+    kubeconfig = _kubeconfig(tmp_path / "kubeconfig")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    log = tmp_path / "operator.log"
+    with log.open("wb") as out:
+        operator = subprocess.Popen(
+            [sys.executable, "-m", "bookie_operator", "--kubeconfig", str(kubeconfig), "--namespace", "keys",
+             "--no-manage-crd", "--liveness", "", "--log-format", "plain"],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(temporary)})
+    try:
+        deadline = time.monotonic() + 60
+        # Kopf's words once its login handlers have answered; its first requests are refused after that.
+        while "Initial authentication has finished" not in log.read_text(errors="replace"):
+            assert operator.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")[-3000:]
+            time.sleep(0.2)
+    finally:
+        operator.kill()  # no exit handler runs: evicted, OOM-killed
+        operator.wait(timeout=30)
+    assert _left_in(temporary) == []
+    assert "Activity 'login' succeeded" in log.read_text(), log.read_text()[-3000:]  # the operator's own login
+
+
+async def test_kopf_presents_the_kubeconfig_token_as_the_operator_does(tmp_path: Path) -> None:
+    kubeconfig = _kubeconfig(tmp_path / "kubeconfig", user={"token": "sa-token-1"})
+    info = await handlers.kubeconfig_connection(str(kubeconfig))
+    assert info.as_http_headers() == {"Authorization": "Bearer sa-token-1"}
+    assert info.server == "https://127.0.0.1:1" and info.certificate_data is None and not info.insecure
+    assert isinstance(info.ca_data, bytes) and info.ca_data.startswith(b"-----BEGIN CERTIFICATE"), info.ca_data
