@@ -21,7 +21,7 @@ def test_an_exit_seen_before_the_last_lines_are_read_is_not_a_failure(tmp_path: 
     producer = Producer.__new__(Producer)  # its process, not a broker's: what is judged is the reading
     producer.topic, producer.acked, producer.failed = "public/default/t", {}, {}
     producer.done = threading.Event()
-    producer._log, producer._broker = log, SimpleNamespace(log_path=log)
+    producer._log, producer._broker = log, SimpleNamespace(log_path=log)  # type: ignore[assignment]
     producer.proc = subprocess.Popen([sys.executable, "-c", _FINISHES], stdout=subprocess.PIPE)
     producer.proc.wait()  # the exit is seen first...
     behind = threading.Event()
