@@ -36,9 +36,10 @@ async def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
     """Kopf's connection, from the credentials the operator's own client uses. Kopf's default login goes through
     the official client library, which writes a kubeconfig's embedded certificate and private key to /tmp and
     removes them only at a clean exit: every killed operator left its key behind."""
-    if in_cluster():
+    kubeconfig = os.environ.get("BOOKIE_OPERATOR_KUBECONFIG")
+    if kubeconfig is None and in_cluster():  # the choice Kube.connect makes: a kubeconfig given wins
         return kopf.login_with_service_account(**kwargs)
-    return await kubeconfig_connection(os.environ.get("BOOKIE_OPERATOR_KUBECONFIG"))
+    return await kubeconfig_connection(kubeconfig)
 
 
 async def kubeconfig_connection(kubeconfig: str | None) -> kopf.ConnectionInfo:
