@@ -37,6 +37,12 @@ from bookie.storage.logmeta import LogMeta
 log = logging.getLogger(__name__)
 
 RECONNECT_S = 5.0  # between attempts to reach ZooKeeper while it cannot be reached
+# While not ready, the next inspection comes after FIRST_RETRY_S, then twice as long each time, up to a GC period
+# (at most MAX_RETRY_S): a sidecar usually starts before its bookie has made the ledger directory, and should be
+# ready seconds after it, not a GC period later; a failure that keeps on (ZooKeeper's ledgers unreadable after a
+# whole read of the disk) is not retried faster than that.
+FIRST_RETRY_S = 1.0
+MAX_RETRY_S = 60.0
 ACTIVE_VERDICT = "active: the bookie appends to it; its GC considers it once it is full and rolled"
 
 
@@ -100,12 +106,14 @@ class Inspector:
         return [(str(v.current), v.inspect(self.throttle)) for v in self.volumes.volumes]
 
     def _unavailable(self, why: str) -> ExplainUnavailable:
+        if why != self.problem:  # said once per cause, not at every retry or explain request
+            log.warning("inspector not ready: %s", why)
         self.problem = why
-        log.warning("inspector not ready: %s", why)
         return ExplainUnavailable(why)
 
     async def run(self) -> None:
-        """Connect to ZooKeeper (again and again while it cannot be reached), then inspect every ``gcWaitTime``."""
+        """Connect to ZooKeeper (again and again while it cannot be reached), then inspect every ``gcWaitTime``,
+        and sooner while not ready (``FIRST_RETRY_S``)."""
         while not self._connected:
             self.problem = f"ZooKeeper at {self.store.zk_servers} is not connected yet"
             try:
@@ -115,13 +123,20 @@ class Inspector:
                 self.problem = f"ZooKeeper at {self.store.zk_servers} cannot be reached: {exc}"
                 log.warning("inspector: %s; trying again in %.0f s", self.problem, RECONNECT_S)
                 await asyncio.sleep(RECONNECT_S)
+        period_s = self.conf.gc_wait_time / 1000
+        retry_s = FIRST_RETRY_S
         while True:
+            was_ready = self.problem is None
             try:
                 await self.inspect()
-            except ExplainUnavailable:
-                pass  # said in self.problem (readiness) and logged
-            await asyncio.sleep(min(self.conf.gc_wait_time / 1000, 60.0) if self.problem else
-                                self.conf.gc_wait_time / 1000)
+            except ExplainUnavailable:  # said in self.problem (readiness) and logged
+                await asyncio.sleep(retry_s)
+                retry_s = min(retry_s * 2, period_s, MAX_RETRY_S)
+                continue
+            if not was_ready:
+                log.info("inspector ready: %s inspected", ", ".join(str(v.current) for v in self.volumes.volumes))
+            retry_s = FIRST_RETRY_S
+            await asyncio.sleep(period_s)
 
     async def close(self) -> None:
         self.topics.close()
