@@ -342,6 +342,7 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         d.write_cache.delete_ledger(ledger_id)
         if d.flushing is not None:
             d.flushing.delete_ledger(ledger_id)
+            d.forget_appended()  # its locations would index the deleted ledger again
         d.read_cache.delete_ledger(ledger_id)
         if state is not None:
             for fut in state.watchers:
@@ -422,7 +423,8 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
     async def _flush_swapped(self, d: LedgerDirStorage) -> None:
         """Flush ``d.flushing`` to the entry log and index, then let it go. If the flush fails it stays, for
         the next checkpoint (its entries are still read from it); a flushed one is never written again (that
-        would leave a second copy of each entry on disk)."""
+        would leave a second copy of each entry on disk), nor one whose flush failed after its append (the
+        retry only indexes: ``LedgerDirStorage.flush_cache``)."""
         assert d.flushing is not None
         cache = d.flushing
         try:

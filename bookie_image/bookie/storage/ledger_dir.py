@@ -35,6 +35,11 @@ class LedgerDirStorage:
         half = max(1, conf.db_storage_write_cache_max_size_mb * 1024 * 1024 // n_dirs // 2)
         self.write_cache = WriteCache(half)
         self.flushing: WriteCache | None = None
+        # The swapped cache whose entries are in the entry log, durably, but not yet in the index (its flush failed
+        # after the append: the index's disk full), with their locations: the retry indexes them, and does not
+        # append a second copy of each entry to a disk that is full.
+        self._appended: tuple[WriteCache, bytearray] | None = None
+        self._flushing_changes = 0  # counts forget_appended: a change during an append keeps it from being reused
         # Free space as last measured by the disk checker, less what checkpoints wrote since (None: not yet
         # measured): the add path checks it instead of a statvfs per add.
         self.free_bytes: int | None = None
@@ -52,13 +57,21 @@ class LedgerDirStorage:
     # --- blocking parts (worker threads)
     def flush_cache(self, cache: WriteCache) -> int:
         """Append a swapped write cache to the entry log and index it; returns entries written. Timed whole and
-        by step (``flush_stats``): a slow ledger device shows there."""
+        by step (``flush_stats``): a slow ledger device shows there. A retry of a flush that failed after its
+        append (``_appended``) only indexes."""
         stats, started = self.flush_stats, time.perf_counter()
+        batch = None
         try:
-            batch = cache.sorted_entries()
-            step = time.perf_counter()
-            locations = self.entry_logger.append_durably(batch)
-            stats.entry_log.record_since(step)
+            if self._appended is not None and self._appended[0] is cache:
+                locations = self._appended[1]
+            else:
+                changes = self._flushing_changes
+                batch = cache.sorted_entries()
+                step = time.perf_counter()
+                locations = self.entry_logger.append_durably(batch)
+                stats.entry_log.record_since(step)
+                if changes == self._flushing_changes:
+                    self._appended = (cache, locations)
             step = time.perf_counter()
             self.locations.put_packed(locations)
             self.locations.sync()
@@ -69,10 +82,18 @@ class LedgerDirStorage:
         except BaseException:
             stats.whole.record_since(started, success=False)
             raise
+        self._appended = None
         stats.whole.record_since(started)
         stats.size.record(cache.size)
-        batch.release()  # here, with yields, rather than wherever its last reference goes
+        if batch is not None:
+            batch.release()  # here, with yields, rather than wherever its last reference goes
         return len(locations) // LOCATION_RECORD_SIZE
+
+    def forget_appended(self) -> None:
+        """The swapped cache changed (a ledger deleted from it, on the event loop, maybe while a worker thread
+        appends it): its next flush appends what it holds then."""
+        self._flushing_changes += 1
+        self._appended = None
 
     def settle_names(self) -> None:
         """Make durable the names staged in this directory's ``current/`` (the journal marks) and in its index
