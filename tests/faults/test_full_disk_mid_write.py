@@ -1,8 +1,10 @@
 """A bookie whose journal or ledger disk fills up while clients write loses no acknowledged entry, stops taking
 adds (read-only, or, for a journal that cannot write, fail-stop: docs/architecture.md), and takes adds again
-once space is freed (restarted by its supervisor when it stopped). Apache BookKeeper 4.17.3's bookie runs the
-journal case only: with its ledger disk freed it stays read-only for minutes, and restarted it can fail to
-open its RocksDB index (docs/reliability.md), so that case is a finding of the soak runs, not a CI check.
+once space is freed (restarted by its supervisor when it stopped; our bookie also stops once the disk has room if
+its RocksDB index kept the error of a write the full disk refused, which only opening it again clears). Apache
+BookKeeper 4.17.3's bookie runs the journal case only: with its ledger disk freed it stays read-only for minutes,
+and restarted it can fail to open its RocksDB index (docs/reliability.md), so that case is a finding of the soak
+runs, not a CI check.
 
 The disk is a real small file system (a size-limited tmpfs over the bookie's directory) filled to a seeded
 number of free bytes, so ENOSPC comes mid-write at a seeded point; both implementations' bookies run the same
@@ -121,6 +123,8 @@ async def _wait_stopped_taking_adds(bk: BookKeeper, victim: Any, name: str) -> N
 
 async def _wait_writable(bk: BookKeeper, victim: Any, name: str) -> None:
     for _ in range(600):
+        if not victim.running:  # stopped once the disk had room (an index that kept RocksDB's write error)
+            await asyncio.to_thread(victim.start)
         with contextlib.suppress(Exception):
             if victim.bookie_id in await bk.writable_bookies():
                 return

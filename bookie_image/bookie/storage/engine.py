@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 import struct
 import time
 from collections.abc import Callable
@@ -380,12 +381,31 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
                 await self.checkpoint()
             except OSError as exc:
                 if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the disk checker turns the bookie read-only
+                    stuck = await self._in_thread(self._flush_pool, self._index_stuck_with_room)
+                    if stuck is not None:
+                        self._fatal(stuck)
+                        return
                     log.error("checkpoint failed, disk full; retrying at the next interval: %r", exc)
                     continue
                 self._fatal(f"ledger directory I/O error in a checkpoint: {exc!r}")
                 return
             except Exception:
                 log.exception("checkpoint failed; retrying at the next interval")
+
+    def _index_stuck_with_room(self) -> str | None:
+        """Why the bookie must restart, if an index kept RocksDB's write error from a full disk that has room
+        again (room for both write cache halves): only opening it again clears the error, and a restart does
+        that and replays from the journal what the index had not made durable (blocking: a worker thread)."""
+        for d in self.dirs:
+            for index in (d.locations, d.ledger_index):
+                if not index.keeps_a_write_error():
+                    continue
+                st = os.statvfs(d.index_current)
+                if st.f_bavail * st.f_frsize >= 2 * d.write_cache.max_bytes:
+                    return (f"the {index.KIND} {index.path} keeps RocksDB's write error from when its disk was full, "
+                            "and the disk has room again: RocksDB takes writes only once opened again, so the bookie "
+                            "stops for its supervisor to start it (the journal replays what the index had not synced)")
+        return None
 
     async def checkpoint(self, replay_mark: list[LogMark] | None = None) -> None:
         """Flush write caches to entry logs and indexes, then persist how far the journal is covered.

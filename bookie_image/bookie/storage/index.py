@@ -227,6 +227,12 @@ class RocksIndex:
         self._recorded = sequence
         self.sequence_staged = True
 
+    def keeps_a_write_error(self) -> bool:
+        """Whether a flush failed on RocksDB's threads and none has succeeded since. After a full disk RocksDB
+        refuses every write until it is opened again, even once the disk has room (it does not resume by itself,
+        and the binding has no resume): the engine then stops the bookie for its supervisor to restart it."""
+        return self._flush_failed()
+
     def _flush_failed(self) -> bool:
         """Whether a flush on RocksDB's threads failed since the last one known to have succeeded."""
         return self.db.property_int_value("rocksdb.background-errors") != self._errors_seen
@@ -239,7 +245,14 @@ class RocksIndex:
         self._errors_seen = self.db.property_int_value("rocksdb.background-errors")
 
     def close(self) -> None:
-        self.db.close()
+        """Closes the database; RocksDB's flush at the close reports the write error it kept from a full disk
+        (known already: the journal replays what the index had not synced), closed all the same."""
+        kept = self.keeps_a_write_error()
+        try:
+            self.db.close()
+        except Exception:
+            if not kept:
+                raise
 
 
 class LedgerIndex(RocksIndex):
