@@ -3,7 +3,7 @@ takes writes only once opened again), so checkpoints would fail forever and adds
 empties. While the disk is full the bookie stays up (read-only: the disk checker's part); once it has room the
 storage engine stops the bookie, naming the index, for its supervisor to start it: the start opens the index again
 and replays from the journal what it had not synced. Found by tests/faults/test_full_disk_mid_write.py (seed
-1562551843): a bookie that stayed full-disk read-only with 80 MiB free."""
+1562551843): a bookie that never took adds again once the space was freed."""
 
 from __future__ import annotations
 
