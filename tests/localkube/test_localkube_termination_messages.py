@@ -6,6 +6,7 @@ failed container that wrote nothing; the machine's own /dev never gets the file.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from tests.support.kube import KubeTarget, wait_for
@@ -24,7 +25,8 @@ def container_status(kube: KubeTarget, ns: str, name: str) -> dict[str, Any]:
     return ((obj.get("status") or {}).get("containerStatuses") or [{}])[0]
 
 
-def test_the_message_written_by_a_failing_container_is_in_its_status(kube: KubeTarget, kube_namespace: str) -> None:
+def test_the_message_written_by_a_failing_container_is_in_its_status(kube: KubeTarget, kube_namespace: str,
+                                                                   tmp_path: Path) -> None:
     ns = kube_namespace
     # Each run appends to a message that must start empty: a message belongs to one run.
     kube.apply(pod("fails", "echo 'log line'; echo -n \"DiskFull: run $(cat /dev/termination-log | wc -c)\" "
@@ -40,8 +42,10 @@ def test_the_message_written_by_a_failing_container_is_in_its_status(kube: KubeT
     assert last["startedAt"] <= last["finishedAt"]
     assert not os.path.exists("/dev/termination-log"), "the container's file stays in its own /dev"
 
-    kube.apply(pod("custom", "echo -n bye > /tmp/why; exit 0", restart="Never",
-                   terminationMessagePath="/tmp/why"), namespace=ns)
+    # A path of the test's own: a busybox pod runs as a host command, whose mount targets are made on the machine.
+    why = tmp_path / "why"
+    kube.apply(pod("custom", f"echo -n bye > {why}; exit 0", restart="Never",
+                   terminationMessagePath=str(why)), namespace=ns)
     done = wait_for(lambda: container_status(kube, ns, "custom").get("state", {}).get("terminated"), 60,
                     what="terminated")
     assert (done["exitCode"], done["reason"], done["message"]) == (0, "Completed", "bye")
