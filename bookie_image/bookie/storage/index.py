@@ -211,15 +211,15 @@ class RocksIndex:
         if sequence == self._recorded:
             return
         what = f"syncing the {self.KIND} {self.path}"
-        if self._flush_failed():
+        if self.keeps_a_write_error():
             self._raise_flush_error(what)
         with rocksdb_io_errors(what):
             self.db.flush(False)  # the memtable switched here; RocksDB's own threads write and sync the table
         while any(self.db.property_int_value(name) for name in _FLUSH_UNDER_WAY):
-            if self._flush_failed():
+            if self.keeps_a_write_error():
                 self._raise_flush_error(what)
             time.sleep(FLUSH_POLL_S)
-        if self._flush_failed():
+        if self.keeps_a_write_error():
             self._raise_flush_error(what)
         # Its name is left to the next fsync of the directory (``LedgerDirStorage.settle_names``), shared with the
         # journal mark's: the older number a power cut may leave makes the start-up check less strict, never wrong.
@@ -228,13 +228,9 @@ class RocksIndex:
         self.sequence_staged = True
 
     def keeps_a_write_error(self) -> bool:
-        """Whether a flush failed on RocksDB's threads and none has succeeded since. After a full disk RocksDB
-        refuses every write until it is opened again, even once the disk has room (it does not resume by itself,
-        and the binding has no resume): the engine then stops the bookie for its supervisor to restart it."""
-        return self._flush_failed()
-
-    def _flush_failed(self) -> bool:
-        """Whether a flush on RocksDB's threads failed since the last one known to have succeeded."""
+        """Whether a flush on RocksDB's threads failed since the last one known to have succeeded. After a full
+        disk RocksDB refuses every write until it is opened again, even once the disk has room (it does not resume
+        by itself, and the binding has no resume): the engine then stops the bookie for its supervisor to start."""
         return self.db.property_int_value("rocksdb.background-errors") != self._errors_seen
 
     def _raise_flush_error(self, what: str) -> None:
