@@ -61,7 +61,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict, dataclass, field
@@ -346,20 +345,20 @@ def stop_clusters(clusters: dict[str, Cluster]) -> None:
 
 # ----------------------------------------------------------------------------------------------- Java tools
 
+# The tools' logging: a file of the repository, so that a run writes nothing into the machine's temporary
+# directory that outlives it.
+JAVA_TOOLS_LOG4J2 = Path(__file__).with_name("java-tools-log4j2.properties")
+
+
 def java_tool(main: str, *args: str, limit_s: float, properties: dict[str, str] | None = None) -> str:
     """Run one of BookKeeper's Java tools; ``properties``: more client keys (TLS, ...), which its
     ClientConfiguration reads from system properties with BookKeeper's readsystemproperties switch."""
     lib = os.environ["BOOKIE_FLEET_BK_LIB"]
-    log4j = Path(tempfile.gettempdir()) / "bookie-fleet-bench-log4j2.properties"
-    log4j.write_text("status = error\nappender.c.type = Console\nappender.c.name = c\n"
-                     "appender.c.layout.type = PatternLayout\nappender.c.layout.pattern = %-5p %c{1} - %m%n\n"
-                     "rootLogger.level = warn\nrootLogger.appenderRef.c.ref = c\n"
-                     "logger.b.name = org.apache.bookkeeper.benchmark\nlogger.b.level = info\n")
     props = [f"-D{k}={v}" for k, v in (properties or {}).items()]
     if props:
         props.insert(0, "-Dorg.apache.bookkeeper.conf.readsystemproperties=true")
     command = [shutil.which("java") or "java", *CLIENT_JVM, java_tools_tmpdir(), *props,
-               f"-Dlog4j2.configurationFile={log4j}",
+               f"-Dlog4j2.configurationFile={JAVA_TOOLS_LOG4J2}",
                "-cp", f"{lib}/*", main, *args]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
