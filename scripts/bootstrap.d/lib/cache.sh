@@ -1,8 +1,23 @@
-# Pruning the cache's keyed entries (sourced; the caller defines log()). Each change to what an entry is built
-# from adds a new one (images-<hash> takes a few hundred MB, venv-<hash> over a GB), so a machine that runs
-# many commits would fill its disk with entries nobody uses. An entry's mtime is its last use (the caller
-# touches the one it uses); an entry is removed once it is neither among the three used last nor used in the
-# last two hours, which leaves alone whatever another checkout's run started with.
+# The cache's entries (sourced; the caller defines log()): whether a virtualenv can be used where it is, and
+# pruning the keyed entries.
+
+# A virtualenv works only at the path it was made at: the first line of each of its scripts (pip's, mypy's) names
+# that path. One moved or copied there (a cache restored under another HOME, say) still runs its python, but
+# every script fails with "cannot execute: required file not found". Python records the path it was made at in
+# pyvenv.cfg's "command" line.
+# Usage: venv_ready <dir>: made at <dir>, and complete (the caller touches <dir>/.complete once it is)
+venv_ready() {
+  local dir="$1" made
+  [ -x "$dir/bin/python" ] && [ -f "$dir/.complete" ] || return 1
+  made="$(grep -m1 '^command = ' "$dir/pyvenv.cfg" 2>/dev/null)" || return 1
+  [[ "$made" == *" $dir" ]]
+}
+
+# Each change to what a keyed entry is built from adds a new one (images-<hash> takes a few hundred MB,
+# venv-<hash> over a GB), so a machine that runs many commits would fill its disk with entries nobody uses. An
+# entry's mtime is its last use (the caller touches the one it uses); an entry is removed once it is neither
+# among the three used last nor used in the last two hours, which leaves alone whatever another checkout's run
+# started with.
 # Usage: prune_cache_entries <cache dir> <prefix> <the entry in use>
 prune_cache_entries() {
   local cache="$1" prefix="$2" current="$3" rank=0 entry
