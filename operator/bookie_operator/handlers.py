@@ -17,7 +17,7 @@ import kopf
 from bookie_operator import builders, crd, models, storage_version
 from bookie_operator.bookie_client import BookieAdmin, admin_ssl_context, fetch_json
 from bookie_operator.decisions import escalations
-from bookie_operator.kube import Kube, KubeError, in_cluster, kubeconfig_credentials
+from bookie_operator.kube import Kube, KubeError, in_cluster, kubeconfig_credentials, memory_file
 from bookie_operator.reconcile import Operator, reconcile
 from bookie_operator.reconcile.ports import AdminTls
 from bookie_operator.zk import MetadataService, security_from_env
@@ -44,12 +44,15 @@ async def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 
 async def kubeconfig_connection(kubeconfig: str | None) -> kopf.ConnectionInfo:
     """The kubeconfig's credentials, held in memory by Kopf (on a 401 it logs in again, which reads the
-    kubeconfig again: a plugin's token is renewed)."""
+    kubeconfig again: a plugin's token is renewed). A client certificate and key go to Kopf as in-memory files
+    (``memory_file``), never as data, which Kopf would write to $TMPDIR for each session it opens."""
     found = await kubeconfig_credentials(kubeconfig)
     scheme, _, token = (found.authorization or "").partition(" ")
-    return kopf.ConnectionInfo(server=found.server, ca_data=found.ca, certificate_data=found.certificate,
-                               private_key_data=found.private_key, insecure=not found.verify_tls,
-                               scheme=scheme or None, token=token or None)
+    return kopf.ConnectionInfo(
+        server=found.server, ca_data=found.ca,
+        certificate_path=memory_file("client-certificate", found.certificate) if found.certificate else None,
+        private_key_path=memory_file("client-key", found.private_key) if found.private_key else None,
+        insecure=not found.verify_tls, scheme=scheme or None, token=token or None)
 
 
 @kopf.on.startup()

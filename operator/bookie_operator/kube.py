@@ -115,6 +115,27 @@ class Credentials:
     verify_tls: bool
 
 
+# role -> (content, descriptor) of the files memory_file made: one per role, the newest content's.
+_memory_files: dict[str, tuple[bytes, int]] = {}
+
+
+def memory_file(role: str, content: bytes) -> str:
+    """``content`` as a file that never reaches a disk, for a library that loads a certificate or key from a path
+    only (Python's ssl does): a memfd_create(2) file, named by /proc/self/fd/<n>, gone with the process however it
+    ends. Given the PEM data instead, Kopf writes it to a temporary file in $TMPDIR for the moment it builds each
+    session's TLS context, and a process killed in that moment left its private key there. The same content keeps
+    its file; new content for a ``role`` (a renewed certificate) replaces the old one's."""
+    kept = _memory_files.get(role)
+    if kept is not None and kept[0] == content:
+        return f"/proc/self/fd/{kept[1]}"
+    descriptor = os.memfd_create(f"bookie-operator-{role}", os.MFD_CLOEXEC)
+    os.write(descriptor, content)  # a few KiB of memory: never a short write
+    _memory_files[role] = (content, descriptor)
+    if kept is not None:
+        os.close(kept[1])
+    return f"/proc/self/fd/{descriptor}"
+
+
 async def kubeconfig_credentials(kubeconfig: str | None = None) -> Credentials:
     """The credentials ``Kube.connect`` uses, for a second client (Kopf's own), read while their files exist."""
     async with _kubeconfig_loaded(kubeconfig) as configuration:

@@ -3,11 +3,13 @@ plane's, a developer's) leaves no copy of them on disk: the Kubernetes client li
 files for its TLS context and removes those only at a clean exit, so every killed operator used to leave its
 private key in /tmp. Now they are gone once the client is built, even when the process is killed right after,
 and a second client in the same process still gets its key. Kopf's own connection, which by default logs in
-through the same library, is given the operator's credentials in memory instead, so a whole operator killed once
-it has logged in leaves nothing either."""
+through the same library, is given the operator's credentials in memory instead, its client certificate and key
+as in-memory files (Kopf writes key data to a temporary file for each session it opens), so a whole operator
+killed once it has logged in leaves nothing either."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import signal
@@ -100,6 +102,28 @@ def test_a_killed_operator_leaves_no_key_behind_once_kopf_has_logged_in(tmp_path
         operator.wait(timeout=30)
     assert _left_in(temporary) == []
     assert "Activity 'login' succeeded" in log.read_text(), log.read_text()[-3000:]  # the operator's own login
+
+
+async def test_kopf_loads_the_client_key_from_memory_never_from_a_temporary_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Handed the key as data, Kopf writes it to $TMPDIR for the moment it builds each session's TLS context: a kill
+    # in that moment (right after its login, as it opens its first sessions) left the key behind.
+    kubeconfig = _kubeconfig(tmp_path / "kubeconfig")
+    key = base64.b64decode(yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["client-key-data"])
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    info = await handlers.kubeconfig_connection(str(kubeconfig))
+    assert info.certificate_data is None and info.private_key_data is None
+    paths = [str(info.certificate_path), str(info.private_key_path)]
+    for path in paths:
+        assert os.readlink(path).startswith("/memfd:bookie-operator-"), os.readlink(path)  # memory, no disk
+    assert await asyncio.to_thread(Path(paths[1]).read_bytes) == key
+    info.as_ssl_context()  # Kopf's own loading of them, as for each session it opens
+    again = await handlers.kubeconfig_connection(str(kubeconfig))  # a login again: the same files, no more
+    assert [str(again.certificate_path), str(again.private_key_path)] == paths
+    assert _left_in(temporary) == []
 
 
 async def test_kopf_presents_the_kubeconfig_token_as_the_operator_does(tmp_path: Path) -> None:
