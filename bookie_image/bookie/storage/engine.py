@@ -59,6 +59,12 @@ log = logging.getLogger(__name__)
 
 _IDS_LAC = struct.Struct(">qqq")
 T = TypeVar("T")
+# After a checkpoint started for adds waiting for room has failed (a full disk), the next one they start waits this
+# long: they wake every 50 ms, and each failure used to be retried, and logged, at once, as long as the disk stayed
+# full. Room made meanwhile (GC, a larger volume) is used within this time; the checkpoint timer goes on as well.
+FAILED_CHECKPOINT_RETRY_S = 1.0
+# Such a run of failures is logged at its first, then at most this often, with its count.
+FAILED_CHECKPOINT_LOG_INTERVAL_S = 60.0
 
 
 def sign_safe_mod(value: int, n: int) -> int:
@@ -109,6 +115,11 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
         # again at once, not when the checkpoint's flush is over.
         self._caches_swapped = asyncio.Event()
         self._checkpoint_task: asyncio.Task[None] | None = None
+        # The run of failed checkpoints that adds waiting for room started: its length, when the next may start,
+        # when it was last logged.
+        self._failed_checkpoints = 0
+        self._next_checkpoint_at = 0.0
+        self._failed_checkpoints_logged_at = 0.0
         self._timer: asyncio.Task[None] | None = None
         self._closed = False
         self.last_checkpoint: LogMark | None = None
@@ -286,7 +297,8 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
     async def wait_for_room(self, seconds: float) -> None:
         """Until a checkpoint swaps the write caches (an add that found its cache full may fit then), at most
         ``seconds`` and 50 ms: a checkpoint is started if none is running, and the caller starts one again at each
-        wake-up, since the one running may have swapped already."""
+        wake-up, since the one running may have swapped already (after a failed one, not before
+        ``FAILED_CHECKPOINT_RETRY_S``)."""
         self._trigger_checkpoint()
         self._caches_swapped.clear()
         await wait_event(self._caches_swapped, max(0.0, min(seconds, 0.05)))
@@ -358,20 +370,36 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
 
     # ------------------------------------------------------------------ checkpoints
     def _trigger_checkpoint(self) -> None:
-        if self._checkpoint_task is None or self._checkpoint_task.done():
-            self._checkpoint_task = asyncio.create_task(self.checkpoint(), name="checkpoint")
-            self._checkpoint_task.add_done_callback(self._checkpoint_finished)
+        running = self._checkpoint_task is not None and not self._checkpoint_task.done()
+        if running or time.monotonic() < self._next_checkpoint_at:
+            return
+        self._checkpoint_task = asyncio.create_task(self.checkpoint(), name="checkpoint")
+        self._checkpoint_task.add_done_callback(self._checkpoint_finished)
 
     def _checkpoint_finished(self, task: asyncio.Task[None]) -> None:
-        """A checkpoint triggered by a full write cache failed: say so (the adds waiting for room are held back
-        until one succeeds); an I/O error other than a full disk stops the bookie, as in the timer's."""
-        if task.cancelled() or task.exception() is None:
+        """A checkpoint triggered by a full write cache ended. Failed, it is said (at the first failure of a run,
+        then once a minute) and the next is started no sooner than ``FAILED_CHECKPOINT_RETRY_S``: the adds
+        waiting for room are held back until one succeeds. An I/O error other than a full disk stops the bookie,
+        as in the timer's."""
+        if task.cancelled():
             return
         exc = task.exception()
+        if exc is None:
+            if self._failed_checkpoints:
+                log.info("checkpoint succeeded after %d failed", self._failed_checkpoints)
+            self._failed_checkpoints, self._next_checkpoint_at = 0, 0.0
+            return
         if isinstance(exc, OSError) and exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             self._fatal(f"ledger directory I/O error in a checkpoint: {exc!r}")
             return
-        log.error("checkpoint failed; adds wait for room in the write cache until one succeeds: %r", exc)
+        now = time.monotonic()
+        self._failed_checkpoints += 1
+        self._next_checkpoint_at = now + FAILED_CHECKPOINT_RETRY_S
+        since_logged = now - self._failed_checkpoints_logged_at
+        if self._failed_checkpoints == 1 or since_logged >= FAILED_CHECKPOINT_LOG_INTERVAL_S:
+            self._failed_checkpoints_logged_at = now
+            log.error("checkpoint failed (%d in a row); adds wait for room in the write cache until one succeeds, "
+                      "tried again every %.0f s: %r", self._failed_checkpoints, FAILED_CHECKPOINT_RETRY_S, exc)
 
     async def _checkpoint_timer(self) -> None:
         interval = self.conf.flush_interval / 1000
