@@ -824,7 +824,9 @@ def inspector_container(owner: Owner, spec: BookieClusterSpec, lay: Layout | Non
         "ports": [{"name": "inspector", "containerPort": INSPECTOR_PORT},
                   {"name": "metrics", "containerPort": INSPECTOR_METRICS_PORT}],
         "securityContext": container_security_context(),
-        "readinessProbe": _probe("/api/v1/bookie/is_ready", inspector_scheme(spec), "inspector", periodSeconds=10,
+        # At the bookie's pace: a not-ready inspector looks again when probed (its ledger directory may have been
+        # made since), so the pod is Ready one probe after its bookie, not a retry or a longer period later.
+        "readinessProbe": _probe("/api/v1/bookie/is_ready", inspector_scheme(spec), "inspector", periodSeconds=5,
                                  timeoutSeconds=5, failureThreshold=3),
         "livenessProbe": _probe("/heartbeat", inspector_scheme(spec), "inspector", initialDelaySeconds=30,
                                 periodSeconds=10, timeoutSeconds=5, failureThreshold=6),

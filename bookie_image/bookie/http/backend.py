@@ -125,7 +125,7 @@ class EntryLogsBackend(Protocol):
 class InspectorBackend(EntryLogsBackend, Protocol):
     """The inspector beside another bookie (``bookie inspect serve``): explain, entry-log files, metrics."""
 
-    def readiness(self) -> str | None: ...  # None when ready, else what is missing
+    async def readiness(self) -> str | None: ...  # None when ready, else what is missing
     def metrics_text(self) -> tuple[bytes, str]: ...
 
 

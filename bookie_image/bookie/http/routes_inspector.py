@@ -18,7 +18,7 @@ def routes(b: InspectorBackend) -> dict[str, Handler]:
         return web.Response(body=body, headers={"Content-Type": content_type})
 
     async def is_ready(_: web.Request) -> web.Response:
-        problem = b.readiness()
+        problem = await b.readiness()
         if problem is None:
             return plain("OK")
         return plain(f"Inspector not ready: {problem}\n", status=503)

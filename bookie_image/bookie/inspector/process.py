@@ -42,8 +42,8 @@ class InspectorApi:
     def bookie_id(self) -> str:
         return self.inspector.bookie_id
 
-    def readiness(self) -> str | None:
-        return self.inspector.problem
+    async def readiness(self) -> str | None:
+        return await self.inspector.readiness()
 
     def metrics_text(self) -> tuple[bytes, str]:
         return self.inspector.metrics_text()

@@ -16,6 +16,7 @@ the last scan stopped).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,9 +39,10 @@ log = logging.getLogger(__name__)
 
 RECONNECT_S = 5.0  # between attempts to reach ZooKeeper while it cannot be reached
 # While not ready, the next inspection comes after FIRST_RETRY_S, then twice as long each time, up to a GC period
-# (at most MAX_RETRY_S): a sidecar usually starts before its bookie has made the ledger directory, and should be
-# ready seconds after it, not a GC period later; a failure that keeps on (ZooKeeper's ledgers unreadable after a
-# whole read of the disk) is not retried faster than that.
+# (at most MAX_RETRY_S): a failure that keeps on (ZooKeeper's ledgers unreadable after a whole read of the disk) is
+# not retried faster than that. A sidecar usually starts before its bookie has made the ledger directory; while
+# that directory is what is missing, a readiness check looks again itself (``readiness``), so the pod is ready at
+# the first probe after the bookie made it, whatever the retry has grown to.
 FIRST_RETRY_S = 1.0
 MAX_RETRY_S = 60.0
 ACTIVE_VERDICT = "active: the bookie appends to it; its GC considers it once it is full and rolled"
@@ -73,6 +75,7 @@ class Inspector:
         self.last: Inspection | None = None
         self.problem: str | None = "starting: the disk has not been inspected yet"
         self._connected = False
+        self._volume_missing = False   # the last look found a ledger directory missing (not yet made)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="inspect")
         self._lock = asyncio.Lock()
 
@@ -90,7 +93,9 @@ class Inspector:
             try:
                 dirs = await asyncio.get_running_loop().run_in_executor(self._pool, self._read_volumes)
             except VolumeMissing as exc:
+                self._volume_missing = True
                 raise self._unavailable(str(exc)) from None
+            self._volume_missing = False
             if not self._connected:
                 raise self._unavailable(self.problem or f"ZooKeeper at {self.store.zk_servers} is not connected")
             try:
@@ -99,8 +104,25 @@ class Inspector:
                 raise self._unavailable(f"ledger metadata cannot be read from ZooKeeper at {self.store.zk_servers}:"
                                         f" {exc}") from None
             self.last = Inspection(time.time(), dirs, live)
+            if self.problem is not None:
+                log.info("inspector ready: %s inspected", ", ".join(str(v.current) for v in self.volumes.volumes))
             self.problem = None
             return self.last
+
+    async def readiness(self) -> str | None:
+        """What keeps the inspector from being ready, None once it is. While that is a ledger directory not made
+        yet, it looks again first if the directory is there now: the cost of a listing, at the probes' pace."""
+        if self._volume_missing and await asyncio.to_thread(self._volumes_present):
+            with contextlib.suppress(ExplainUnavailable):   # the new cause is in self.problem, and logged
+                await self.inspect()
+        return self.problem
+
+    def _volumes_present(self) -> bool:
+        try:
+            self.volumes.check()
+        except VolumeMissing:
+            return False
+        return True
 
     def _read_volumes(self) -> list[tuple[str, list[InspectedLog]]]:
         return [(str(v.current), v.inspect(self.throttle)) for v in self.volumes.volumes]
@@ -126,15 +148,12 @@ class Inspector:
         period_s = self.conf.gc_wait_time / 1000
         retry_s = FIRST_RETRY_S
         while True:
-            was_ready = self.problem is None
             try:
                 await self.inspect()
             except ExplainUnavailable:  # said in self.problem (readiness) and logged
                 await asyncio.sleep(retry_s)
                 retry_s = min(retry_s * 2, period_s, MAX_RETRY_S)
                 continue
-            if not was_ready:
-                log.info("inspector ready: %s inspected", ", ".join(str(v.current) for v in self.volumes.volumes))
             retry_s = FIRST_RETRY_S
             await asyncio.sleep(period_s)
 
