@@ -182,14 +182,21 @@ def pod_zookeeper(kube: KubeTarget, tmp_path_factory: pytest.TempPathFactory) ->
         server.stop()
 
 
+# The namespaces of ``fresh_namespace`` not yet deleted: a failed test's report describes them
+# (tests/support/kube_failures.py).
+open_namespaces: set[str] = set()
+
+
 @contextlib.contextmanager
 def fresh_namespace(kube: KubeTarget) -> Iterator[str]:
     """A namespace of a random name, deleted afterwards."""
     name = f"t-{uuid.uuid4().hex[:10]}"
     kube.api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    open_namespaces.add(name)
     try:
         yield name
     finally:
+        open_namespaces.discard(name)
         kube.api.delete(f"/api/v1/namespaces/{name}")
 
 

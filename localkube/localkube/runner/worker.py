@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import urllib3
+
 from localkube import procs
 from localkube.kapi import ApiError
 from localkube.runner import containerspec, images, security, termination
@@ -632,9 +634,11 @@ class PodWorker(threading.Thread):
                     self.volumes.refresh()
             self.publish()
             if self._terminal():
-                # Succeeded/Failed pods keep their status; nothing more to run.
+                # Succeeded/Failed pods keep their status; nothing more to run. A final status the API server
+                # did not take is sent again: it is the only news that the pod ended.
                 while not self._should_stop():
                     self._sleep(5)
+                    self.publish()
                 return
             self._sleep(0.25)
 
@@ -717,6 +721,10 @@ class PodWorker(threading.Thread):
             if exc.status in (404, 409):
                 return
             log.warning("pod %s/%s: status update failed: %s", self.namespace, self.pod_name, exc)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            # A dropped connection or a timeout: the status is sent again on the next pass. Letting it end the
+            # worker would stop the pod's containers and run them again, even those that must run once.
+            log.warning("pod %s/%s: status update not sent: %r", self.namespace, self.pod_name, exc)
 
     def event(self, kind: str, reason: str, message: str, once: str | None = None) -> None:
         if once is not None:
