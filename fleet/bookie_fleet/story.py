@@ -6,8 +6,8 @@ bookies (``bookie_fleet.workload``). Then what users of BookKeeper live through:
 ledger disks; the operator turns the fullest bookie read-only; the messages of two topics expire and Pulsar
 deletes their ledgers, yet the disks stay full, and the bookies say why: which topic's ledgers keep which
 entry logs; the operator's scheduled compaction reclaims the space and the bookie becomes writable again;
-the operator's scheduled storage audit (Spark on Kubernetes, reading the entry logs through the bookies'
-admin API) writes its HTML report of that fleet, naming the topics. Each step is timed and the run
+the operator's storage audit, run on request (Spark on Kubernetes, reading the entry logs through the bookies'
+admin API), writes its HTML report of that fleet, naming the topics. Each step is timed and the run
 ends with a table of what happened (``summary.json`` in the work directory holds the same).
 
 With ``--tls`` the bookie port serves only TLS clients with a certificate of role ``broker`` (or ``bookie``)
@@ -39,7 +39,7 @@ import yaml
 from bookie_audit.report import REPORT_NAME
 from bookie_operator.audit_builders import REPORTS_PORT
 from bookie_operator.builders import ADMIN_TOKEN_KEY, CLUSTER_LABEL, admin_token_secret_name
-from bookie_operator.models import HTTP_PORT
+from bookie_operator.models import AUDIT_REQUEST_ANNOTATION, HTTP_PORT
 from localkube.binaries import find_binary
 from localkube.cluster import LocalCluster
 from localkube.kapi import KubeAPI
@@ -418,23 +418,24 @@ class Story:
         say(f"   reclaimed {self.summary.reclaimed_bytes / 2**20:.1f} MiB; {self.disks()}")
 
     def audit(self) -> Path:
-        """The operator's storage audit, as a user schedules it (``spec.audit``): Spark on this Kubernetes, its
-        executors reading every bookie's entry logs through the admin API, the summary in status and the HTML
-        report in the report store, fetched from there into the work directory."""
-        fire = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=75)  # the next whole minute at least 15 s away
-        fire = fire.replace(second=0, microsecond=0)
+        """The operator's storage audit, as a user sets it up (``spec.audit``, a nightly schedule) and asks for a
+        run now (the audit-request annotation): Spark on this Kubernetes, its executors reading every bookie's
+        entry logs through the admin API, the summary in status and the HTML report in the report store, fetched
+        from there into the work directory."""
         # One small executor: the story's disks are megabytes, so C1 alone compiles what the short job runs (a
         # fleet-sized audit leaves the JIT at Spark's defaults). Every log counts as old: the fleet is minutes old.
-        audit = {"schedule": f"{fire.minute} {fire.hour} * * *", "mode": "full", "executors": 1,
+        audit = {"schedule": "0 3 * * *", "mode": "full", "executors": 1,
                  "executorMemory": "512m", "driverMemory": "512m", "minAgeDays": 0,
                  "jvmOptions": ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]}
+        request = f"{dt.datetime.now(dt.UTC):%Y-%m-%dT%H:%M:%SZ}"
         self.kube().merge_patch(f"/apis/{GROUP}/{VERSION}/namespaces/{NAMESPACE}/{PLURAL}/{CLUSTER}",
-                                {"spec": {"audit": audit}})
-        say(f"   spec.audit scheduled for {fire:%H:%M} UTC")
+                                {"metadata": {"annotations": {AUDIT_REQUEST_ANNOTATION: request}},
+                                 "spec": {"audit": audit}})
+        say(f"   spec.audit set (nightly at 03:00 UTC) and a run requested now ({AUDIT_REQUEST_ANNOTATION})")
 
         def finished() -> dict[str, Any] | None:
             last = self.bookie_cluster().get("status", {}).get("audit", {}).get("lastRun")
-            return last if last and last.get("phase") != "Running" else None
+            return last if last and last.get("request") == request else None
 
         last = wait_until(finished, 900, "the operator's audit run to finish", interval=2,
                           progress=self.audit_line)

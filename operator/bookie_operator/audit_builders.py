@@ -318,7 +318,9 @@ def audit_job(owner: Owner, spec: BookieClusterSpec, run_id: str, ordinals: list
                                                            "name": pod_templates_name(owner.name)}}]}}}}
 
 
-def run_id(cluster: str, scheduled_for: str) -> str:
-    """``<cluster>-audit-20261124t0300`` from the schedule time: sorts by time, a DNS label (at most 63)."""
-    stamp = scheduled_for.replace("-", "").replace(":", "")[:13].lower()  # 20261124t0300
+def run_id(cluster: str, scheduled_for: str, on_request: bool = False) -> str:
+    """``<cluster>-audit-20261124t0300`` from the schedule time, ``...t030512`` (to the second) for a run on
+    request, so that it never takes a fire time's name: sorts by time, a DNS label (at most 63)."""
+    digits = 15 if on_request else 13
+    stamp = scheduled_for.replace("-", "").replace(":", "")[:digits].lower()  # 20261124t0300
     return f"{cluster[:63 - len('-audit-') - len(stamp)]}-audit-{stamp}"

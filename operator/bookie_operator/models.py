@@ -23,6 +23,8 @@ from pydantic.alias_generators import to_camel
 from bookie_operator import cron, java_config
 
 GROUP = "bookie-fleet.dev"
+# Set to a new value (a timestamp, say) on a BookieCluster, it asks for a storage audit run now.
+AUDIT_REQUEST_ANNOTATION = f"{GROUP}/audit-request"
 VERSION = "v1beta1"                 # served and stored
 # Older versions still served, with the same schema (so no conversion webhook: the API server only rewrites
 # apiVersion), marked deprecated: each request through them gets a warning naming VERSION.
@@ -1295,12 +1297,16 @@ class AuditRunStatus(Model):
     message: str = ""
     report: str | None = Field(default=None, description="In-cluster URL of its HTML report.")
     compacted: list[int] = Field(default_factory=list, description="Ordinals whose compaction it forced.")
+    request: str | None = Field(default=None, description=f"The {AUDIT_REQUEST_ANNOTATION} annotation it was run "
+                                "for; none: its schedule's fire time.")
 
 
 class AuditStatus(Model):
     last_schedule_time: str | None = None
     next_schedule_time: str | None = None
     missed_runs: int = 0
+    last_request: str | None = Field(default=None, description=f"The last value of the {AUDIT_REQUEST_ANNOTATION} "
+                                     "annotation acted on: a new value starts a run now.")
     run: AuditRunStatus | None = Field(default=None, description="The run in progress.")
     last_run: AuditRunStatus | None = Field(default=None, description="The last finished run.")
     last_success_time: str | None = None

@@ -2,8 +2,8 @@
 Apache Pulsar broker as the workload: the operator installed by Helm makes the fullest bookie read-only, two
 topics expire and Pulsar deletes their ledgers, the bookies name the topic whose ledgers keep the disks full
 (explain endpoint and pinned-garbage gauge), scheduled compaction reclaims the space, the bookie becomes
-writable again, the operator's scheduled storage audit (Spark on Kubernetes, reading the bookies through their
-admin API) writes a report that names the topics, and nothing is left running or mounted afterwards."""
+writable again, the operator's storage audit, run on request (Spark on Kubernetes, reading the bookies through
+their admin API), writes a report that names the topics, and nothing is left running or mounted afterwards."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What the tests of the operator's storage audit share: where a bookie's ledger disk is on this machine, a copy
-of it as the audit will find it, a run scheduled for the next minute and awaited, the run's tables fetched from the
+of it as the audit will find it, a run requested now and awaited, the run's tables fetched from the
 report store, and the audit of the copy in this process to compare them with."""
 
 from __future__ import annotations
@@ -8,14 +8,16 @@ import datetime as dt
 import json
 import shutil
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
 from bookie_audit.files import LogInput
 from bookie_audit.run import TABLES, AuditOptions, run_audit
 from bookie_operator import audit_builders
+from bookie_operator.models import AUDIT_REQUEST_ANNOTATION, GROUP, PLURAL
 
-from tests.operator.conftest import get_cluster, patch_spec
+from tests.operator.conftest import get_cluster
 from tests.pipeline.tables import audit_tables
 from tests.support.kube import KubeTarget, wait_for
 from tests.support.live_entry_logs import records_on_a_live_disk
@@ -46,18 +48,20 @@ def copy_logs(ledger_dir: Path, to: Path) -> None:
     shutil.copytree(ledger_dir / "current", to / "current", ignore=shutil.ignore_patterns("ledgers", "locations"))
 
 
-def run_scheduled_audit(kube: KubeTarget, ns: str, name: str, audit: dict[str, Any],
+def run_requested_audit(kube: KubeTarget, ns: str, name: str, audit: dict[str, Any],
                         timeout: float = 900) -> dict[str, Any]:
-    """Schedules the cluster's audit for the next minute and waits for the run to end; returns status.audit's
-    lastRun."""
-    fire = (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
-    patch_spec(kube, ns, name, {"audit": {**audit, "schedule": f"{fire.minute} {fire.hour} * * *"}})
+    """Sets ``spec.audit`` (a daily schedule unless it names one) and asks for a run now, as a user does with the
+    audit-request annotation; waits for that run to end and returns status.audit's lastRun."""
+    request = f"{dt.datetime.now(dt.UTC):%Y-%m-%dT%H:%M:%SZ}-{uuid.uuid4().hex[:6]}"
+    kube.kubectl("-n", ns, "patch", f"{PLURAL}.{GROUP}", name, "--type", "merge", "-p", json.dumps(
+        {"metadata": {"annotations": {AUDIT_REQUEST_ANNOTATION: request}},
+         "spec": {"audit": {"schedule": "0 3 * * *", **audit}}}))
 
     def finished() -> dict[str, Any] | None:
         last = get_cluster(kube, ns, name).get("status", {}).get("audit", {}).get("lastRun")
-        return last if last and last["phase"] != "Running" else None
+        return last if last and last.get("request") == request else None
 
-    last: dict[str, Any] = wait_for(finished, timeout, interval=2, what="the audit run finished")
+    last: dict[str, Any] = wait_for(finished, timeout, interval=2, what=f"the audit run requested ({request})")
     if last["phase"] != "Succeeded":
         print_spark_logs(kube, ns, last["id"])
     return last

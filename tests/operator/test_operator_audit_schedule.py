@@ -17,7 +17,7 @@ SPEC = AuditSpec(schedule="0 3 * * *", timeout_seconds=3600)
 
 def tick(status: AuditStatus, job: JobPhase, now: dt.datetime, spec: AuditSpec = SPEC,
          message: str = "") -> tuple[AuditStatus, list[decide.AuditAction], list[decide.AuditNote]]:
-    return decide.audit_tick(spec, status, job, message, now, T0, lambda due: f"run-{due}")
+    return decide.audit_tick(spec, status, job, message, now, T0, lambda due, _on_request: f"run-{due}")
 
 
 def test_a_run_per_fire_time_followed_to_its_end() -> None:

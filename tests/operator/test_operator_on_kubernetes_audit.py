@@ -1,6 +1,6 @@
 """On the local Kubernetes, the operator runs the storage audit of a live BookieCluster as Spark on Kubernetes
 (spark-submit in cluster mode: the driver and executors are pods of the audit image, which read the bookies'
-entry logs through their admin API) and:
+entry logs through their admin API) when the cluster's audit-request annotation asks for a run now, and:
 
 * the run writes the same tables, row for row, as the audit of a copy of the bookies' disks;
 * its summary is in status.audit (reclaimable bytes per bookie, the pinning ledgers, data loss and under-
@@ -40,7 +40,7 @@ from tests.operator.audit_runs import (
     fetch_run,
     ledger_dir,
     pod_ip,
-    run_scheduled_audit,
+    run_requested_audit,
 )
 from tests.operator.conftest import (
     OperatorProcess,
@@ -130,11 +130,12 @@ async def test_operator_runs_the_audit_on_spark_on_kubernetes(
     for i, copy in enumerate(copies):
         copy_logs(dirs[i], Path(copy))
 
-    last = run_scheduled_audit(kube, ns, NAME, audit)
+    last = run_requested_audit(kube, ns, NAME, audit)
     obj = get_cluster(kube, ns, NAME)
     assert last["phase"] == "Succeeded", (last, obj["status"]["audit"])
     run = last["id"]
-    assert run == audit_builders.run_id(NAME, obj["status"]["audit"]["lastScheduleTime"])
+    assert run == audit_builders.run_id(NAME, last["scheduledFor"], on_request=True)
+    assert obj["status"]["audit"]["lastRequest"] == last["request"]
 
     # The summary in status, and what it made the operator do.
     summary = obj["status"]["audit"]["summary"]

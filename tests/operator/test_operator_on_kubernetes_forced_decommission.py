@@ -12,9 +12,8 @@ snapshot`` then ``bookie-audit run`` in local Spark mode, reading each pod's ent
 ``bookie+http://`` with the cluster's read-scope audit token), reports every other ledger fully replicated (every
 entry on each bookie of its write set), no fragment on the dead bookie, and the given-up entries as ``given_up``,
 the loss their metadata records: no missing, under-replicated or unverified entry, no checksum failure, nothing
-flagged corrupt. The same audit code as the operator's scheduled run (``spec.audit``), without its cost here:
-that run waits for the next minute of its schedule and starts Spark's driver and executor pods, and
-test_operator_on_kubernetes_audit.py covers it."""
+flagged corrupt. The same audit code as the operator's run (``spec.audit``), without its cost here: that run
+starts Spark's driver and executor pods, and test_operator_on_kubernetes_audit.py covers it."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ from tests.operator.audit_runs import (
     fetch_run,
     ledger_dir,
     pod_ip,
-    run_scheduled_audit,
+    run_requested_audit,
 )
 from tests.operator.conftest import JAVA, OperatorProcess, bookie_cluster, get_cluster, wait_ready
 from tests.support.certificates import issued, tls_secret
@@ -174,7 +174,7 @@ async def test_java_fleet_explained_and_audited_through_inspectors(
     with pytest.raises((http.client.HTTPException, OSError)):   # HTTPS only: a plain request gets no answer
         _get(f"http://{ips[0]}:{INSPECTOR_PORT}/api/v1/bookie/entry_logs", token)
 
-    last = await asyncio.to_thread(run_scheduled_audit, kube, ns, NAME, AUDIT)
+    last = await asyncio.to_thread(run_requested_audit, kube, ns, NAME, AUDIT)
     assert last["phase"] == "Succeeded", (last, get_cluster(kube, ns, NAME)["status"].get("audit"))
     report = await asyncio.to_thread(fetch_run, kube, ns, NAME, last["id"], tmp_path / "live")
     assert ORDERS in report, "the report names the topic pinning the logs"

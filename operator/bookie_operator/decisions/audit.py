@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,15 +48,23 @@ class AuditNote:
 
 
 def audit_tick(spec: AuditSpec, status: AuditStatus, job: JobPhase, job_message: str, now: dt.datetime,
-               created: dt.datetime, new_run_id: Any) -> tuple[AuditStatus, list[AuditAction], list[AuditNote]]:
+               created: dt.datetime, new_run_id: Callable[[str, bool], str], request: str | None = None,
+               ) -> tuple[AuditStatus, list[AuditAction], list[AuditNote]]:
     """Advance the audit schedule one tick; ``job`` is the current run's Job (MISSING without a run),
-    ``new_run_id(scheduled_for)`` names a run. The status alone says what is in progress, so a restarted operator
-    resumes: a run is launched in the tick that records it, and followed until its Job ends."""
+    ``new_run_id(scheduled_for, on_request)`` names a run, ``request`` is the cluster's audit-request annotation.
+    The status alone says what is in progress, so a restarted operator resumes: a run is launched in the tick that
+    records it, and followed until its Job ends."""
     status = status.model_copy(deep=True)
     actions: list[AuditAction] = []
     notes: list[AuditNote] = []
+    requested = bool(request) and request != status.last_request
     if spec.schedule is None:
         status.next_schedule_time = None
+        if requested:
+            status.last_request = request
+            notes.append(AuditNote("Warning", "AuditRequestIgnored", f"audit requested ({request}) but "
+                                   "spec.audit.schedule is not set: the audit and its report store exist only "
+                                   "with a schedule"))
         return status, actions, notes
     run = status.run
     if run is not None:
@@ -72,11 +81,19 @@ def audit_tick(spec: AuditSpec, status: AuditStatus, job: JobPhase, job_message:
             actions.append(AuditAction(AuditStep.STOP, run.id))
             _finish(status, run, "Failed", f"still running after timeoutSeconds {spec.timeout_seconds}", now)
             notes.append(AuditNote("Warning", "AuditFailed", f"audit {run.id} stopped: {run.message}"))
+    if status.run is None and requested:
+        # Asked for now: runs before any due fire time, which then runs after it if still within its deadline.
+        rid = new_run_id(iso(now), True)
+        status.run = AuditRunStatus(id=rid, scheduled_for=iso(now), started_at=iso(now), request=request)
+        status.last_request = request
+        actions.append(AuditAction(AuditStep.LAUNCH, rid))
+        notes.append(AuditNote("Normal", "AuditStarted", f"audit {rid} ({spec.mode} mode) started on request "
+                               f"({request})"))
     if status.run is None:
         fire = cron.due_fire(spec.schedule, now, parse_time(status.last_schedule_time) or created,
                              spec.starting_deadline_seconds)
         if fire is not None and fire.in_time:
-            rid = str(new_run_id(iso(fire.at)))
+            rid = new_run_id(iso(fire.at), False)
             status.run = AuditRunStatus(id=rid, scheduled_for=iso(fire.at), started_at=iso(now))
             actions.append(AuditAction(AuditStep.LAUNCH, rid))
             notes.append(AuditNote("Normal", "AuditStarted", f"audit {rid} ({spec.mode} mode) started"))

@@ -11,6 +11,7 @@ from bookie_operator.bookie_client import BookieApiError
 from bookie_operator.decisions import audit as decide
 from bookie_operator.decisions.audit import AuditAction, AuditStep, JobPhase
 from bookie_operator.kube import KubeError
+from bookie_operator.models import AUDIT_REQUEST_ANNOTATION
 from bookie_operator.reconcile.apply import apply_one
 from bookie_operator.reconcile.context import Tick
 from bookie_operator.reconcile.ports import Obj
@@ -39,8 +40,10 @@ async def run_audit_schedule(t: Tick) -> None:
         await apply_one(t, obj)
     run = t.status.audit.run
     phase, message = await _observe_run(t, run.id) if run is not None else (JobPhase.MISSING, "")
+    request = (t.body["metadata"].get("annotations") or {}).get(AUDIT_REQUEST_ANNOTATION)
     status, actions, notes = decide.audit_tick(spec, t.status.audit, phase, message, t.now, t.created,
-                                               lambda due: audit_builders.run_id(t.name, due))
+                                               lambda due, on_request: audit_builders.run_id(t.name, due, on_request),
+                                               request=request)
     t.status.audit = status
     for note in notes:
         t.event(note.type, note.reason, note.message)
