@@ -449,7 +449,7 @@ class Story:
     def audit_line(self) -> str:
         run = self.bookie_cluster().get("status", {}).get("audit", {}).get("run")
         if not run:
-            return "waiting for the scheduled time"
+            return "waiting for the operator to start the run"
         pods = self.kube().get(f"/api/v1/namespaces/{NAMESPACE}/pods") or {}
         spark = sorted(f"{p['metadata']['name']} {p.get('status', {}).get('phase', '?')}"
                        for p in pods.get("items", []) if p["metadata"]["name"].startswith(run["id"]))
