@@ -34,6 +34,11 @@ class ApiError(RuntimeError):
         self.body = body or {}
 
 
+class ApiUnreachable(ConnectionError):
+    """No answer from the API server: a refused or dropped connection, or a timeout. An OSError, as any network
+    failure, so that callers who ride out such failures catch it with the rest."""
+
+
 class KubeAPI:
     def __init__(self, server: str, ca_pem: bytes, *, cert_pem: bytes | None = None, key_pem: bytes | None = None,
                  token: str | None = None, user_agent: str = "localkube") -> None:
@@ -86,8 +91,11 @@ class KubeAPI:
         if body is not None:
             headers["Content-Type"] = content_type
             payload = json.dumps(body).encode()
-        response = self.pool.request(method, url, body=payload, headers=headers, timeout=timeout,
-                                     preload_content=True)
+        try:
+            response = self.pool.request(method, url, body=payload, headers=headers, timeout=timeout,
+                                         preload_content=True)
+        except urllib3.exceptions.HTTPError as exc:
+            raise ApiUnreachable(f"{method} {path}: {exc}") from exc
         return self._decode(response)
 
     @staticmethod

@@ -22,10 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import urllib3
-
 from localkube import procs
-from localkube.kapi import ApiError
+from localkube.kapi import ApiError, ApiUnreachable
 from localkube.runner import containerspec, images, security, termination
 from localkube.runner.container import ContainerRun, now_rfc3339
 from localkube.runner.dns import resolv_conf
@@ -302,7 +300,7 @@ class PodWorker(threading.Thread):
             c.mounts = sorted([*container_mounts(c.spec, self.volumes.paths, c.env),
                                termination.mount_for(c.spec, self.pod_dir)],
                               key=lambda m: str(m["target"]).count("/"))
-        except (EnvError, images.CommandError, VolumeError, ApiError) as exc:
+        except (EnvError, images.CommandError, VolumeError, ApiError, ApiUnreachable) as exc:
             reason = "CreateContainerConfigError" if isinstance(exc, EnvError | VolumeError) else "CreateContainerError"
             c.state = {"waiting": {"reason": reason, "message": str(exc)}}
             self.event("Warning", "Failed", f"Error: {exc}", once=f"prep:{c.name}:{exc}")
@@ -721,7 +719,7 @@ class PodWorker(threading.Thread):
             if exc.status in (404, 409):
                 return
             log.warning("pod %s/%s: status update failed: %s", self.namespace, self.pod_name, exc)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except ApiUnreachable as exc:
             # A dropped connection or a timeout: the status is sent again on the next pass. Letting it end the
             # worker would stop the pod's containers and run them again, even those that must run once.
             log.warning("pod %s/%s: status update not sent: %r", self.namespace, self.pod_name, exc)
