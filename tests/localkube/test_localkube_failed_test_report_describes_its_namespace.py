@@ -13,7 +13,7 @@ IMAGE = "example.com/team/never-built:1.0"
 
 def test_the_report_names_the_pod_its_waiting_reason_the_event_and_the_runners_words(
         kube: KubeTarget, kube_namespace: str) -> None:
-    offset = kube_failures._runner_log_size(kube)
+    offset = kube_failures.runner_log_size(kube)
     kube.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stuck"},
                 "spec": {"containers": [{"name": "main", "image": IMAGE}]}}, namespace=kube_namespace)
 
@@ -26,7 +26,7 @@ def test_the_report_names_the_pod_its_waiting_reason_the_event_and_the_runners_w
     wait_for(lambda: kube.events(kube_namespace, "stuck"), 30, what="the pod's events")
     assert kube_namespace in open_namespaces
 
-    report = kube_failures._report(kube, offset)
+    report = kube_failures.state_report(kube, offset)
     print(report)
 
     assert f"namespace {kube_namespace}:" in report

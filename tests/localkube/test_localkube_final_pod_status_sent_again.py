@@ -1,5 +1,5 @@
 """A finished pod's last status reaches the API server even when the first try is refused: the pod runner sends it
-again, as the kubelet's status manager does, and does not run the container again meanwhile.
+again, and does not run the container again meanwhile.
 
 The refusal is the API server's own: a ValidatingAdmissionPolicy (CEL) denies the status update that says the
 pod Succeeded while the pod carries a label, and the test lifts the label once the runner was refused."""

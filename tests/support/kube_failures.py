@@ -22,7 +22,7 @@ MAX_RUNNER_LINES = 80
 MAX_EVENTS = 40
 
 
-def _runner_log_size(kube: KubeTarget) -> int:
+def runner_log_size(kube: KubeTarget) -> int:
     if kube.local is None:
         return 0
     try:
@@ -74,7 +74,7 @@ def _namespace_report(kube: KubeTarget, namespace: str) -> list[str]:
     return lines
 
 
-def _report(kube: KubeTarget, offset: int) -> str:
+def state_report(kube: KubeTarget, offset: int) -> str:
     namespaces = sorted(open_namespaces)
     lines: list[str] = []
     for namespace in namespaces:
@@ -92,7 +92,7 @@ def _report(kube: KubeTarget, offset: int) -> str:
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     kube = getattr(item, "funcargs", {}).get("kube")
     if isinstance(kube, KubeTarget):
-        item.stash[RUNNER_LOG_OFFSET] = _runner_log_size(kube)
+        item.stash[RUNNER_LOG_OFFSET] = runner_log_size(kube)
     return (yield)
 
 
@@ -103,5 +103,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     kube = getattr(item, "funcargs", {}).get("kube")
     if report.when == "call" and report.failed and isinstance(kube, KubeTarget) and open_namespaces:
         report.sections.append(("Kubernetes state at the failure",
-                                _report(kube, item.stash.get(RUNNER_LOG_OFFSET, 0))))
+                                state_report(kube, item.stash.get(RUNNER_LOG_OFFSET, 0))))
     return report
