@@ -12,4 +12,5 @@ pytest_plugins = ["tests.support.zookeeper", "tests.support.bookies", "tests.sup
                   "tests.support.kube_failures", "tests.support.hang_report",
                   "tests.support.zookeeper_tls", "tests.support.seeds", "tests.support.spark_jvm",
                   "tests.support.leftovers", "tests.support.file_durations",
-                  "tests.support.jvm_archives", "tests.support.fork_server", "tests.support.exit_status"]
+                  "tests.support.jvm_archives", "tests.support.fork_server", "tests.support.exit_status",
+                  "tests.support.bootstrap_parts"]

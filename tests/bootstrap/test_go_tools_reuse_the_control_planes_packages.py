@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.bootstrap_part("netpolicy")
+
+
 REPO = Path(__file__).resolve().parents[2]
 HACK = REPO / "hack"
 CONTROL_PLANE_TARGETS = ("./cmd/kube-apiserver", "./cmd/kube-controller-manager", "./cmd/kube-proxy",

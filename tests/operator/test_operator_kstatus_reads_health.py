@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from bookie_operator import decisions
 from bookie_operator.decisions import start_failures
 from bookie_operator.models import BookieClusterStatus, DecommissionRequestStatus
@@ -29,6 +30,8 @@ from tests.operator.health_objects import (
     written,
 )
 from tests.operator.helpers import NOW, spec
+
+pytestmark = pytest.mark.bootstrap_part("gitops")
 
 
 def test_a_cluster_being_created_is_in_progress() -> None:

@@ -13,11 +13,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from bookie_operator import builders
 from bookie_operator.builders import Owner
 
 from tests.operator.helpers import spec
+
+pytestmark = pytest.mark.bootstrap_part("netpolicy")
+
 
 NS = "bookies"
 OWNER = Owner("bk", NS, "uid-1")

@@ -15,6 +15,9 @@ import pytest
 import yaml
 from bookie_operator import olm_bundle
 
+pytestmark = pytest.mark.bootstrap_part("gitops")
+
+
 REPO = Path(__file__).resolve().parents[2]
 
 

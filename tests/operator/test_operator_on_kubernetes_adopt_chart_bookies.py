@@ -48,6 +48,9 @@ from tests.operator.re_replication_watch import ReplicationWatch
 from tests.support.kube import KubeTarget, pod_ready, wait_for
 from tests.support.pulsar_chart import bookie_objects
 
+pytestmark = pytest.mark.bootstrap_part("gitops")
+
+
 raw = importlib.import_module("tests.support.raw_client")
 
 RELEASE = "pulsar"

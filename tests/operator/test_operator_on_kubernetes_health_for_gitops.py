@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from bookie_fleet.zookeeper import ZooKeeperServer
 
 from tests.operator.conftest import (
@@ -21,6 +22,8 @@ from tests.operator.conftest import (
 )
 from tests.operator.gitops_health import argocd_health, kstatus
 from tests.support.kube import KubeTarget, wait_for
+
+pytestmark = pytest.mark.bootstrap_part("gitops")
 
 
 def test_gitops_tools_follow_a_cluster_from_creation_to_an_invalid_spec_and_back(

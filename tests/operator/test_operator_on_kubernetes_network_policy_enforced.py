@@ -27,6 +27,9 @@ from localkube.firewall import BINARY, chains, ipsets
 from tests.operator.conftest import OperatorProcess, bookie_cluster, patch_spec, wait_ready
 from tests.support.kube import KubeTarget, pod_ready, wait_for
 
+pytestmark = pytest.mark.bootstrap_part("netpolicy")
+
+
 Obj = dict[str, Any]
 PORTS = {"bookie": 3181, "admin": 8080, "metrics": 8000}
 PROBE = textwrap.dedent("""\

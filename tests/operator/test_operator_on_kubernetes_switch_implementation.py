@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from bookie.client import BookKeeper
 from bookie.client.config import ClientConfig
 from bookie_fleet.zookeeper import ZooKeeperServer
@@ -33,6 +34,9 @@ from tests.operator.gitops_health import argocd_health, kstatus
 from tests.operator.ledger_identities import identities
 from tests.operator.re_replication_watch import ReplicationWatch
 from tests.support.kube import KubeTarget, pod_ready, wait_for
+
+pytestmark = pytest.mark.bootstrap_part("gitops")
+
 
 OURS = {"implementation": "bookie-fleet", "image": BOOKIE_IMAGE}
 # Each direction restarts three bookies, each only once the one before is ready: a Java bookie's start on a
