@@ -117,16 +117,44 @@ async def run_harness(cluster: BookieCluster, *args: str, limit_s: float = 120,
         *java_command("ClientHarness", args[0], cluster.zk_connect, cluster.ledgers_root, *args[1:],
                       properties=properties, version=version),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    # Read as it comes, not by communicate(): a harness that overruns is judged by what it had printed.
+    out, err = bytearray(), bytearray()
+    readers = asyncio.gather(_read_into(proc.stdout, out), _read_into(proc.stderr, err))
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), limit_s)
+        await asyncio.wait_for(asyncio.shield(proc.wait()), limit_s)
+    except TimeoutError:
+        raise AssertionError(f"ClientHarness {' '.join(args)} not done within {limit_s:.0f} s; what it printed, then "
+                             f"its threads:\n{await _thread_dump(proc, out, err)}") from None
     finally:
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
+        await readers
     allowed = (0, REFUSED_EXIT) if may_refuse else (0,)
     assert proc.returncode in allowed, err.decode(errors="replace")[-4000:] + out.decode(errors="replace")[-2000:]
     return JavaRun(out.decode().splitlines(), proc.returncode or 0)
+
+
+async def _read_into(stream: asyncio.StreamReader, into: bytearray) -> None:
+    while chunk := await stream.read(1 << 16):
+        into += chunk
+
+
+# How long a JVM sent SIGQUIT is given to print its threads (it goes on running after).
+_THREAD_DUMP_S = 5.0
+
+
+async def _thread_dump(proc: asyncio.subprocess.Process, out: bytearray, err: bytearray) -> str:
+    """The end of what a stuck JVM printed, then the stacks of its threads (SIGQUIT: the JVM prints them on its
+    stdout and goes on)."""
+    printed = len(out)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGQUIT)
+    await asyncio.sleep(_THREAD_DUMP_S)
+    before = (err.decode(errors="replace")[-3000:] + out[:printed].decode(errors="replace")[-3000:])
+    return before + "\n" + out[printed:].decode(errors="replace")[:12000]
 
 
 class HeldWriter:
