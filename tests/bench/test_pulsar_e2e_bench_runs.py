@@ -11,6 +11,9 @@ import pytest
 
 from tests.support.bench_runs import run_bench
 
+# Pulsar's load tools are the bootstrap's pulsar-lts part, which scripts/test assembles beside the tests.
+pytestmark = pytest.mark.bootstrap_part("pulsar-lts")
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "pulsar_e2e_bench.py"
 
 

@@ -17,6 +17,9 @@ from bookie_fleet.zookeeper import ZooKeeperServer
 from tests.pulsar.conftest import BOOKIE_CONF, FIRST_HOST, PulsarOnBookies
 from tests.support.java_bookies import start_cluster
 
+# Its classpath is the bootstrap's pulsar-lts part, which scripts/test assembles beside the tests.
+pytestmark = pytest.mark.bootstrap_part("pulsar-lts")
+
 LTS_VERSION = "4.0.8"
 COUNT = 2000
 
