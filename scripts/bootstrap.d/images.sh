@@ -21,16 +21,17 @@ if [ "$(id -u)" != 0 ]; then
   exit 0
 fi
 
-# --- Tools from Debian's packages.
+# --- Tools from Debian's packages, with what they recommend (debootstrap's gnupg and arch-test, buildah's
+# fuse-overlayfs), one install at a time on this machine: the bootstrap builds the images beside its other parts,
+# which install theirs.
+# shellcheck source=scripts/bootstrap.d/lib/debian-packages.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/debian-packages.sh"
 missing=()
 for tool in buildah:buildah umoci:umoci runc:runc debootstrap:debootstrap; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
-  log "installing ${missing[*]} from Debian's packages"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2 || log "apt-get update failed; trying the install with the current package lists"
-  apt-get install -y -qq -o DPkg::Lock::Timeout=600 "${missing[@]}" >&2
+  install_debian_packages --with-recommends "the images cannot be built" "${missing[@]}"
 fi
 
 # --- What the images are: names, tags, Dockerfiles.

@@ -2,12 +2,13 @@
 
 ``scripts/test`` builds the bootstrap's parts that no test needs in its first minutes (Go builds the critical path
 of a cold run would otherwise wait for) while the tests run. It names them in ``$BOOKIE_FLEET_PARTS_BUILDING``
-and appends a line ``<part> <exit code>`` to the file ``$BOOKIE_FLEET_PARTS_BUILT`` as each one ends (its output in
-``$BOOKIE_FLEET_PARTS_LOG``). A test marked ``@pytest.mark.bootstrap_part("netpolicy")`` waits, before its
-fixtures are set up, until that part is built, then finds it as if the bootstrap had built it first: the lines
-the part wrote for the env file (``$BOOKIE_FLEET_CACHE/env.d/<part>.sh``) are read into this process's
-environment. Run any other way (after ``./scripts/bootstrap``, or ``scripts/test`` with arguments) every part was
-built before the tests and nothing waits.
+and appends a line ``<part> <exit code> <env files>...`` to the file ``$BOOKIE_FLEET_PARTS_BUILT`` as each one ends
+(its output in ``$BOOKIE_FLEET_PARTS_LOG``), naming the files of ``$BOOKIE_FLEET_CACHE/env.d`` the part wrote (one
+part may write several: pulsar-lts writes ``pulsar-lts.sh`` and ``pulsar-perf.sh``). A test marked
+``@pytest.mark.bootstrap_part("netpolicy")`` waits, before its fixtures are set up, until that part is built, then
+finds it as if the bootstrap had built it first: the lines the part wrote for the env file are read into this
+process's environment. Run any other way (after ``./scripts/bootstrap``, or ``scripts/test`` with arguments) every
+part was built before the tests and nothing waits.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import re
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -46,18 +48,24 @@ def building() -> set[str]:
     return set(os.environ.get(BUILDING_ENV, "").split())
 
 
-def built(status_file: Path) -> dict[str, int]:
-    """The exit code of each part built so far, by name."""
+@dataclass(frozen=True)
+class Built:
+    code: int
+    env_files: tuple[str, ...]  # the names of the files of $BOOKIE_FLEET_CACHE/env.d the part wrote
+
+
+def built(status_file: Path) -> dict[str, Built]:
+    """Each part built so far, by name."""
     try:
         lines = status_file.read_text().splitlines()
     except FileNotFoundError:
         return {}
-    codes = {}
+    parts = {}
     for line in lines:
-        name, _, code = line.partition(" ")
-        if code.strip().lstrip("-").isdigit():
-            codes[name] = int(code)
-    return codes
+        name, *fields = line.split()
+        if fields and fields[0].lstrip("-").isdigit():
+            parts[name] = Built(int(fields[0]), tuple(fields[1:]))
+    return parts
 
 
 def wait_for_part(part: str, wait_s: float = WAIT_S) -> None:
@@ -66,21 +74,21 @@ def wait_for_part(part: str, wait_s: float = WAIT_S) -> None:
         return
     status_file = Path(os.environ[BUILT_ENV])
     deadline = time.monotonic() + wait_s
-    while (code := built(status_file).get(part)) is None:
+    while (done := built(status_file).get(part)) is None:
         if time.monotonic() > deadline:
             pytest.fail(f"the bootstrap's {part} part, built beside the tests, was not done after {wait_s:.0f} s"
                         f"{_log_tail()}", pytrace=False)
         time.sleep(_POLL_S)
-    if code != 0:
-        pytest.fail(f"the bootstrap's {part} part, built beside the tests, failed (exit code {code}){_log_tail()}",
-                    pytrace=False)
-    os.environ.update(part_environment(part))
+    if done.code != 0:
+        pytest.fail(f"the bootstrap's {part} part, built beside the tests, failed (exit code {done.code})"
+                    f"{_log_tail()}", pytrace=False)
+    for env_file in done.env_files:
+        os.environ.update(env_file_environment(Path(os.environ["BOOKIE_FLEET_CACHE"]) / "env.d" / env_file))
     _applied.add(part)
 
 
-def part_environment(part: str) -> dict[str, str]:
-    """What the part's lines of the env file set, as bash reads them (they may refer to $PATH)."""
-    env_lines = Path(os.environ["BOOKIE_FLEET_CACHE"]) / "env.d" / f"{part}.sh"
+def env_file_environment(env_lines: Path) -> dict[str, str]:
+    """What an env file's lines set, as bash reads them (they may refer to $PATH)."""
     if not env_lines.is_file():
         return {}
     names = re.findall(r"^export ([A-Za-z_][A-Za-z0-9_]*)=", env_lines.read_text(), flags=re.MULTILINE)

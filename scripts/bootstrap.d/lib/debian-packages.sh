@@ -3,8 +3,11 @@
 # A failed install ends the bootstrap (exit), also where the caller tests the return value. No package's
 # service is started by the install (policy-rc.d 101): there is no init system here, and the tests start their
 # own servers (Prometheus, for one) with their own configuration.
-# Usage: install_debian_packages "<what does not work without them>" package...
+# Usage: install_debian_packages [--with-recommends] "<what does not work without them>" package...
+# (--with-recommends: the packages' Recommends too, for tools whose defaults rely on them.)
 install_debian_packages() {
+  local recommends=--no-install-recommends
+  if [ "$1" = --with-recommends ]; then recommends=""; shift; fi
   local without="$1" policy=/usr/sbin/policy-rc.d created_policy=0 status=0
   shift
   if [ "$(id -u)" != 0 ]; then
@@ -21,7 +24,8 @@ install_debian_packages() {
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && created_policy=1
   fi
-  apt-get install -y -qq --no-install-recommends "$@" >&2 || status=$?
+  # shellcheck disable=SC2086  # an empty option is no word
+  apt-get install -y -qq $recommends "$@" >&2 || status=$?
   if [ "$created_policy" = 1 ]; then rm -f "$policy"; fi
   flock -u 6; exec 6>&-
   if [ "$status" != 0 ]; then log "apt-get install $* failed"; exit 1; fi
