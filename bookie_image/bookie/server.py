@@ -303,8 +303,7 @@ class BookieServer:
         while True:
             await asyncio.sleep(self.conf.disk_check_interval / 1000)
             try:
-                await self._refresh_disks()
-                await self.state.apply_disk_usage(self.usages)
+                await self.check_disks_now()
             except Exception:
                 log.exception("disk check failed")
 
@@ -320,8 +319,11 @@ class BookieServer:
         self.usages = [disks.with_pending(u, pending.get(u.path, 0)) for u in measured]
 
     async def check_disks_now(self) -> None:
-        """One disk check outside the schedule (used after GC frees space)."""
+        """One disk check (on the schedule, and after GC frees space). An index that kept a full disk's write
+        error stops the bookie here, before the disks' room would make it writable again."""
         await self._refresh_disks()
+        if self._engine is not None and await self._engine.stop_if_an_index_is_stuck():
+            return
         await self.state.apply_disk_usage(self.usages)
 
     def is_ready(self) -> bool:

@@ -409,9 +409,7 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
                 await self.checkpoint()
             except OSError as exc:
                 if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the disk checker turns the bookie read-only
-                    stuck = await self._in_thread(self._flush_pool, self._index_stuck_with_room)
-                    if stuck is not None:
-                        self._fatal(stuck)
+                    if await self.stop_if_an_index_is_stuck():
                         return
                     log.error("checkpoint failed, disk full; retrying at the next interval: %r", exc)
                     continue
@@ -419,6 +417,19 @@ class StorageEngine(EngineReads, GcStorageApi, LogFilesApi):
                 return
             except Exception:
                 log.exception("checkpoint failed; retrying at the next interval")
+
+    async def stop_if_an_index_is_stuck(self) -> bool:
+        """Stop the bookie (fail-stop, ``on_fatal``) if an index kept RocksDB's write error from a full disk that
+        has room again; whether it did. Asked by the checkpoint timer after a failed checkpoint, and by the disk
+        checker before it lets the bookie be writable again: a bookie that would stop at its next checkpoint must
+        not first tell clients it takes adds."""
+        if self.fatal_error is not None:
+            return True
+        # Not on the flush pool: the disk checker must not wait behind a checkpoint to turn the bookie read-only.
+        stuck = await asyncio.to_thread(self._index_stuck_with_room)
+        if stuck is not None:
+            self._fatal(stuck)
+        return stuck is not None
 
     def _index_stuck_with_room(self) -> str | None:
         """Why the bookie must restart, if an index kept RocksDB's write error from a full disk that has room
