@@ -7,10 +7,19 @@ only writable place besides the bookie's volumes) and runs
 
     bookie             org.apache.bookkeeper.server.Main (the default command)
     shell ARGS...      org.apache.bookkeeper.bookie.BookieShell
+    archive-classes    at the image's build: writes its class-data archive (below)
     anything else      as given (e.g. ``java -version``)
 
-with the classpath of /opt/bookkeeper/lib. BOOKIE_MEM_OPTS replaces the default heap settings,
-BOOKIE_EXTRA_OPTS adds JVM options.
+with the jars of /opt/bookkeeper/lib. BOOKIE_MEM_OPTS replaces the default heap settings, BOOKIE_EXTRA_OPTS adds
+JVM options.
+
+Both JVMs map the image's class-data archive (``-XX:SharedArchiveFile``): the classes a bookie of this image loaded
+from its start to serving reads and writes, archived by the image's build (``archive-classes``: a ZooKeeper and a
+bookie on the build's loopback, BookieShell's ``simpletest`` through it, the archive written as the bookie stops).
+A JVM that maps them skips reading, verifying and linking each class from its jar again, most of what a bookie
+spends before it serves. The JVM checks the archive against its runtime and classpath itself and ignores one that
+does not match (``-Xshare:auto``, the default): the jars are given by name, sorted, because a ``lib/*`` wildcard
+is expanded in the directory's own order, which differs from one filesystem to another.
 
 In the operator's pods, BOOKIE_FLEET_BOOKKEEPER_VERSIONS names the Apache BookKeeper lines the operator manages
 (``4.17,4.18``): ``bookie`` refuses to start any other, before the JVM, with an ``UnsupportedVersion: ...``
@@ -22,10 +31,15 @@ other jars says what it really runs. Outside the operator's pods the variable is
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 HOME = Path("/opt/bookkeeper")
@@ -37,6 +51,10 @@ TERMINATION_ENV = "BOOKIE_TERMINATION_LOG"
 TERMINATION_LOG = "/dev/termination-log"
 SERVER_PROPERTIES = "META-INF/maven/org.apache.bookkeeper/bookkeeper-server/pom.properties"
 CONF = HOME / "conf" / "bk_server.conf"
+ARCHIVE = HOME / "bookie.jsa"
+# The JVM's notes about the archive (one that does not match its classpath is ignored) would land in the bookie's
+# log.
+ARCHIVE_QUIET = "-Xlog:cds*=off"
 MEM_OPTS = ("-Xms64m", "-Xmx256m", "-XX:MaxDirectMemorySize=256m")
 JVM_OPTS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-Djava.net.preferIPv4Stack=true",
             "-Dio.netty.tryReflectionSetAccessible=true", f"-Dlog4j2.configurationFile={HOME}/conf/log4j2.properties",
@@ -53,9 +71,21 @@ def build_conf(env: dict[str, str], base: str) -> str:
     return "\n".join([*kept, *(f"{k}={v}" for k, v in sorted(overrides.items()))]) + "\n"
 
 
+def classpath(lib: Path) -> str:
+    """The jars of ``lib``, sorted by name: the one order the image's class-data archive was written with."""
+    jars = sorted(str(jar) for jar in lib.glob("*.jar"))
+    return ":".join(jars) if jars else f"{lib}/*"
+
+
+def archive_options(archive: Path = ARCHIVE) -> list[str]:
+    """The options that map the image's class-data archive; none before the build wrote it."""
+    return [ARCHIVE_QUIET, f"-XX:SharedArchiveFile={archive}"] if archive.is_file() else []
+
+
 def command(argv: list[str], env: dict[str, str], conf_path: str) -> list[str]:
     mem = env["BOOKIE_MEM_OPTS"].split() if env.get("BOOKIE_MEM_OPTS") else list(MEM_OPTS)
-    prefix = ["java", *mem, *JVM_OPTS, *env.get("BOOKIE_EXTRA_OPTS", "").split(), "-cp", f"{HOME}/lib/*"]
+    prefix = ["java", *mem, *JVM_OPTS, *archive_options(), *env.get("BOOKIE_EXTRA_OPTS", "").split(),
+              "-cp", classpath(HOME / "lib")]
     what = argv[0] if argv else "bookie"
     if what == "bookie":
         return [*prefix, "org.apache.bookkeeper.server.Main", "--conf", conf_path, *argv[1:]]
@@ -108,8 +138,101 @@ def refuse(reason: str, message: str, env: Mapping[str, str]) -> int:
     return 1
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(check: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: not within {timeout_s:.0f} s")
+        time.sleep(0.2)
+
+
+def listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def archive_classes(work: Path, archive: Path = ARCHIVE) -> None:
+    """Write ``archive``: the classes a bookie of this image loads from its start to serving a client's adds and
+    reads. A ZooKeeper (from the image's own jars) and a bookie on the loopback, with the settings the operator
+    gives a Java bookie (DbLedgerStorage, Vert.x admin server, Prometheus stats), BookieShell's ``simpletest``
+    through it, then the bookie stopped (SIGTERM: the JVM writes the archive as it exits)."""
+    cp = classpath(HOME / "lib")
+    zk_port, bookie_port, http_port, stats_port = (free_port() for _ in range(4))
+    env = {"BK_metadataServiceUri": f"zk+hierarchical://127.0.0.1:{zk_port}/ledgers",
+           "BK_bookiePort": str(bookie_port), "BK_bookieId": f"127.0.0.1:{bookie_port}",
+           "BK_advertisedAddress": "127.0.0.1", "BK_allowLoopback": "true",
+           "BK_journalDirectories": f"{work}/journal", "BK_ledgerDirectories": f"{work}/ledgers",
+           "BK_journalSyncData": "false", "BK_useHostNameAsBookieID": "false",
+           "BK_httpServerEnabled": "true", "BK_httpServerPort": str(http_port),
+           "BK_httpServerClass": "org.apache.bookkeeper.http.vertx.VertxHttpServer",
+           "BK_statsProviderClass": "org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider",
+           "BK_prometheusStatsHttpPort": str(stats_port),
+           "BK_ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
+           "BK_dbStorage_writeCacheMaxSizeMb": "16", "BK_dbStorage_readAheadCacheMaxSizeMb": "16",
+           "BK_diskUsageThreshold": "0.999", "BK_diskUsageWarnThreshold": "0.998"}
+    conf = work / "bk_server.conf"
+    conf.write_text(build_conf(env, CONF.read_text() if CONF.is_file() else ""))
+    with open(work / "archive-classes.log", "wb") as log:
+        zookeeper = subprocess.Popen(["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                                      "-Dzookeeper.admin.enableServer=false", "-cp", cp,
+                                      "org.apache.zookeeper.server.ZooKeeperServerMain", str(zk_port),
+                                      str(work / "zookeeper")], stdout=log, stderr=subprocess.STDOUT)
+        bookie = None
+        try:
+            wait_until(lambda: listening(zk_port), "ZooKeeper listening")
+            subprocess.run(command(["shell", "initnewcluster"], {}, str(conf)), stdout=log,
+                           stderr=subprocess.STDOUT, timeout=120, check=True)
+            training = {"BOOKIE_EXTRA_OPTS": f"-XX:ArchiveClassesAtExit={archive}"}
+            bookie = subprocess.Popen(command(["bookie"], training, str(conf)), stdout=log, stderr=subprocess.STDOUT)
+            wait_until(lambda: http_ok(f"http://127.0.0.1:{http_port}/api/v1/bookie/is_ready"), "the bookie ready")
+            subprocess.run(command(["shell", "simpletest", "-ensemble", "1", "-writeQuorum", "1", "-ackQuorum", "1",
+                                    "-numEntries", "500"], {}, str(conf)),
+                           stdout=log, stderr=subprocess.STDOUT, timeout=120, check=True)
+            bookie.send_signal(signal.SIGTERM)
+            bookie.wait(timeout=120)
+        finally:
+            for process in (bookie, zookeeper):
+                if process is not None and process.poll() is None:
+                    process.kill()
+                    process.wait()
+        if not archive.is_file():
+            raise RuntimeError(f"the bookie stopped without writing {archive}")
+        # Every JVM of the image must be able to map it: -Xshare:on makes one that cannot an error.
+        subprocess.run(["java", "-Xshare:on", *archive_options(archive), "-cp", cp, "-version"],
+                       stdout=log, stderr=subprocess.STDOUT, timeout=60, check=True)
+
+
 def main(argv: list[str]) -> int:
     env = dict(os.environ)
+    if argv[:1] == ["archive-classes"]:
+        with tempfile.TemporaryDirectory(prefix="archive-classes-") as work:
+            try:
+                archive_classes(Path(work))
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                log = Path(work) / "archive-classes.log"
+                tail = log.read_text(errors="replace")[-4000:] if log.exists() else ""
+                print(f"bookkeeper entrypoint: the class-data archive was not written: {exc}\n{tail}",
+                      file=sys.stderr)
+                return 1
+        print(f"bookkeeper entrypoint: wrote {ARCHIVE} ({ARCHIVE.stat().st_size // 1_000_000} MB)")
+        return 0
     if (argv[0] if argv else "bookie") == "bookie":
         why = unsupported(HOME / "lib", env)
         if why is not None:

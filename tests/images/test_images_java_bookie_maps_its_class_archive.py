@@ -1,0 +1,61 @@
+"""The Java bookie image starts its JVMs from the class-data archive its build wrote: the classes a bookie of the
+image loaded from its start to serving adds and reads (``entrypoint.py archive-classes``, a RUN of the
+Dockerfile). The image's bookie, run under runc as a restricted pod runs it, maps the archive (``-Xshare:on``
+makes a JVM that cannot map it fail) and takes its own classes from it, not from the jars. The jars are named in
+sorted order, the one the archive was written with, whatever order the directory lists them in."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.support import oci
+
+ENTRYPOINT = Path(__file__).resolve().parents[2] / "hack" / "apache-bookkeeper" / "entrypoint.py"
+FROM_THE_ARCHIVE = "source: shared objects file (top)"
+
+
+@pytest.fixture(scope="module")
+def entrypoint() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("java_bookie_entrypoint_archive", ENTRYPOINT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_jars_are_named_in_sorted_order_and_the_archive_only_once_written(
+        entrypoint: ModuleType, tmp_path: Path) -> None:
+    for name in ("zookeeper-3.9.5.jar", "bookkeeper-server-4.18.0.jar", "netty-common-4.1.jar", "notes.txt"):
+        (tmp_path / name).write_bytes(b"")
+    assert entrypoint.classpath(tmp_path) == ":".join(
+        str(tmp_path / n) for n in ("bookkeeper-server-4.18.0.jar", "netty-common-4.1.jar", "zookeeper-3.9.5.jar"))
+    assert entrypoint.archive_options(tmp_path / "bookie.jsa") == [], "no archive yet: the build is writing it"
+    (tmp_path / "bookie.jsa").write_bytes(b"")
+    assert entrypoint.archive_options(tmp_path / "bookie.jsa")[-1] == f"-XX:SharedArchiveFile={tmp_path}/bookie.jsa"
+
+
+def test_the_images_bookie_takes_its_classes_from_the_archive(
+        images: dict[str, oci.Image], rootfs: Callable[[str], Path], tmp_path: Path) -> None:
+    img = images["apache-bookkeeper"]
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o777)  # the image's user writes the class log there
+    options = "-Xshare:on -Xlog:class+load=info:file=/out/classes.log"
+    runtime = {**img.runtime, "Env": [*(img.runtime.get("Env") or []), f"BOOKIE_EXTRA_OPTS={options}"]}
+    with_env = oci.Image(img.layout, img.ref, img.manifest, {**img.config, "config": runtime})
+    result = oci.run(with_env, rootfs("apache-bookkeeper"), tmp_path / "run", ["bookie", "--help"],
+                     binds={"/out": out})
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and "--conf" in output, f"the bookie did not start: {output[-3000:]}"
+    loaded = (out / "classes.log").read_text().splitlines()
+    main = [line for line in loaded if " org.apache.bookkeeper.server.Main " in line]
+    assert main and FROM_THE_ARCHIVE in main[0], main or loaded[-20:]
+    archived = [line for line in loaded if FROM_THE_ARCHIVE in line]
+    from_jars = [line for line in loaded if "source: file:" in line or "source: jar:" in line]
+    print(f"{len(archived)} classes from the image's archive, {len(from_jars)} from its jars")
+    assert len(archived) >= 100 and len(from_jars) <= len(archived) // 10, (len(archived), from_jars[:20])
