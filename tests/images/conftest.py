@@ -2,13 +2,38 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from localkube.runner.imagestore import ImageStore
 
 from tests.support import oci
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def entrypoint_module(path: Path, name: str) -> ModuleType:
+    """An image's entry point script, imported from its file (it is in no package of this repository)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def java_bookie_entrypoint() -> ModuleType:
+    """hack/apache-bookkeeper/entrypoint.py, the Java bookie image's entry point."""
+    return entrypoint_module(REPO / "hack" / "apache-bookkeeper" / "entrypoint.py", "java_bookie_entrypoint")
+
+
+@pytest.fixture(scope="session")
+def audit_entrypoint() -> ModuleType:
+    """pipeline/image/entrypoint.py, the audit image's entry point."""
+    return entrypoint_module(REPO / "pipeline" / "image" / "entrypoint.py", "audit_entrypoint")
 
 
 @pytest.fixture(scope="session")

@@ -4,23 +4,11 @@ executor pod's environment (JVM options in SPARK_JAVA_OPT_<n> order), anything e
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
-ENTRYPOINT = Path(__file__).resolve().parents[2] / "pipeline" / "image" / "entrypoint.py"
 
-
-def entrypoint() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("audit_entrypoint", ENTRYPOINT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_driver_executor_and_other_commands() -> None:
-    ep = entrypoint()
+def test_driver_executor_and_other_commands(audit_entrypoint: ModuleType) -> None:
+    ep = audit_entrypoint
     env = {"SPARK_HOME": "/spark", "JAVA_HOME": "/java", "SPARK_DRIVER_BIND_ADDRESS": "10.1.0.7",
            "SPARK_EXECUTOR_MEMORY": "1g", "SPARK_DRIVER_URL": "spark://CoarseGrainedScheduler@d.ns.svc:7078",
            "SPARK_EXECUTOR_ID": "2", "SPARK_EXECUTOR_CORES": "1", "SPARK_APPLICATION_ID": "spark-1",

@@ -6,37 +6,26 @@ sorted order, the one the archive was written with, whatever order the directory
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 from tests.support import oci
 
-ENTRYPOINT = Path(__file__).resolve().parents[2] / "hack" / "apache-bookkeeper" / "entrypoint.py"
 FROM_THE_ARCHIVE = "source: shared objects file (top)"
 
 
-@pytest.fixture(scope="module")
-def entrypoint() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("java_bookie_entrypoint_archive", ENTRYPOINT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_jars_are_named_in_sorted_order_and_the_archive_only_once_written(
-        entrypoint: ModuleType, tmp_path: Path) -> None:
+        java_bookie_entrypoint: ModuleType, tmp_path: Path) -> None:
+    ep = java_bookie_entrypoint
     for name in ("zookeeper-3.9.5.jar", "bookkeeper-server-4.18.0.jar", "netty-common-4.1.jar", "notes.txt"):
         (tmp_path / name).write_bytes(b"")
-    assert entrypoint.classpath(tmp_path) == ":".join(
+    assert ep.classpath(tmp_path) == ":".join(
         str(tmp_path / n) for n in ("bookkeeper-server-4.18.0.jar", "netty-common-4.1.jar", "zookeeper-3.9.5.jar"))
-    assert entrypoint.archive_options(tmp_path / "bookie.jsa") == [], "no archive yet: the build is writing it"
-    (tmp_path / "bookie.jsa").write_bytes(b"")
-    assert entrypoint.archive_options(tmp_path / "bookie.jsa")[-1] == f"-XX:SharedArchiveFile={tmp_path}/bookie.jsa"
+    archive = tmp_path / "bookie.jsa"
+    assert ep.archive_options(archive) == [], "no archive yet: the build is writing it"
+    archive.write_bytes(b"")
+    assert ep.archive_options(archive)[-1] == f"-XX:SharedArchiveFile={archive}"
 
 
 def test_the_images_bookie_takes_its_classes_from_the_archive(

@@ -11,7 +11,6 @@ jars of both versions of the compatibility matrix."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -23,18 +22,8 @@ from bookie_operator.decisions import start_failures
 from tests.support import oci
 from tests.support.java_client import VERSIONS
 
-ENTRYPOINT = Path(__file__).resolve().parents[2] / "hack" / "apache-bookkeeper" / "entrypoint.py"
 SPEC = {"metadataService": {"zkServers": "zk:2181"}, "implementation": "apache-bookkeeper",
         "image": "bookie-fleet/apache-bookkeeper:4.18.0", "replicas": 1, "ensembleSize": 1}
-
-
-@pytest.fixture(scope="module")
-def entrypoint() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("java_bookie_entrypoint", ENTRYPOINT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def operator_env() -> dict[str, str]:
@@ -44,29 +33,29 @@ def operator_env() -> dict[str, str]:
     return {e["name"]: e["value"] for e in container["env"] if "value" in e}
 
 
-def test_the_image_and_the_operator_name_the_same_variable_and_reason(entrypoint: ModuleType) -> None:
-    assert entrypoint.VERSIONS_ENV == models.BOOKKEEPER_VERSIONS_ENV
-    assert entrypoint.UNSUPPORTED_VERSION == start_failures.UNSUPPORTED_VERSION
+def test_the_image_and_the_operator_name_the_same_variable_and_reason(java_bookie_entrypoint: ModuleType) -> None:
+    assert java_bookie_entrypoint.VERSIONS_ENV == models.BOOKKEEPER_VERSIONS_ENV
+    assert java_bookie_entrypoint.UNSUPPORTED_VERSION == start_failures.UNSUPPORTED_VERSION
     assert operator_env()[models.BOOKKEEPER_VERSIONS_ENV] == "4.17,4.18"
     assert java_config.SUPPORTED_LINES == ("4.17", "4.18")
 
 
 @pytest.mark.parametrize(("which", "version"), [("pinned", "4.17.3"), ("other", "4.18.0")])
 def test_both_versions_of_the_matrix_are_read_from_their_jars_and_supported(
-        entrypoint: ModuleType, which: str, version: str) -> None:
+        java_bookie_entrypoint: ModuleType, which: str, version: str) -> None:
     lib = VERSIONS[which].lib
-    assert entrypoint.bookkeeper_version(lib) == version
-    assert entrypoint.unsupported(lib, operator_env()) is None
+    assert java_bookie_entrypoint.bookkeeper_version(lib) == version
+    assert java_bookie_entrypoint.unsupported(lib, operator_env()) is None
 
 
 def test_a_classpath_without_bookkeeper_is_refused_and_an_unset_variable_checks_nothing(
-        entrypoint: ModuleType, tmp_path: Path) -> None:
+        java_bookie_entrypoint: ModuleType, tmp_path: Path) -> None:
     (tmp_path / "bookkeeper-server-4.18.0.jar").write_bytes(b"not a jar")
-    why = entrypoint.unsupported(tmp_path, operator_env())
+    why = java_bookie_entrypoint.unsupported(tmp_path, operator_env())
     assert why is not None and why.startswith("the image runs no Apache BookKeeper bookie (no bookkeeper-server "
                                               f"jar in {tmp_path}), the operator supports Apache BookKeeper "
                                               "4.17, 4.18"), why
-    assert entrypoint.unsupported(tmp_path, {}) is None, "outside the operator's pods nothing is checked"
+    assert java_bookie_entrypoint.unsupported(tmp_path, {}) is None, "outside the operator's pods nothing is checked"
 
 
 def run_bookie(images: dict[str, oci.Image], rootfs: Callable[[str], Path], bundle: Path,
