@@ -52,6 +52,12 @@ TERMINATION_LOG = "/dev/termination-log"
 SERVER_PROPERTIES = "META-INF/maven/org.apache.bookkeeper/bookkeeper-server/pom.properties"
 CONF = HOME / "conf" / "bk_server.conf"
 ARCHIVE = HOME / "bookie.jsa"
+# The classes the operator configures a Java bookie with (bookie_operator.builders.bookie_config; this image has
+# no bookie-fleet package to import them from, and a test holds the two to each other): the archive's bookie loads
+# those of a deployed one.
+OPERATOR_CLASSES = {"httpServerClass": "org.apache.bookkeeper.http.vertx.VertxHttpServer",
+                    "statsProviderClass": "org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider",
+                    "ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"}
 # The JVM's notes about the archive (one that does not match its classpath is ignored) would land in the bookie's
 # log.
 ARCHIVE_QUIET = "-Xlog:cds*=off"
@@ -181,10 +187,8 @@ def archive_classes(work: Path, archive: Path = ARCHIVE) -> None:
            "BK_journalDirectories": f"{work}/journal", "BK_ledgerDirectories": f"{work}/ledgers",
            "BK_journalSyncData": "false", "BK_useHostNameAsBookieID": "false",
            "BK_httpServerEnabled": "true", "BK_httpServerPort": str(http_port),
-           "BK_httpServerClass": "org.apache.bookkeeper.http.vertx.VertxHttpServer",
-           "BK_statsProviderClass": "org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider",
            "BK_prometheusStatsHttpPort": str(stats_port),
-           "BK_ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
+           **{f"BK_{key}": value for key, value in OPERATOR_CLASSES.items()},
            "BK_dbStorage_writeCacheMaxSizeMb": "16", "BK_dbStorage_readAheadCacheMaxSizeMb": "16",
            "BK_diskUsageThreshold": "0.999", "BK_diskUsageWarnThreshold": "0.998"}
     conf = work / "bk_server.conf"

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+from bookie_operator import builders, models
+
 from tests.support import oci
 
 FROM_THE_ARCHIVE = "source: shared objects file (top)"
@@ -26,6 +28,14 @@ def test_the_jars_are_named_in_sorted_order_and_the_archive_only_once_written(
     assert ep.archive_options(archive) == [], "no archive yet: the build is writing it"
     archive.write_bytes(b"")
     assert ep.archive_options(archive)[-1] == f"-XX:SharedArchiveFile={archive}"
+
+
+def test_the_archives_bookie_runs_the_classes_the_operator_configures(java_bookie_entrypoint: ModuleType) -> None:
+    spec = models.parse_spec({"metadataService": {"zkServers": "zk:2181"}, "implementation": "apache-bookkeeper",
+                              "image": "bookie-fleet/apache-bookkeeper:4.18.0", "replicas": 1, "ensembleSize": 1})
+    config = builders.bookie_config(spec)
+    classes = java_bookie_entrypoint.OPERATOR_CLASSES
+    assert classes == {key: config[key] for key in classes}
 
 
 def test_the_images_bookie_takes_its_classes_from_the_archive(
